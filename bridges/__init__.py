@@ -1,0 +1,1 @@
+"""Bridges from cellspec to the scverse ecosystem (AnnData, SpatialData) and to Luxar scenes."""

@@ -1,0 +1,39 @@
+"""cellspec_sc: the Python home of cellspec 1.0, the table format for segmented cells.
+
+>>> import cellspec_sc as cs
+>>> x = cs.example()
+>>> cs.validate(x).ok
+True
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from .core import CellSpec
+from .errors import CellspecError, FormatError, InputError, ValidationError
+from .example import example
+from .provenance import package_version
+from .validation import ValidationReport, validate
+from .vocabulary import SPEC_VERSION, vocabulary
+
+__version__ = package_version()
+
+# Heavier parts are imported on first use, so `import cellspec_sc` stays fast.
+_LAZY = {
+    "read": "cellspec_sc.directory",
+    "write": "cellspec_sc.directory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'cellspec_sc' has no attribute {name!r}")
+
+
+__all__ = [
+    "SPEC_VERSION", "CellSpec", "CellspecError", "FormatError", "InputError", "ValidationError",
+    "ValidationReport", "example", "validate", "vocabulary", *_LAZY,
+]

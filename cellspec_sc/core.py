@@ -1,0 +1,253 @@
+"""The :class:`CellSpec` object (spec sections 1-8)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from .compare import frame_differences, matrix_differences, value_differences
+from .errors import InputError
+from .provenance import with_history_step
+from .vocabulary import SPEC_VERSION
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .validation import ValidationReport
+
+COMPONENTS = ("spec_version", "cells", "measurements", "dictionary", "images", "channels", "provenance", "adjacency")
+
+
+class CellSpec:
+    """A cellspec 1.0 object: cells, a float64 measurement matrix and its dictionary, images,
+    channels, provenance and optional adjacency.
+
+    The constructor stores the parts as given and does not validate, so an
+    invalid object can be built and reported; call :meth:`validate`.
+
+    >>> import cellspec_sc as cs
+    >>> x = cs.example()
+    >>> x.measurements.shape
+    (80, 19)
+    >>> x.features(kind="intensity", marker="FOXP3")
+    ['cell:FOXP3:mean', 'cell:FOXP3:median', 'nucleus:FOXP3:mean', 'nucleus:FOXP3:median']
+    """
+
+    __slots__ = COMPONENTS
+
+    def __init__(
+        self,
+        *,
+        cells: pd.DataFrame,
+        measurements: np.ndarray,
+        dictionary: pd.DataFrame,
+        images: pd.DataFrame,
+        channels: pd.DataFrame,
+        provenance: dict[str, Any],
+        adjacency: pd.DataFrame | None = None,
+        spec_version: str = SPEC_VERSION,
+    ):
+        self.spec_version = spec_version
+        self.cells = cells
+        self.measurements = measurements
+        self.dictionary = dictionary
+        self.images = images
+        self.channels = channels
+        self.provenance = provenance
+        self.adjacency = adjacency
+
+    # -- parts ---------------------------------------------------------------------------------
+    def parts(self) -> dict[str, Any]:
+        """The components as a dict (no copies), e.g. to build a modified object."""
+        return {name: getattr(self, name) for name in COMPONENTS}
+
+    def replace(self, **changes: Any) -> CellSpec:
+        """A new object sharing every component except those given.
+
+        >>> x = example()
+        >>> x.replace(adjacency=None).adjacency is None
+        True
+        """
+        return CellSpec(**{**self.parts(), **changes})
+
+    @property
+    def feature_ids(self) -> list[str]:
+        """Measurement column names: ``dictionary.feature_id`` by position."""
+        return [str(f) for f in self.dictionary["feature_id"]]
+
+    @property
+    def n_cells(self) -> int:
+        """Number of cells (rows of cells)."""
+        return len(self.cells)
+
+    def measurement_frame(self, features: Sequence[str] | None = None) -> pd.DataFrame:
+        """Measurements as a DataFrame with feature ids as columns (a copy of the selected columns).
+
+        >>> example().measurement_frame(["cell:area"]).shape
+        (80, 1)
+        """
+        ids = self.feature_ids
+        cols = range(len(ids)) if features is None else [self._feature_position(f) for f in features]
+        return pd.DataFrame({ids[i]: self.measurements[:, i] for i in cols}, index=pd.RangeIndex(self.n_cells))
+
+    def _feature_position(self, feature_id: str) -> int:
+        try:
+            return self.feature_ids.index(feature_id)
+        except ValueError:
+            raise InputError(f"unknown feature_id {feature_id!r}; see x.features()") from None
+
+    # -- selection -----------------------------------------------------------------------------
+    def features(self, kind: str | None = None, marker: str | None = None, compartment: str | None = None,
+                 statistic: str | None = None, unit: str | None = None) -> list[str]:
+        """Feature ids selected through the dictionary columns (never by splitting ids).
+
+        >>> example().features(kind="shape")
+        ['cell:area', 'nucleus:area']
+        """
+        d = self.dictionary
+        keep = np.ones(len(d), dtype=bool)
+        for column, wanted in (("kind", kind), ("marker", marker), ("compartment", compartment),
+                               ("statistic", statistic), ("unit", unit)):
+            if wanted is not None:
+                keep &= (d[column] == wanted).fillna(False).to_numpy(dtype=bool)
+        return [str(f) for f in d["feature_id"][keep]]
+
+    def subset(self, cells: Any = None, features: Any = None) -> CellSpec:
+        """A new object with some cells and/or features, rows kept aligned.
+
+        ``cells``: boolean mask, integer positions, ``(image_id, cell_id)`` pairs,
+        or cell_id strings (matched in every image). ``features``: boolean mask,
+        positions or feature ids. Adjacency pairs whose cells are gone are
+        dropped (section 7). Images and channels are all kept: they describe
+        acquisition, an image without cells is valid, and dropping channels
+        could break ``markers_in_channels`` for the remaining features.
+        A step is appended to ``provenance["history"]``.
+
+        >>> x = example()
+        >>> x.subset(cells=x.cells["image_id"] == "img1").n_cells
+        40
+        """
+        rows = np.arange(self.n_cells) if cells is None else self._cell_positions(cells)
+        cols = np.arange(len(self.dictionary)) if features is None else self._feature_positions(features)
+        new_cells = self.cells.iloc[rows].reset_index(drop=True)
+        matrix = np.asarray(self.measurements)[np.ix_(rows, cols)] if (cells is not None or features is not None) \
+            else self.measurements
+        details = {"cells_before": self.n_cells, "cells_after": int(rows.size),
+                   "features_before": int(len(self.dictionary)), "features_after": int(cols.size)}
+        adjacency = _drop_missing_pairs(self.adjacency, new_cells)
+        if self.adjacency is not None:
+            details["contacts_dropped"] = int(len(self.adjacency) - len(adjacency))
+        return self.replace(
+            cells=new_cells,
+            measurements=np.ascontiguousarray(matrix),
+            dictionary=self.dictionary.iloc[cols].reset_index(drop=True),
+            adjacency=adjacency,
+            provenance=with_history_step(self.provenance, "subset", "cellspec_sc.CellSpec.subset", details),
+        )
+
+    def _cell_positions(self, cells: Any) -> np.ndarray:
+        sel = cells.to_numpy() if isinstance(cells, pd.Series) else np.asarray(cells, dtype=object)
+        if sel.dtype == bool or (sel.size and all(isinstance(v, (bool, np.bool_)) for v in sel)):
+            return _mask_positions(sel.astype(bool), self.n_cells, "cells")
+        if sel.size == 0:
+            return np.arange(0)
+        first = sel.flat[0] if sel.ndim == 1 else sel[0]
+        if isinstance(first, (int, np.integer)):
+            return _checked_positions(sel.astype(np.int64), self.n_cells, "cells")
+        keys = self.cells["image_id"].astype(object) + "\x00" + self.cells["cell_id"].astype(object)
+        if isinstance(first, (tuple, list, np.ndarray)):
+            wanted = {f"{i}\x00{c}" for i, c in (tuple(v) for v in cells)}
+            return np.flatnonzero(keys.isin(wanted).to_numpy())
+        return np.flatnonzero(self.cells["cell_id"].isin(set(map(str, sel))).fillna(False).to_numpy(dtype=bool))
+
+    def _feature_positions(self, features: Any) -> np.ndarray:
+        sel = np.asarray(features.to_numpy() if isinstance(features, pd.Series) else features, dtype=object)
+        n = len(self.dictionary)
+        if sel.size and all(isinstance(v, (bool, np.bool_)) for v in sel):
+            return _mask_positions(sel.astype(bool), n, "features")
+        if sel.size and isinstance(sel[0], (int, np.integer)):
+            return _checked_positions(sel.astype(np.int64), n, "features")
+        return np.array([self._feature_position(str(f)) for f in sel], dtype=np.int64)
+
+    # -- comparison ----------------------------------------------------------------------------
+    def differences(self, other: Any) -> list[str]:
+        """Human-readable list of every way ``other`` differs from this object (empty if equal)."""
+        if not isinstance(other, CellSpec):
+            return [f"other is a {type(other).__name__}, not a CellSpec"]
+        out = value_differences("spec_version", self.spec_version, other.spec_version)
+        for name in ("cells", "dictionary", "images", "channels", "adjacency"):
+            out += frame_differences(name, getattr(self, name), getattr(other, name))
+        out += matrix_differences(self.measurements, other.measurements)
+        out += value_differences("provenance", self.provenance, other.provenance)
+        return out
+
+    def equals(self, other: Any) -> bool:
+        """Bit-exact equality: measurements by their 64 bits (NaN equals NaN, -0.0 differs from 0.0),
+        tables by column order, spec types and values, provenance by value.
+
+        >>> example().equals(example())
+        True
+        """
+        return not self.differences(other)
+
+    # -- delegations ---------------------------------------------------------------------------
+    def validate(self, **options: Any) -> ValidationReport:
+        """Run every check of section 10; see :func:`cellspec_sc.validate`."""
+        from .validation import validate
+
+        return validate(self, **options)
+
+    def write(self, path: str | Path, **options: Any) -> Path:
+        """Write a cellspec directory; see :func:`cellspec_sc.write`."""
+        from .directory import write
+
+        return write(self, path, **options)
+
+    def summary(self) -> dict[str, Any]:
+        """The facts printed by ``repr`` as a dict."""
+        from .summary import summarise
+
+        return summarise(self)
+
+    def __repr__(self) -> str:
+        from .summary import format_text
+
+        return format_text(self)
+
+    def _repr_html_(self) -> str:
+        from .summary import format_html
+
+        return format_html(self)
+
+
+def _mask_positions(mask: np.ndarray, n: int, what: str) -> np.ndarray:
+    if mask.size != n:
+        raise InputError(f"{what} mask has {mask.size} entries for {n} {what}")
+    return np.flatnonzero(mask)
+
+
+def _checked_positions(pos: np.ndarray, n: int, what: str) -> np.ndarray:
+    if pos.size and (pos.min() < -n or pos.max() >= n):
+        raise InputError(f"{what} position out of range 0..{n - 1}")
+    return np.where(pos < 0, pos + n, pos)
+
+
+def _drop_missing_pairs(adjacency: pd.DataFrame | None, cells: pd.DataFrame) -> pd.DataFrame | None:
+    """Contacts whose two cells are both still in ``cells``."""
+    if adjacency is None:
+        return None
+    keys = pd.MultiIndex.from_arrays([cells["image_id"].astype(object), cells["cell_id"].astype(object)])
+    a = pd.MultiIndex.from_arrays([adjacency["image_id"].astype(object), adjacency["cell_id_a"].astype(object)])
+    b = pd.MultiIndex.from_arrays([adjacency["image_id"].astype(object), adjacency["cell_id_b"].astype(object)])
+    keep = a.isin(keys) & b.isin(keys)
+    return adjacency[keep].reset_index(drop=True)
+
+
+def example(*args: Any, **kwargs: Any) -> CellSpec:
+    """Alias of :func:`cellspec_sc.example` for doctests in this module."""
+    from .example import example as _example
+
+    return _example(*args, **kwargs)

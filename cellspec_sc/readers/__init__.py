@@ -1,0 +1,1 @@
+"""Adapters that read tool exports (QuPath, MCMICRO) into cellspec objects."""

@@ -1,0 +1,54 @@
+"""Open a cellspec from whatever a user names on the command line.
+
+Each entry maps a kind of path to the function that loads it; bridges add
+their formats here (``.h5ad``, AnnData ``.zarr``, SpatialData ``.zarr``).
+
+>>> load("example").n_cells
+80
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import InputError
+
+if TYPE_CHECKING:
+    from .core import CellSpec
+
+
+def _is_example(source: str) -> bool:
+    return source == "example"
+
+
+def _load_example(source: str) -> CellSpec:
+    from .example import example
+
+    return example()
+
+
+def _is_cellspec_dir(source: str) -> bool:
+    path = Path(source)
+    return path.is_dir() and any((path / name).exists() for name in ("cellspec.json", "DONE", "MANIFEST.sha256"))
+
+
+# (test, "module:function", description) in the order they are tried
+SOURCES: list[tuple[Callable[[str], bool], str, str]] = [
+    (_is_example, "cellspec_sc.sources:_load_example", "example (the simulated spec example)"),
+    (_is_cellspec_dir, "cellspec_sc.directory:read", "a cellspec directory"),
+]
+
+
+def load(source: str) -> CellSpec:
+    """Load ``example`` or any path that a registered source understands."""
+    for test, target, _ in SOURCES:
+        if test(source):
+            module, function = target.split(":")
+            return getattr(import_module(module), function)(source)
+    known = "; ".join(description for _, _, description in SOURCES)
+    if not Path(source).exists():
+        raise InputError(f"{source}: no such file or directory (expected {known})")
+    raise InputError(f"{source}: not a format cellspec can open (expected {known})")

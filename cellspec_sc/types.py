@@ -1,0 +1,119 @@
+"""Spec column types and their pandas representation.
+
+cellspec has four column types (``character``, ``double``, ``integer``,
+``logical``). In memory they are held as:
+
+=========  ===================================  =====================
+spec type  pandas dtype                         NA
+=========  ===================================  =====================
+character  ``string`` (``pd.StringDtype()``)    ``pd.NA``
+double     ``float64``                          ``NaN``
+integer    ``Int32``                            ``pd.NA``
+logical    ``boolean``                          ``pd.NA``
+=========  ===================================  =====================
+
+>>> import pandas as pd
+>>> spec_type_of(pd.Series(["a", None], dtype="string"))
+'character'
+>>> as_spec_type(pd.Series([1, None]), "integer").dtype
+Int32Dtype()
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .vocabulary import vocabulary
+
+PANDAS_DTYPES = {
+    "character": pd.StringDtype(na_value=pd.NA),
+    "double": np.dtype("float64"),
+    "integer": pd.Int32Dtype(),
+    "logical": pd.BooleanDtype(),
+}
+
+
+def spec_type_of(series: pd.Series) -> str | None:
+    """The spec type a pandas column holds, or None if it holds none of the four.
+
+    Object columns count as character when every non-missing value is a ``str``;
+    categoricals count as the type of their categories.
+    """
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return spec_type_of(pd.Series(dtype.categories))
+    if isinstance(dtype, pd.StringDtype):
+        return "character"
+    if pd.api.types.is_bool_dtype(dtype):
+        return "logical"
+    if pd.api.types.is_integer_dtype(dtype):
+        return "integer"
+    if pd.api.types.is_float_dtype(dtype):
+        return "double" if dtype == np.float64 else None
+    if dtype == object:
+        values = series.dropna()
+        if all(isinstance(v, str) for v in values):
+            return "character"
+    return None
+
+
+def as_spec_type(series: pd.Series, spec_type: str) -> pd.Series:
+    """Convert a column to the canonical pandas dtype of ``spec_type``.
+
+    Missing values of any flavour (None, NaN, pd.NA) become the NA of the
+    target dtype; categoricals are expanded to their values.
+    """
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        series = series.astype(series.dtype.categories.dtype).astype(object).where(series.notna(), None)
+    target = PANDAS_DTYPES[spec_type]
+    if spec_type == "character":
+        return _as_character(series, target)
+    if spec_type == "double":
+        return _as_double(series)
+    return series.astype(target)
+
+
+def _as_character(series: pd.Series, target: pd.StringDtype) -> pd.Series:
+    if isinstance(series.dtype, pd.StringDtype) and series.dtype == target:
+        return series
+    values = series.astype(object)
+    return values.where(series.notna(), None).astype(target)
+
+
+def _as_double(series: pd.Series) -> pd.Series:
+    if series.dtype == np.float64:
+        return series
+    if isinstance(series.dtype, pd.api.extensions.ExtensionDtype):
+        values = series.astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+        return pd.Series(values, index=series.index, name=series.name)
+    return series.astype(np.float64)
+
+
+def declared_type(table: str, column: str) -> str | None:
+    """The type the spec fixes for ``column`` of ``table`` (None for extra columns)."""
+    col = vocabulary().column(table, column)
+    return None if col is None else col.type
+
+
+def column_spec_types(frame: pd.DataFrame, table: str) -> list[tuple[str, str | None]]:
+    """(name, spec type) of every column of ``frame``: declared where the spec fixes it, else inferred."""
+    return [(name, declared_type(table, name) or spec_type_of(frame[name])) for name in frame.columns]
+
+
+def canonical_frame(frame: pd.DataFrame, table: str, types: dict[str, str] | None = None) -> pd.DataFrame:
+    """A copy of ``frame`` whose columns hold the canonical dtypes of their spec types.
+
+    ``types`` overrides the spec type of named columns (e.g. from a file's
+    ``column_types``); other columns get their declared or inferred type.
+
+    >>> df = pd.DataFrame({"image_id": ["a"], "pixel_size": [1], "sample_id": ["s"]})
+    >>> canonical_frame(df, "images").dtypes["pixel_size"]
+    dtype('float64')
+    """
+    types = types or {}
+    out = {}
+    for name in frame.columns:
+        spec_type = types.get(name) or declared_type(table, name) or spec_type_of(frame[name])
+        out[name] = frame[name] if spec_type is None else as_spec_type(frame[name], spec_type)
+    return pd.DataFrame(out, index=pd.RangeIndex(len(frame)), columns=list(frame.columns))

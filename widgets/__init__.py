@@ -1,0 +1,1 @@
+"""Notebook widgets that preview a cellspec object inline."""
