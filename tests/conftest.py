@@ -1,0 +1,22 @@
+"""Shared fixtures. Property-based strategies live in tests/strategies.py, browser helpers in tests/browser.py."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", max_examples=40, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("dev", max_examples=20, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def x():
+    """The spec's example object."""
+    import cellspec_sc as cs
+
+    return cs.example()
