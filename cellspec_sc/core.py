@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,8 +15,6 @@ from .provenance import with_history_step
 from .vocabulary import SPEC_VERSION
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from .validation import ValidationReport
 
 COMPONENTS = ("spec_version", "cells", "measurements", "dictionary", "images", "channels", "provenance", "adjacency")
@@ -36,7 +35,7 @@ class CellSpec:
     ['cell:FOXP3:mean', 'cell:FOXP3:median', 'nucleus:FOXP3:mean', 'nucleus:FOXP3:median']
     """
 
-    __slots__ = COMPONENTS
+    __slots__ = (*COMPONENTS, "source_dir")
 
     def __init__(
         self,
@@ -49,8 +48,12 @@ class CellSpec:
         provenance: dict[str, Any],
         adjacency: pd.DataFrame | None = None,
         spec_version: str = SPEC_VERSION,
+        source_dir: str | Path | None = None,
     ):
         self.spec_version = spec_version
+        # Where the object was read from (not a component, not compared): files named by
+        # images.geometry_ref are resolved against it.
+        self.source_dir = source_dir
         self.cells = cells
         self.measurements = measurements
         self.dictionary = dictionary
@@ -71,7 +74,7 @@ class CellSpec:
         >>> x.replace(adjacency=None).adjacency is None
         True
         """
-        return CellSpec(**{**self.parts(), **changes})
+        return CellSpec(**{**self.parts(), "source_dir": self.source_dir, **changes})
 
     @property
     def feature_ids(self) -> list[str]:
