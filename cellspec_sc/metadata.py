@@ -151,13 +151,14 @@ def _inferred_type(values: list[Any]) -> str:
 
 def frame_of_rows(rows: list[dict[str, Any]], table: str, types: list[dict[str, str]] | None,
                   directory: Path) -> pd.DataFrame:
-    """A table from row objects; column order and types from ``types`` when given, else declared/inferred."""
-    names = [c["name"] for c in types] if types is not None else list(dict.fromkeys(k for r in rows for k in r))
+    """A table from row objects; column order and types from ``types`` when given, else declared/inferred.
+
+    >>> frame_of_rows([{"image_id": "a", "width_px": 5}, {"image_id": "b"}], "images", None, ".").dtypes.tolist()
+    [<StringDtype(na_value=<NA>)>, Int32Dtype()]
+    """
+    # listed columns first, then keys column_types does not list (declared or inferred types)
+    names = list(dict.fromkeys([c["name"] for c in types or []] + [k for r in rows for k in r]))
     given = {c["name"]: c["type"] for c in types or []}
-    extra = sorted({k for r in rows for k in r} - set(names))
-    if extra:
-        raise ColumnMismatch(directory, "cellspec.json", f"{table} rows have keys {extra} that "
-                                                         f"column_types.{table} does not list")
     out = {}
     for name in names:
         values = [r.get(name) for r in rows]
