@@ -58,3 +58,9 @@ def test_refused_directory_exits_2(tmp_path, capsys):
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_docs_page_is_current():
+    from cellspec_sc.docgen import DOCS, render_all
+    assert (DOCS / "directory.md").read_text(encoding="utf-8") == render_all()["directory.md"], \
+        "run `python -m cellspec_sc.docgen`"
