@@ -138,6 +138,7 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
             else:
                 spec = replace(spec, marker=marker)
                 applied[source_marker] = marker
+                _check_distinct_markers(applied, marker, source_marker)
         fid = _feature_id(spec, voc)
         if fid in seen and spec.kind != "other":
             spec, source_marker = FeatureSpec.other(spec.source_name, spec.unit), None
@@ -151,6 +152,13 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
     if not any(src is not None and src != m for _, _, m, _, _, _, _, src in rows):
         frame = frame.drop(columns="marker_source")
     return canonical_frame(frame, "dictionary"), applied
+
+
+def _check_distinct_markers(applied: Mapping[str, str], marker: str, source: str) -> None:
+    clash = [src for src, m in applied.items() if m == marker and src != source]
+    if clash:
+        raise InputError(f"markers {clash[0]!r} and {source!r} would both be called {marker!r} (marker_map or ':' "
+                         "replacement); give them distinct names in marker_map")
 
 
 def _within_vocabulary(spec: FeatureSpec, voc) -> FeatureSpec:
@@ -371,14 +379,13 @@ def check_finite_centroids(path: Path, values: np.ndarray, column: str, rows: np
 def check_unique_ids(path: Path, image_ids: np.ndarray, cell_ids: np.ndarray, column: str,
                      rows: np.ndarray | None) -> None:
     """(image_id, cell_id) MUST be unique: name both lines of the first duplicate."""
-    keys = pd.Series(image_ids, dtype=object).str.cat(pd.Series(cell_ids, dtype=object), sep="\x00")
+    keys = pd.DataFrame({"image": pd.Series(image_ids, dtype=object), "cell": pd.Series(cell_ids, dtype=object)})
     dup = keys.duplicated(keep=False).to_numpy()
     if dup.any():
-        positions = np.flatnonzero(dup)
-        first_key = keys.iloc[positions[0]]
-        same = positions[(keys.iloc[positions] == first_key).to_numpy()]
+        first = int(np.flatnonzero(dup)[0])
+        image, cell = keys.iat[first, 0], keys.iat[first, 1]
+        same = np.flatnonzero(((keys["image"] == image) & (keys["cell"] == cell)).to_numpy())
         lines = [(int(rows[p]) if rows is not None else int(p)) + 2 for p in same[:2]]
-        image, cell = first_key.split("\x00", 1)
         raise InputError(f"{path.name}: lines {lines[0]} and {lines[1]}, column {column!r}: object id {cell!r} "
                          f"appears twice in image {image!r} ({int(dup.sum())} rows with duplicated ids)")
 

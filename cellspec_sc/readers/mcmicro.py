@@ -250,6 +250,10 @@ def read_mcmicro(
 
     if channel_names is not None:
         markers = [clean_marker(n, dict(marker_map or {}))[0] for n in channel_names]
+        repeated = sorted({m for m in markers if markers.count(m) > 1})
+        if repeated:
+            raise InputError(f"{Path(markers_csv).name}: marker_map gives several channels the name(s) "
+                             f"{', '.join(map(repr, repeated))}; markers must be unique per image")
     else:
         channel_names, markers = intensity_channels(dictionary, applied)
     image_record = input_record(image) if image is not None else None

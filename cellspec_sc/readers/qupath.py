@@ -359,8 +359,8 @@ def _check_agreement(path: Path, um, px, size, um_column, px_column, rows) -> No
     bad = ~(np.abs(um - px * size) <= 0.5 * size) & np.isfinite(px)
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{path.name}: line {first_line_where(bad, rows)}: {um_column!r} = {um[pos]!r} disagrees "
-                         f"with {px_column!r} = {px[pos]!r} x pixel size {size[pos]!r} by more than half a pixel "
+        raise InputError(f"{path.name}: line {first_line_where(bad, rows)}: {um_column!r} = {float(um[pos])!r} disagrees "
+                         f"with {px_column!r} = {float(px[pos])!r} x pixel size {float(size[pos])!r} by more than half a pixel "
                          f"({int(bad.sum())} row(s)); check pixel_size")
 
 
