@@ -160,10 +160,10 @@ class CellSpec:
         first = sel.flat[0] if sel.ndim == 1 else sel[0]
         if isinstance(first, (int, np.integer)):
             return _checked_positions(sel.astype(np.int64), self.n_cells, "cells")
-        keys = self.cells["image_id"].astype(object) + "\x00" + self.cells["cell_id"].astype(object)
         if isinstance(first, (tuple, list, np.ndarray)):
-            wanted = {f"{i}\x00{c}" for i, c in (tuple(v) for v in cells)}
-            return np.flatnonzero(keys.isin(wanted).to_numpy())
+            keys = pd.MultiIndex.from_arrays([self.cells["image_id"].astype(object),
+                                              self.cells["cell_id"].astype(object)])
+            return np.flatnonzero(keys.isin([tuple(map(str, v)) for v in cells]))
         return np.flatnonzero(self.cells["cell_id"].isin(set(map(str, sel))).fillna(False).to_numpy(dtype=bool))
 
     def _feature_positions(self, features: Any) -> np.ndarray:
