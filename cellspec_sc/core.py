@@ -35,7 +35,7 @@ class CellSpec:
     ['cell:FOXP3:mean', 'cell:FOXP3:median', 'nucleus:FOXP3:mean', 'nucleus:FOXP3:median']
     """
 
-    __slots__ = (*COMPONENTS, "source_dir")
+    __slots__ = (*COMPONENTS, "source_dir", "extensions")
 
     def __init__(
         self,
@@ -49,11 +49,15 @@ class CellSpec:
         adjacency: pd.DataFrame | None = None,
         spec_version: str = SPEC_VERSION,
         source_dir: str | Path | None = None,
+        extensions: dict[str, Any] | None = None,
     ):
         self.spec_version = spec_version
         # Where the object was read from (not a component, not compared): files named by
         # images.geometry_ref are resolved against it.
         self.source_dir = source_dir
+        # Top-level keys of cellspec.json this package does not know (not a component, not
+        # compared): kept on read and written back, so other implementations' additions survive.
+        self.extensions = dict(extensions or {})
         self.cells = cells
         self.measurements = measurements
         self.dictionary = dictionary
@@ -74,7 +78,7 @@ class CellSpec:
         >>> x.replace(adjacency=None).adjacency is None
         True
         """
-        return CellSpec(**{**self.parts(), "source_dir": self.source_dir, **changes})
+        return CellSpec(**{**self.parts(), "source_dir": self.source_dir, "extensions": self.extensions, **changes})
 
     @property
     def feature_ids(self) -> list[str]:
