@@ -3,13 +3,14 @@
 A reader turns one export into a :class:`~cellspec_sc.CellSpec` in four steps, and this module holds
 every step that does not depend on the tool:
 
-1. :func:`read_header` and :func:`read_columns` parse the file with pyarrow's multi-threaded CSV reader
-   and turn every parse failure into a :class:`~cellspec_sc.InputError` naming file, line and column;
+1. :func:`read_header` checks the header line; :func:`stream_columns` parses the file with pyarrow's
+   CSV reader, batch by batch, straight into the float64 measurement matrix, converting NaN and
+   infinities to NA and counting them, and turns every parse failure into a
+   :class:`~cellspec_sc.InputError` naming file, line and column;
 2. the adapter classifies each header into a :class:`FeatureSpec` (kind, compartment, marker, statistic,
    unit, source_name); headers are matched after :func:`normalise_header`;
 3. :func:`build_dictionary` applies the feature-id rules and vocabularies of :func:`vocabulary`, the
-   marker rules and ``marker_map``; :func:`measurement_matrix` converts NaN and infinities to NA and
-   counts them;
+   marker rules and ``marker_map``;
 4. :func:`assemble` builds images, channels and provenance and refuses an object that fails structure
    validation.
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -257,24 +258,135 @@ def require_columns(header: Header, tool: str, groups: Sequence[Sequence[str]]) 
                          f"{', ...' if len(header.names) > 8 else ''})")
 
 
-def read_columns(header: Header, string_columns: Sequence[str]) -> pa.Table:
-    """Every column of the file: ``string_columns`` as text, all others as float64 (empty = null).
+@dataclass
+class Parsed:
+    """A parsed export, rows already filtered: text and number columns, and the measurement matrix.
 
-    Parsing is pyarrow's multi-threaded reader; only when it fails is the file read again to find the
-    line, and the error names file, line and column.
+    ``rows`` holds the 0-based data-row index in the file of every kept row (None when every row was
+    kept), so errors can name file lines (data row i is line i + 2).
     """
-    types = {name: (pa.string() if name in string_columns else pa.float64()) for name in header.names}
-    read = pacsv.ReadOptions(use_threads=True, block_size=1 << 24)
-    parse = pacsv.ParseOptions(delimiter=header.delimiter)
+
+    rows_read: int
+    rows: np.ndarray | None
+    text_columns: dict[str, np.ndarray]
+    number_columns: dict[str, np.ndarray]
+    unfiltered: dict[str, np.ndarray]
+    matrix: np.ndarray
+    counts: dict[str, int]
+
+    @property
+    def n(self) -> int:
+        return int(self.matrix.shape[0])
+
+    def text(self, name: str) -> np.ndarray:
+        """A text column of the kept rows as an object array (None for missing)."""
+        return self.text_columns[name]
+
+    def number(self, name: str) -> np.ndarray:
+        """A float64 column of the kept rows (NaN for missing)."""
+        return self.number_columns[name]
+
+
+def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str], matrix: Sequence[str],
+                   keep: tuple[str, Sequence[str]] | None = None, unfiltered: Sequence[str] = ()) -> Parsed:
+    """Parse the file with pyarrow's CSV reader, batch by batch, straight into the measurement matrix.
+
+    ``text`` columns are read as strings, every other column as float64 (empty fields are null).
+    ``keep=(column, values)`` keeps only rows whose text ``column`` is one of ``values``; ``unfiltered``
+    text columns are also returned for every row. The matrix (kept rows x ``matrix`` columns, C order) is
+    allocated once from a count of the file's lines, so peak memory stays close to the result instead of
+    holding a whole Arrow table beside it. NaN and infinities become NaN (NA) and are counted:
+    ``na_converted`` (NaN written by the tool), ``nonfinite_converted`` (infinities) and
+    ``missing_in_source`` (empty fields), all over kept rows. A parse failure becomes an InputError that
+    names file, line and column.
+    """
+    types = {name: (pa.string() if name in text else pa.float64()) for name in header.names}
     convert = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
                                    quoted_strings_can_be_null=True)
+    capacity = _line_count(header.path)
+    out = np.empty((capacity, len(matrix)), dtype=np.float64)
+    counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in (*text, *numbers)}
+    whole: dict[str, list[np.ndarray]] = {name: [] for name in unfiltered}
+    row_parts: list[np.ndarray] = []
+    read = filled = 0
     try:
-        table = pacsv.read_csv(header.path, read_options=read, parse_options=parse, convert_options=convert)
+        reader = pacsv.open_csv(header.path, read_options=pacsv.ReadOptions(use_threads=True, block_size=1 << 22),
+                                parse_options=pacsv.ParseOptions(delimiter=header.delimiter), convert_options=convert)
+        for batch in reader:
+            sel = _kept_in_batch(batch, keep)
+            for name in unfiltered:
+                whole[name].append(batch.column(name).to_numpy(zero_copy_only=False))
+            for name in parts:
+                values = batch.column(name).to_numpy(zero_copy_only=False)
+                parts[name].append(values if sel is None else values[sel])
+            m = batch.num_rows if sel is None else int(sel.size)
+            if filled + m > out.shape[0]:  # only if the line count was wrong; grow
+                out = np.concatenate([out, np.empty((filled + m - out.shape[0], len(matrix)))], axis=0)
+            _fill_block(batch, matrix, sel, out[filled:filled + m], counts)
+            row_parts.append(np.arange(read, read + batch.num_rows) if sel is None else sel + read)
+            read += batch.num_rows
+            filled += m
     except (pa.ArrowInvalid, pa.ArrowException) as err:
         raise _located_error(header, str(err)) from None
-    if table.num_rows == 0:
+    if read == 0:
         raise InputError(f"{header.path.name}: line 2: the file has a header but no data rows")
-    return table
+    rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
+    return Parsed(
+        rows_read=read,
+        rows=None if filled == read else rows,
+        text_columns={n: _joined(parts[n], object) for n in text},
+        number_columns={n: _joined(parts[n], np.float64) for n in numbers},
+        unfiltered={n: _joined(whole[n], object) for n in unfiltered},
+        matrix=out[:filled],
+        counts=counts,
+    )
+
+
+def _line_count(path: Path, chunk: int = 1 << 24) -> int:
+    """Newlines in the file (an upper bound of the data rows plus one); a cheap byte scan."""
+    total, last = 0, b"\n"
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            total += block.count(b"\n")
+            last = block[-1:]
+    return max(total + (last != b"\n"), 1)
+
+
+def _kept_in_batch(batch: pa.RecordBatch, keep: tuple[str, Sequence[str]] | None) -> np.ndarray | None:
+    if keep is None:
+        return None
+    column, values = keep
+    mask = pc.is_in(batch.column(column), value_set=pa.array(list(values), type=pa.string()))
+    mask = pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
+    return None if mask.all() else np.flatnonzero(mask)
+
+
+def _fill_block(batch: pa.RecordBatch, columns: Sequence[str], sel: np.ndarray | None, block: np.ndarray,
+                counts: dict[str, int]) -> None:
+    nulls = 0
+    for j, name in enumerate(columns):
+        col = batch.column(name)
+        values = col.to_numpy(zero_copy_only=False)
+        if sel is not None:
+            values = values[sel]
+        block[:, j] = values
+        if col.null_count:
+            is_null = col.is_null().to_numpy(zero_copy_only=False)
+            nulls += int(np.count_nonzero(is_null if sel is None else is_null[sel]))
+    counts["missing_in_source"] += nulls
+    inf = np.isinf(block)
+    n_inf = int(np.count_nonzero(inf))
+    if n_inf:
+        block[inf] = np.nan
+    counts["nonfinite_converted"] += n_inf
+    counts["na_converted"] += int(np.count_nonzero(np.isnan(block))) - n_inf - nulls
+
+
+def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
+    if not parts:
+        return np.zeros(0, dtype=dtype)
+    return np.concatenate(parts).astype(dtype, copy=False)
 
 
 def _located_error(header: Header, message: str) -> InputError:
@@ -318,50 +430,6 @@ def _first_bad_row(header: Header) -> tuple[int | None, int, int]:
 
 
 # -- values ----------------------------------------------------------------------------------------
-def text_column(table: pa.Table, name: str, rows: np.ndarray | None = None) -> np.ndarray:
-    """A string column as an object array (None for missing), optionally only some rows."""
-    values = table.column(name).to_numpy(zero_copy_only=False)
-    return values if rows is None else values[rows]
-
-
-def number_column(table: pa.Table, name: str, rows: np.ndarray | None = None) -> np.ndarray:
-    """A float64 column as a numpy array (NaN for missing), optionally only some rows."""
-    values = table.column(name).to_numpy()
-    return values if rows is None else values[rows]
-
-
-def measurement_matrix(table: pa.Table, columns: Sequence[str], rows: np.ndarray | None
-                       ) -> tuple[np.ndarray, dict[str, int]]:
-    """The float64 cells x features matrix of ``columns`` and the NA counts of section 3.
-
-    ``rows`` selects the kept rows (None: all). Counts: ``na_converted`` NaN values written by the tool,
-    ``nonfinite_converted`` infinite values (both become NA, i.e. NaN in memory), ``missing_in_source``
-    empty fields (missing already in the file, not converted).
-    """
-    n = table.num_rows if rows is None else int(rows.size)
-    out = np.empty((n, len(columns)), dtype=np.float64)
-    counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
-    for j, name in enumerate(columns):
-        col = table.column(name)
-        values = col.to_numpy()
-        nulls = 0
-        if col.null_count:
-            is_null = col.is_null().to_numpy(zero_copy_only=False)
-            nulls = int(np.count_nonzero(is_null if rows is None else is_null[rows]))
-        if rows is not None:
-            values = values[rows]
-        out[:, j] = values
-        column = out[:, j]
-        inf = np.isinf(column)
-        n_inf = int(np.count_nonzero(inf))
-        if n_inf:
-            column[inf] = np.nan
-        counts["nonfinite_converted"] += n_inf
-        counts["missing_in_source"] += nulls
-        counts["na_converted"] += int(np.count_nonzero(np.isnan(column))) - n_inf - nulls
-    return out, counts
-
-
 def first_line_where(mask: np.ndarray, rows: np.ndarray | None = None) -> int:
     """File line of the first True in ``mask`` (data row i of the file is line i + 2)."""
     pos = int(np.flatnonzero(mask)[0])
@@ -469,9 +537,3 @@ def assemble(
     if not report.ok:
         raise ValidationError(report, context=f"{path.name}: the {adapter} reader built an invalid object")
     return x
-
-
-def lazy_stat_lookup(table: Mapping[str, str]) -> Callable[[str], str | None]:
-    """Case-insensitive lookup of a tool's statistic word in a {word: statistic} table."""
-    lowered = {k.lower(): v for k, v in table.items()}
-    return lambda word: lowered.get(word.strip().lower())

@@ -43,13 +43,11 @@ from .common import (
     clean_marker,
     first_line_where,
     intensity_channels,
-    measurement_matrix,
-    number_column,
     pixel_size_for,
-    read_columns,
+    Parsed,
     read_header,
     require_columns,
-    text_column,
+    stream_columns,
 )
 from .ome import OmePixels, read_ome_pixels
 
@@ -121,18 +119,18 @@ def read_markers_csv(path: str | os.PathLike) -> list[str]:
     if "marker_name" in header.names:
         table = pacsv.read_csv(header.path, convert_options=pacsv.ConvertOptions(
             column_types={n: pa.string() for n in header.names}))
-        names = text_column(table, "marker_name")
+        names = table.column("marker_name").to_numpy(zero_copy_only=False)
         check_missing_text(header.path, names, "marker_name", None)
         order = np.arange(len(names))
         if "channel_number" in header.names:
-            numbers = np.array([_number_or_nan(v) for v in text_column(table, "channel_number")])
+            numbers = np.array([_number_or_nan(v) for v in table.column("channel_number").to_pylist()])
             if np.isfinite(numbers).all():
                 order = np.argsort(numbers, kind="stable")
         return mcquant_names([str(names[i]).strip() for i in order])
     if len(header.names) == 1:
         table = pacsv.read_csv(header.path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
                                convert_options=pacsv.ConvertOptions(column_types={"f0": pa.string()}))
-        return mcquant_names([str(v).strip() for v in text_column(table, "f0")])
+        return mcquant_names([str(v).strip() for v in table.column("f0").to_pylist()])
     raise InputError(f"{header.path.name}: not an MCMICRO markers.csv: expected column 'marker_name' not found "
                      f"(found: {', '.join(header.names[:8])})")
 
@@ -224,24 +222,26 @@ def read_mcmicro(
     default_compartment = mask_compartment(file_mask) or "cell"
     channel_names = read_markers_csv(markers_csv) if markers_csv is not None else None
 
-    table = read_columns(header, [ID_COLUMN])
-    cell_ids = text_column(table, ID_COLUMN)
-    check_missing_text(path, cell_ids, ID_COLUMN, None)
-    image_name = image_id if image_id is not None else file_image
-    images = np.full(table.num_rows, image_name, dtype=object)
-    check_unique_ids(path, images, cell_ids, ID_COLUMN, None)
-    x_raw, y_raw, centroid_cols = _raw_centroids(header, table)
-
     fixed = {ID_COLUMN, *CENTROIDS, *OLD_CENTROIDS}
     feature_cols = [n for n in header.names if n not in fixed]
+    parsed = stream_columns(header, text=[ID_COLUMN], numbers=[c for c in header.names if c in fixed - {ID_COLUMN}],
+                            matrix=feature_cols)
+    n = parsed.n
+    cell_ids = parsed.text(ID_COLUMN)
+    check_missing_text(path, cell_ids, ID_COLUMN, None)
+    image_name = image_id if image_id is not None else file_image
+    images = np.full(n, image_name, dtype=object)
+    check_unique_ids(path, images, cell_ids, ID_COLUMN, None)
+    x_raw, y_raw, centroid_cols = _raw_centroids(header, parsed)
+
     specs, shape_compartment = classify_columns(feature_cols, default_compartment=default_compartment,
                                                 markers=channel_names)
     dictionary, applied = build_dictionary(specs, marker_map)
-    matrix, na_counts = measurement_matrix(table, feature_cols, None)
+    matrix = parsed.matrix
 
     x_px, y_px = x_raw + 0.5, y_raw + 0.5  # regionprops: pixel i has its centre at i; the spec: at i + 0.5
     cells = {"cell_id": cell_ids.astype(object), "image_id": images,
-             "sample_id": np.full(table.num_rows, sample_id if sample_id is not None else image_name, dtype=object),
+             "sample_id": np.full(n, sample_id if sample_id is not None else image_name, dtype=object),
              "x": x_px * ps, "y": y_px * (ps_y or ps)}
     area = _cell_area(dictionary, matrix, shape_compartment, ps * (ps_y or ps))
     if area is not None:
@@ -269,7 +269,7 @@ def read_mcmicro(
         "centroids": centroid_cols,
         "pixel_centre": "x = (X_centroid + 0.5) * pixel_size (regionprops puts the centre of pixel i at i)",
     }
-    counts = {"rows_read": int(table.num_rows), "rows_kept": int(table.num_rows), **na_counts}
+    counts = {"rows_read": parsed.rows_read, "rows_kept": n, **parsed.counts}
     return assemble(path=path, cells=cells, measurements=matrix, dictionary=dictionary, images=images_table,
                     channels=channels_frame([image_name], channel_names, markers),
                     producer={"tool": "mcquant (MCMICRO)", "version": None}, adapter=ADAPTER,
@@ -287,15 +287,15 @@ def _pixel_size(path: Path, pixel_size: float | None, ome: OmePixels | None
                      "PhysicalSizeX, or `cellspec import mcmicro FILE OUT --pixel-size 0.65`")
 
 
-def _raw_centroids(header: Header, table) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def _raw_centroids(header: Header, parsed: Parsed) -> tuple[np.ndarray, np.ndarray, list[str]]:
     path = header.path
     cols = list(CENTROIDS) if all(c in header.names for c in CENTROIDS) else list(OLD_CENTROIDS)
-    x, y = (number_column(table, c) for c in cols)
+    x, y = (parsed.number(c) for c in cols)
     for values, column in ((x, cols[0]), (y, cols[1])):
         check_finite_centroids(path, values, column, None)
     if cols == list(CENTROIDS) and all(c in header.names for c in OLD_CENTROIDS):
         for new, old in zip(CENTROIDS, OLD_CENTROIDS, strict=True):
-            a, b = number_column(table, new), number_column(table, old)
+            a, b = parsed.number(new), parsed.number(old)
             bad = ~(np.abs(a - b) <= 0.5)
             if bad.any():
                 raise InputError(f"{path.name}: line {first_line_where(bad)}: {new!r} and {old!r} disagree by more "

@@ -34,6 +34,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 
 from ..core import CellSpec
 from ..errors import InputError
@@ -48,14 +51,12 @@ from .common import (
     check_unique_ids,
     first_line_where,
     intensity_channels,
-    measurement_matrix,
     normalise_header,
-    number_column,
     pixel_size_for,
-    read_columns,
+    Parsed,
     read_header,
     require_columns,
-    text_column,
+    stream_columns,
 )
 
 ADAPTER = "qupath"
@@ -195,81 +196,80 @@ def read_qupath(
     require_columns(header, TOOL, [(CENTROIDS_UM[0], CENTROIDS_PX[0]), (CENTROIDS_UM[1], CENTROIDS_PX[1]),
                                    IDENTITY])
     text_cols = [n for n in header.names if normalise_header(n).lower() in TEXT_COLUMNS]
-    table = read_columns(header, text_cols)
-    rows = _kept_rows(header, table, object_types)
-    images = _image_ids(header, table, rows, image_id)
-    cell_ids, id_source = _cell_ids(header, table, rows, images)
-    check_unique_ids(path, images, cell_ids, id_source, rows)
-
     um_cols = [header.find(c) for c in CENTROIDS_UM]
     px_cols = [header.find(c) for c in CENTROIDS_PX]
     has_um, has_px = None not in um_cols, None not in px_cols
+    centroid_cols = [c for c in (*um_cols, *px_cols) if c is not None]
+    feature_cols = [n for n in header.names if n not in set(text_cols) | set(centroid_cols)]
+    type_column = header.find("Object type")
+    keep = (type_column, tuple(object_types)) if type_column is not None and object_types is not None else None
+    image_column = header.find("Image")
+    parsed = stream_columns(header, text=text_cols, numbers=centroid_cols, matrix=feature_cols, keep=keep,
+                            unfiltered=[image_column] if image_column is not None and keep is not None else [])
+    if parsed.n == 0:
+        raise _no_kept_rows(header, type_column, object_types)
+    images = _image_ids(header, parsed, image_id)
+    cell_ids, id_source = _cell_ids(header, parsed, images)
+    check_unique_ids(path, images, cell_ids, id_source, parsed.rows)
+
     image_order = list(dict.fromkeys(images))
-    sizes, size_source = _pixel_sizes(header, table, rows, images, image_order, pixel_size, um_cols, px_cols)
+    sizes, size_source = _pixel_sizes(header, parsed, images, image_order, pixel_size, um_cols, px_cols)
     per_row_size = pd.Series(images, dtype=object).map(sizes).to_numpy(dtype=np.float64)
     cells = {"cell_id": cell_ids, "image_id": images}
     samples = {i: (sample_id if sample_id is not None else i) for i in image_order}
     cells["sample_id"] = pd.Series(images, dtype=object).map(samples).to_numpy(dtype=object)
-    x, y, x_px, y_px = _centroids(header, table, rows, um_cols, px_cols, has_um, has_px, per_row_size)
+    x, y, x_px, y_px = _centroids(header, parsed, um_cols, px_cols, has_um, has_px, per_row_size)
     cells.update({"x": x, "y": y})
 
-    fixed = set(text_cols) | {c for c in (*um_cols, *px_cols) if c is not None}
-    feature_cols = [n for n in header.names if n not in fixed]
     specs = [classify(n, calibrated=has_um) for n in feature_cols]
     dictionary, applied = build_dictionary(specs, marker_map)
-    matrix, na_counts = measurement_matrix(table, feature_cols, rows)
-    area = _cell_area(dictionary, matrix, per_row_size)
+    area = _cell_area(dictionary, parsed.matrix, per_row_size)
     if area is not None:
         cells["area"] = area
     if has_px:
         cells.update({"x_px": x_px, "y_px": y_px})
-    cells.update(_extra_text_columns(header, table, rows))
+    cells.update(_extra_text_columns(header, parsed))
 
     channel_names, markers = intensity_channels(dictionary, applied)
-    image_column = header.find("Image")
-    source_images = _source_images(table, rows, image_column, images, image_order)
+    source_images = _source_images(parsed, image_column, images, image_order)
     images_table = {"image_id": image_order, "sample_id": [samples[i] for i in image_order],
                     "pixel_size": [sizes[i] for i in image_order]}
     if source_images is not None:
         images_table["source_image"] = source_images
-    counts = {"rows_read": int(table.num_rows), "rows_kept": int(len(cell_ids)), **na_counts}
+    counts = {"rows_read": parsed.rows_read, "rows_kept": parsed.n, **parsed.counts}
     parameters = {
         "pixel_size": {i: sizes[i] for i in image_order}, "pixel_size_source": size_source,
         "image_id": image_id, "sample_id": sample_id, "marker_map": dict(marker_map or {}),
         "object_types": None if object_types is None else list(object_types),
         "delimiter": "comma" if delimiter == "," else "tab",
-        "centroids": [c for c in (*um_cols, *px_cols) if c is not None],
+        "centroids": centroid_cols,
         "cell_id_source": id_source,
         "header_styles": sorted({st for st in map(header_style, specs) if st}),
         "ignored_columns": [n for n in text_cols if TEXT_COLUMNS[normalise_header(n).lower()] is None
                             and n not in (image_column, header.find("Object ID"))],
     }
-    return assemble(path=path, cells=cells, measurements=matrix, dictionary=dictionary, images=images_table,
+    return assemble(path=path, cells=cells, measurements=parsed.matrix, dictionary=dictionary, images=images_table,
                     channels=channels_frame(image_order, channel_names, markers),
                     producer={"tool": TOOL, "version": None}, adapter=ADAPTER, adapter_version=ADAPTER_VERSION,
                     counts=counts, parameters=parameters)
 
 
-def _kept_rows(header: Header, table, object_types: Sequence[str] | None) -> np.ndarray | None:
-    column = header.find("Object type")
-    if column is None or object_types is None:
-        return None
-    values = pd.Series(text_column(table, column), dtype=object)
-    keep = values.isin(list(object_types)).to_numpy()
-    if not keep.any():
-        found = ", ".join(sorted(map(str, values.dropna().unique()))[:6])
-        raise InputError(f"{header.path.name}: no rows with Object type in {list(object_types)} (found: {found}); "
-                         "export cell or detection measurements, or pass object_types=")
-    return None if keep.all() else np.flatnonzero(keep)
+def _no_kept_rows(header: Header, column: str, object_types: Sequence[str]) -> InputError:
+    table = pacsv.read_csv(header.path, parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
+                           convert_options=pacsv.ConvertOptions(include_columns=[column],
+                                                                column_types={column: pa.string()}))
+    found = ", ".join(sorted(str(v) for v in pc.unique(table.column(column)).to_pylist() if v is not None)[:6])
+    return InputError(f"{header.path.name}: no rows with Object type in {list(object_types)} (found: {found}); "
+                      "export cell or detection measurements, or pass object_types=")
 
 
-def _image_ids(header: Header, table, rows, image_id: str | None) -> np.ndarray:
+def _image_ids(header: Header, parsed: Parsed, image_id: str | None) -> np.ndarray:
     column = header.find("Image")
-    n = table.num_rows if rows is None else rows.size
+    n, rows = parsed.n, parsed.rows
     if column is None:
         name = image_id if image_id is not None else _stem(header.path)
         return np.full(n, name, dtype=object)
-    values = text_column(table, column, rows)
+    values = parsed.text(column)
     check_missing_text(header.path, values, column, rows)
     distinct = list(dict.fromkeys(values))
     if image_id is not None:
@@ -288,36 +288,32 @@ def _stem(path: Path) -> str:
     return path.stem
 
 
-def _cell_ids(header: Header, table, rows, images: np.ndarray) -> tuple[np.ndarray, str]:
+def _cell_ids(header: Header, parsed: Parsed, images: np.ndarray) -> tuple[np.ndarray, str]:
     column = header.find("Object ID")
     if column is not None:
-        values = text_column(table, column, rows)
-        check_missing_text(header.path, values, column, rows)
+        values = parsed.text(column)
+        check_missing_text(header.path, values, column, parsed.rows)
         return values.astype(object), column
-    # No Object ID (QuPath < 0.4): the 1-based position of the row among the rows of its image, counted
+    # No Object ID (QuPath <= 0.3): the 1-based position of the row among the rows of its image, counted
     # over the whole file (before the object-type filter), so ids do not change with object_types.
-    all_images = images if rows is None else _all_image_ids(header, table, images)
-    position = pd.Series(all_images, dtype=object).groupby(all_images, sort=False).cumcount().to_numpy() + 1
+    image_column = header.find("Image")
+    if parsed.rows is None or image_column is None:
+        every = images if parsed.rows is None else np.full(parsed.rows_read, images[0], dtype=object)
+    else:
+        every = np.where(pd.isna(parsed.unfiltered[image_column]), "", parsed.unfiltered[image_column]).astype(object)
+    position = pd.Series(every, dtype=object).groupby(every, sort=False).cumcount().to_numpy() + 1
     ids = position.astype(str).astype(object)
-    return (ids if rows is None else ids[rows]), "row number within image"
+    return (ids if parsed.rows is None else ids[parsed.rows]), "row number within image"
 
 
-def _all_image_ids(header: Header, table, kept_images: np.ndarray) -> np.ndarray:
-    column = header.find("Image")
-    if column is None:
-        return np.full(table.num_rows, kept_images[0] if len(kept_images) else "", dtype=object)
-    values = text_column(table, column)
-    return np.where(pd.isna(values), "", values).astype(object)
-
-
-def _pixel_sizes(header, table, rows, images, image_order, pixel_size, um_cols, px_cols
+def _pixel_sizes(header: Header, parsed: Parsed, images, image_order, pixel_size, um_cols, px_cols
                  ) -> tuple[dict[str, float], str]:
     given = pixel_size_for(image_order, pixel_size)
     has_um, has_px = None not in um_cols, None not in px_cols
     if given is not None:
         return given, "argument"
     if has_um and has_px:
-        return _derived_pixel_sizes(table, rows, images, image_order, um_cols, px_cols), \
+        return _derived_pixel_sizes(parsed, images, image_order, um_cols, px_cols), \
             "derived from micrometre and pixel centroids"
     what = "micrometre centroids but not the pixel size" if has_um else "pixel centroids only"
     raise InputError(f"{header.path.name}: the file has {what}; pass the pixel size in micrometres per pixel: "
@@ -325,9 +321,9 @@ def _pixel_sizes(header, table, rows, images, image_order, pixel_size, um_cols, 
                      "(QuPath shows it as 'Pixel width' in the Image tab)")
 
 
-def _derived_pixel_sizes(table, rows, images, image_order, um_cols, px_cols) -> dict[str, float]:
-    um = np.concatenate([number_column(table, c, rows) for c in um_cols])
-    px = np.concatenate([number_column(table, c, rows) for c in px_cols])
+def _derived_pixel_sizes(parsed: Parsed, images, image_order, um_cols, px_cols) -> dict[str, float]:
+    um = np.concatenate([parsed.number(c) for c in um_cols])
+    px = np.concatenate([parsed.number(c) for c in px_cols])
     both = np.concatenate([images, images])
     ok = np.isfinite(um) & np.isfinite(px)
     frame = pd.DataFrame({"image": both[ok], "num": um[ok] * px[ok], "den": px[ok] * px[ok]})
@@ -335,13 +331,13 @@ def _derived_pixel_sizes(table, rows, images, image_order, um_cols, px_cols) -> 
     return {i: float(sums.at[i, "num"] / sums.at[i, "den"]) for i in image_order}  # least-squares slope
 
 
-def _centroids(header, table, rows, um_cols, px_cols, has_um, has_px, per_row_size):
-    path = header.path
+def _centroids(header: Header, parsed: Parsed, um_cols, px_cols, has_um, has_px, per_row_size):
+    path, rows = header.path, parsed.rows
     x_px = y_px = None
     if has_px:
-        x_px, y_px = (number_column(table, c, rows) for c in px_cols)
+        x_px, y_px = (parsed.number(c) for c in px_cols)
     if has_um:
-        x, y = (number_column(table, c, rows) for c in um_cols)
+        x, y = (parsed.number(c) for c in um_cols)
         for values, column in ((x, um_cols[0]), (y, um_cols[1])):
             check_finite_centroids(path, values, column, rows)
         if has_px:
@@ -383,21 +379,21 @@ def _cell_area(dictionary: pd.DataFrame, matrix: np.ndarray, per_row_size: np.nd
     return area
 
 
-def _extra_text_columns(header: Header, table, rows) -> dict[str, np.ndarray]:
+def _extra_text_columns(header: Header, parsed: Parsed) -> dict[str, np.ndarray]:
     out = {}
     for name in header.names:
         target = TEXT_COLUMNS.get(normalise_header(name).lower())
         if target is None or target in out:
             continue
-        values = text_column(table, name, rows)
+        values = parsed.text(name)
         if target in ("object_type", "classification", "parent") or pd.notna(values).any():
             out[target] = values.astype(object)
     return out
 
 
-def _source_images(table, rows, column, images, image_order) -> list[str] | None:
+def _source_images(parsed: Parsed, column, images, image_order) -> list[str] | None:
     if column is None:
         return None
-    names = pd.Series(text_column(table, column, rows), dtype=object)
+    names = pd.Series(parsed.text(column), dtype=object)
     first = names.groupby(pd.Series(images, dtype=object), sort=False).first()
     return [Path(str(first[i]).replace("\\", "/")).name for i in image_order]
