@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import numpy as np
 import pandas as pd
 
@@ -40,8 +40,30 @@ def schema() -> dict[str, Any]:
     return json.loads(files("cellspec_sc").joinpath("schema", SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
+def _jsonschema() -> Any:
+    """The jsonschema module, imported without the optional ``rfc3987_syntax``.
+
+    When installed (jupyter-events pulls it in), jsonschema imports it, and it
+    compiles Lark grammars at import time: ~10 s on a small machine, on every
+    ``cellspec validate DIR``. cellspec.json uses no ``iri`` formats, so the
+    module is hidden during this one import; nothing else changes.
+    """
+    if "jsonschema" in sys.modules:
+        return sys.modules["jsonschema"]
+    hide = "rfc3987_syntax" not in sys.modules
+    if hide:
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # makes `import` raise ImportError
+    try:
+        import jsonschema
+    finally:
+        if hide:
+            del sys.modules["rfc3987_syntax"]
+    return jsonschema
+
+
 def schema_problem(document: Any) -> str | None:
     """The most relevant schema violation of ``document`` as text, or None when it is valid."""
+    jsonschema = _jsonschema()
     validator = jsonschema.Draft202012Validator(schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is None:
