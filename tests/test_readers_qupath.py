@@ -268,3 +268,14 @@ def test_duplicate_ids_in_different_images_are_fine(tmp_path):
     x = cs.read_qupath(path, pixel_size=0.5)
     assert x.cells["cell_id"].tolist() == ["X", "X"]
     assert x.images["image_id"].tolist() == ["a", "b"]
+
+
+def test_line_numbers_count_skipped_rows(tmp_path):
+    head = "Image\tObject ID\tObject type\tCentroid X µm\tCentroid Y µm\tCell: CD3 mean\n"
+    body = ("a\tA1\tAnnotation\t1\t1\t\n"
+            "a\tX\tCell\t1\t1\t5\n"
+            "a\tT1\tTile\t1\t1\t\n"
+            "a\tX\tCell\t2\t1\t6\n")
+    path = write(tmp_path, "skipped.tsv", head + body)
+    with pytest.raises(InputError, match=r"skipped.tsv: lines 3 and 5, column 'Object ID'"):
+        cs.read_qupath(path, pixel_size=0.5)
