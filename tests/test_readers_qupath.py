@@ -279,3 +279,10 @@ def test_line_numbers_count_skipped_rows(tmp_path):
     path = write(tmp_path, "skipped.tsv", head + body)
     with pytest.raises(InputError, match=r"skipped.tsv: lines 3 and 5, column 'Object ID'"):
         cs.read_qupath(path, pixel_size=0.5)
+
+
+def test_pixel_size_that_cannot_be_derived_is_asked_for(tmp_path):
+    path = write(tmp_path, "zero.tsv", BOTH.format(x2="30.25").replace("\t10.5\t21\t", "\t0\t0\t")
+                 .replace("\t60.5\t60\t", "\t0\t0\t"))
+    with pytest.raises(InputError, match="cannot derive the pixel size of image 'a.tif'"):
+        cs.read_qupath(path)

@@ -313,7 +313,7 @@ def _pixel_sizes(header: Header, parsed: Parsed, images, image_order, pixel_size
     if given is not None:
         return given, "argument"
     if has_um and has_px:
-        return _derived_pixel_sizes(parsed, images, image_order, um_cols, px_cols), \
+        return _derived_pixel_sizes(header.path, parsed, images, image_order, um_cols, px_cols), \
             "derived from micrometre and pixel centroids"
     what = "micrometre centroids but not the pixel size" if has_um else "pixel centroids only"
     raise InputError(f"{header.path.name}: the file has {what}; pass the pixel size in micrometres per pixel: "
@@ -321,14 +321,20 @@ def _pixel_sizes(header: Header, parsed: Parsed, images, image_order, pixel_size
                      "(QuPath shows it as 'Pixel width' in the Image tab)")
 
 
-def _derived_pixel_sizes(parsed: Parsed, images, image_order, um_cols, px_cols) -> dict[str, float]:
+def _derived_pixel_sizes(path: Path, parsed: Parsed, images, image_order, um_cols, px_cols) -> dict[str, float]:
     um = np.concatenate([parsed.number(c) for c in um_cols])
     px = np.concatenate([parsed.number(c) for c in px_cols])
     both = np.concatenate([images, images])
     ok = np.isfinite(um) & np.isfinite(px)
     frame = pd.DataFrame({"image": both[ok], "num": um[ok] * px[ok], "den": px[ok] * px[ok]})
     sums = frame.groupby("image", sort=False)[["num", "den"]].sum()
-    return {i: float(sums.at[i, "num"] / sums.at[i, "den"]) for i in image_order}  # least-squares slope
+    slope = (sums["num"] / sums["den"]).to_dict()  # least-squares slope of micrometres on pixels
+    sizes = {i: float(slope.get(i, np.nan)) for i in image_order}
+    bad = [i for i, v in sizes.items() if not (np.isfinite(v) and v > 0)]
+    if bad:
+        raise InputError(f"{path.name}: cannot derive the pixel size of image {bad[0]!r} from its micrometre and "
+                         "pixel centroids; pass pixel_size= (micrometres per pixel)")
+    return sizes
 
 
 def _centroids(header: Header, parsed: Parsed, um_cols, px_cols, has_um, has_px, per_row_size):
