@@ -188,7 +188,7 @@ def read_qupath(
     ``Object type`` is not in ``object_types`` are skipped (``None`` keeps every row).
 
     >>> import cellspec_sc as cs
-    >>> x = cs.read_qupath(cs.readers.qupath.EXAMPLE, pixel_size=0.5)  # doctest: +SKIP
+    >>> x = cs.read_qupath("measurements.tsv", pixel_size=0.5)  # doctest: +SKIP
     """
     path = Path(path)
     delimiter = "," if path.name.lower().endswith(".csv") else "\t"
