@@ -26,6 +26,7 @@ from .columns import MatrixFiller, arrow_to_frame, batch_ranges, check_file_colu
 from .refusals import ColumnMismatch, UndecodableData
 
 _READ_BATCH_ROWS = 1 << 16
+_ROW_GROUP_BYTES = 1 << 27
 
 
 def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: np.ndarray | None,
@@ -33,7 +34,8 @@ def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], 
     """Write ``frame`` (columns typed by ``types``) and the feature columns of ``matrix`` as one Parquet file."""
     arrays, schema = file_columns(frame, types, feature_ids, table, directory)
     with pq.ParquetWriter(path, schema) as writer:
-        for start, stop in batch_ranges(len(frame), len(schema)):
+        # one row group per batch of ~128 MB: few enough row groups for a small footer with 1,000 features
+        for start, stop in batch_ranges(len(frame), len(schema), _ROW_GROUP_BYTES):
             columns = [a.slice(start, stop - start) for a in arrays]
             if feature_ids:
                 columns += feature_arrays(matrix, start, stop)
