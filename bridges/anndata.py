@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import warnings
 from collections.abc import Mapping
@@ -43,6 +44,11 @@ FUNCTION = "cellspec_sc.from_anndata"
 
 class AnnDataBridgeWarning(UserWarning):
     """Something in an AnnData was renamed or not carried into the cellspec."""
+
+
+def warn(message: str) -> None:
+    """Warn with the location of the user's call (frames inside this package are skipped)."""
+    warnings.warn(message, AnnDataBridgeWarning, skip_file_prefixes=(os.path.dirname(__file__),))
 
 
 # -- cellspec -> AnnData -------------------------------------------------------------------------
@@ -264,12 +270,10 @@ def carry_obs_columns(obs: pd.DataFrame, names: list[Any], taken: set[str]
             renamed[str(name)] = new_name
         out[name] = (new_name, column)
     if renamed:
-        warnings.warn("obs columns renamed to snake_case for the cellspec: " +
-                      ", ".join(f"{old!r} -> {new!r}" for old, new in renamed.items()), AnnDataBridgeWarning,
-                      stacklevel=4)
+        warn("obs columns renamed to snake_case for the cellspec: " +
+             ", ".join(f"{old!r} -> {new!r}" for old, new in renamed.items()))
     if dropped:
-        warnings.warn(f"obs columns {dropped} hold values of no cellspec type and are not carried into the "
-                      "cellspec", AnnDataBridgeWarning, stacklevel=4)
+        warn(f"obs columns {dropped} hold values of no cellspec type and are not carried into the cellspec")
     return out, renamed, dropped
 
 
@@ -362,8 +366,7 @@ def _dictionary_from_var(var: pd.DataFrame, meta: Mapping[str, Any], changes: di
         data = {"feature_id": as_spec_type(pd.Series(list(map(str, var.index))), "character"), **data}
     dictionary = pd.DataFrame(data, index=pd.RangeIndex(len(var)), columns=list(data))
     if extra:
-        warnings.warn(f"var columns {extra} are not dictionary columns and are not carried into the cellspec",
-                      AnnDataBridgeWarning, stacklevel=3)
+        warn(f"var columns {extra} are not dictionary columns and are not carried into the cellspec")
     ids = [str(f) for f in dictionary["feature_id"]]
     if ids != list(meta["feature_ids"]):
         changes["features_before"], changes["features_after"] = len(meta["feature_ids"]), len(ids)
@@ -420,6 +423,5 @@ def warn_not_carried(adata: anndata.AnnData, obsm: set[str] = frozenset(), obsp:
     left = [f"{slot}[{key!r}]" for slot, mine in own.items() for key in getattr(adata, slot).keys()
             if key is not None and key not in mine]
     if left:
-        warnings.warn(f"not carried into the cellspec (analysis results outside obs): {', '.join(left)}",
-                      AnnDataBridgeWarning, stacklevel=4)
+        warn(f"not carried into the cellspec (analysis results outside obs): {', '.join(left)}")
 
