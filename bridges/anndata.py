@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.core import CellSpec, _drop_missing_pairs
+from cellspec_sc.core import CellSpec, _drop_missing_pairs, contact_positions
 from cellspec_sc.errors import InputError
 from cellspec_sc.provenance import with_history_step
 from cellspec_sc.types import as_spec_type, column_spec_types
@@ -68,7 +68,8 @@ def to_anndata(x: CellSpec) -> anndata.AnnData:
     matrix = np.asarray(x.measurements)
     if matrix.dtype != np.float64:
         matrix = matrix.astype(np.float64)
-    obs = x.cells.set_axis(pd.Index(obs_names(x.cells), dtype=object), axis=0)
+    names = pd.Index(obs_names(x.cells), dtype=object)
+    obs = x.cells.set_axis(names, axis=0)
     var = x.dictionary.set_axis(pd.Index(x.feature_ids, dtype=object), axis=0)
     obsm = {SPATIAL_KEY: np.column_stack([_double(x.cells, "x"), _double(x.cells, "y")])}
     adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns={UNS_KEY: _uns_record(x, matrix)})
@@ -84,13 +85,13 @@ def obs_names(cells: pd.DataFrame) -> list[str]:
     >>> obs_names(pd.DataFrame({"image_id": ["img1", "a:b"], "cell_id": ["001", "c"]}))
     ['img1:001', 'a\\\\:b:c']
     """
-    images = cells["image_id"].astype(object).to_numpy()
-    ids = cells["cell_id"].astype(object).to_numpy()
-    return [f"{_escape(i)}:{c}" for i, c in zip(images, ids, strict=True)]
+    codes, images = pd.factorize(cells["image_id"].astype(object).to_numpy())
+    prefixes = np.array([_escape(i) for i in images] + ["<NA>"], dtype=object)[codes]
+    return [f"{i}:{c}" for i, c in zip(prefixes.tolist(), cells["cell_id"].astype(object).tolist(), strict=True)]
 
 
 def _escape(value: Any) -> str:
-    return "<NA>" if value is None or value is pd.NA else str(value).replace("\\", "\\\\").replace(":", "\\:")
+    return str(value).replace("\\", "\\\\").replace(":", "\\:")
 
 
 def _double(frame: pd.DataFrame, column: str) -> np.ndarray:
@@ -106,13 +107,7 @@ def adjacency_matrices(cells: pd.DataFrame, adjacency: pd.DataFrame) -> tuple[An
     """
     from scipy import sparse
 
-    keys = pd.MultiIndex.from_arrays([cells["image_id"].astype(object), cells["cell_id"].astype(object)])
-    if not keys.is_unique:
-        raise InputError("cells: (image_id, cell_id) is not unique, so contacts cannot be placed (cells_key_unique)")
-    a = keys.get_indexer(pd.MultiIndex.from_arrays([adjacency["image_id"].astype(object),
-                                                    adjacency["cell_id_a"].astype(object)]))
-    b = keys.get_indexer(pd.MultiIndex.from_arrays([adjacency["image_id"].astype(object),
-                                                    adjacency["cell_id_b"].astype(object)]))
+    a, b = contact_positions(cells, adjacency)
     found = (a >= 0) & (b >= 0)
     a, b = a[found], b[found]
     boundary = _double(adjacency, "shared_boundary")[found]
