@@ -260,6 +260,8 @@ def contact_positions(cells: pd.DataFrame, adjacency: pd.DataFrame) -> tuple[np.
     >>> adj = pd.DataFrame({"image_id": ["i", "j"], "cell_id_a": ["1", "1"], "cell_id_b": ["2", "2"]})
     >>> [p.tolist() for p in contact_positions(cells, adj)]
     [[0, 2], [1, -1]]
+    >>> [p.tolist() for p in contact_positions(cells.iloc[:0], adj)]
+    [[-1, -1], [-1, -1]]
     """
     n, m = len(cells), len(adjacency)
     images, _ = pd.factorize(np.concatenate([_objects(cells["image_id"]), _objects(adjacency["image_id"])]))
@@ -268,11 +270,11 @@ def contact_positions(cells: pd.DataFrame, adjacency: pd.DataFrame) -> tuple[np.
     width = max(len(uniques), 1) + 1  # codes are -1 for NA, so shift by one
     key = images.astype(np.int64)[:n] * width + ids[:n] + 1
     first = ~pd.Index(key).duplicated()  # a duplicated key (invalid object) resolves to its first row
-    index, positions = pd.Index(key[first]), np.flatnonzero(first)
+    index = pd.Index(key[first])
+    positions = np.append(np.flatnonzero(first), -1)  # get_indexer's -1 (not found) picks the final -1
     adj_images = images.astype(np.int64)[n:] * width
-    found_a = index.get_indexer(adj_images + ids[n:n + m] + 1)
-    found_b = index.get_indexer(adj_images + ids[n + m:] + 1)
-    return (np.where(found_a >= 0, positions[found_a], -1), np.where(found_b >= 0, positions[found_b], -1))
+    return (positions[index.get_indexer(adj_images + ids[n:n + m] + 1)],
+            positions[index.get_indexer(adj_images + ids[n + m:] + 1)])
 
 
 def _objects(column: pd.Series) -> np.ndarray:
