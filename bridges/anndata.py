@@ -65,6 +65,10 @@ def to_anndata(x: CellSpec) -> anndata.AnnData:
     """
     import anndata
 
+    missing = [c for c in ("cell_id", "image_id") if c not in x.cells.columns]
+    if missing:
+        raise InputError(f"cells has no {' and no '.join(missing)} column (cells_required_columns); "
+                         "AnnData rows are named by image_id and cell_id")
     matrix = np.asarray(x.measurements)
     if matrix.dtype != np.float64:
         matrix = matrix.astype(np.float64)
