@@ -190,7 +190,7 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     if foreign:
         raise InputError(f"from_anndata: {sorted(foreign)} only apply to an AnnData without uns['cellspec']")
     record = adata.uns[UNS_KEY]
-    meta = _read_json(record, "meta")
+    meta = _read_meta(record)
     changes: dict[str, Any] = {}
     cells = _cells_from_obs(adata.obs, meta, changes)
     dictionary = _dictionary_from_var(adata.var, meta, changes)
@@ -219,6 +219,21 @@ def _read_json(record: Mapping[str, Any], key: str) -> Any:
         return from_json_text(record[key])
     except ValueError as err:
         raise InputError(f"uns['cellspec'][{key!r}] is not valid JSON text ({err})") from None
+
+
+_META_KEYS = ("cells_types", "dictionary_types", "cells_fingerprints", "dictionary_fingerprints", "feature_ids",
+              "measurements_shape", "measurements_sha256")
+
+
+def _read_meta(record: Any) -> dict[str, Any]:
+    if not isinstance(record, Mapping):
+        raise InputError(f"uns['cellspec'] is a {type(record).__name__}, not the dict written by "
+                         "cellspec_sc.to_anndata")
+    meta = _read_json(record, "meta")
+    missing = [key for key in _META_KEYS if not isinstance(meta, dict) or key not in meta]
+    if missing:
+        raise InputError(f"uns['cellspec']['meta'] lacks {missing}; it was not written by cellspec_sc.to_anndata")
+    return meta
 
 
 def _table(record: Mapping[str, Any], key: str) -> pd.DataFrame:

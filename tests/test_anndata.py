@@ -225,3 +225,29 @@ def test_generated_subsets_match_cellspec_subset(x, data):
     assert back.replace(provenance=expected.provenance).differences(expected) == []
     changed = not (mask.all() and features.all())
     assert len(back.provenance["history"]) == len(x.provenance["history"]) + changed
+
+
+def test_damaged_uns_is_refused_with_a_cellspec_error(x):
+    adata = cs.to_anndata(x)
+    adata.uns["cellspec"]["meta"] = "{}"
+    with pytest.raises(cs.CellspecError, match="lacks"):
+        cs.from_anndata(adata)
+    adata.uns["cellspec"] = "not a dict"
+    with pytest.raises(cs.CellspecError, match="not the dict"):
+        cs.from_anndata(adata)
+    adata = cs.to_anndata(x)
+    adata.uns["cellspec"]["images"] = "[1, 2"
+    with pytest.raises(cs.CellspecError, match="images"):
+        cs.from_anndata(adata)
+    with pytest.raises(cs.CellspecError, match="only apply to an AnnData without"):
+        cs.from_anndata(cs.to_anndata(x), pixel_size=0.5)
+
+
+def test_docs_name_every_slot_the_bridge_writes():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "anndata.md").read_text(encoding="utf-8")
+    adata = cs.to_anndata(cs.example(adjacency=True))
+    slots = [f'obsm["{k}"]' for k in adata.obsm] + [f'obsp["{k}"]' for k in adata.obsp]
+    slots += [f'["{k}"]' for k in adata.uns["cellspec"]]
+    assert [s for s in slots if s not in text] == []
