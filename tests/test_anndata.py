@@ -169,6 +169,23 @@ def test_x_changed_in_place_is_refused(x):
     assert "measurements_modified" in back.provenance["history"][-1]["details"]
 
 
+def test_raw_values_kept_in_adata_raw_are_used(x):
+    import scanpy as sc
+
+    adata = cs.to_anndata(x.replace(measurements=x.measurements.copy()))
+    adata.raw = adata.copy()  # `adata.raw = adata` would share X's memory, and log1p would change both
+    sc.pp.log1p(adata)
+    sc.pp.scale(adata)
+    with pytest.warns(AnnDataBridgeWarning, match="'mean', 'std'"):
+        back = cs.from_anndata(adata)
+    assert back.equals(x)
+    shape_only = adata[:, adata.var["kind"] == "shape"]
+    assert cs.from_anndata(shape_only).equals(x.subset(features=x.features(kind="shape")).replace(
+        provenance=cs.from_anndata(shape_only).provenance))
+    np.testing.assert_array_equal(cs.from_anndata(shape_only).measurements,
+                                  x.measurements[:, [x.feature_ids.index(f) for f in x.features(kind="shape")]])
+
+
 def test_other_obsm_and_layers_are_reported(x):
     adata = cs.to_anndata(x)
     adata.obsm["X_umap"] = np.zeros((80, 2))
