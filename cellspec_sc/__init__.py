@@ -26,6 +26,8 @@ _LAZY = {
     "write": "cellspec_sc.directory",
     "read_qupath": "cellspec_sc.readers.qupath",
     "read_mcmicro": "cellspec_sc.readers.mcmicro",
+    "to_anndata": "cellspec_sc.bridges.anndata",
+    "from_anndata": "cellspec_sc.bridges.anndata",
 }
 
 
