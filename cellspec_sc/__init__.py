@@ -26,6 +26,8 @@ _LAZY = {
     "write": "cellspec_sc.directory",
     "to_anndata": "cellspec_sc.bridges.anndata",
     "from_anndata": "cellspec_sc.bridges.anndata",
+    "to_spatialdata": "cellspec_sc.bridges.spatialdata",
+    "from_spatialdata": "cellspec_sc.bridges.spatialdata",
 }
 
 
