@@ -191,8 +191,8 @@ def _add_outlines(x: CellSpec, groups: Mapping[str, np.ndarray], names: Mapping[
                           SpatialDataBridgeWarning, stacklevel=3)
             continue
         name = names[image_id]
-        frame = gpd.GeoDataFrame(geometry=gpd.GeoSeries(geometry.to_numpy(), crs=None),
-                                 index=pd.Index(geometry.index, dtype=cell_ids.dtype))
+        index = pd.Index(geometry.index, dtype=cell_ids.dtype)
+        frame = gpd.GeoDataFrame(geometry=gpd.GeoSeries(geometry.to_numpy(), index=index))
         shapes[name + OUTLINES_SUFFIX] = ShapesModel.parse(
             frame, transformations=_transformations(x.images, image_id, name))
         record[image_id]["element"] = name + OUTLINES_SUFFIX
@@ -319,8 +319,9 @@ def _plain_anndata(table: anndata.AnnData, record: Mapping[str, Any], keep: np.n
     renamed = record.get("obs_columns_renamed") or {}
     obs = source.obs.drop(columns=[record["region_key"]]).rename(columns=renamed)
     uns = {k: v for k, v in source.uns.items() if k not in (UNS_KEY, "spatialdata_attrs")}
+    layers = {k: v for k, v in source.layers.items() if k is not None}  # a view lists X as layers[None]
     return anndata.AnnData(X=source.X, obs=obs, var=source.var, obsm=dict(source.obsm), obsp=dict(source.obsp),
-                           layers=dict(source.layers), varm=dict(source.varm), uns=uns)
+                           layers=layers, varm=dict(source.varm), uns=uns)
 
 
 # -- foreign SpatialData -------------------------------------------------------------------------
