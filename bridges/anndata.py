@@ -26,6 +26,7 @@ from cellspec_sc.core import CellSpec, _drop_missing_pairs
 from cellspec_sc.errors import InputError
 from cellspec_sc.provenance import with_history_step
 from cellspec_sc.types import as_spec_type, column_spec_types
+from cellspec_sc.vocabulary import vocabulary
 
 from .uns_tables import decode_table, encode_table, from_json_text, to_json_text
 
@@ -190,7 +191,7 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     dictionary = _dictionary_from_var(adata.var, meta, changes)
     measurements = _measurements_from_x(adata, meta, allow_modified, changes)
     adjacency = _adjacency_from_record(record, cells, changes)
-    _warn_not_carried(adata)
+    warn_not_carried(adata, obsm={SPATIAL_KEY}, obsp={CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY})
     provenance = _read_json(record, "provenance")
     if changes:
         provenance = with_history_step(provenance, "from_anndata", FUNCTION, changes)
@@ -223,40 +224,53 @@ def _table_record(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 def _cells_from_obs(obs: pd.DataFrame, meta: Mapping[str, Any], changes: dict[str, Any]) -> pd.DataFrame:
     stored_types: dict[str, str | None] = meta["cells_types"]
+    obs = obs.reset_index(drop=True)
+    new = [name for name in obs.columns if name not in stored_types]
+    converted, renamed, dropped = carry_obs_columns(obs, new, taken=set(map(str, obs.columns)))
     columns: dict[str, pd.Series] = {}
-    added, renamed, dropped = [], {}, []
     for name in obs.columns:
-        source = obs[name].reset_index(drop=True)
-        if name in stored_types and stored_types[name] is not None:
-            columns[name] = _restore_column(source, stored_types[name], f"obs[{name!r}]")
-            continue
         if name in stored_types:  # a column without spec type passes through as it was
-            columns[name] = source
-            continue
-        new_name = unique_snake_case(str(name), set(columns) | set(obs.columns) - {name})
-        converted = analysis_column(source, f"obs[{name!r}]")
-        if converted is None:
-            dropped.append(str(name))
-            continue
-        if new_name != name:
-            renamed[str(name)] = new_name
-        columns[new_name] = converted
-        added.append(new_name)
+            spec_type = stored_types[name]
+            columns[name] = _restore_column(obs[name], spec_type, f"obs[{name!r}]") if spec_type else obs[name]
+        elif name in converted:
+            new_name, column = converted[name]
+            columns[new_name] = column
     cells = pd.DataFrame(columns, index=pd.RangeIndex(len(obs)), columns=list(columns))
     same_rows = len(cells) == int(meta["measurements_shape"][0])
     _note_table_changes("cells", cells, stored_types, meta["cells_fingerprints"] if same_rows else {}, changes)
-    if added:
-        changes["cells_columns_added"] = added
+    if converted:
+        changes["cells_columns_added"] = [new_name for new_name, _ in converted.values()]
     if renamed:
         changes["columns_renamed"] = renamed
-        warnings.warn("obs columns renamed to snake_case for the cellspec: " +
-                      ", ".join(f"{old!r} -> {new!r}" for old, new in renamed.items()), AnnDataBridgeWarning,
-                      stacklevel=3)
     if dropped:
         changes["columns_not_carried"] = dropped
-        warnings.warn(f"obs columns {dropped} hold values of no cellspec type and are not carried into the "
-                      "cellspec", AnnDataBridgeWarning, stacklevel=3)
     return cells
+
+
+def carry_obs_columns(obs: pd.DataFrame, names: list[Any], taken: set[str]
+                      ) -> tuple[dict[Any, tuple[str, pd.Series]], dict[str, str], list[str]]:
+    """Convert analysis columns ``names`` of ``obs`` to cells columns: ``{name: (snake_case name,
+    column)}``, the renamed ones and those of no cellspec type (dropped), with one warning each."""
+    out: dict[Any, tuple[str, pd.Series]] = {}
+    renamed, dropped = {}, []
+    for name in names:
+        column = analysis_column(obs[name].reset_index(drop=True))
+        if column is None:
+            dropped.append(str(name))
+            continue
+        used = {new for new, _ in out.values()}
+        new_name = unique_snake_case(str(name), (taken | used | spec_cells_columns()) - {str(name)})
+        if new_name != name:
+            renamed[str(name)] = new_name
+        out[name] = (new_name, column)
+    if renamed:
+        warnings.warn("obs columns renamed to snake_case for the cellspec: " +
+                      ", ".join(f"{old!r} -> {new!r}" for old, new in renamed.items()), AnnDataBridgeWarning,
+                      stacklevel=4)
+    if dropped:
+        warnings.warn(f"obs columns {dropped} hold values of no cellspec type and are not carried into the "
+                      "cellspec", AnnDataBridgeWarning, stacklevel=4)
+    return out, renamed, dropped
 
 
 def _note_table_changes(table: str, frame: pd.DataFrame, stored_types: Mapping[str, Any],
@@ -295,10 +309,15 @@ def snake_case(name: str) -> str:
     return out if out[0].isalpha() else f"x{out}"
 
 
+def spec_cells_columns() -> set[str]:
+    """Names the spec defines for cells: a new column is never renamed onto one of them."""
+    return {column.name for column in vocabulary().columns("cells")}
+
+
 def unique_snake_case(name: str, taken: set[str]) -> str:
     """:func:`snake_case` of ``name``, with ``_2``, ``_3``, ... appended if that name is taken."""
     base = snake_case(name)
-    if base == name or base not in taken:
+    if base not in taken:
         return base
     i = 2
     while f"{base}_{i}" in taken:
@@ -306,7 +325,7 @@ def unique_snake_case(name: str, taken: set[str]) -> str:
     return f"{base}_{i}"
 
 
-def analysis_column(column: pd.Series, where: str = "column") -> pd.Series | None:
+def analysis_column(column: pd.Series) -> pd.Series | None:
     """A column added by analysis in its cellspec type, or None if it has none.
 
     Categoricals (``leiden``) become character, any float double, small integers integer,
@@ -395,11 +414,12 @@ def _adjacency_from_record(record: Mapping[str, Any], cells: pd.DataFrame,
     return kept
 
 
-def _warn_not_carried(adata: anndata.AnnData) -> None:
-    own = {"obsm": {SPATIAL_KEY}, "obsp": {CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY}, "layers": set(), "varm": set()}
+def warn_not_carried(adata: anndata.AnnData, obsm: set[str] = frozenset(), obsp: set[str] = frozenset()) -> None:
+    """Warn about ``obsm``/``layers``/``obsp``/``varm`` entries that are not the given ones (the bridge's own)."""
+    own = {"obsm": obsm, "obsp": obsp, "layers": set(), "varm": set()}
     left = [f"{slot}[{key!r}]" for slot, mine in own.items() for key in getattr(adata, slot).keys()
             if key is not None and key not in mine]
     if left:
         warnings.warn(f"not carried into the cellspec (analysis results outside obs): {', '.join(left)}",
-                      AnnDataBridgeWarning, stacklevel=3)
+                      AnnDataBridgeWarning, stacklevel=4)
 

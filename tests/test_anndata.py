@@ -14,6 +14,7 @@ from cellspec_sc.bridges.anndata import AnnDataBridgeWarning, obs_names, snake_c
 
 
 def write_and_read(adata: ad.AnnData, path, fmt: str) -> ad.AnnData:
+    path.mkdir(parents=True, exist_ok=True)
     if fmt == "h5ad":
         adata.write_h5ad(path / "x.h5ad")
         return ad.read_h5ad(path / "x.h5ad")
@@ -189,3 +190,23 @@ def test_no_warning_for_plain_round_trip(x):
     with warnings.catch_warnings():
         warnings.simplefilter("error", AnnDataBridgeWarning)
         cs.from_anndata(cs.to_anndata(x))
+
+
+# -- property-based ------------------------------------------------------------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from strategies import cellspecs  # noqa: E402
+
+
+@given(x=cellspecs())
+def test_generated_objects_round_trip_in_memory(x):
+    assert cs.from_anndata(cs.to_anndata(x)).differences(x) == []
+
+
+# each example writes two stores (~1.5 s with zarr's per-array cost), so fewer examples than the profile's
+@settings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(x=cellspecs())
+def test_generated_objects_round_trip_through_h5ad_and_zarr(x, tmp_path_factory):
+    path = tmp_path_factory.mktemp("rt")
+    for fmt in ("h5ad", "zarr"):
+        back = cs.from_anndata(write_and_read(cs.to_anndata(x), path / fmt, fmt))
+        assert back.differences(x) == [], fmt
