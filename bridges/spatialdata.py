@@ -35,7 +35,7 @@ import pandas as pd
 
 from cellspec_sc.core import CellSpec
 from cellspec_sc.errors import InputError
-from cellspec_sc.provenance import package_version
+from cellspec_sc.provenance import package_version, with_history_step
 
 from .anndata import from_anndata, to_anndata
 from .sd_names import allocate
@@ -325,6 +325,101 @@ def _plain_anndata(table: anndata.AnnData, record: Mapping[str, Any], keep: np.n
 
 
 # -- foreign SpatialData -------------------------------------------------------------------------
-def from_foreign_spatialdata(sdata: SpatialData, *, table_key: str | None = None, **options: Any) -> CellSpec:
-    """A cellspec from a SpatialData not made by :func:`to_spatialdata` (filled in below)."""
-    raise InputError("from_spatialdata: this SpatialData was not made by cellspec_sc.to_spatialdata")
+def from_foreign_spatialdata(sdata: SpatialData, *, table_key: str | None = None,
+                             coordinate_system: str | None = None, **options: Any) -> CellSpec:
+    """A cellspec from a SpatialData not made by :func:`to_spatialdata` (spatialdata-io, ...).
+
+    The table is read by :func:`~cellspec_sc.bridges.anndata_foreign.from_foreign_anndata`,
+    which needs the facts a SpatialData does not hold (``sample_id`` or ``sample_key``,
+    ``pixel_size``, ``coordinate_unit``; optionally ``features``, ``producer``); a
+    :class:`~cellspec_sc.InputError` names each one that is missing. When the table annotates
+    shapes (``region`` / ``region_key`` / ``instance_key`` in ``uns["spatialdata_attrs"]``) the
+    defaults come from there: cell ids from the instance key, image ids from the region (the
+    element name), and, unless ``coordinates=`` is given, centroids from the shapes (circle
+    centres, polygon centroids) in their own coordinates, or in ``coordinate_system`` when
+    given. Rows whose shape is missing are left out (with a warning).
+
+    >>> import cellspec_sc as cs
+    >>> sdata = cs.to_spatialdata(cs.example())
+    >>> del sdata.tables["table"].uns["cellspec"]
+    >>> cs.from_spatialdata(sdata)
+    Traceback (most recent call last):
+    ...
+    cellspec_sc.errors.InputError: ...sample_id='<id>' or sample_key='<obs column>'...
+    """
+    from spatialdata.models import get_table_keys
+
+    from .anndata_foreign import from_foreign_anndata
+
+    key = _table_key(sdata, table_key)
+    table = sdata.tables[key]
+    if "spatialdata_attrs" not in table.uns:
+        return from_foreign_anndata(table, **options)
+    _, region_key, instance_key = get_table_keys(table)
+    table = table.copy()  # gets centroids and loses the SpatialData annotation below
+    options.setdefault("cell_key", instance_key)
+    if options.get("image_id") is None:
+        options.setdefault("image_key", region_key)
+    if "coordinates" not in options:
+        table = _with_shape_centroids(sdata, table, region_key, instance_key, coordinate_system)
+        options["coordinates"] = _CENTROIDS
+    del table.uns["spatialdata_attrs"]
+    try:
+        x = from_foreign_anndata(table, **options)
+    except InputError as err:
+        raise InputError(f"SpatialData table {key!r} was not made by cellspec_sc.to_spatialdata: {err}") from None
+    details = {"table": key, "region_key": region_key, "instance_key": instance_key,
+               "centroids": "from shapes" if options["coordinates"] == _CENTROIDS else "from the table",
+               "coordinate_system": coordinate_system}
+    return x.replace(provenance=with_history_step(x.provenance, "from_spatialdata", FUNCTION, details))
+
+
+FUNCTION = "cellspec_sc.from_spatialdata"
+_CENTROIDS = "cellspec_shape_centroids"
+
+
+def _with_shape_centroids(sdata: SpatialData, table: anndata.AnnData, region_key: str, instance_key: str,
+                          coordinate_system: str | None) -> anndata.AnnData:
+    """The rows of ``table`` that have a shape, with ``obsm["cellspec_shape_centroids"]`` added."""
+    regions = table.obs[region_key].astype(object).to_numpy()
+    instances = pd.Index([str(v) for v in table.obs[instance_key].astype(object)])
+    xy = np.full((table.n_obs, 2), np.nan)
+    for region in pd.unique(regions):
+        rows = np.flatnonzero(regions == region)
+        centroids = _element_centroids(sdata, str(region), coordinate_system)
+        if centroids is None:
+            continue
+        found = centroids.reindex(instances[rows])
+        xy[rows] = found.to_numpy(dtype=np.float64)
+    missing = np.isnan(xy).any(axis=1)
+    if missing.all() and table.n_obs:
+        raise InputError(f"no row of the table has a shape to take its centroid from (region_key {region_key!r}, "
+                         f"instance_key {instance_key!r}); pass coordinates=<obsm key> or ('x', 'y') obs columns")
+    if missing.any():
+        warnings.warn(f"{int(missing.sum())} table row(s) have no shape in the SpatialData and are left out",
+                      SpatialDataBridgeWarning, stacklevel=4)
+        table = table[~missing].copy()
+        xy = xy[~missing]
+    table.obsm[_CENTROIDS] = xy
+    return table
+
+
+def _element_centroids(sdata: SpatialData, name: str, coordinate_system: str | None) -> pd.DataFrame | None:
+    """Circle centres / polygon centroids of shapes element ``name`` by instance id (None if absent)."""
+    import spatialdata
+
+    element = sdata.shapes.get(name)
+    if element is None:
+        if name in sdata.labels or name in sdata.points:
+            raise InputError(f"the table annotates {name!r}, which is not a shapes element; pass "
+                             "coordinates=<obsm key> or ('x', 'y') obs columns")
+        return None
+    if coordinate_system is not None:
+        try:
+            element = spatialdata.transform(element, to_coordinate_system=coordinate_system)
+        except (KeyError, ValueError) as err:
+            raise InputError(f"shapes {name!r} cannot be placed in coordinate system {coordinate_system!r} "
+                             f"({err})") from None
+    centroid = element.geometry.centroid
+    return pd.DataFrame({"x": centroid.x.to_numpy(), "y": centroid.y.to_numpy()},
+                        index=pd.Index([str(v) for v in element.index.astype(object)]))
