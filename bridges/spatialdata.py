@@ -324,6 +324,50 @@ def _plain_anndata(table: anndata.AnnData, record: Mapping[str, Any], keep: np.n
                            layers=layers, varm=dict(source.varm), uns=uns)
 
 
+# -- files -----------------------------------------------------------------------------------------
+def is_spatialdata_zarr(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a SpatialData zarr store (its root group has ``spatialdata_attrs``)."""
+    from pathlib import Path
+
+    if not Path(path).is_dir():
+        return False
+    import zarr
+
+    try:
+        return "spatialdata_attrs" in zarr.open_group(str(path), mode="r").attrs
+    except Exception:  # noqa: BLE001 - anything zarr cannot open is not a SpatialData store
+        return False
+
+
+def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
+    """Read a SpatialData zarr store and convert it with :func:`from_spatialdata` (``options`` as there)."""
+    return from_spatialdata(_read_zarr(path), **options)
+
+
+def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool = False, **options: Any) -> None:
+    """Write ``to_spatialdata(x, **options)`` as a zarr store at ``path``."""
+    from pathlib import Path
+
+    if Path(path).exists() and not overwrite:
+        raise InputError(f"{path} exists; pass overwrite=True (cellspec convert --overwrite) to replace it")
+    sdata = to_spatialdata(x, **options)
+    try:
+        sdata.write(str(path), overwrite=overwrite)
+    except (OSError, ValueError) as err:
+        raise InputError(f"{path}: cannot write the SpatialData store ({err})") from None
+
+
+def _read_zarr(path: str | os.PathLike) -> SpatialData:
+    import spatialdata
+
+    try:
+        return spatialdata.read_zarr(str(path))
+    except Exception as err:  # noqa: BLE001 - zarr, anndata and geopandas raise many types on a damaged store
+        from cellspec_sc.errors import FormatError
+
+        raise FormatError(f"{path}: not a readable SpatialData zarr store ({type(err).__name__}: {err})") from None
+
+
 # -- foreign SpatialData -------------------------------------------------------------------------
 def from_foreign_spatialdata(sdata: SpatialData, *, table_key: str | None = None,
                              coordinate_system: str | None = None, **options: Any) -> CellSpec:

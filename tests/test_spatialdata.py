@@ -363,3 +363,24 @@ def test_a_foreign_table_row_without_a_shape_is_left_out_with_a_warning():
         x = cs.from_spatialdata(sdata, sample_id="s1", pixel_size=0.25, coordinate_unit="um")
     assert x.cells["cell_id"].tolist() == ["aab-1", "aaa-1"]
     assert x.validate().ok
+
+
+# -- files and sources ---------------------------------------------------------------------------
+def test_a_spatialdata_store_is_a_source_for_validate_and_info(xa, tmp_path):
+    from cellspec_sc.bridges.spatialdata import is_spatialdata_zarr, write_spatialdata
+    from cellspec_sc.cli import main
+    from cellspec_sc.sources import load
+
+    path = tmp_path / "x.spatialdata.zarr"
+    write_spatialdata(xa, path)
+    with pytest.raises(CellspecError, match="exists"):
+        write_spatialdata(xa, path)
+    assert is_spatialdata_zarr(path) and not is_spatialdata_zarr(tmp_path)
+    assert load(str(path)).equals(xa)
+    assert main(["validate", str(path)]) == 0
+    (tmp_path / "broken.zarr").mkdir()
+    (tmp_path / "broken.zarr" / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group", '
+                                                        '"attributes": {"spatialdata_attrs": {}}}')
+    (tmp_path / "broken.zarr" / "tables").mkdir()
+    (tmp_path / "broken.zarr" / "tables" / "zarr.json").write_text("{not json")
+    assert main(["info", str(tmp_path / "broken.zarr")]) == 2
