@@ -142,8 +142,20 @@ def _transformations(images: pd.DataFrame, image_id: str, name: str) -> dict[str
     """
     from spatialdata.transformations import Identity, Scale
 
+    scale = _pixel_scale(images, image_id)
+    out: dict[str, Any] = {name: Identity()}
+    if scale is not None:
+        out[name + PIXEL_SUFFIX] = Scale(list(scale), axes=("x", "y"))
+    return out
+
+
+def _pixel_scale(images: pd.DataFrame, image_id: str) -> tuple[float, float] | None:
+    """Pixels per micrometre in x and y; None when that is not finite (subnormal pixel sizes),
+    as a coordinate transformation with an infinite scale is not valid NGFF JSON."""
     ps_x, ps_y = _pixel_sizes(images, image_id)
-    return {name: Identity(), name + PIXEL_SUFFIX: Scale([1.0 / ps_x, 1.0 / ps_y], axes=("x", "y"))}
+    with np.errstate(over="ignore", divide="ignore"):
+        scale = (float(np.float64(1.0) / ps_x), float(np.float64(1.0) / ps_y))
+    return scale if all(np.isfinite(scale)) else None
 
 
 def _circles(x: CellSpec, rows: np.ndarray, cell_ids: pd.Series, transforms: dict[str, Any]
@@ -224,7 +236,9 @@ def _record(x: CellSpec, names: Mapping[str, str], groups: Mapping[str, np.ndarr
     for image_id, name in names.items():
         entry: dict[str, Any] = {"image_id": image_id, "name": name, "n_cells": int(len(groups.get(image_id, ())))}
         if image_id in groups:
-            entry.update(circles=name, coordinate_system=name, pixel_coordinate_system=name + PIXEL_SUFFIX,
+            has_pixels = _pixel_scale(x.images, image_id) is not None
+            entry.update(circles=name, coordinate_system=name,
+                         pixel_coordinate_system=name + PIXEL_SUFFIX if has_pixels else None,
                          pixel_size=list(_pixel_sizes(x.images, image_id)))
         if image_id in outlines:
             entry["outlines"] = outlines[image_id]

@@ -158,6 +158,15 @@ def test_pixel_coordinate_system_scales_by_the_pixel_size_in_x_and_y():
                                   np.eye(3))
 
 
+def test_a_subnormal_pixel_size_gets_no_pixel_coordinate_system():
+    x = cs.example()
+    x = x.replace(images=x.images.assign(pixel_size=[5e-324, 0.5]))
+    sdata = cs.to_spatialdata(x)
+    assert set(sdata.coordinate_systems) == {"img1", "img2", "img2_px"}  # 1 / 5e-324 is infinite
+    assert record(sdata)["images"][0]["pixel_coordinate_system"] is None
+    assert cs.from_spatialdata(sdata).equals(x)
+
+
 def test_an_image_added_in_pixels_overlays_the_cells():
     from spatialdata.models import Image2DModel
     from spatialdata.transformations import Identity
