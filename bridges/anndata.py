@@ -200,8 +200,8 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
         cells=cells,
         measurements=measurements,
         dictionary=dictionary,
-        images=decode_table(_table_record(record, "images"), "images"),
-        channels=decode_table(_table_record(record, "channels"), "channels"),
+        images=_table(record, "images"),
+        channels=_table(record, "channels"),
         provenance=provenance,
         adjacency=adjacency,
     )
@@ -216,10 +216,10 @@ def _read_json(record: Mapping[str, Any], key: str) -> Any:
         raise InputError(f"uns['cellspec'][{key!r}] is not valid JSON text ({err})") from None
 
 
-def _table_record(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    if key not in record or not isinstance(record[key], Mapping):
+def _table(record: Mapping[str, Any], key: str) -> pd.DataFrame:
+    if key not in record:
         raise InputError(f"uns['cellspec'] has no table {key!r}; it was not written by cellspec_sc.to_anndata")
-    return record[key]
+    return decode_table(record[key], key)
 
 
 def _cells_from_obs(obs: pd.DataFrame, meta: Mapping[str, Any], changes: dict[str, Any]) -> pd.DataFrame:
@@ -405,7 +405,7 @@ def _adjacency_from_record(record: Mapping[str, Any], cells: pd.DataFrame,
                            changes: dict[str, Any]) -> pd.DataFrame | None:
     if "adjacency" not in record:
         return None
-    stored = decode_table(_table_record(record, "adjacency"), "adjacency")
+    stored = _table(record, "adjacency")
     if not {"image_id", "cell_id"} <= set(cells.columns):
         raise InputError("obs has lost image_id or cell_id, so adjacency cannot be matched to cells")
     kept = _drop_missing_pairs(stored, cells)

@@ -26,8 +26,11 @@ True
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -340,13 +343,11 @@ def _plain_anndata(table: anndata.AnnData, record: Mapping[str, Any], keep: np.n
 
 # -- files -----------------------------------------------------------------------------------------
 def is_spatialdata_zarr(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a SpatialData zarr store (its root group has ``spatialdata_attrs``)."""
-    from pathlib import Path
+    """Whether ``path`` is a SpatialData zarr store: its root group has ``spatialdata_attrs``."""
+    import zarr
 
     if not Path(path).is_dir():
         return False
-    import zarr
-
     try:
         return "spatialdata_attrs" in zarr.open_group(str(path), mode="r").attrs
     except Exception:  # noqa: BLE001 - anything zarr cannot open is not a SpatialData store
@@ -355,20 +356,38 @@ def is_spatialdata_zarr(path: str | os.PathLike) -> bool:
 
 def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
     """Read a SpatialData zarr store and convert it with :func:`from_spatialdata` (``options`` as there)."""
-    return from_spatialdata(_read_zarr(path), **options)
-
-
-def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool = False, **options: Any) -> None:
-    """Write ``to_spatialdata(x, **options)`` as a zarr store at ``path``."""
-    from pathlib import Path
-
-    if Path(path).exists() and not overwrite:
-        raise InputError(f"{path} exists; pass overwrite=True (cellspec convert --overwrite) to replace it")
-    sdata = to_spatialdata(x, **options)
     try:
-        sdata.write(str(path), overwrite=overwrite)
-    except (OSError, ValueError) as err:
-        raise InputError(f"{path}: cannot write the SpatialData store ({err})") from None
+        return from_spatialdata(_read_zarr(path), **options)
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+
+
+def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool = False, **options: Any) -> Path:
+    """Write ``to_spatialdata(x, **options)`` as a zarr store and return its path.
+
+    The store is written under a hidden name next to ``path`` and renamed at the end. An
+    existing ``path`` is replaced only with ``overwrite=True`` and only if it is a SpatialData
+    store.
+    """
+    target = Path(path)
+    if target.exists() or target.is_symlink():
+        if not overwrite:
+            raise InputError(f"{target}: already exists; pass overwrite=True (CLI: --overwrite) to replace it")
+        if target.is_symlink() or not is_spatialdata_zarr(target):
+            raise InputError(f"{target}: exists and is not a SpatialData store; refusing to replace it")
+    sdata = to_spatialdata(x, **options)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stage = target.with_name(f".{target.name}.cellspec-staging-{os.getpid()}-{secrets.token_hex(4)}")
+    old = target.with_name(f".{target.name}.cellspec-old-{secrets.token_hex(4)}")
+    try:
+        sdata.write(str(stage))
+        if target.exists():
+            target.rename(old)
+        stage.rename(target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+    return target
 
 
 def _read_zarr(path: str | os.PathLike) -> SpatialData:
