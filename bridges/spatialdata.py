@@ -40,6 +40,8 @@ from cellspec_sc.core import CellSpec
 from cellspec_sc.errors import InputError
 from cellspec_sc.provenance import package_version, with_history_step
 
+from cellspec_sc.outlines import image_outlines, materialise_outline_files, outline_files
+
 from .anndata import from_anndata, to_anndata
 from .sd_names import allocate
 from .uns_tables import from_json_text, to_json_text
@@ -54,6 +56,7 @@ TABLE_KEY = "table"
 REGION_KEY = "cs__region"  # the spec reserves cs__ for internal use, so no cells column has this name
 INSTANCE_KEY = "cell_id"
 UNS_KEY = "cellspec_spatialdata"
+OUTLINE_FILES_KEY = "cellspec_outline_files"
 ANNDATA_UNS_KEY = "cellspec"
 ATTRS_KEY = "cellspec_sc"
 OUTLINES_SUFFIX = "_outlines"
@@ -99,7 +102,10 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
         shapes[name], n_fallback = _circles(x, rows, cell_ids, transforms)
         if n_fallback:
             fallback[image_id] = n_fallback
-    outline_record = _add_outlines(x, groups, names, cell_ids, shapes, source_dir, outline_units) if outlines else {}
+    files = outline_files(x, source_dir=source_dir) if outlines else {}
+    outline_record = _add_outlines(x, groups, names, cell_ids, shapes, files, outline_units)
+    if files:
+        table.uns[OUTLINE_FILES_KEY] = _encode_files(files)
     renamed = _make_obs_names_valid(table)
     table.obs[REGION_KEY] = _region_column(x, groups, names)
     table.uns[UNS_KEY] = to_json_text(_record(x, names, groups, renamed, fallback, outline_record))
@@ -184,16 +190,13 @@ def _circles(x: CellSpec, rows: np.ndarray, cell_ids: pd.Series, transforms: dic
 
 
 def _add_outlines(x: CellSpec, groups: Mapping[str, np.ndarray], names: Mapping[str, str], cell_ids: pd.Series,
-                  shapes: dict[str, gpd.GeoDataFrame], source_dir: str | os.PathLike | None,
-                  units: str) -> dict[str, Any]:
+                  shapes: dict[str, gpd.GeoDataFrame], files: Mapping[str, Path], units: str) -> dict[str, Any]:
     """Add one polygons element per image with readable outlines; returns what was read."""
     import geopandas as gpd
     from spatialdata.models import ShapesModel
 
-    from cellspec_sc.outlines import image_outlines
-
     record: dict[str, Any] = {}
-    for image_id, found in image_outlines(x, source_dir=source_dir, units=units).items():
+    for image_id, found in image_outlines(x, units=units, files=dict(files)).items():
         rows = groups.get(image_id)
         if rows is None:
             continue
@@ -212,6 +215,21 @@ def _add_outlines(x: CellSpec, groups: Mapping[str, np.ndarray], names: Mapping[
             frame, transformations=_transformations(x.images, image_id, name))
         record[image_id]["element"] = name + OUTLINES_SUFFIX
     return record
+
+
+def _encode_files(files: Mapping[str, Path]) -> dict[str, Any]:
+    """Outline files, byte for byte, as arrays anndata writes to zarr and h5ad."""
+    out: dict[str, Any] = {"paths": np.array(list(files), dtype=object)}
+    for i, path in enumerate(files.values()):
+        out[f"f{i}"] = np.frombuffer(path.read_bytes(), dtype=np.uint8)
+    return out
+
+
+def _decode_files(stored: Any) -> dict[str, bytes]:
+    if not isinstance(stored, Mapping) or "paths" not in stored:
+        return {}
+    paths = [str(p) for p in np.asarray(stored["paths"]).tolist()]
+    return {ref: np.asarray(stored[f"f{i}"], dtype=np.uint8).tobytes() for i, ref in enumerate(paths)}
 
 
 def _make_obs_names_valid(table: anndata.AnnData) -> dict[str, str]:
@@ -259,7 +277,8 @@ def _record(x: CellSpec, names: Mapping[str, str], groups: Mapping[str, np.ndarr
 
 # -- SpatialData -> cellspec ---------------------------------------------------------------------
 def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restrict_to_shapes: bool = True,
-                     allow_modified: bool = False, **foreign: Any) -> CellSpec:
+                     allow_modified: bool = False, outline_dir: str | os.PathLike | None = None,
+                     **foreign: Any) -> CellSpec:
     """The cellspec held by a SpatialData made by :func:`to_spatialdata`, after any spatialdata
     operation that keeps the table (queries, table filtering, added images or elements).
 
@@ -269,6 +288,11 @@ def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restri
     ``filter_table=True``; adjacency is trimmed to the remaining cells and the change is
     recorded in provenance history. ``allow_modified`` is passed to
     :func:`~cellspec_sc.from_anndata`.
+
+    The outline files named by ``images.geometry_ref`` travel in the table byte for byte;
+    ``outline_dir`` writes them there and makes it the result's ``source_dir``, so that
+    ``cs.write`` can put them into a cellspec directory again (without it, ``source_dir`` is
+    None and ``cs.write`` refuses an object whose ``geometry_ref`` files it cannot find).
 
     A SpatialData not made here is converted by :func:`from_foreign_spatialdata` with the
     keyword arguments in ``foreign``.
@@ -282,7 +306,16 @@ def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restri
                          "cellspec_sc.to_spatialdata")
     record = _read_record(table)
     keep = _rows_with_shapes(sdata, table, record) if restrict_to_shapes else None
-    return from_anndata(_plain_anndata(table, record, keep), allow_modified=allow_modified)
+    x = from_anndata(_plain_anndata(table, record, keep), allow_modified=allow_modified)
+    files = _decode_files(table.uns.get(OUTLINE_FILES_KEY))
+    if files and outline_dir is not None:
+        x = x.replace(source_dir=materialise_outline_files(files, outline_dir))
+    return x
+
+
+def stored_outline_files(sdata: SpatialData, table_key: str | None = None) -> dict[str, bytes]:
+    """The outline files carried by a SpatialData made by :func:`to_spatialdata` (``{geometry_ref: bytes}``)."""
+    return _decode_files(sdata.tables[_table_key(sdata, table_key)].uns.get(OUTLINE_FILES_KEY))
 
 
 def _table_key(sdata: SpatialData, table_key: str | None) -> str:
@@ -335,7 +368,7 @@ def _plain_anndata(table: anndata.AnnData, record: Mapping[str, Any], keep: np.n
     source = table if keep is None else table[keep]
     renamed = record.get("obs_columns_renamed") or {}
     obs = source.obs.drop(columns=[record["region_key"]]).rename(columns=renamed)
-    uns = {k: v for k, v in source.uns.items() if k not in (UNS_KEY, "spatialdata_attrs")}
+    uns = {k: v for k, v in source.uns.items() if k not in (UNS_KEY, OUTLINE_FILES_KEY, "spatialdata_attrs")}
     layers = {k: v for k, v in source.layers.items() if k is not None}  # a view lists X as layers[None]
     return anndata.AnnData(X=source.X, obs=obs, var=source.var, obsm=dict(source.obsm), obsp=dict(source.obsp),
                            layers=layers, varm=dict(source.varm), uns=uns)
@@ -355,9 +388,16 @@ def is_spatialdata_zarr(path: str | os.PathLike) -> bool:
 
 
 def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
-    """Read a SpatialData zarr store and convert it with :func:`from_spatialdata` (``options`` as there)."""
+    """Read a SpatialData zarr store and convert it with :func:`from_spatialdata` (``options`` as there).
+
+    Outline files carried by the store go to ``outline_dir`` when given, else to a temporary
+    directory removed when the process ends (so ``cellspec convert`` can write them).
+    """
     try:
-        return from_spatialdata(_read_zarr(path), **options)
+        sdata = _read_zarr(path)
+        if options.get("outline_dir") is None and stored_outline_files(sdata, options.get("table_key")):
+            options["outline_dir"] = _temporary_directory()
+        return from_spatialdata(sdata, **options)
     except InputError as err:
         raise InputError(f"{path}: {err}") from None
 
@@ -388,6 +428,15 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
         shutil.rmtree(stage, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def _temporary_directory() -> Path:
+    import atexit
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(prefix="cellspec-outlines-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return directory
 
 
 def _read_zarr(path: str | os.PathLike) -> SpatialData:

@@ -6,9 +6,10 @@ reads the outlines as shapely polygons, joined to the cells of one image.
 
 Conventions (shared by the SpatialData bridge and the Luxar scene builder):
 
-* **Path**: relative to the directory; an absolute path, or one that leaves the
-  directory after resolving ``..`` and symlinks, is refused with a
-  :class:`~cellspec_sc.errors.InputError`. When the directory has a
+* **Path**: relative to the directory; an absolute path, ``..``, or a symlink
+  that leads out of the directory is refused with
+  :class:`~cellspec_sc.refusals.UnsafePath` (a :class:`~cellspec_sc.CellspecError`),
+  by the same check the directory reader applies. When the directory has a
   ``MANIFEST.sha256`` the file must be listed in it.
 * **Missing or unreadable file** (not there, not listed in the manifest, not
   JSON, not GeoJSON): a :class:`OutlineWarning` is issued and the image has
@@ -45,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from .errors import InputError
+from .errors import CellspecError, InputError
 
 if TYPE_CHECKING:
     from shapely.geometry.base import BaseGeometry
@@ -89,22 +90,17 @@ class Outlines:
 
 
 def outline_path(source_dir: str | os.PathLike, geometry_ref: str) -> Path:
-    """The file a ``geometry_ref`` names, refusing paths that leave ``source_dir``.
+    """The file a ``geometry_ref`` names, refusing paths that leave ``source_dir``
+    (:func:`cellspec_sc.manifest.checked_relative`: absolute, ``..``, or a symlink out).
 
-    >>> outline_path("/data/run1", "../secret.geojson")
+    >>> outline_path("/data/run1", "../secret.geojson")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cellspec_sc.errors.InputError: images.geometry_ref '../secret.geojson' leaves the cellspec directory /data/run1
+    cellspec_sc.refusals.UnsafePath: /data/run1: images.geometry_ref: path '../secret.geojson' leaves the directory...
     """
-    root = Path(source_dir)
-    ref = str(geometry_ref)
-    if not ref or Path(ref).is_absolute() or Path(ref).drive:
-        raise InputError(f"images.geometry_ref {ref!r} is not a relative path inside the cellspec directory {root}")
-    resolved_root = root.resolve()
-    target = (resolved_root / ref).resolve()
-    if target != resolved_root and resolved_root not in target.parents:
-        raise InputError(f"images.geometry_ref {ref!r} leaves the cellspec directory {root}")
-    return target
+    from .manifest import checked_relative
+
+    return checked_relative(Path(source_dir), str(geometry_ref), "images.geometry_ref", must_exist=False)
 
 
 def read_outlines(path: str | os.PathLike, *, pixel_size: float = 1.0, pixel_size_y: float | None = None,
@@ -138,42 +134,79 @@ def read_outlines(path: str | os.PathLike, *, pixel_size: float = 1.0, pixel_siz
     return Outlines(path=path, geometry=geometry, skipped=skipped)
 
 
-def image_outlines(x: CellSpec, *, source_dir: str | os.PathLike | None = None,
-                   units: Units = "px") -> dict[str, Outlines]:
-    """Outlines of every image of ``x`` that has a ``geometry_ref``, keyed by image_id.
+def outline_files(x: CellSpec, *, source_dir: str | os.PathLike | None = None) -> dict[str, Path]:
+    """``{geometry_ref: file}`` for every ``images.geometry_ref`` of ``x`` whose file can be used.
 
-    ``source_dir`` defaults to ``x.source_dir``. Images whose file is missing
-    or unreadable are left out with an :class:`OutlineWarning`; a path that
-    leaves the directory raises :class:`~cellspec_sc.errors.InputError`. When
-    no directory is known, images with a ``geometry_ref`` are left out with a
-    warning.
+    ``source_dir`` defaults to ``x.source_dir``. A file that is missing or not listed in the
+    directory's manifest is left out with an :class:`OutlineWarning`, as is everything when no
+    directory is known or its manifest is damaged; a path that leaves the directory raises
+    :class:`~cellspec_sc.refusals.UnsafePath`.
     """
-    images = x.images
-    if "geometry_ref" not in images.columns:
+    if "geometry_ref" not in x.images.columns:
         return {}
-    refs = images[images["geometry_ref"].notna()]
-    if refs.empty:
+    refs = list(dict.fromkeys(str(r) for r in x.images["geometry_ref"].dropna()))
+    if not refs:
         return {}
     root = source_dir if source_dir is not None else x.source_dir
     if root is None:
-        warnings.warn(f"{len(refs)} image(s) have a geometry_ref but the cellspec directory is unknown "
-                      "(pass source_dir=); no outlines read", OutlineWarning, stacklevel=2)
+        warnings.warn(f"{len(refs)} geometry_ref file(s) named but the cellspec directory is unknown "
+                      "(pass source_dir=); no outlines read", OutlineWarning, stacklevel=3)
         return {}
-    listed = _manifest_paths(Path(root))
-    out: dict[str, Outlines] = {}
-    for _, row in refs.iterrows():
-        image_id, ref = str(row["image_id"]), str(row["geometry_ref"])
+    try:
+        listed = _manifest_paths(Path(root))
+    except CellspecError as err:
+        warnings.warn(f"{err}; no outlines read", OutlineWarning, stacklevel=3)
+        return {}
+    out: dict[str, Path] = {}
+    for ref in refs:
         path = outline_path(root, ref)
         problem = _unusable(path, ref, listed)
         if problem is None:
-            try:
-                out[image_id] = read_outlines(path, pixel_size=float(row["pixel_size"]),
-                                              pixel_size_y=row.get("pixel_size_y"), units=units)
-                continue
-            except InputError as err:
-                problem = str(err)
-        warnings.warn(f"image {image_id!r}: {problem}; no outlines for this image", OutlineWarning, stacklevel=2)
+            out[ref] = path
+        else:
+            users = ", ".join(repr(str(i)) for i in x.images.loc[x.images["geometry_ref"] == ref, "image_id"])
+            warnings.warn(f"image {users}: {problem}; no outlines for this image", OutlineWarning, stacklevel=3)
     return out
+
+
+def image_outlines(x: CellSpec, *, source_dir: str | os.PathLike | None = None, units: Units = "px",
+                   files: dict[str, Path] | None = None) -> dict[str, Outlines]:
+    """Outlines of every image of ``x`` whose ``geometry_ref`` file can be read, keyed by image_id.
+
+    ``files`` is the result of :func:`outline_files` (computed when not given). A file that
+    is not GeoJSON gives an :class:`OutlineWarning` and the image is left out.
+    """
+    files = outline_files(x, source_dir=source_dir) if files is None else files
+    out: dict[str, Outlines] = {}
+    if not files:
+        return out
+    for _, row in x.images[x.images["geometry_ref"].notna()].iterrows():
+        image_id, ref = str(row["image_id"]), str(row["geometry_ref"])
+        if ref not in files:
+            continue
+        try:
+            out[image_id] = read_outlines(files[ref], pixel_size=float(row["pixel_size"]),
+                                          pixel_size_y=row.get("pixel_size_y"), units=units)
+        except InputError as err:
+            warnings.warn(f"image {image_id!r}: {err}; no outlines for this image", OutlineWarning, stacklevel=2)
+    return out
+
+
+def materialise_outline_files(contents: dict[str, bytes], directory: str | os.PathLike) -> Path:
+    """Write outline files (``{geometry_ref: bytes}``) under ``directory`` and return it, so that
+    an object whose ``source_dir`` is ``directory`` finds them again. An existing file with other
+    content is not replaced (:class:`~cellspec_sc.errors.InputError`).
+    """
+    root = Path(directory)
+    for ref, data in contents.items():
+        path = outline_path(root, ref)
+        if path.exists():
+            if path.read_bytes() != data:
+                raise InputError(f"{path} exists with other content; not replacing it with geometry_ref {ref!r}")
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return root
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -212,11 +245,13 @@ def _feature_outline(feature: Any) -> tuple[str | None, str, Any]:
 
 
 def _manifest_paths(root: Path) -> set[str] | None:
-    manifest = root / "MANIFEST.sha256"
-    if not manifest.is_file():
+    """Paths listed in the directory's manifest (checked as the directory reader does), or None
+    when there is no manifest (a folder of files that is not a cellspec directory)."""
+    from .manifest import MANIFEST, read_manifest
+
+    if not (root / MANIFEST).is_file():
         return None
-    lines = manifest.read_text(encoding="utf-8").splitlines()
-    return {line.split("  ", 1)[1].strip() for line in lines if "  " in line}
+    return set(read_manifest(root))
 
 
 def _unusable(path: Path, ref: str, listed: set[str] | None) -> str | None:

@@ -11,6 +11,7 @@ import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.errors import CellspecError
+from cellspec_sc.manifest import write_manifest
 from cellspec_sc.outlines import OutlineWarning, image_outlines, outline_path, read_outlines
 
 
@@ -27,17 +28,18 @@ def write_geojson(path, features, collection=True):
 
 def test_outline_path_refuses_paths_that_leave_the_directory(tmp_path):
     (tmp_path / "run").mkdir()
-    for ref in ("../x.geojson", "sub/../../x.geojson", str(tmp_path / "x.geojson"), ""):
-        with pytest.raises(CellspecError, match="geometry_ref"):
+    for ref in ("../x.geojson", "sub/../../x.geojson", "sub/../a.geojson", str(tmp_path / "x.geojson"), "",
+                "c:\\x.geojson", "a\\..\\..\\x.geojson"):
+        with pytest.raises(CellspecError, match="images.geometry_ref"):
             outline_path(tmp_path / "run", ref)
-    assert outline_path(tmp_path / "run", "sub/../a.geojson") == (tmp_path / "run" / "a.geojson").resolve()
+    assert outline_path(tmp_path / "run", "sub/a.geojson") == tmp_path / "run" / "sub" / "a.geojson"
 
 
 def test_outline_path_refuses_a_symlink_out_of_the_directory(tmp_path):
     (tmp_path / "run").mkdir()
     write_geojson(tmp_path / "outside.geojson", [])
     os.symlink(tmp_path / "outside.geojson", tmp_path / "run" / "link.geojson")
-    with pytest.raises(CellspecError, match="leaves the cellspec directory"):
+    with pytest.raises(CellspecError, match="leads outside the directory"):
         outline_path(tmp_path / "run", "link.geojson")
 
 
@@ -88,11 +90,15 @@ def test_image_outlines_warns_on_missing_unreadable_and_unlisted_files(tmp_path)
     assert "'img2'" in messages and "cannot read GeoJSON" in messages
 
     write_geojson(tmp_path / "ok.geojson", [{"type": "Feature", "id": "1", "geometry": square(0, 0)}])
-    (tmp_path / "MANIFEST.sha256").write_text("abc  cells.parquet\n", encoding="utf-8")
+    (tmp_path / "cells.parquet").write_bytes(b"stand-in")
+    write_manifest(tmp_path, ["cells.parquet"])
     x = with_refs(tmp_path, ["ok.geojson", None])
     with pytest.warns(OutlineWarning, match="not listed in MANIFEST"):
         assert image_outlines(x) == {}
-    (tmp_path / "MANIFEST.sha256").write_text("abc  cells.parquet\ndef  ok.geojson\n", encoding="utf-8")
+    (tmp_path / "DONE").write_text("0" * 64 + "\n")
+    with pytest.warns(OutlineWarning, match="DONE holds"):
+        assert image_outlines(x) == {}
+    write_manifest(tmp_path, ["cells.parquet", "ok.geojson"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         got = image_outlines(x)
@@ -101,8 +107,20 @@ def test_image_outlines_warns_on_missing_unreadable_and_unlisted_files(tmp_path)
 
 
 def test_image_outlines_refuses_escaping_ref_and_needs_a_directory(tmp_path):
-    with pytest.raises(CellspecError, match="leaves"):
+    with pytest.raises(CellspecError, match="leaves the directory"):
         image_outlines(with_refs(tmp_path, ["../../etc/passwd", None]))
     x = with_refs(tmp_path, ["a.geojson", None]).replace(source_dir=None)
     with pytest.warns(OutlineWarning, match="directory is unknown"):
         assert image_outlines(x) == {}
+
+
+def test_materialise_outline_files_writes_inside_and_keeps_other_content(tmp_path):
+    from cellspec_sc.outlines import materialise_outline_files
+
+    root = materialise_outline_files({"a/b.geojson": b"1", "c.json": b""}, tmp_path / "d")
+    assert (root / "a" / "b.geojson").read_bytes() == b"1" and (root / "c.json").read_bytes() == b""
+    assert materialise_outline_files({"a/b.geojson": b"1"}, root) == root  # same content: fine
+    with pytest.raises(CellspecError, match="other content"):
+        materialise_outline_files({"a/b.geojson": b"2"}, root)
+    with pytest.raises(CellspecError, match="leaves the directory"):
+        materialise_outline_files({"../x.geojson": b"2"}, root)

@@ -292,14 +292,22 @@ def test_geometry_ref_outlines_become_a_polygons_element(tmp_path):
     assert record(sdata)["images"][0]["outlines"] == {"n_outlines": 3, "cells_without_outline": 37,
                                                       "skipped": {"unknown_id": 1}, "element": "img1_outlines"}
     assert "img2_outlines" not in sdata.shapes
-    assert cs.from_spatialdata(through_zarr(sdata, tmp_path / "o.zarr")).equals(x)
+    back = through_zarr(sdata, tmp_path / "o.zarr")
+    assert cs.from_spatialdata(back).equals(x)
+    y = cs.from_spatialdata(back, outline_dir=tmp_path / "files")  # the file travelled byte for byte
+    assert y.equals(x) and y.source_dir == tmp_path / "files"
+    original = (tmp_path / "outlines" / "img1.geojson").read_bytes()
+    assert (tmp_path / "files" / "outlines" / "img1.geojson").read_bytes() == original
+    (tmp_path / "files" / "outlines" / "img1.geojson").write_bytes(b"{}")
+    with pytest.raises(CellspecError, match="other content"):
+        cs.from_spatialdata(back, outline_dir=tmp_path / "files")
 
 
 def test_outlines_outside_the_directory_are_refused(tmp_path):
     x = cs.example()
     images = x.images.copy()
     images["geometry_ref"] = pd.array(["../elsewhere.geojson", None], dtype="string")
-    with pytest.raises(CellspecError, match="leaves the cellspec directory"):
+    with pytest.raises(CellspecError, match="leaves the directory"):
         cs.to_spatialdata(x.replace(images=images, source_dir=tmp_path))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -393,3 +401,28 @@ def test_a_spatialdata_store_is_a_source_for_validate_and_info(xa, tmp_path):
     (tmp_path / "broken.zarr" / "tables").mkdir()
     (tmp_path / "broken.zarr" / "tables" / "zarr.json").write_text("{not json")
     assert main(["info", str(tmp_path / "broken.zarr")]) == 2
+
+
+def test_cellspec_convert_directory_to_spatialdata_and_back_with_outlines(tmp_path):
+    from cellspec_sc.cli import main
+
+    (tmp_path / "src").mkdir()
+    source = with_outlines(tmp_path / "src", cs.example(adjacency=True))
+    refs = pd.array(["outlines/img1.geojson", None], dtype="string")  # the directory writer copies this file
+    cs.write(source.replace(images=source.images.assign(geometry_ref=refs)), tmp_path / "run1")
+    x = cs.read(tmp_path / "run1")  # x.source_dir is run1, whose manifest lists the outline file
+    store = tmp_path / "run1.spatialdata.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutlineWarning)
+        assert main(["convert", str(tmp_path / "run1"), str(store)]) == 0
+    assert sorted(sd.read_zarr(store).shapes) == ["img1", "img1_outlines", "img2"]
+    assert main(["convert", str(tmp_path / "run1"), str(store)]) == 2  # exists
+    assert main(["convert", str(store), str(tmp_path / "run1-again")]) == 0
+    assert cs.read(tmp_path / "run1-again").equals(x)
+    assert main(["convert", "example", str(store), "--overwrite"]) == 0
+    assert cs.from_spatialdata(sd.read_zarr(store)).equals(cs.example())
+    other = tmp_path / "other.spatialdata.zarr"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert main(["convert", "example", str(other), "--overwrite"]) == 2
+    assert (other / "notes.txt").read_text() == "mine"
