@@ -26,7 +26,6 @@ True
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import warnings
 from collections.abc import Mapping
@@ -39,6 +38,7 @@ import pandas as pd
 from cellspec_sc.core import CellSpec
 from cellspec_sc.errors import InputError
 from cellspec_sc.provenance import package_version, with_history_step
+from cellspec_sc.staging import clean_stale, fsync_tree, publish, staging_directory
 
 from cellspec_sc.outlines import image_outlines, materialise_outline_files, outline_files
 
@@ -405,7 +405,8 @@ def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
 def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool = False, **options: Any) -> Path:
     """Write ``to_spatialdata(x, **options)`` as a zarr store and return its path.
 
-    The store is written under a hidden name next to ``path`` and renamed at the end. An
+    The store is written under a hidden name next to ``path`` and renamed at the end (the
+    staging of the directory writer, :mod:`cellspec_sc.staging`). An
     existing ``path`` is replaced only with ``overwrite=True`` and only if it is a SpatialData
     store.
     """
@@ -417,16 +418,12 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
             raise InputError(f"{target}: exists and is not a SpatialData store; refusing to replace it")
     sdata = to_spatialdata(x, **options)
     target.parent.mkdir(parents=True, exist_ok=True)
-    stage = target.with_name(f".{target.name}.cellspec-staging-{os.getpid()}-{secrets.token_hex(4)}")
-    old = target.with_name(f".{target.name}.cellspec-old-{secrets.token_hex(4)}")
-    try:
-        sdata.write(str(stage))
-        if target.exists():
-            target.rename(old)
-        stage.rename(target)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
+    clean_stale(target)
+    with staging_directory(target) as stage:
+        store = stage / "store"  # spatialdata writes only to a path that does not exist yet
+        sdata.write(str(store))
+        fsync_tree(store)
+        publish(store, target)  # a replaced store ends up inside the stage, which is removed
     return target
 
 

@@ -421,6 +421,7 @@ def test_cellspec_convert_directory_to_spatialdata_and_back_with_outlines(tmp_pa
     assert cs.read(tmp_path / "run1-again").equals(x)
     assert main(["convert", "example", str(store), "--overwrite"]) == 0
     assert cs.from_spatialdata(sd.read_zarr(store)).equals(cs.example())
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left behind
     other = tmp_path / "other.spatialdata.zarr"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
