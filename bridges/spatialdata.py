@@ -349,16 +349,25 @@ def _rows_with_shapes(sdata: SpatialData, table: anndata.AnnData, record: Mappin
     region_key, instance_key = record["region_key"], record["instance_key"]
     if region_key not in table.obs or instance_key not in table.obs:
         raise InputError(f"table.obs has lost {region_key!r} or {instance_key!r}, which tie cells to shapes")
-    regions = table.obs[region_key].astype(object).to_numpy()
-    instances = table.obs[instance_key].astype(object).to_numpy()
     keep = np.zeros(table.n_obs, dtype=bool)
-    for region in pd.unique(regions):
-        rows = np.flatnonzero(regions == region)
-        element = sdata.shapes.get(str(region)) if region is not None else None
+    for region, rows in _rows_by_region(table.obs[region_key]):
+        element = sdata.shapes.get(region)
         if element is not None:
-            present = pd.Index(element.index.astype(object).map(str))
-            keep[rows] = pd.Index([str(v) for v in instances[rows]]).isin(present)
+            keep[rows] = _keys(table.obs[instance_key].iloc[rows]).isin(_keys(element.index))
     return None if keep.all() else keep
+
+
+def _rows_by_region(regions: pd.Series) -> list[tuple[str, np.ndarray]]:
+    """(region name, row positions) for every region that has rows (missing regions left out)."""
+    codes = pd.Categorical(regions)
+    return [(str(name), np.flatnonzero(codes.codes == k)) for k, name in enumerate(codes.categories)
+            if (codes.codes == k).any()]
+
+
+def _keys(values: pd.Series | pd.Index) -> pd.Index:
+    """Instance ids as strings, so that ids stored as numbers match ids stored as text (object
+    dtype: pandas' ``isin`` on Arrow strings loops in Python)."""
+    return pd.Index(values.astype(str).to_numpy(dtype=object), dtype=object)
 
 
 def _plain_anndata(table: anndata.AnnData, record: Mapping[str, Any], keep: np.ndarray | None) -> anndata.AnnData:
@@ -504,16 +513,12 @@ _CENTROIDS = "cellspec_shape_centroids"
 def _with_shape_centroids(sdata: SpatialData, table: anndata.AnnData, region_key: str, instance_key: str,
                           coordinate_system: str | None) -> anndata.AnnData:
     """The rows of ``table`` that have a shape, with ``obsm["cellspec_shape_centroids"]`` added."""
-    regions = table.obs[region_key].astype(object).to_numpy()
-    instances = pd.Index([str(v) for v in table.obs[instance_key].astype(object)])
+    instances = _keys(table.obs[instance_key])
     xy = np.full((table.n_obs, 2), np.nan)
-    for region in pd.unique(regions):
-        rows = np.flatnonzero(regions == region)
-        centroids = _element_centroids(sdata, str(region), coordinate_system)
-        if centroids is None:
-            continue
-        found = centroids.reindex(instances[rows])
-        xy[rows] = found.to_numpy(dtype=np.float64)
+    for region, rows in _rows_by_region(table.obs[region_key]):
+        centroids = _element_centroids(sdata, region, coordinate_system)
+        if centroids is not None:
+            xy[rows] = centroids.reindex(instances[rows]).to_numpy(dtype=np.float64)
     missing = np.isnan(xy).any(axis=1)
     if missing.all() and table.n_obs:
         raise InputError(f"no row of the table has a shape to take its centroid from (region_key {region_key!r}, "
@@ -545,4 +550,4 @@ def _element_centroids(sdata: SpatialData, name: str, coordinate_system: str | N
                              f"({err})") from None
     centroid = element.geometry.centroid
     return pd.DataFrame({"x": centroid.x.to_numpy(), "y": centroid.y.to_numpy()},
-                        index=pd.Index([str(v) for v in element.index.astype(object)]))
+                        index=_keys(element.index))
