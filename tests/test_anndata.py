@@ -194,6 +194,7 @@ def test_no_warning_for_plain_round_trip(x):
 
 # -- property-based ------------------------------------------------------------------------------
 from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from strategies import cellspecs  # noqa: E402
 
 
@@ -210,3 +211,17 @@ def test_generated_objects_round_trip_through_h5ad_and_zarr(x, tmp_path_factory)
     for fmt in ("h5ad", "zarr"):
         back = cs.from_anndata(write_and_read(cs.to_anndata(x), path / fmt, fmt))
         assert back.differences(x) == [], fmt
+
+
+@given(x=cellspecs(), data=st.data())
+def test_generated_subsets_match_cellspec_subset(x, data):
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=x.n_cells, max_size=x.n_cells)), dtype=bool)
+    features = np.array(data.draw(st.lists(st.booleans(), min_size=len(x.dictionary), max_size=len(x.dictionary))),
+                        dtype=bool)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AnnDataBridgeWarning)
+        back = cs.from_anndata(cs.to_anndata(x)[mask, features])
+    expected = x.subset(cells=mask, features=features)
+    assert back.replace(provenance=expected.provenance).differences(expected) == []
+    changed = not (mask.all() and features.all())
+    assert len(back.provenance["history"]) == len(x.provenance["history"]) + changed
