@@ -28,6 +28,8 @@ _LAZY = {
     "read_mcmicro": "cellspec_sc.readers.mcmicro",
     "to_anndata": "cellspec_sc.bridges.anndata",
     "from_anndata": "cellspec_sc.bridges.anndata",
+    "to_spatialdata": "cellspec_sc.bridges.spatialdata",
+    "from_spatialdata": "cellspec_sc.bridges.spatialdata",
 }
 
 

@@ -1,4 +1,4 @@
-"""``cellspec convert SOURCE TARGET``: between cellspec directories and AnnData files.
+"""``cellspec convert SOURCE TARGET``: between cellspec directories, AnnData and SpatialData files.
 
 SOURCE is anything ``cellspec validate`` opens (see :mod:`cellspec_sc.sources`).
 The writer is chosen from TARGET's name by :data:`TARGETS`, longest suffix
@@ -7,6 +7,8 @@ to ``.zarr`` with one line.
 
 >>> target_writer("out.h5ad")[1]
 'AnnData .h5ad file'
+>>> target_writer("out.spatialdata.zarr")[1]
+'SpatialData .zarr store'
 >>> target_writer("run2")[1]
 'cellspec directory'
 """
@@ -20,6 +22,7 @@ from typing import Any
 # (suffix of TARGET, "module:function" writing (x, path, overwrite=...), description); "" = anything else
 TARGETS: list[tuple[str, str, str]] = [
     (".h5ad", "cellspec_sc.bridges.anndata_io:write_h5ad", "AnnData .h5ad file"),
+    (".spatialdata.zarr", "cellspec_sc.bridges.spatialdata:write_spatialdata", "SpatialData .zarr store"),
     (".zarr", "cellspec_sc.bridges.anndata_io:write_anndata_zarr", "AnnData .zarr store"),
     ("", "cellspec_sc.directory:write", "cellspec directory"),
 ]
@@ -47,9 +50,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     kinds = ", ".join(f"{suffix or 'other names'}: {description}" for suffix, _, description in TARGETS)
-    p = sub.add_parser("convert", help="convert between cellspec directories and AnnData files",
-                       description=f"Read SOURCE (a cellspec directory, .h5ad, AnnData .zarr or 'example') and "
-                                   f"write it to TARGET, whose name picks the format ({kinds}).")
+    p = sub.add_parser("convert", help="convert between cellspec directories, AnnData and SpatialData files",
+                       description="Read SOURCE (a cellspec directory, .h5ad, AnnData or SpatialData .zarr, or "
+                                   f"'example') and write it to TARGET, whose name picks the format ({kinds}).")
     p.add_argument("source", help="PATH or 'example'")
     p.add_argument("target", help="output path; its suffix picks the format")
     p.add_argument("--overwrite", action="store_true", help="replace an existing TARGET of the same kind")

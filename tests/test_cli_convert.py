@@ -58,7 +58,8 @@ def test_target_table_picks_the_longest_suffix(monkeypatch):
     from cellspec_sc import cli_convert
 
     monkeypatch.setattr(cli_convert, "TARGETS", [*cli_convert.TARGETS,
-                                                 (".spatialdata.zarr", "cellspec_sc.cli_convert:target_writer", "SD")])
-    assert target_writer("a.spatialdata.zarr")[1] == "SD"
+                                                 (".other.zarr", "cellspec_sc.cli_convert:target_writer", "other")])
+    assert target_writer("a.other.zarr")[1] == "other"
+    assert target_writer("a.spatialdata.zarr")[1] == "SpatialData .zarr store"
     assert target_writer("a.zarr/")[1] == "AnnData .zarr store"
     assert target_writer("A.H5AD")[1] == "AnnData .h5ad file"
