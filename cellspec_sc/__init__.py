@@ -24,6 +24,7 @@ __version__ = package_version()
 _LAZY = {
     "read": "cellspec_sc.directory",
     "write": "cellspec_sc.directory",
+    "to_luxar": "cellspec_sc.bridges.luxar",
 }
 
 
