@@ -64,9 +64,8 @@ def parse_layer(text: str) -> LayerSpec:
     kind, sep, argument = text.partition(":")
     if sep and kind in PARAMETERISED_LAYERS and argument:
         return LayerSpec(kind, argument)
-    raise InputError(f"unknown layer {text!r}; use one of {', '.join(NAMED_LAYERS)} or "
-                     + ", ".join(f"{k}:<{'feature_id' if k == 'feature' else k if k != 'category' else 'column'}>"
-                                 for k in PARAMETERISED_LAYERS))
+    raise InputError(f"unknown layer {text!r}; use cells, adjacency, outlines, feature:<feature_id>, "
+                     "marker:<marker>, category:<column> or embedding:<obsm key>")
 
 
 @dataclass
@@ -132,6 +131,7 @@ def to_luxar(
     if not specs:
         raise InputError("no layer selected")
     src = scene_input(obj)
+    _check_layers(src, specs)
     geometry = _layout(src, layout)
     title = title or _default_title(src)
     path = Path(path)
@@ -145,11 +145,27 @@ def to_luxar(
     return path
 
 
+def _check_layers(src: SceneInput, specs: list[LayerSpec]) -> None:
+    """Refuse a layer the object cannot provide before anything is compiled."""
+    for spec in specs:
+        if spec.kind == "feature" and spec.argument not in src.feature_ids:
+            src.feature_column(spec.argument)  # raises with the list of known ids
+        elif spec.kind == "marker":
+            src.feature_for_marker(spec.argument)
+        elif spec.kind == "category":
+            src.category_column(spec.argument)
+        elif spec.kind == "embedding" and spec.argument not in src.embeddings:
+            known = ", ".join(src.embeddings) or "none (a CellSpec has no embeddings; pass an AnnData)"
+            raise InputError(f"no embedding {spec.argument!r} in obsm; available: {known}")
+        elif spec.kind == "adjacency" and src.contacts is None:
+            raise InputError("adjacency layer: the object has no adjacency (section 7)")
+
+
 # -- layout ----------------------------------------------------------------------------------------
 
 def _layout(src: SceneInput, mode: str) -> Layout:
     image_ids = src.image_ids
-    codes = pd.Categorical(src.cells["image_id"].astype(object), categories=image_ids).codes
+    codes = pd.Index(image_ids, dtype=object).get_indexer(src.cells["image_id"].astype(object))
     if (codes < 0).any():
         unknown = src.cells["image_id"][codes < 0].iloc[0]
         raise InputError(f"cells row {int(np.flatnonzero(codes < 0)[0])}: image_id {unknown!r} is not in images")
@@ -446,22 +462,19 @@ class _SceneBuilder:
 
     def _positions(self, xy: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
         pos = xy[rows]
-        if self.geometry.mode == "stack":
+        if self.geometry.mode == "stack":  # the third column is the image's index on the 'image' dimension
             pos = np.column_stack([pos, np.full(rows.size, k, dtype=np.float64)])
         return pos.astype(np.float32)
 
     def _points(self, parent: Any, name: str, xy: np.ndarray, rows: np.ndarray, k: int, labels: list[str],
                 **appearance: Any) -> None:
-        parent.add_points(name, self._positions(xy, rows, k), radii=self.radii[rows],
+        parent.add_points(name, self._positions(xy, rows, k), radii=self.radii[rows], extend_to_all=[],
                           labels=[labels[i] for i in rows.tolist()], keys=[self.keys[i] for i in rows.tolist()],
                           **appearance)
 
     # -- embedding
     def _embedding_layer(self, spec: LayerSpec) -> None:
         key = spec.argument
-        if key not in self.src.embeddings:
-            known = ", ".join(self.src.embeddings) or "none (a CellSpec has no embeddings; pass an AnnData)"
-            raise InputError(f"no embedding {key!r} in obsm; available: {known}")
         emb = np.asarray(self.src.embeddings[key], dtype=np.float64)
         if emb.ndim != 2 or emb.shape[0] != self.src.n_cells or emb.shape[1] < 2:
             raise InputError(f"obsm[{key!r}] has shape {emb.shape}; expected ({self.src.n_cells}, >=2)")
@@ -487,8 +500,6 @@ class _SceneBuilder:
 
     # -- lines
     def _adjacency_layer(self, spec: LayerSpec) -> None:
-        if self.src.contacts is None:
-            raise InputError("adjacency layer: the object has no adjacency (section 7)")
         a, b = self.src.contacts
         group = self._layer_group(spec, order=0)  # drawn under the cells
         image_of = np.empty(self.src.n_cells, dtype=np.int64)
@@ -507,7 +518,7 @@ class _SceneBuilder:
             indices = np.column_stack([local[a[pairs]], local[b[pairs]]]).astype(np.uint32)
             parent.add_lines("contacts", self._positions(self.xy, rows, k), widths=width,
                              colors=np.tile(np.asarray(LINE_COLOUR, dtype=np.float32), (rows.size, 1)),
-                             indices=indices, line_type="indexed")
+                             indices=indices, line_type="indexed", extend_to_all=[], keys=[self.keys[i] for i in rows.tolist()])
 
     def _outlines_layer(self, spec: LayerSpec) -> None:
         try:

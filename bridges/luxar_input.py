@@ -92,13 +92,11 @@ class SceneInput:
             raise InputError(f"no cells column {column!r} to colour by; columns: {_preview(known)}")
         series = self.cells[column]
         if isinstance(series.dtype, pd.CategoricalDtype):
-            cats = [str(c) for c in series.cat.categories]
-            return pd.Categorical(series.astype(object).where(series.notna(), None).map(
-                lambda v: None if v is None else str(v)), categories=cats)
-        values = series.astype(object).where(series.notna(), None)
-        values = values.map(lambda v: None if v is None else str(v))
-        cats = sorted({v for v in values if v is not None}, key=lambda s: s.encode())
-        return pd.Categorical(values, categories=cats)
+            names = [str(c) for c in series.cat.categories]
+            if len(set(names)) == len(names):
+                return pd.Categorical.from_codes(series.cat.codes.to_numpy(), categories=names)
+        codes, uniques = pd.factorize(series.astype("string"), sort=True)  # NA -> code -1
+        return pd.Categorical.from_codes(codes, categories=[str(u) for u in uniques])
 
 
 def scene_input(obj: Any) -> SceneInput:
