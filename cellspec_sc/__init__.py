@@ -25,6 +25,8 @@ _LAZY = {
     "read": "cellspec_sc.directory",
     "write": "cellspec_sc.directory",
     "to_luxar": "cellspec_sc.bridges.luxar",
+    "to_anndata": "cellspec_sc.bridges.anndata",
+    "from_anndata": "cellspec_sc.bridges.anndata",
 }
 
 
