@@ -27,6 +27,8 @@ _LAZY = {
     "to_luxar": "cellspec_sc.bridges.luxar",
     "to_anndata": "cellspec_sc.bridges.anndata",
     "from_anndata": "cellspec_sc.bridges.anndata",
+    "to_spatialdata": "cellspec_sc.bridges.spatialdata",
+    "from_spatialdata": "cellspec_sc.bridges.spatialdata",
 }
 
 

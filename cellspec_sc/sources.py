@@ -47,11 +47,18 @@ def _is_anndata_zarr(source: str) -> bool:
     return is_anndata_zarr(source)
 
 
+def _is_spatialdata_zarr(source: str) -> bool:
+    from .bridges.spatialdata import is_spatialdata_zarr
+
+    return is_spatialdata_zarr(source)
+
+
 # (test, "module:function", description) in the order they are tried
 SOURCES: list[tuple[Callable[[str], bool], str, str]] = [
     (_is_example, "cellspec_sc.sources:_load_example", "example (the simulated spec example)"),
     (_is_cellspec_dir, "cellspec_sc.directory:read", "a cellspec directory"),
     (_is_h5ad, "cellspec_sc.bridges.anndata_io:read_h5ad", "an AnnData .h5ad file"),
+    (_is_spatialdata_zarr, "cellspec_sc.bridges.spatialdata:read_spatialdata", "a SpatialData .zarr store"),
     (_is_anndata_zarr, "cellspec_sc.bridges.anndata_io:read_anndata_zarr", "an AnnData .zarr store"),
 ]
 
