@@ -34,6 +34,7 @@ LAYOUTS = ("side", "stack")
 NA_COLOUR = (0.45, 0.45, 0.45)  # neutral grey for NA values and cells without a class
 UNCOLOURED = (0.85, 0.85, 0.85)  # cells layer of an object without classification
 LINE_COLOUR = (0.4, 0.4, 0.4)
+OUTLINE_COLOUR = (0.9, 0.9, 0.9)
 FALLBACK_RADIUS_UM = 5.0  # radius when no cell of the object has an area
 EMBEDDING_PREFIX = "embedding"
 
@@ -159,6 +160,14 @@ def _check_layers(src: SceneInput, specs: list[LayerSpec]) -> None:
             raise InputError(f"no embedding {spec.argument!r} in obsm; available: {known}")
         elif spec.kind == "adjacency" and src.contacts is None:
             raise InputError("adjacency layer: the object has no adjacency (section 7)")
+        elif spec.kind == "outlines" and not _has_geometry_refs(src):
+            raise InputError("outlines layer: no image has a geometry_ref (section 5), or the input is an AnnData "
+                             "(outlines are read from the cellspec directory the object came from)")
+
+
+def _has_geometry_refs(src: SceneInput) -> bool:
+    images = src.images
+    return src.cellspec is not None and "geometry_ref" in images.columns and bool(images["geometry_ref"].notna().any())
 
 
 # -- layout ----------------------------------------------------------------------------------------
@@ -521,12 +530,36 @@ class _SceneBuilder:
                              indices=indices, line_type="indexed", extend_to_all=[], keys=[self.keys[i] for i in rows.tolist()])
 
     def _outlines_layer(self, spec: LayerSpec) -> None:
-        try:
-            from ..outlines import read_outlines  # shared GeoJSON reader (SpatialData issue)
-        except ImportError:
-            raise InputError("outlines layer: this build of cellspec_sc has no outline reader "
-                             "(cellspec_sc.outlines) yet") from None
-        raise InputError(f"outlines layer is not wired to {read_outlines.__module__} yet")
+        """Outline rings (exteriors; holes are not drawn) as closed lines, one vertex key per cell_id."""
+        import shapely
+
+        from ..outlines import image_outlines
+
+        outlines = image_outlines(self.src.cellspec)
+        group = self._layer_group(spec, order=20)  # drawn over the cells
+        width = 0.05 * float(np.median(self.radii)) if self.radii.size else 0.25
+        for k, rows in enumerate(self.geometry.rows):
+            found = outlines.get(self.geometry.image_ids[k])
+            if found is None or rows.size == 0:
+                continue
+            ids = self.src.cells["cell_id"].to_numpy(dtype=object)[rows]
+            shapes = found.for_cells(ids)
+            if shapes.empty:
+                continue
+            row_of = pd.Series(rows, index=pd.Index([str(i) for i in ids], dtype=object))
+            parts, owner = shapely.get_parts(shapes.to_numpy(), return_index=True)
+            coords, ring = shapely.get_coordinates(shapely.get_exterior_ring(parts), return_index=True)
+            same = ring[:-1] == ring[1:]  # consecutive points of one ring (its last point repeats its first)
+            indices = np.column_stack([np.flatnonzero(same), np.flatnonzero(same) + 1]).astype(np.uint32)
+            cell_rows = row_of.loc[shapes.index.to_numpy()[owner[ring]]].to_numpy()
+            vertices = coords if self.geometry.mode == "side" else \
+                np.column_stack([coords, np.full(len(coords), k, dtype=np.float64)])
+            parent = self._image_group(group, k, self.geometry.offsets[k])
+            parent.add_lines("outlines", vertices.astype(np.float32), widths=width,
+                             colors=np.tile(np.asarray(OUTLINE_COLOUR, dtype=np.float32), (len(coords), 1)),
+                             indices=indices, line_type="indexed", extend_to_all=[],
+                             keys=[self.keys[i] for i in cell_rows.tolist()],
+                             labels=[self.base[i] for i in cell_rows.tolist()])
 
     # -- overlays and attributes
     def finish(self, title: str) -> None:

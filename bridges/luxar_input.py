@@ -15,7 +15,6 @@ embeddings, contacts, images and provenance.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,7 +40,7 @@ class SceneInput:
     contacts: tuple[np.ndarray, np.ndarray] | None  # row positions (a, b) of contacting cells
     embeddings: dict[str, np.ndarray] = field(default_factory=dict)
     palettes: dict[str, dict[str, str]] = field(default_factory=dict)  # column -> category -> hex colour
-    source_dir: Path | None = None
+    cellspec: CellSpec | None = None  # the object itself, when it is one (outlines need its directory)
     _matrix: Any = None
 
     @property
@@ -117,7 +116,7 @@ def _from_cellspec(x: CellSpec) -> SceneInput:
         images=x.images,
         provenance=x.provenance if isinstance(x.provenance, dict) else {},
         contacts=_contacts_from_table(x.adjacency, cells),
-        source_dir=Path(x.source_dir) if x.source_dir else None,
+        cellspec=x,
         _matrix=np.asarray(x.measurements),
     )
 
@@ -137,6 +136,8 @@ def _contacts_from_table(adjacency: pd.DataFrame | None, cells: pd.DataFrame) ->
 # -- AnnData ---------------------------------------------------------------------------------------
 
 def _from_anndata(adata: Any) -> SceneInput:
+    from .anndata import CONNECTIVITIES_KEY, SPATIAL_KEY, UNS_KEY
+
     obs = adata.obs
     for column in ("cell_id", "image_id"):
         if column not in obs.columns:
@@ -144,35 +145,53 @@ def _from_anndata(adata: Any) -> SceneInput:
     cells = obs.reset_index(drop=True).copy()
     cells["cell_id"] = cells["cell_id"].astype(str)
     cells["image_id"] = cells["image_id"].astype(str)
-    xy = _anndata_coordinates(adata)
+    xy = _anndata_coordinates(adata, SPATIAL_KEY)
     cells["x"], cells["y"] = xy[:, 0], xy[:, 1]
-    stored = _cellspec_uns(adata)
+    record = adata.uns.get(UNS_KEY) if hasattr(adata.uns, "get") else None
+    images, provenance = _stored_images_and_provenance(record)
     return SceneInput(
         cells=cells,
         feature_ids=[str(v) for v in adata.var_names],
         dictionary=_anndata_dictionary(adata),
-        images=_anndata_images(stored, cells),
-        provenance=stored.get("provenance") if isinstance(stored.get("provenance"), dict) else {},
-        contacts=_anndata_contacts(adata, cells),
-        embeddings={str(k): np.asarray(v) for k, v in adata.obsm.items() if k != "spatial"},
+        images=_images_with_cells(images, cells),
+        provenance=provenance,
+        contacts=_anndata_contacts(adata, cells, CONNECTIVITIES_KEY),
+        embeddings={str(k): np.asarray(v) for k, v in adata.obsm.items() if k != SPATIAL_KEY},
         palettes=_scanpy_palettes(adata),
         _matrix=adata.X,
     )
 
 
-def _cellspec_uns(adata: Any) -> dict[str, Any]:
-    stored = adata.uns.get("cellspec") if hasattr(adata.uns, "get") else None
-    return dict(stored) if isinstance(stored, dict) else {}
+def _stored_images_and_provenance(record: Any) -> tuple[pd.DataFrame | None, dict[str, Any]]:
+    """The images table and provenance that ``to_anndata`` keeps as JSON text in ``uns['cellspec']``."""
+    from .uns_tables import decode_table, from_json_text
+
+    if not hasattr(record, "get"):
+        return None, {}
+    images = decode_table(record["images"], "images") if record.get("images") is not None else None
+    try:
+        provenance = from_json_text(record["provenance"]) if record.get("provenance") is not None else {}
+    except ValueError:
+        raise InputError("uns['cellspec']['provenance'] is not valid JSON text") from None
+    return images, provenance if isinstance(provenance, dict) else {}
 
 
-def _anndata_coordinates(adata: Any) -> np.ndarray:
-    if "spatial" in adata.obsm:
-        xy = np.asarray(adata.obsm["spatial"], dtype=np.float64)
+def _images_with_cells(images: pd.DataFrame | None, cells: pd.DataFrame) -> pd.DataFrame:
+    """The stored images table, else one row per image seen in obs (sizes then come from the cells)."""
+    if images is not None:
+        return images
+    ids = pd.unique(cells["image_id"].to_numpy(dtype=object))
+    return pd.DataFrame({"image_id": [str(i) for i in ids]})
+
+
+def _anndata_coordinates(adata: Any, key: str) -> np.ndarray:
+    if key in adata.obsm:
+        xy = np.asarray(adata.obsm[key], dtype=np.float64)
         if xy.ndim == 2 and xy.shape[1] >= 2:
             return xy[:, :2]
     if {"x", "y"} <= set(adata.obs.columns):
         return adata.obs[["x", "y"]].to_numpy(dtype=np.float64)
-    raise InputError("AnnData has neither obsm['spatial'] nor obs columns x and y (micrometres)")
+    raise InputError(f"AnnData has neither obsm[{key!r}] nor obs columns x and y (micrometres)")
 
 
 def _anndata_dictionary(adata: Any) -> pd.DataFrame:
@@ -181,29 +200,13 @@ def _anndata_dictionary(adata: Any) -> pd.DataFrame:
     return var.reset_index(drop=True)
 
 
-def _anndata_images(stored: dict[str, Any], cells: pd.DataFrame) -> pd.DataFrame:
-    """The images table kept by ``to_anndata`` in ``uns['cellspec']``, else one row per image seen in obs."""
-    table = stored.get("images")
-    if table is not None:
-        try:
-            frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(table)
-            if "image_id" in frame.columns:
-                frame = frame.copy()
-                frame["image_id"] = frame["image_id"].astype(str)
-                return frame.reset_index(drop=True)
-        except (TypeError, ValueError):
-            pass
-    ids = pd.unique(cells["image_id"].to_numpy(dtype=object))
-    return pd.DataFrame({"image_id": [str(i) for i in ids]})
-
-
-def _anndata_contacts(adata: Any, cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+def _anndata_contacts(adata: Any, cells: pd.DataFrame, key: str) -> tuple[np.ndarray, np.ndarray] | None:
     """Contacts from squidpy's ``obsp['spatial_connectivities']`` (symmetric; each pair once, same image)."""
-    if "spatial_connectivities" not in adata.obsp:
+    if key not in adata.obsp:
         return None
     from scipy import sparse
 
-    upper = sparse.triu(sparse.coo_matrix(adata.obsp["spatial_connectivities"]), k=1)
+    upper = sparse.triu(sparse.coo_matrix(adata.obsp[key]), k=1)
     a, b = upper.row.astype(np.int64), upper.col.astype(np.int64)
     image = cells["image_id"].to_numpy(dtype=object)
     same = image[a] == image[b]

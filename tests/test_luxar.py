@@ -227,12 +227,46 @@ def test_adjacency_lines_join_the_contacting_cells(tmp_path):
     assert luxar.LuxarScene.load(path).get_group("adjacency")["layer_order"] == 0
 
 
+def test_outlines_are_closed_rings_in_micrometres_keyed_by_cell(tmp_path):
+    import json
+
+    x = cs.example()
+    cells = cells_of(x, "img1").iloc[:10]
+    features, rings = [], {}
+    for cell_id, cx, cy in zip(cells["cell_id"], cells["x"], cells["y"]):
+        ring = [[cx / 0.5 + dx, cy / 0.5 + dy] for dx, dy in ((0, 0), (6, 0), (6, 4), (0, 4), (0, 0))]  # pixels
+        features.append({"type": "Feature", "id": cell_id, "geometry": {"type": "Polygon", "coordinates": [ring]}})
+        rings[cell_id] = np.array(ring[:-1]) * 0.5
+    features.append({"type": "Feature", "id": "not-a-cell", "geometry": features[0]["geometry"]})
+    (tmp_path / "img1.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    images = x.images.copy()
+    images["geometry_ref"] = pd.array(["img1.geojson", None], dtype="string")
+    path = cs.to_luxar(x.replace(images=images, source_dir=tmp_path), tmp_path / "s.luxar.zarr",
+                       layers=["cells", "outlines"])
+    lines = luxar.LuxarScene.load(path).get_lines("outlines/img1/outlines")
+    keys = csr_strings(zarr.open_group(str(path), mode="r")["outlines/img1/outlines"], "key_offsets", "key_bytes")
+    assert len(lines.segments) == 4 * len(rings)  # four edges per square, the unknown id left out
+    for cell_id, ring in rings.items():
+        mine = [i for i, k in enumerate(keys) if k == cell_id]
+        distance = np.linalg.norm(lines.vertices[mine][:, None, :] - ring[None, :, :], axis=2)
+        tol = 1000 / 65535  # luxar's 16-bit positions over the extent of the vertices
+        assert (distance.min(axis=1) < tol).all() and (distance.min(axis=0) < tol).all()
+        edges = [s for s in lines.segments if keys[s[0]] == cell_id]
+        assert len(edges) == 4 and all(keys[b] == cell_id for _, b in edges)
+    assert not luxar.LuxarScene.load(path).has_node("outlines/img2")  # img2 has no geometry_ref
+
+
+def test_outlines_need_a_geometry_ref(tmp_path, x):
+    with pytest.raises(cs.InputError, match="no image has a geometry_ref"):
+        cs.to_luxar(x, tmp_path / "s.luxar.zarr", layers=["outlines"])
+
+
 # -- AnnData after a real scanpy run ---------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def scanpy_adata():
-    """The example as AnnData (obs = cells, var = dictionary, obsm['spatial']) after PCA, neighbours, UMAP and
-    k-means clusters, with scanpy's own plot colours in uns."""
+    """The example through to_anndata after scanpy's PCA, neighbours and UMAP, with k-means clusters (leiden
+    needs igraph, which is not a dependency) and scanpy's own plot colours in uns."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -240,13 +274,7 @@ def scanpy_adata():
     from sklearn.cluster import KMeans
 
     x = cs.example(n_cells=300, adjacency=True)
-    try:
-        from cellspec_sc.bridges.anndata import to_anndata
-        adata = to_anndata(x)
-    except ImportError:  # the AnnData bridge lands on its own branch; build its documented layout here
-        obs = x.cells.astype(object).set_axis((x.cells["image_id"] + "/" + x.cells["cell_id"]).astype(str).tolist())
-        adata = ad.AnnData(X=x.measurements.copy(), obs=obs, var=x.dictionary.set_index("feature_id"))
-        adata.obsm["spatial"] = x.cells[["x", "y"]].to_numpy()
+    adata = cs.to_anndata(x)
     sc.pp.pca(adata, n_comps=5)
     sc.pp.neighbors(adata, n_neighbors=10)
     sc.tl.umap(adata, random_state=0)
@@ -264,8 +292,7 @@ def test_anndata_cluster_and_embedding_layers(tmp_path, scanpy_adata):
                                                         + adata.obs["cell_id"].astype(str)).to_numpy())
     cluster = pd.Series(adata.obs["cluster"].to_numpy(), index=umap.index)
     lo, hi = umap.min(), umap.max()
-    # the tallest image in micrometres: from the images table kept by to_anndata, else the largest centroid y
-    size = 1500 * 0.5 if "cellspec" in adata.uns else adata.obsm["spatial"][:, 1].max()
+    size = 1500 * 0.5  # the tallest image in micrometres, from the images table kept by to_anndata
     span = (hi - lo).max()
     for image in ("img1", "img2"):
         slide = points_node(path, f"category_cluster/{image}/cells")
@@ -283,14 +310,6 @@ def test_anndata_cluster_and_embedding_layers(tmp_path, scanpy_adata):
 
 def test_anndata_features_markers_and_contacts(tmp_path, scanpy_adata):
     x, adata = scanpy_adata
-    from scipy import sparse
-
-    adata = adata.copy()
-    a = x.cells.reset_index().set_index(["image_id", "cell_id"])["index"]
-    i = a.loc[list(zip(x.adjacency["image_id"], x.adjacency["cell_id_a"]))].to_numpy()
-    j = a.loc[list(zip(x.adjacency["image_id"], x.adjacency["cell_id_b"]))].to_numpy()
-    conn = sparse.coo_matrix((np.ones(i.size), (i, j)), shape=(adata.n_obs,) * 2)
-    adata.obsp["spatial_connectivities"] = (conn + conn.T).tocsr()
     path = cs.to_luxar(adata, tmp_path / "s.luxar.zarr", layers=["marker:CD3e", "adjacency"])
     node = points_node(path, "marker_CD3e/img2/cells")
     want = x.measurement_frame(["cell:CD3e:mean"])["cell:CD3e:mean"].to_numpy()[
@@ -298,7 +317,21 @@ def test_anndata_features_markers_and_contacts(tmp_path, scanpy_adata):
     np.testing.assert_allclose(node["scalars"], want, atol=quantum(node["group"]["scalars"]), rtol=0)
     scene = luxar.LuxarScene.load(path)
     n_segments = sum(len(scene.get_lines(f"adjacency/{im}/contacts").segments) for im in ("img1", "img2"))
-    assert n_segments == len(x.adjacency)
+    assert n_segments == len(x.adjacency)  # from obsp['spatial_connectivities']
+    assert scene.root_attrs["citation"]["short"].startswith("Cells measured by simulate 1.0.0")
+
+
+def test_anndata_without_cellspec_record_uses_cell_extents(tmp_path, x):
+    obs = x.cells.astype(object).set_axis([f"c{i}" for i in range(x.n_cells)])
+    adata = ad.AnnData(X=x.measurements.copy(), obs=obs, var=x.dictionary.set_index("feature_id"))
+    adata.obsm["spatial"] = x.cells[["x", "y"]].to_numpy()
+    path = cs.to_luxar(adata, tmp_path / "s.luxar.zarr")
+    scene = luxar.LuxarScene.load(path)
+    img1_width = x.cells.loc[(x.cells["image_id"] == "img1").to_numpy(dtype=bool), "x"].max()
+    assert scene.get_group("cells/img2")["transform"][0, 3] == pytest.approx(img1_width * 1.05)
+    assert "citation" not in scene.root_attrs
+    with pytest.raises(cs.InputError, match="obs has no 'cell_id'"):
+        cs.to_luxar(adata[:, :].copy().obs.drop(columns="cell_id").pipe(lambda o: ad.AnnData(obs=o)), tmp_path / "t")
 
 
 # -- radii -----------------------------------------------------------------------------------------
@@ -357,9 +390,7 @@ def test_cli_compiles_a_directory_source_and_refuses_bad_layers(tmp_path, capsys
 def test_cli_reads_h5ad_with_its_embedding(tmp_path, scanpy_adata):
     _, adata = scanpy_adata
     h5ad = tmp_path / "cells.h5ad"
-    stored = adata.copy()
-    stored.obs = stored.obs.astype({c: str for c in stored.obs.columns if stored.obs[c].dtype == object})
-    stored.write_h5ad(h5ad)
+    adata.write_h5ad(h5ad)
     out = tmp_path / "cli.luxar.zarr"
     assert main(["luxar", str(h5ad), str(out), "--layer", "category:cluster", "--layer", "embedding:X_umap",
                  "--layout", "stack"]) == 0
