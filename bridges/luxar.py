@@ -36,6 +36,8 @@ UNCOLOURED = (0.85, 0.85, 0.85)  # cells layer of an object without classificati
 LINE_COLOUR = (0.4, 0.4, 0.4)
 OUTLINE_COLOUR = (0.9, 0.9, 0.9)
 FALLBACK_RADIUS_UM = 5.0  # radius when no cell of the object has an area
+RADIUS_RANGE_UM = (0.01, 1e6)  # radii are clipped into this range (luxar needs positive float32 radii)
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # luxar stores positions and scalars as float32
 EMBEDDING_PREFIX = "embedding"
 
 
@@ -184,12 +186,24 @@ def _layout(src: SceneInput, mode: str) -> Layout:
     x, y = src.cells["x"].to_numpy(dtype=np.float64), src.cells["y"].to_numpy(dtype=np.float64)
     widths = _extent(src.images, "width_px", [x[r] for r in rows])
     heights = _extent(src.images, "height_px", [y[r] for r in rows], pixel_column="pixel_size_y")
-    gap = 0.05 * float(widths.max()) if len(widths) and widths.max() > 0 else 50.0
+    gap = 0.05 * float(widths.max()) if len(widths) and 0 < widths.max() < FLOAT32_MAX else 50.0
     if mode == "side":
         offsets = np.concatenate([[0.0], np.cumsum(widths + gap)[:-1]]) if len(widths) else np.zeros(0)
     else:
         offsets = np.zeros(len(image_ids))
+    _check_float32_reach(x, y, offsets, rows)
     return Layout(mode, image_ids, _unique_node_names(image_ids, "image"), offsets, widths, heights, rows, gap)
+
+
+def _check_float32_reach(x: np.ndarray, y: np.ndarray, offsets: np.ndarray, rows: list[np.ndarray]) -> None:
+    """Refuse centroids that would not survive luxar's float32 positions (valid doubles can be far larger)."""
+    for k, r in enumerate(rows):
+        for name, values, shift in (("x", x[r], offsets[k]), ("y", y[r], 0.0)):
+            bad = np.flatnonzero(~(np.abs(values + shift) < FLOAT32_MAX / 4))
+            if bad.size:
+                row = int(r[bad[0]])
+                raise InputError(f"cells row {row}: {name} = {float(values[bad[0]])!r} um cannot be placed in a Luxar scene "
+                                 f"(luxar stores positions as float32, up to about 3.4e38)")
 
 
 def _extent(images: pd.DataFrame, size_column: str, coords: list[np.ndarray], pixel_column: str = "pixel_size"
@@ -204,7 +218,8 @@ def _extent(images: pd.DataFrame, size_column: str, coords: list[np.ndarray], pi
         own = pd.to_numeric(images[pixel_column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         pixel = np.where(np.isfinite(own), own, pixel)
     extent = size * pixel
-    return np.where(np.isfinite(extent) & (extent > 0), np.maximum(extent, from_cells), from_cells)
+    usable = np.isfinite(extent) & (extent > 0) & (extent < FLOAT32_MAX / 16)
+    return np.where(usable, np.maximum(extent, from_cells), from_cells)
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -275,7 +290,7 @@ def _printable(text: str) -> str:
 
 def cell_radii(cells: pd.DataFrame) -> np.ndarray:
     """Radius in micrometres of the disc with the cell's area; NA (or no area column) gets the median radius
-    of the cells that have one, or 5 um when none has.
+    of the cells that have one, or 5 um when none has. Radii are clipped into 0.01 to 1e6 um.
 
     >>> cell_radii(pd.DataFrame({"area": [math.pi * 4, None]})).tolist()
     [2.0, 2.0]
@@ -285,7 +300,7 @@ def cell_radii(cells: pd.DataFrame) -> np.ndarray:
     radius = np.sqrt(np.where(area > 0, area, np.nan) / math.pi)
     known = np.isfinite(radius)
     fallback = float(np.median(radius[known])) if known.any() else FALLBACK_RADIUS_UM
-    return np.where(known, radius, fallback)
+    return np.clip(np.where(known, radius, fallback), *RADIUS_RANGE_UM)
 
 
 def _hover_base(cells: pd.DataFrame) -> list[str]:
@@ -328,8 +343,8 @@ def robust_window(values: np.ndarray, percentiles: tuple[float, float] = (1.0, 9
     if finite.size == 0:
         return (0.0, 1.0)
     lo, hi = (float(v) for v in np.percentile(finite, percentiles))
-    if not hi > lo:
-        pad = abs(lo) * 0.5 or 0.5
+    if not hi - lo > 1e-9 * max(1.0, abs(lo), abs(hi)):  # equal (or subnormally close): widen around them
+        pad = max(abs(lo) * 0.5, 0.5)
         lo, hi = lo - pad, hi + pad
     return (lo, hi)
 
@@ -364,14 +379,16 @@ def _category_legend(column: str, categories: list[str], colours: np.ndarray, co
 def _feature_colouring(src: SceneInput, feature_id: str, colormap: str,
                        percentiles: tuple[float, float], title: str | None = None) -> Colouring:
     values = src.feature_column(feature_id)
-    window = robust_window(values, percentiles)
+    # luxar stores scalars as float32: larger magnitudes are drawn at the float32 limit (hover keeps the value)
+    shown = np.clip(values, -FLOAT32_MAX, FLOAT32_MAX)
+    window = robust_window(shown, percentiles)
     n_na = int(np.isnan(values).sum())
     text = [f"{feature_id}: {v:.6g}" if v == v else f"{feature_id}: NA" for v in values.tolist()]
     legend = (f"<b>{escape(title or feature_id)}</b><br>{escape(colormap)}, window {window[0]:.4g} to {window[1]:.4g}"
               f" (percentiles {percentiles[0]:g}-{percentiles[1]:g})")
     if n_na:
         legend += f'<br><span style="color:{_hex(NA_COLOUR)}">&#9679;</span> NA ({n_na:,})'
-    return Colouring(title=feature_id, scalars=values, colormap=colormap, window=window, hover=text, legend=legend)
+    return Colouring(title=feature_id, scalars=shown, colormap=colormap, window=window, hover=text, legend=legend)
 
 
 def _plain_colouring(n: int) -> Colouring:
@@ -567,7 +584,7 @@ class _SceneBuilder:
         scene.attrs["title"] = title
         scene.attrs["units"] = "um"
         scene.attrs["cellspec"] = {"layers": self.mapping, "layout": self.geometry.mode,
-                                   "images": self.geometry.image_ids}
+                                   "images": self.geometry.image_ids, "image_nodes": self.geometry.node_names}
         scene.add_text(title, position=(0.08, 0.02), font_size=0.03, anchor="top-left",
                        color="rgba(255,255,255,0.85)", name="title")
         scene.add_text(self._layout_caption(), position=(0.08, 0.065), font_size=0.018, anchor="top-left",

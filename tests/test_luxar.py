@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import zarr
+from hypothesis import given, settings
 from luxar.encoding import ArrayDecoder
+from strategies import cellspecs
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.luxar import cell_radii, category_colours, parse_layer
@@ -395,3 +397,53 @@ def test_cli_reads_h5ad_with_its_embedding(tmp_path, scanpy_adata):
     assert main(["luxar", str(h5ad), str(out), "--layer", "category:cluster", "--layer", "embedding:X_umap",
                  "--layout", "stack"]) == 0
     assert points_total(out) == 2 * adata.n_obs
+
+
+# -- generated objects -----------------------------------------------------------------------------
+
+def small_coordinates(x: cs.CellSpec) -> bool:
+    return bool(np.abs(x.cells[["x", "y"]].to_numpy(dtype=np.float64)).max(initial=0.0) < 1e36)
+
+
+@settings(max_examples=12, deadline=None)
+@given(x=cellspecs(max_cells=6, max_images=3).filter(small_coordinates))
+def test_generated_objects_compile_with_every_cell_once_per_layer(tmp_path_factory, x):
+    layers = ["cells"] + [f"feature:{f}" for f in x.feature_ids[:1]] \
+        + [f"category:{c}" for c in x.cells.columns if c.startswith("region__")][:1] \
+        + (["adjacency"] if x.adjacency is not None and len(x.adjacency) else [])
+    path = cs.to_luxar(x, tmp_path_factory.mktemp("g") / "g.luxar.zarr", layers=layers)
+    scene = luxar.LuxarScene.load(path)
+    assert points_total(path) == sum(not layer.startswith("adjacency") for layer in layers) * x.n_cells
+    record = scene.root_attrs["cellspec"]
+    nodes = {m["layer"]: m["node"] for m in record["layers"]}
+    for layer in layers[:2]:  # cells and, when there is one, a feature (with an NA node)
+        for image, image_node in zip(record["images"], record["image_nodes"]):
+            in_image = (x.cells["image_id"] == image).to_numpy(dtype=bool)
+            got = []
+            for leaf in ("cells", "NA"):
+                if scene.has_node(f"{nodes[layer]}/{image_node}/{leaf}"):
+                    node = points_node(path, f"{nodes[layer]}/{image_node}/{leaf}")
+                    got += node["keys"]
+                    assert all(label.startswith(f"{key} · {image}") for key, label in zip(node["keys"], node["labels"]))
+            assert sorted(got) == sorted(str(c) for c in x.cells["cell_id"][in_image])
+
+
+def test_coordinates_beyond_float32_are_refused(tmp_path, x):
+    cells = x.cells.copy()
+    cells.loc[3, "y"] = 1e300
+    with pytest.raises(cs.InputError, match=r"cells row 3: y = 1e\+300 um cannot be placed"):
+        cs.to_luxar(x.replace(cells=cells), tmp_path / "s.luxar.zarr")
+
+
+def test_extreme_feature_values_and_areas_still_compile(tmp_path, x):
+    m = x.measurements.copy()
+    m[:, 0] = 5e-324
+    m[0, 1], m[1, 1] = 1.7976931348623157e308, -1.7976931348623157e308
+    cells = x.cells.copy()
+    cells.loc[0, "area"], cells.loc[1, "area"] = 1.7976931348623157e308, 5e-324
+    y = x.replace(measurements=m, cells=cells)
+    path = cs.to_luxar(y, tmp_path / "s.luxar.zarr", layers=[f"feature:{x.feature_ids[0]}", f"feature:{x.feature_ids[1]}"])
+    assert points_total(path) == 2 * x.n_cells
+    node = points_node(path, f"{parse_layer('feature:' + x.feature_ids[1]).text.replace(':', '_')}/img1/cells")
+    assert np.isfinite(node["scalars"]).all() and node["scalars"].max() == pytest.approx(3.4028235e38, rel=1e-6)
+    assert any(label.endswith(": 1.79769e+308") for label in node["labels"])
