@@ -405,7 +405,7 @@ def small_coordinates(x: cs.CellSpec) -> bool:
     return bool(np.abs(x.cells[["x", "y"]].to_numpy(dtype=np.float64)).max(initial=0.0) < 1e36)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(x=cellspecs(max_cells=6, max_images=3).filter(small_coordinates))
 def test_generated_objects_compile_with_every_cell_once_per_layer(tmp_path_factory, x):
     layers = ["cells"] + [f"feature:{f}" for f in x.feature_ids[:1]] \

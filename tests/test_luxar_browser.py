@@ -60,6 +60,24 @@ def test_scene_with_every_layer_kind_loads_without_errors(tmp_path):
     assert not screenshot_is_blank(png, crop_left=RAIL)
 
 
+def test_stacked_images_with_an_embedding_view_load_without_errors(tmp_path):
+    import scanpy as sc
+
+    adata = cs.to_anndata(cs.example(n_cells=1000, n_images=3))
+    sc.pp.pca(adata, n_comps=4)
+    path = cs.to_luxar(adata, tmp_path / "s.luxar.zarr", layout="stack",
+                       layers=["category:classification", "marker:FOXP3", "embedding:X_pca"])
+    png, errors, console = load_scene(path, tmp_path / "profile")
+    assert errors == []
+    # the viewer opens on the first image of the 'image' dimension and loads only the points of that slice
+    first = luxar.LuxarScene.load(path).root_attrs["cellspec"]["image_nodes"][0]
+    in_first = sum(n["n_points"] for n in luxar.LuxarScene.load(path).nodes
+                   if n["type"] == "points" and n["name"].split("/")[1] == first)
+    assert compiled_points(path) == 3 * adata.n_obs
+    assert total_points_loaded(console) == in_first == 3 * (adata.obs["image_id"] == "img1").sum()
+    assert not screenshot_is_blank(png, crop_left=RAIL)
+
+
 def test_slide_is_drawn_with_y_downward_and_not_mirrored(tmp_path):
     """Cells along the top edge (small y) and down the left edge (small x) of an image must show as a
     'Γ': a full-width bar at the top of the drawing and the vertical bar on its left."""
