@@ -389,6 +389,24 @@ def test_cli_compiles_a_directory_source_and_refuses_bad_layers(tmp_path, capsys
     assert main(["luxar", str(tmp_path / "missing.h5ad"), str(out)]) == 2
 
 
+def test_cli_compiles_a_cellspec_directory_with_outlines(tmp_path):
+    import json
+
+    x = cs.example()
+    cells = cells_of(x, "img2").iloc[:5]
+    square = [[0, 0], [4, 0], [4, 4], [0, 4], [0, 0]]
+    features = [{"type": "Feature", "id": c, "geometry": {"type": "Polygon", "coordinates": [
+        [[cx / 0.5 + dx, cy / 0.5 + dy] for dx, dy in square]]}} for c, cx, cy in zip(cells["cell_id"], cells["x"], cells["y"])]
+    (tmp_path / "img2.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    images = x.images.copy()
+    images["geometry_ref"] = pd.array([None, "img2.geojson"], dtype="string")
+    directory = cs.write(x.replace(images=images, source_dir=tmp_path), tmp_path / "slide.cellspec")
+    out = tmp_path / "slide.luxar.zarr"
+    assert main(["luxar", str(directory), str(out), "--layer", "cells", "--layer", "outlines"]) == 0
+    lines = luxar.LuxarScene.load(out).get_lines("outlines/img2/outlines")
+    assert len(lines.segments) == 4 * 5
+
+
 def test_cli_reads_h5ad_with_its_embedding(tmp_path, scanpy_adata):
     _, adata = scanpy_adata
     h5ad = tmp_path / "cells.h5ad"
