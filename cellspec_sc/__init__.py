@@ -24,6 +24,7 @@ __version__ = package_version()
 _LAZY = {
     "read": "cellspec_sc.directory",
     "write": "cellspec_sc.directory",
+    "preview": "cellspec_sc.widgets",
 }
 
 
