@@ -142,13 +142,18 @@ def _shared_edges(arrays: list[np.ndarray], bins: int, scale: str) -> np.ndarray
     hi = max(float(a.max()) for a in nonempty)
     if scale == "log":
         lo, hi = math.log10(lo), math.log10(hi)
-    if hi <= lo:  # one distinct value: a bin around it
-        lo, hi = lo - 0.5, hi + 0.5
-    edges = np.linspace(lo, hi, bins + 1)
+    if hi <= lo:  # one distinct value: bins around it, on one side only where the other would overflow
+        d = max(0.5, abs(lo) * 1e-3)
+        lo, hi = (lo - d, hi + d) if math.isfinite(abs(lo) + d) else ((lo - d, hi) if lo > 0 else (lo, hi + d))
+    t = np.linspace(0.0, 1.0, bins + 1)
+    edges = lo * (1.0 - t) + hi * t  # not lo + t * (hi - lo): that overflows for +-1.8e308
     if scale == "log":
-        edges = 10.0 ** edges
-        edges[0], edges[-1] = min(a.min() for a in nonempty), max(a.max() for a in nonempty)
-    return edges
+        with np.errstate(over="ignore"):
+            edges = np.minimum(10.0 ** edges, np.finfo(np.float64).max)
+        # powers round: make sure the extremes are inside and the edges never decrease
+        edges[0] = min(edges[0], min(a.min() for a in nonempty))
+        edges[-1] = max(edges[-1], max(a.max() for a in nonempty))
+    return np.maximum.accumulate(edges)
 
 
 def summary_row(values: np.ndarray) -> dict[str, float | int]:
@@ -159,6 +164,11 @@ def summary_row(values: np.ndarray) -> dict[str, float | int]:
     """
     finite = values[~np.isnan(values)]
     n, n_na = int(values.size), int(values.size - finite.size)
+    with np.errstate(over="ignore", invalid="ignore"):  # the mean of values near 1.8e308 is inf
+        return _summary_of(finite, n, n_na)
+
+
+def _summary_of(finite: np.ndarray, n: int, n_na: int) -> dict[str, float | int]:
     row: dict[str, float | int] = {"n": n, "na": n_na, "na_fraction": n_na / n if n else math.nan}
     if finite.size:
         q = np.quantile(finite, QUANTILES)
@@ -225,8 +235,8 @@ def bin_index(x: np.ndarray, y: np.ndarray, grid: Grid) -> np.ndarray:
     >>> bin_index(np.array([1.0, 6.0, 1.0, 10.0]), np.array([1.0, 1.0, 6.0, 10.0]), g).tolist()
     [0, 1, 2, 3]
     """
-    col = np.clip((x / grid.bin_um).astype(np.int64), 0, grid.nx - 1)
-    row = np.clip((y / grid.bin_um).astype(np.int64), 0, grid.ny - 1)
+    col = np.clip(x / grid.bin_um, 0, grid.nx - 1).astype(np.int64)
+    row = np.clip(y / grid.bin_um, 0, grid.ny - 1).astype(np.int64)
     return row * grid.nx + col
 
 
@@ -386,6 +396,16 @@ def category_rgba(raster: CategoryRaster, colours: Sequence[str]) -> np.ndarray:
 
     table = np.array([to_rgba(c) for c in (*colours, EMPTY)]) * 255
     return table[raster.codes].astype(np.uint8)  # code -1 picks the last entry: EMPTY
+
+
+def display_factor(*values: float, limit: float = 1e200) -> float:
+    """A power of ten to divide values by so that matplotlib's tick arithmetic cannot overflow (1.0 normally).
+
+    >>> display_factor(1.0, 5.0), display_factor(-1.7976931348623157e308, 1.0)
+    (1.0, 1e+109)
+    """
+    biggest = max((abs(v) for v in values if math.isfinite(v)), default=0.0)
+    return 1.0 if biggest <= limit else 10.0 ** math.ceil(math.log10(biggest / limit))
 
 
 def nice_length(span: float, fraction: float = 0.2) -> float:

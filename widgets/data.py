@@ -84,16 +84,16 @@ class PreviewData:
         images = self.x.images
         row = images[images["image_id"] == image_id]
         rows = self.rows(image_id)
-        data_w = float(np.nanmax(self._xy[0][rows])) if rows.size else 1.0
-        data_h = float(np.nanmax(self._xy[1][rows])) if rows.size else 1.0
+        data_w = _positive(np.nanmax(self._xy[0][rows])) if rows.size else 1.0
+        data_h = _positive(np.nanmax(self._xy[1][rows])) if rows.size else 1.0
         if not len(row):
-            return data_w, data_h
+            return _usable(data_w, 1.0), _usable(data_h, 1.0)
         ps = _number(row, "pixel_size")
         ps_y = _number(row, "pixel_size_y")
         ps_y = ps if math.isnan(ps_y) else ps_y
         width = _number(row, "width_px") * ps
         height = _number(row, "height_px") * ps_y
-        return (width if width > 0 else data_w), (height if height > 0 else data_h)
+        return _usable(width, data_w), _usable(height, data_h)
 
     @cached_property
     def _xy(self) -> tuple[np.ndarray, np.ndarray]:
@@ -203,6 +203,19 @@ class PreviewData:
 
             self._report = validate(self.x)
         return self._report
+
+
+_MAX_EXTENT = 1e300  # keeps bin edges and axis limits finite
+
+
+def _usable(extent: float, fallback: float) -> float:
+    """A finite positive extent no larger than 1e300 um (else the fallback)."""
+    value = extent if math.isfinite(extent) and extent > 0 else fallback
+    return min(value, _MAX_EXTENT)
+
+
+def _positive(value: float) -> float:
+    return float(value) if np.isfinite(value) and value > 0 else 1.0
 
 
 def _number(row: pd.DataFrame, column: str) -> float:

@@ -70,6 +70,7 @@ class Preview(W.VBox):
         self._memo: dict[tuple, Any] = {}
         self._updating = False
         self._stale: set[str] = set()
+        self._shown = False  # panels are drawn when the widget is first displayed (or draw() is called)
         d = self.data
         if image is not None and image not in d.image_ids:
             raise InputError(f"unknown image_id {image!r}; images: {', '.join(d.image_ids)}")
@@ -149,13 +150,15 @@ class Preview(W.VBox):
                 self._updating = False
             self._refresh("features", "space")
         if image is not None:
-            self.image.value = image
+            self.image.value = _offered(image, self.data.image_ids, "image_id")
         if colour_by is not None:
-            self.colour_by.value = {"feature": FEATURE, "density": DENSITY}.get(colour_by, colour_by)
+            value = {"feature": FEATURE, "density": DENSITY}.get(colour_by, colour_by)
+            self.colour_by.value = _offered(value, [v for _, v in self.colour_by.options], "colour_by",
+                                            ["feature", "density", *self.data.categorical_columns])
         if scale is not None:
-            self.scale.value = scale
+            self.scale.value = _offered(scale, list(self.scale.options), "scale")
         if panel is not None:
-            self.tabs.selected_index = TABS.index(panel)
+            self.tabs.selected_index = TABS.index(_offered(panel, list(TABS), "panel"))
 
     def _set_levels(self, choice: compute.FeatureChoice) -> None:
         self._choice = choice
@@ -184,12 +187,23 @@ class Preview(W.VBox):
         """Mark parts stale and redraw the one in the open tab (the others redraw when opened)."""
         self._stale.update(parts)
         visible = self.panel.lower()
-        if visible in self._stale:
+        if self._shown and visible in self._stale:
             self._stale.discard(visible)
             getattr(self, f"_draw_{visible}")()
 
+    def draw(self) -> Preview:
+        """Draw the open panel now; from then on every change redraws (displaying the widget does this)."""
+        self._shown = True
+        self._refresh()
+        return self
+
+    def _repr_mimebundle_(self, **kwargs: Any):
+        self.draw()
+        return super()._repr_mimebundle_(**kwargs)
+
     def render_all(self) -> None:
-        """Draw every panel now (exports and tests use this)."""
+        """Draw every panel now."""
+        self._shown = True
         for part in ("features", "channels", "space", "validation"):
             self._stale.discard(part)
             getattr(self, f"_draw_{part}")()
@@ -288,19 +302,13 @@ class Preview(W.VBox):
     # -- exports ---------------------------------------------------------------------------------
     def save_png(self, path: str | Path) -> Path:
         """Write the current view (histogram of the selected feature next to the map of the image) as PNG."""
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=(12.4, 4.8), layout="constrained")
-        left, right = fig.subplots(1, 2, width_ratios=(1.0, 1.15))
-        hist = self.histogram_data()
-        if hist is not None:
-            figures.draw_histogram(left, hist, title=self.feature, unit=_unit(self.data, self.feature))
         view = self.space_data()
-        if view is not None:
-            figures.draw_space(fig, right, view.grid, view.rgba, title=view.title, colour_range=view.colour_range,
-                               legend=view.legend)
+        space = None if view is None else {"grid": view.grid, "rgba": view.rgba, "title": view.title,
+                                           "colour_range": view.colour_range, "legend": view.legend}
+        png = figures.view_png(self.histogram_data(), space, title=self.feature or "",
+                               unit=_unit(self.data, self.feature))
         path = Path(path)
-        path.write_bytes(figures.to_png(fig))
+        path.write_bytes(png)
         return path
 
     def save_html(self, path: str | Path, *, features: Any = None, max_features: int = 24) -> Path:
@@ -310,7 +318,13 @@ class Preview(W.VBox):
         return write_snapshot(self, path, features=features, max_features=max_features)
 
 
-# -- small HTML helpers ----------------------------------------------------------------------------
+# -- small helpers ---------------------------------------------------------------------------------
+def _offered(value: str, allowed: list[str], what: str, shown: list[str] | None = None) -> str:
+    if value not in allowed:
+        raise InputError(f"unknown {what} {value!r}; choose from {', '.join(map(str, shown or allowed))}")
+    return value
+
+
 def _unit(d: PreviewData, feature: str | None) -> str:
     if feature is None:
         return ""
