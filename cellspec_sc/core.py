@@ -35,7 +35,7 @@ class CellSpec:
     ['cell:FOXP3:mean', 'cell:FOXP3:median', 'nucleus:FOXP3:mean', 'nucleus:FOXP3:median']
     """
 
-    __slots__ = (*COMPONENTS, "source_dir")
+    __slots__ = (*COMPONENTS, "source_dir", "extensions")
 
     def __init__(
         self,
@@ -49,11 +49,15 @@ class CellSpec:
         adjacency: pd.DataFrame | None = None,
         spec_version: str = SPEC_VERSION,
         source_dir: str | Path | None = None,
+        extensions: dict[str, Any] | None = None,
     ):
         self.spec_version = spec_version
         # Where the object was read from (not a component, not compared): files named by
         # images.geometry_ref are resolved against it.
         self.source_dir = source_dir
+        # Top-level keys of cellspec.json this package does not know (not a component, not
+        # compared): kept on read and written back, so other implementations' additions survive.
+        self.extensions = dict(extensions or {})
         self.cells = cells
         self.measurements = measurements
         self.dictionary = dictionary
@@ -74,7 +78,7 @@ class CellSpec:
         >>> x.replace(adjacency=None).adjacency is None
         True
         """
-        return CellSpec(**{**self.parts(), "source_dir": self.source_dir, **changes})
+        return CellSpec(**{**self.parts(), "source_dir": self.source_dir, "extensions": self.extensions, **changes})
 
     @property
     def feature_ids(self) -> list[str]:
@@ -160,10 +164,10 @@ class CellSpec:
         first = sel.flat[0] if sel.ndim == 1 else sel[0]
         if isinstance(first, (int, np.integer)):
             return _checked_positions(sel.astype(np.int64), self.n_cells, "cells")
-        keys = self.cells["image_id"].astype(object) + "\x00" + self.cells["cell_id"].astype(object)
         if isinstance(first, (tuple, list, np.ndarray)):
-            wanted = {f"{i}\x00{c}" for i, c in (tuple(v) for v in cells)}
-            return np.flatnonzero(keys.isin(wanted).to_numpy())
+            keys = pd.MultiIndex.from_arrays([self.cells["image_id"].astype(object),
+                                              self.cells["cell_id"].astype(object)])
+            return np.flatnonzero(keys.isin([tuple(map(str, v)) for v in cells]))
         return np.flatnonzero(self.cells["cell_id"].isin(set(map(str, sel))).fillna(False).to_numpy(dtype=bool))
 
     def _feature_positions(self, features: Any) -> np.ndarray:

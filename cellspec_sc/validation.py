@@ -221,7 +221,7 @@ def _bad_rows(table: str, column: str | None, mask: np.ndarray, what: str) -> Pr
 
 
 def _missing_or_empty(values: pd.Series) -> np.ndarray:
-    return np.array([v is None or v == "" for v in values], dtype=bool)
+    return (values.isna() | (values == "")).to_numpy(dtype=bool)
 
 
 # -- the object --------------------------------------------------------------------------------

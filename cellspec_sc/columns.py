@@ -1,0 +1,197 @@
+"""Columns of the data files: spec types <-> Arrow types, and filling the measurement matrix.
+
+Shared by the Parquet and TSV variants. Writing turns pandas columns into Arrow
+arrays (NA as null); reading checks each stored column against its declared
+type, converts cells columns to the canonical pandas dtypes and copies feature
+columns batch by batch into one preallocated float64 matrix.
+
+>>> import pyarrow as pa
+>>> ARROW_TYPES["integer"]
+DataType(int32)
+>>> conform(pa.array([1, None], pa.int64()), "integer", "cells.parquet", "n", ".").type
+DataType(int32)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from .refusals import ColumnMismatch, Unwritable
+from .types import PANDAS_DTYPES, as_spec_type, declared_type, spec_type_of
+
+ARROW_TYPES = {"character": pa.string(), "double": pa.float64(), "integer": pa.int32(), "logical": pa.bool_()}
+_PANDAS_OF_ARROW = {pa.string(): PANDAS_DTYPES["character"], pa.int32(): PANDAS_DTYPES["integer"],
+                    pa.bool_(): PANDAS_DTYPES["logical"]}
+
+
+def column_types_of(frame: pd.DataFrame, table: str, directory: Path | str) -> list[dict[str, str]]:
+    """``[{"name", "type"}]`` for every column: the spec's declared type, else the type the column holds."""
+    out = []
+    for name in frame.columns:
+        if not isinstance(name, str) or not name:
+            raise Unwritable(directory, table, f"column name {name!r} is not a non-empty string")
+        spec_type = declared_type(table, name) or spec_type_of(frame[name])
+        if spec_type is None:
+            raise Unwritable(directory, table, f"column {name!r} has dtype {frame[name].dtype}, which is none "
+                                               "of character, double, integer, logical")
+        out.append({"name": name, "type": spec_type})
+    return out
+
+
+def arrow_column(series: pd.Series, spec_type: str, table: str, directory: Path | str) -> pa.Array:
+    """One pandas column as an Arrow array of its spec type; NA (including NaN in doubles) becomes null."""
+    try:
+        values = as_spec_type(series, spec_type)
+        if spec_type == "double":
+            return pa.array(values.to_numpy(dtype=np.float64), type=pa.float64(), from_pandas=True)
+        return pa.array(values, type=ARROW_TYPES[spec_type], from_pandas=True)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError) as err:
+        raise Unwritable(directory, table, f"column {series.name!r} cannot be stored as {spec_type}: {err}") from None
+
+
+def conform(array: pa.Array | pa.ChunkedArray, spec_type: str, file: str, name: str, directory: Path | str):
+    """A stored column as the Arrow type of ``spec_type``; refuses a stored type that does not fit.
+
+    Accepted: the exact type, an all-null column, large/view strings and dictionary-encoded strings
+    for character, any integer type whose values fit int32 for integer.
+    """
+    target = ARROW_TYPES[spec_type]
+    stored = array.type
+    if stored == target:
+        return array
+    if pa.types.is_dictionary(stored):
+        stored = stored.value_type
+    fits = (pa.types.is_null(stored)
+            or (spec_type == "character" and (pa.types.is_string(stored) or pa.types.is_large_string(stored)
+                                              or pa.types.is_string_view(stored)))
+            or (spec_type == "integer" and pa.types.is_integer(stored)))
+    if not fits:
+        raise ColumnMismatch(directory, file, f"column {name!r} is stored as {array.type}; column_types says "
+                                              f"{spec_type} ({target})")
+    try:
+        return array.cast(target, safe=True)
+    except pa.ArrowException as err:
+        raise ColumnMismatch(directory, file, f"column {name!r} does not fit {spec_type}: {err}") from None
+
+
+def arrow_to_frame(table: pa.Table, types: list[dict[str, str]]) -> pd.DataFrame:
+    """Arrow columns (already conformed) as a pandas frame in canonical dtypes, columns in ``types`` order."""
+    frame = table.to_pandas(types_mapper=_PANDAS_OF_ARROW.get, split_blocks=True, self_destruct=False)
+    out = {c["name"]: as_spec_type(frame[c["name"]], c["type"]) for c in types}
+    return pd.DataFrame(out, index=pd.RangeIndex(table.num_rows), columns=[c["name"] for c in types])
+
+
+class MatrixFiller:
+    """Copies feature columns of successive record batches into one float64 matrix.
+
+    With ``n_rows`` known the matrix is allocated once and filled in place. Without it, each batch
+    is kept as one block and :meth:`finish` moves the blocks into a fresh ``np.empty`` matrix,
+    dropping each block as soon as it is copied (pages of ``np.empty`` are committed on first write),
+    so the process never holds two full copies. Values stored as NaN (not null) are counted per
+    feature, because in memory they would be indistinguishable from NA.
+
+    >>> import pyarrow as pa
+    >>> f = MatrixFiller(["a"], n_rows=2)
+    >>> f.add(pa.record_batch([pa.array([1.0, float("nan")])], names=["a"]))
+    >>> f.finish().tolist(), f.stored_nan
+    ([[1.0, nan]], {'a': 1})
+    """
+
+    def __init__(self, feature_ids: list[str], n_rows: int | None = None):
+        self.feature_ids = feature_ids
+        self.stored_nan: dict[str, int] = {}
+        self._rows = 0
+        self._blocks: list[np.ndarray] = []
+        self._matrix = None if n_rows is None else np.empty((n_rows, len(feature_ids)), dtype=np.float64)
+
+    def add(self, batch: pa.RecordBatch | pa.Table) -> None:
+        n = batch.num_rows
+        if self._matrix is not None:
+            target = self._matrix[self._rows:self._rows + n]
+        else:
+            target = np.empty((n, len(self.feature_ids)), dtype=np.float64)
+            self._blocks.append(target)
+        for j, name in enumerate(self.feature_ids):
+            column = batch.column(name)
+            values = column.to_numpy(zero_copy_only=False) if column.type == pa.float64() \
+                else np.full(n, np.nan)  # an all-null column (conformed earlier)
+            nan = int(np.count_nonzero(np.isnan(values))) - column.null_count
+            if nan:
+                self.stored_nan[name] = self.stored_nan.get(name, 0) + nan
+            target[:, j] = values
+        self._rows += n
+
+    def finish(self) -> np.ndarray:
+        if self._matrix is not None:
+            return self._matrix
+        matrix = np.empty((self._rows, len(self.feature_ids)), dtype=np.float64)
+        start = 0
+        while self._blocks:
+            block = self._blocks.pop(0)
+            matrix[start:start + len(block)] = block
+            start += len(block)
+            del block
+        return matrix
+
+
+def batch_ranges(n_rows: int, n_columns: int, target_bytes: int = 1 << 26) -> Iterable[tuple[int, int]]:
+    """Row ranges of about ``target_bytes`` of doubles each (at least one, even for 0 rows)."""
+    step = max(1024, target_bytes // max(8 * n_columns, 8))
+    starts = range(0, n_rows, step) if n_rows else [0]
+    return [(s, min(s + step, n_rows)) for s in starts]
+
+
+def file_columns(frame: pd.DataFrame, types: list[dict[str, str]], feature_ids: list[str], table: str,
+                 directory: Path | str) -> tuple[list[pa.Array], pa.Schema]:
+    """Arrow arrays of the table columns and the schema of the whole file (table columns, then features)."""
+    names = [c["name"] for c in types] + list(feature_ids)
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise Unwritable(directory, table, f"column name {dup!r} is used twice (cells columns and feature ids "
+                                           "share one file)")
+    arrays = [arrow_column(frame[c["name"]], c["type"], table, directory) for c in types]
+    schema = pa.schema([pa.field(c["name"], ARROW_TYPES[c["type"]]) for c in types] +
+                       [pa.field(f, pa.float64()) for f in feature_ids])
+    return arrays, schema
+
+
+def feature_arrays(matrix: np.ndarray, start: int, stop: int) -> list[pa.Array]:
+    """Feature columns of rows ``start:stop`` as Arrow float64 arrays (NaN, i.e. NA, as null)."""
+    block = np.asarray(matrix[start:stop], dtype=np.float64)
+    return [pa.array(block[:, j], type=pa.float64(), from_pandas=True) for j in range(block.shape[1])]
+
+
+def check_file_columns(stored: list[str], types: list[dict[str, str]], feature_ids: list[str],
+                       directory: Path | str, file: str) -> list[dict[str, str]]:
+    """Compare the columns a file stores with ``column_types``; returns the non-feature column types.
+
+    Every listed column must be stored and every stored column listed; the last entries are the
+    dictionary's feature ids in order, typed double.
+    """
+    listed = [c["name"] for c in types]
+    for names, what in ((stored, "the file"), (listed, f"column_types for {file}")):
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup is not None:
+            raise ColumnMismatch(directory, file, f"{what} names column {dup!r} twice")
+    missing = [n for n in listed if n not in set(stored)]
+    if missing:
+        raise ColumnMismatch(directory, file, f"column {missing[0]!r} listed in column_types is missing from the file"
+                             + (f" ({len(missing)} missing)" if len(missing) > 1 else ""))
+    unlisted = [n for n in stored if n not in set(listed)]
+    if unlisted:
+        raise ColumnMismatch(directory, file, f"column {unlisted[0]!r} is stored but not listed in column_types")
+    n_table = len(types) - len(feature_ids)
+    tail = types[n_table:] if feature_ids else []
+    if n_table < 0 or [c["name"] for c in tail] != list(feature_ids):
+        raise ColumnMismatch(directory, file, "column_types must end with one column per dictionary feature_id, "
+                                              "in dictionary order")
+    wrong = next((c for c in tail if c["type"] != "double"), None)
+    if wrong:
+        raise ColumnMismatch(directory, file, f"feature column {wrong['name']!r} is typed {wrong['type']}, "
+                                              "not double")
+    return types[:n_table]

@@ -1,0 +1,226 @@
+"""Cellspec directories on disk (spec sections 9 and 11): :func:`write` and :func:`read`.
+
+::
+
+    <dir>/
+      cells.parquet     cells columns, then one float64 column per feature_id
+      adjacency.parquet optional
+      cellspec.json     spec_version, column_types, dictionary, images, channels, provenance
+      <outlines>        files named by images.geometry_ref, when present
+      MANIFEST.sha256   "<sha256>  <relative path>" per file above (sha256sum format)
+      DONE              written last: SHA-256 of MANIFEST.sha256
+
+>>> import cellspec_sc as cs, tempfile, pathlib
+>>> x = cs.example()
+>>> path = cs.write(x, pathlib.Path(tempfile.mkdtemp()) / "example")
+>>> sorted(p.name for p in path.iterdir())
+['DONE', 'MANIFEST.sha256', 'cells.parquet', 'cellspec.json']
+>>> cs.read(path).equals(x)
+True
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .columns import column_types_of
+from .errors import InputError
+from .manifest import DATA_FILES, METADATA, checked_relative, verify_directory, write_manifest
+from .metadata import JSON_TABLES, KNOWN_KEYS, build_document, dump_document, frame_of_rows, load_document, \
+    schema_problem, supported_version
+from .parquet_io import read_parquet, write_parquet
+from .refusals import (ColumnMismatch, NotACellspecDirectory, OutlineMissing, SchemaViolation, TargetExists, UnlistedDataFile,
+                       UnsafePath, UnsupportedVersion)
+from .staging import clean_stale, fsync_file, fsync_tree, publish, staging_directory
+from .tsv import read_tsv, write_tsv
+from .validation import validate
+
+if TYPE_CHECKING:
+    from .core import CellSpec
+
+FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
+_MARKERS = ("DONE", "MANIFEST.sha256", METADATA)
+
+
+# -- write -------------------------------------------------------------------------------------
+def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = "parquet",
+          overwrite: bool = False) -> Path:
+    """Write ``x`` as a cellspec directory at ``path`` and return the path.
+
+    The directory is built under a hidden sibling name, fsynced and renamed at
+    the end, so ``path`` holds a complete directory or nothing, even after a
+    crash. ``overwrite=True`` replaces an existing cellspec directory (never
+    another kind of folder) only once the new one is complete. The object must
+    pass structure validation (else :class:`cellspec_sc.ValidationError`).
+    Outline files named by ``images.geometry_ref`` are copied from
+    ``x.source_dir``.
+
+    >>> import cellspec_sc as cs, tempfile, pathlib
+    >>> cs.write(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "run1", format="tsv").name
+    'run1'
+    """
+    if format not in FORMATS:
+        raise InputError(f"format must be one of {sorted(FORMATS)}, not {format!r}")
+    target = Path(path)
+    reason = supported_version(x.spec_version)
+    if reason:
+        raise UnsupportedVersion(target, None, f"cannot write this object: {reason}")
+    validate(x).raise_if_failed(f"{target}: refusing to write an invalid object")
+    _check_target(target, overwrite)
+    outlines = _outline_sources(x, target)
+    column_types = _column_types(x, target)
+    document = build_document(x, column_types, target)
+    problem = schema_problem(document)
+    if problem:  # a bug here, or extensions that clash with the schema: never write such a file
+        raise SchemaViolation(target, METADATA, f"the document to write breaks the schema {problem}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(target)
+    with staging_directory(target) as stage:
+        files = _write_contents(x, stage, format, column_types, dump_document(document, target), outlines)
+        fsync_tree(stage)
+        write_manifest(stage, files)
+        try:
+            publish(stage, target)
+        except FileExistsError:
+            raise TargetExists(target, None, "appeared while writing; nothing was replaced") from None
+    return target
+
+
+def _check_target(target: Path, overwrite: bool) -> None:
+    if not (target.exists() or target.is_symlink()):
+        return
+    if not overwrite:
+        raise TargetExists(target, None, "already exists; pass overwrite=True to replace it")
+    if target.is_symlink() or not target.is_dir():
+        raise TargetExists(target, None, "exists and is not a directory; refusing to replace it")
+    if any(target.iterdir()) and not any((target / m).exists() for m in _MARKERS):
+        raise TargetExists(target, None, "is a non-empty directory that is not a cellspec directory; "
+                                         "refusing to replace it")
+
+
+def _column_types(x: CellSpec, target: Path) -> dict[str, list[dict[str, str]]]:
+    types = {"cells": column_types_of(x.cells, "cells", target)}
+    types["cells"] += [{"name": f, "type": "double"} for f in x.feature_ids]
+    if x.adjacency is not None:
+        types["adjacency"] = column_types_of(x.adjacency, "adjacency", target)
+    for table in JSON_TABLES:
+        types[table] = column_types_of(getattr(x, table), table, target)
+    return types
+
+
+def _geometry_refs(images: Any) -> list[str]:
+    if "geometry_ref" not in images.columns:
+        return []
+    return list(dict.fromkeys(str(v) for v in images["geometry_ref"].dropna()))
+
+
+def _outline_sources(x: CellSpec, target: Path) -> dict[str, Path]:
+    """{geometry_ref: source file} for every outline file the directory must hold."""
+    refs = _geometry_refs(x.images)
+    reserved = {*_MARKERS, *DATA_FILES}
+    out = {}
+    for ref in refs:
+        checked_relative(target, ref, "images.geometry_ref", must_exist=False)
+        if ref in reserved:
+            raise UnsafePath(target, "images.geometry_ref", f"{ref!r} is the name of a file of the format")
+        source = Path(x.source_dir) / ref if x.source_dir is not None else None
+        if source is None or not source.is_file():
+            raise OutlineMissing(target, ref, "images.geometry_ref names this file but it is not in x.source_dir "
+                                              f"({x.source_dir}); set x.source_dir or drop the geometry_ref")
+        out[ref] = source
+    return out
+
+
+def _write_contents(x: CellSpec, stage: Path, format: str, column_types: dict, metadata: bytes,
+                    outlines: dict[str, Path]) -> list[str]:
+    """Write every file into ``stage``; returns their relative paths in manifest order."""
+    suffix, writer, _ = FORMATS[format]
+    cells_types = column_types["cells"][:len(column_types["cells"]) - len(x.feature_ids)]
+    files = [f"cells{suffix}"]
+    writer(stage / files[0], x.cells, cells_types, x.measurements, x.feature_ids, "cells", stage)
+    if x.adjacency is not None:
+        files.append(f"adjacency{suffix}")
+        writer(stage / files[-1], x.adjacency, column_types["adjacency"], None, [], "adjacency", stage)
+    (stage / METADATA).write_bytes(metadata)
+    files.append(METADATA)
+    for ref, source in outlines.items():
+        destination = stage / ref
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, destination)
+        fsync_file(destination)
+        files.append(ref)
+    return files
+
+
+# -- read --------------------------------------------------------------------------------------
+def read(path: str | Path) -> CellSpec:
+    """Read a cellspec directory written by this or any other implementation of the spec.
+
+    Every refusal of the format raises its own :class:`cellspec_sc.FormatError`
+    subclass (see :mod:`cellspec_sc.refusals`) before anything is returned; an
+    object that fails structure validation raises
+    :class:`cellspec_sc.ValidationError` with the report. ``source_dir`` of the
+    result is the absolute directory.
+    """
+    from .core import CellSpec
+
+    directory = Path(path)
+    if not directory.is_dir():
+        raise NotACellspecDirectory(directory, None, "is not a directory")
+    entries = verify_directory(directory)
+    if METADATA not in entries:
+        raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")
+    document = load_document(directory / METADATA, directory)
+    fmt = _listed_format(directory, entries)
+    suffix, _, reader = FORMATS[fmt]
+    types = document["column_types"]
+    tables = {t: frame_of_rows(document[t], t, types.get(t), directory) for t in JSON_TABLES}
+    _check_outlines_listed(directory, tables["images"], entries)
+    feature_ids = _feature_ids(tables["dictionary"], directory)
+    cells, matrix, stored_nan = reader(directory / f"cells{suffix}", types["cells"], feature_ids, directory)
+    adjacency = _read_adjacency(directory, entries, suffix, reader, types)
+    x = CellSpec(spec_version=document["spec_version"], cells=cells, measurements=matrix, adjacency=adjacency,
+                 provenance=document["provenance"], source_dir=directory.resolve(),
+                 extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
+    validate(x, source_nonfinite=stored_nan).raise_if_failed(str(directory))
+    return x
+
+
+def _listed_format(directory: Path, entries: dict[str, str]) -> str:
+    listed = [fmt for fmt, (suffix, _, _) in FORMATS.items() if f"cells{suffix}" in entries]
+    if len(listed) != 1:
+        detail = "both cells.parquet and cells.tsv.gz are listed" if listed else "no cells file is listed"
+        raise UnlistedDataFile(directory, "MANIFEST.sha256", detail)
+    other = [f"adjacency{s}" for f, (s, _, _) in FORMATS.items() if f != listed[0] and f"adjacency{s}" in entries]
+    if other:
+        raise UnlistedDataFile(directory, other[0], f"does not match the {listed[0]} cells file")
+    return listed[0]
+
+
+def _read_adjacency(directory: Path, entries: dict, suffix: str, reader: Any, types: dict) -> Any:
+    name = f"adjacency{suffix}"
+    if (name in entries) != ("adjacency" in types):
+        raise UnlistedDataFile(directory, name, "adjacency file and column_types.adjacency must come together")
+    if name not in entries:
+        return None
+    frame, _, _ = reader(directory / name, types["adjacency"], [], directory)
+    return frame
+
+
+def _feature_ids(dictionary: Any, directory: Path) -> list[str]:
+    if "feature_id" not in dictionary.columns:
+        return []
+    ids = dictionary["feature_id"]
+    if ids.isna().any():
+        raise ColumnMismatch(directory, METADATA, "dictionary.feature_id holds NA, so feature columns cannot be "
+                                                  "named")
+    return [str(f) for f in ids]
+
+
+def _check_outlines_listed(directory: Path, images: Any, entries: dict[str, str]) -> None:
+    for ref in _geometry_refs(images):
+        checked_relative(directory, ref, "images.geometry_ref", must_exist=False)
+        if ref not in entries:
+            raise OutlineMissing(directory, ref, "named by images.geometry_ref but not listed in MANIFEST.sha256")

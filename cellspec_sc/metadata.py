@@ -1,0 +1,195 @@
+"""cellspec.json: the metadata file of a cellspec directory, its JSON Schema and version rule.
+
+Holds ``spec_version``, ``column_types``, ``dictionary``/``images``/``channels`` as
+arrays of row objects (NA as ``null``; an absent key also reads as NA),
+``provenance``, and any unknown top-level keys, which are kept.
+
+>>> supported_version("1.0.3"), supported_version("1.7.0")
+(None, 'minor version 7 is newer than this reader supports (1.0)')
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from .refusals import ColumnMismatch, InvalidJson, SchemaViolation, UnsupportedVersion, Unwritable
+from .types import as_spec_type, declared_type
+from .vocabulary import SPEC_VERSION
+
+if TYPE_CHECKING:
+    from .core import CellSpec
+
+SCHEMA_FILE = f"cellspec-{SPEC_VERSION}.schema.json"
+KNOWN_KEYS = ("spec_version", "column_types", "dictionary", "images", "channels", "provenance")
+JSON_TABLES = ("dictionary", "images", "channels")
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of cellspec.json shipped with the package."""
+    return json.loads(files("cellspec_sc").joinpath("schema", SCHEMA_FILE).read_text(encoding="utf-8"))
+
+
+def _jsonschema() -> Any:
+    """The jsonschema module, imported without the optional ``rfc3987_syntax``.
+
+    When installed (jupyter-events pulls it in), jsonschema imports it, and it
+    compiles Lark grammars at import time: ~10 s on a small machine, on every
+    ``cellspec validate DIR``. cellspec.json uses no ``iri`` formats, so the
+    module is hidden during this one import; nothing else changes.
+    """
+    if "jsonschema" in sys.modules:
+        return sys.modules["jsonschema"]
+    hide = "rfc3987_syntax" not in sys.modules
+    if hide:
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # makes `import` raise ImportError
+    try:
+        import jsonschema
+    finally:
+        if hide:
+            del sys.modules["rfc3987_syntax"]
+    return jsonschema
+
+
+def schema_problem(document: Any) -> str | None:
+    """The most relevant schema violation of ``document`` as text, or None when it is valid."""
+    jsonschema = _jsonschema()
+    validator = jsonschema.Draft202012Validator(schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+    return f"at {where}: {error.message[:300]}"
+
+
+def supported_version(version: Any) -> str | None:
+    """Why ``version`` cannot be read by this package (section 11), or None when it can."""
+    ours = [int(p) for p in SPEC_VERSION.split(".")]
+    match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    if not match:
+        return f"spec_version {version!r} is not a MAJOR.MINOR.PATCH version"
+    major, minor = int(match.group(1)), int(match.group(2))
+    if major != ours[0]:
+        return f"major version {major} is not supported (this reader reads {ours[0]}.x)"
+    if minor > ours[1]:
+        return f"minor version {minor} is newer than this reader supports ({ours[0]}.{ours[1]})"
+    return None
+
+
+# -- writing -----------------------------------------------------------------------------------
+def _json_value(value: Any, spec_type: str) -> Any:
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if spec_type == "double":
+        return float(value)
+    if spec_type == "integer":
+        return int(value)
+    if spec_type == "logical":
+        return bool(value)
+    return str(value)
+
+
+def rows_of(frame: pd.DataFrame, types: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """A table as one JSON object per row; every column appears in every row, NA as None."""
+    columns = [[_json_value(v, c["type"]) for v in as_spec_type(frame[c["name"]], c["type"]).astype(object)]
+               for c in types]
+    names = [c["name"] for c in types]
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)] if names \
+        else [{} for _ in range(len(frame))]
+
+
+def build_document(x: CellSpec, column_types: dict[str, list[dict[str, str]]], directory: Path | str) -> dict:
+    """The cellspec.json content of ``x`` (unknown keys of ``x.extensions`` last)."""
+    doc: dict[str, Any] = {"spec_version": x.spec_version, "column_types": column_types}
+    for table in JSON_TABLES:
+        doc[table] = rows_of(getattr(x, table), column_types[table])
+    doc["provenance"] = x.provenance
+    for key, value in x.extensions.items():
+        if key not in doc:
+            doc[key] = value
+    return doc
+
+
+def dump_document(document: dict, directory: Path | str) -> bytes:
+    """UTF-8 JSON text; refuses values JSON cannot hold (NaN, infinity, arbitrary objects)."""
+    try:
+        text = json.dumps(document, indent=1, ensure_ascii=False, allow_nan=False, default=_numpy_scalar)
+    except (TypeError, ValueError) as err:
+        raise Unwritable(directory, "cellspec.json", f"a value cannot be written as JSON: {err}") from None
+    return (text + "\n").encode("utf-8")
+
+
+def _numpy_scalar(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} {value!r} is not a JSON value")
+
+
+# -- reading -----------------------------------------------------------------------------------
+def load_document(path: Path, directory: Path) -> dict[str, Any]:
+    """Parse cellspec.json, check its spec_version, then validate it against the schema."""
+    try:
+        document = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InvalidJson(directory, path.name, str(err)) from None
+    if not isinstance(document, dict):
+        raise SchemaViolation(directory, path.name, f"top level is a {type(document).__name__}, not an object")
+    reason = supported_version(document.get("spec_version"))
+    if reason:
+        raise UnsupportedVersion(directory, path.name, reason)
+    problem = schema_problem(document)
+    if problem:
+        raise SchemaViolation(directory, path.name, problem)
+    return document
+
+
+_JSON_TYPE_FITS = {
+    "character": lambda v: isinstance(v, str),
+    "double": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
+    "logical": lambda v: isinstance(v, bool),
+}
+
+
+def _inferred_type(values: list[Any]) -> str:
+    """The spec type of an undeclared column without column_types, from its JSON values."""
+    present = [v for v in values if v is not None]
+    for spec_type in ("logical", "integer", "double"):
+        if present and all(_JSON_TYPE_FITS[spec_type](v) and (spec_type != "integer" or isinstance(v, int))
+                           for v in present):
+            return spec_type
+    return "character"
+
+
+def frame_of_rows(rows: list[dict[str, Any]], table: str, types: list[dict[str, str]] | None,
+                  directory: Path) -> pd.DataFrame:
+    """A table from row objects; column order and types from ``types`` when given, else declared/inferred.
+
+    >>> frame_of_rows([{"image_id": "a", "width_px": 5}, {"image_id": "b"}], "images", None, ".").dtypes.tolist()
+    [<StringDtype(na_value=<NA>)>, Int32Dtype()]
+    """
+    # listed columns first, then keys column_types does not list (declared or inferred types)
+    names = list(dict.fromkeys([c["name"] for c in types or []] + [k for r in rows for k in r]))
+    given = {c["name"]: c["type"] for c in types or []}
+    out = {}
+    for name in names:
+        values = [r.get(name) for r in rows]
+        spec_type = given.get(name) or declared_type(table, name) or _inferred_type(values)
+        bad = next((v for v in values if v is not None and not _JSON_TYPE_FITS[spec_type](v)), None)
+        if bad is not None:
+            raise ColumnMismatch(directory, "cellspec.json", f"{table}.{name} holds {bad!r}, not a {spec_type}")
+        if spec_type == "integer" and any(v is not None and not -2**31 <= v < 2**31 for v in values):
+            raise ColumnMismatch(directory, "cellspec.json", f"{table}.{name} holds a value outside int32")
+        series = pd.Series(values, dtype=object, name=name)
+        out[name] = as_spec_type(series, spec_type)
+    return pd.DataFrame(out, index=pd.RangeIndex(len(rows)), columns=names)

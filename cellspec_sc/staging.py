@@ -1,0 +1,162 @@
+"""Crash-safe publication of a directory: stage under a sibling name, fsync, rename.
+
+A writer builds everything in ``.<name>.cellspec-staging-<pid>-<token>`` next to
+the target and renames it to the target only when complete. Replacing an
+existing directory swaps the two atomically (``renameat2(RENAME_EXCHANGE)`` on
+Linux), so the target name always holds a complete directory or nothing.
+Leftovers of writers that died are recognised by their name and removed by the
+next write to the same target.
+
+>>> staging_prefix(Path("/data/run1"))
+'.run1.cellspec-staging-'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import secrets
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
+_BACKUP = "cellspec-old-"
+
+
+def staging_prefix(target: Path) -> str:
+    """Name prefix of the staging directories of ``target``."""
+    return f".{target.name}.cellspec-staging-"
+
+
+def _backup_prefix(target: Path) -> str:
+    return f".{target.name}.{_BACKUP}"
+
+
+def fsync_file(path: Path) -> None:
+    """Flush a file's data to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush a directory's entries (new names, renames) to disk."""
+    with contextlib.suppress(OSError):  # some filesystems refuse fsync on directories
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def fsync_tree(root: Path) -> None:
+    """fsync every file and directory below ``root`` (directories after their contents)."""
+    for folder, _, files in os.walk(root, topdown=False):
+        for name in files:
+            fsync_file(Path(folder) / name)
+        fsync_dir(Path(folder))
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _writer_pid(name: str, prefix: str) -> int | None:
+    head = name[len(prefix):].split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def clean_stale(target: Path) -> list[Path]:
+    """Remove staging directories of ``target`` left by dead writers; restore an interrupted swap.
+
+    Returns the removed paths. A backup (old directory moved aside by the
+    two-rename fallback) is moved back when the target is missing, else removed.
+    """
+    removed = []
+    parent = target.parent
+    if not parent.is_dir():
+        return removed
+    for entry in sorted(parent.iterdir()):
+        for prefix in (staging_prefix(target), _backup_prefix(target)):
+            if not entry.name.startswith(prefix):
+                continue
+            pid = _writer_pid(entry.name, prefix)
+            if pid is None or _pid_alive(pid):
+                continue
+            if prefix == _backup_prefix(target) and not target.exists():
+                os.rename(entry, target)
+                continue
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
+@contextlib.contextmanager
+def staging_directory(target: Path) -> Iterator[Path]:
+    """A fresh sibling directory to build ``target`` in; removed if the block fails or is interrupted."""
+    stage = target.parent / f"{staging_prefix(target)}{os.getpid()}-{secrets.token_hex(4)}"
+    stage.mkdir()
+    try:
+        yield stage
+    finally:
+        if stage.exists():  # still there: the block failed, or the swap left the old directory here
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _renameat2(src: Path, dst: Path, flags: int) -> bool:
+    """renameat2(2) through libc; False when the system or filesystem does not offer it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fn = getattr(libc, "renameat2", None)
+    if fn is None:
+        return False
+    if fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(dst))
+
+
+# Tests switch this off to exercise the portable two-rename path.
+USE_RENAMEAT2 = True
+
+
+def publish(stage: Path, target: Path) -> None:
+    """Move the complete ``stage`` to ``target``; an existing ``target`` is swapped out and left at ``stage``.
+
+    Raises FileExistsError when ``target`` appears while it was expected absent.
+    """
+    fsync_dir(stage)
+    if target.exists() or target.is_symlink():
+        _swap(stage, target)
+    elif not (USE_RENAMEAT2 and _renameat2(stage, target, _RENAME_NOREPLACE)):
+        if target.exists():
+            raise FileExistsError(errno.EEXIST, "exists", str(target))
+        os.rename(stage, target)
+    fsync_dir(target.parent)
+
+
+def _swap(stage: Path, target: Path) -> None:
+    if USE_RENAMEAT2 and _renameat2(stage, target, _RENAME_EXCHANGE):
+        return
+    # Portable fallback: move the old directory aside under a recognisable name, move the new one
+    # in, then put the old one where the caller removes it. A crash between the two renames leaves
+    # no target; clean_stale() moves the backup back.
+    backup = target.parent / f"{_backup_prefix(target)}{os.getpid()}-{secrets.token_hex(4)}"
+    os.rename(target, backup)
+    os.rename(stage, target)
+    os.rename(backup, stage)

@@ -1,0 +1,117 @@
+"""The TSV variant of the cells and adjacency files (``cells.tsv.gz``, ``adjacency.tsv.gz``).
+
+UTF-8, gzip, header row, tab separated, ``NA`` for missing, doubles with 15
+significant digits, logicals as ``TRUE``/``FALSE``. Strings that contain a tab,
+newline, carriage return, quote or backslash, that equal ``NA`` or that are empty
+are quoted (``"..."``, an inner quote doubled), so they read back unchanged. The
+file has no types of its own: they come from ``column_types`` in cellspec.json.
+
+>>> format_double(0.1 + 0.2), format_double(-0.0), format_double(1.7976931348623157e308)
+('0.3', '-0', '1.7976931348623157e+308')
+>>> quote("NA"), quote('a"b'), quote("plain")
+('"NA"', '"a""b"', 'plain')
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from .columns import ARROW_TYPES, MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, file_columns
+from .refusals import UndecodableData
+
+SIGNIFICANT_DIGITS = 15
+_NEEDS_QUOTES = ("\t", "\n", "\r", '"', "\\")
+_WRITE_BATCH_BYTES = 1 << 22
+
+
+def quote(text: str) -> str:
+    """``text`` as a TSV field: quoted when it would not read back unchanged otherwise."""
+    if text == "NA" or text == "" or any(ch in text for ch in _NEEDS_QUOTES):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def format_double(value: float) -> str:
+    """A double with 15 significant digits; ``NA`` for NaN (NA in memory), ``Inf``/``-Inf``.
+
+    The few values next to the largest double that 15 digits would round up to
+    infinity are written with the digits needed to stay finite.
+    """
+    if math.isnan(value):
+        return "NA"
+    if math.isinf(value):
+        return "Inf" if value > 0 else "-Inf"
+    text = f"{value:.{SIGNIFICANT_DIGITS}g}"
+    return repr(value) if math.isinf(float(text)) else text
+
+
+def _format(values: list, spec_type: str) -> list[str]:
+    if spec_type == "double":
+        return ["NA" if v is None else format_double(v) for v in values]
+    if spec_type == "character":
+        return ["NA" if v is None else quote(v) for v in values]
+    if spec_type == "logical":
+        return ["NA" if v is None else ("TRUE" if v else "FALSE") for v in values]
+    return ["NA" if v is None else str(v) for v in values]
+
+
+def write_tsv(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: np.ndarray | None,
+              feature_ids: list[str], table: str, directory: Path | str) -> None:
+    """Write ``frame`` and the feature columns of ``matrix`` as a gzipped TSV file, a row batch at a time."""
+    arrays, schema = file_columns(frame, types, feature_ids, table, directory)
+    kinds = [c["type"] for c in types]
+    # mtime=0: the same object gives the same bytes, hence the same manifest
+    with gzip.GzipFile(path, "wb", compresslevel=6, mtime=0) as out:
+        out.write(("\t".join(quote(n) for n in schema.names) + "\n").encode("utf-8"))
+        for start, stop in batch_ranges(len(frame), len(schema), _WRITE_BATCH_BYTES):
+            columns = [_format(a.slice(start, stop - start).to_pylist(), k) for a, k in zip(arrays, kinds, strict=True)]
+            if feature_ids:
+                block = np.asarray(matrix[start:stop], dtype=np.float64)
+                columns += [[format_double(v) for v in block[:, j].tolist()] for j in range(block.shape[1])]
+            if stop > start:
+                out.write(("\n".join("\t".join(row) for row in zip(*columns, strict=True)) + "\n").encode("utf-8"))
+
+
+def _options(types: list[dict[str, str]]) -> dict:
+    return {
+        "read_options": pacsv.ReadOptions(block_size=1 << 24),
+        "parse_options": pacsv.ParseOptions(delimiter="\t", quote_char='"', double_quote=True, escape_char=False,
+                                            newlines_in_values=True, ignore_empty_lines=False),
+        "convert_options": pacsv.ConvertOptions(
+            column_types={c["name"]: ARROW_TYPES[c["type"]] for c in types}, null_values=["NA"],
+            strings_can_be_null=True, quoted_strings_can_be_null=False,
+            true_values=["TRUE", "true"], false_values=["FALSE", "false"]),
+    }
+
+
+def read_tsv(path: Path, types: list[dict[str, str]], feature_ids: list[str],
+             directory: Path | str) -> tuple[pd.DataFrame, np.ndarray, dict[str, int]]:
+    """(table columns as a canonical frame, measurement matrix, stored-NaN counts per feature)."""
+    file = path.name
+    decode_errors = (pa.ArrowException, OSError, EOFError, zlib.error, UnicodeDecodeError)
+    try:
+        reader = pacsv.open_csv(path, **_options(types))
+        stored = reader.schema.names
+    except decode_errors as err:
+        raise UndecodableData(directory, file, f"not a readable gzipped TSV file: {err}") from None
+    table_types = check_file_columns(stored, types, feature_ids, directory, file)
+    names = [c["name"] for c in table_types]
+    filler = MatrixFiller(feature_ids)
+    batches = []
+    try:
+        for batch in reader:
+            filler.add(batch)
+            batches.append(batch.select(names))
+    except decode_errors as err:
+        raise UndecodableData(directory, file, f"TSV data cannot be decoded: {err}") from None
+    schema = pa.schema([pa.field(c["name"], ARROW_TYPES[c["type"]]) for c in table_types])
+    columns = pa.Table.from_batches(batches, schema=schema)
+    return arrow_to_frame(columns, table_types), filler.finish(), filler.stored_nan

@@ -1,0 +1,287 @@
+"""Every refusal of the directory format (spec sections 9 and 11) raises its own FormatError subclass."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dirhelpers import edit_json, reseal
+
+import cellspec_sc as cs
+from cellspec_sc import refusals as r
+
+
+@pytest.fixture
+def written(tmp_path):
+    return cs.write(cs.example(n_cells=30, adjacency=True), tmp_path / "obj")
+
+
+@pytest.fixture
+def written_tsv(tmp_path):
+    return cs.write(cs.example(n_cells=30), tmp_path / "tsv", format="tsv")
+
+
+def refused(path, cls, file):
+    """read(path) raises exactly ``cls``, naming directory, file and rule."""
+    with pytest.raises(cls) as info:
+        cs.read(path)
+    err = info.value
+    assert type(err) is cls and isinstance(err, cs.FormatError)
+    message = str(err)
+    assert str(path) in message and cls.rule in message
+    if file:
+        assert file in message and err.file == file
+    return err
+
+
+def test_every_refusal_class_has_its_own_rule():
+    rules = [cls.rule for cls in r.all_refusals()]
+    assert len(rules) == len(set(rules)) >= 15
+
+
+def test_not_a_directory(tmp_path):
+    (tmp_path / "f").write_text("x")
+    refused(tmp_path / "f", r.NotACellspecDirectory, None)
+
+
+def test_missing_done(written):
+    (written / "DONE").unlink()
+    refused(written, r.IncompleteDirectory, "DONE")
+
+
+def test_done_mismatch(written):
+    (written / "DONE").write_text("0" * 64 + "\n")
+    refused(written, r.DoneMismatch, "DONE")
+
+
+def test_manifest_garbage(written):
+    (written / "MANIFEST.sha256").write_text("not a manifest line\n")
+    reseal_done_only(written)
+    refused(written, r.ManifestInvalid, "MANIFEST.sha256")
+
+
+def reseal_done_only(directory):
+    import hashlib
+    (directory / "DONE").write_text(hashlib.sha256((directory / "MANIFEST.sha256").read_bytes()).hexdigest() + "\n")
+
+
+def test_listed_file_missing(written):
+    (written / "adjacency.parquet").unlink()
+    refused(written, r.ListedFileMissing, "adjacency.parquet")
+
+
+def test_listed_file_changed(written):
+    with open(written / "cells.parquet", "r+b") as f:
+        f.seek(100)
+        byte = f.read(1)
+        f.seek(100)
+        f.write(bytes([byte[0] ^ 1]))
+    refused(written, r.ChecksumMismatch, "cells.parquet")
+
+
+def test_second_unlisted_cells_file(written, written_tsv):
+    shutil.copy(written_tsv / "cells.tsv.gz", written / "cells.tsv.gz")
+    refused(written, r.UnlistedDataFile, "cells.tsv.gz")
+
+
+def test_both_cells_files_listed(written, written_tsv):
+    shutil.copy(written_tsv / "cells.tsv.gz", written / "cells.tsv.gz")
+    reseal(written, ["cells.parquet", "cells.tsv.gz", "adjacency.parquet", "cellspec.json"])
+    refused(written, r.UnlistedDataFile, "MANIFEST.sha256")
+
+
+def test_other_unlisted_file_is_ignored_with_a_warning(written):
+    (written / "notes.txt").write_text("hello")
+    with pytest.warns(r.UnlistedFileWarning, match="notes.txt"):
+        y = cs.read(written)
+    assert y.n_cells == 30
+
+
+@pytest.mark.parametrize("entry", ["/etc/passwd", "../outside.txt", "sub/../../outside.txt", "C:/x"])
+def test_unsafe_manifest_entries_refused_before_opening(written, entry):
+    (written.parent / "outside.txt").write_text("secret")
+    lines = (written / "MANIFEST.sha256").read_text()
+    (written / "MANIFEST.sha256").write_text(lines + f"{'0' * 64}  {entry}\n")
+    reseal_done_only(written)
+    (written / "cells.parquet").unlink()  # proves nothing listed was opened: this would be ListedFileMissing
+    refused(written, r.UnsafePath, "MANIFEST.sha256")
+
+
+def test_symlink_pointing_out_refused(written):
+    (written.parent / "outside.json").write_text("{}")
+    os.symlink(written.parent / "outside.json", written / "link.json")
+    reseal(written, ["cells.parquet", "adjacency.parquet", "cellspec.json", "link.json"])
+    refused(written, r.UnsafePath, "MANIFEST.sha256")
+
+
+@pytest.mark.parametrize("version, reason", [("2.0.0", "major"), ("1.7.0", "minor version 7"),
+                                             ("0.9.0", "major"), ("1.0", "MAJOR.MINOR.PATCH"),
+                                             (1, "MAJOR.MINOR.PATCH")])
+def test_unsupported_versions(written, version, reason):
+    edit_json(written, lambda d: d.update(spec_version=version))
+    err = refused(written, r.UnsupportedVersion, "cellspec.json")
+    assert reason in str(err)
+
+
+def test_newer_patch_is_read(written):
+    edit_json(written, lambda d: d.update(spec_version="1.0.9"))
+    assert cs.read(written).spec_version == "1.0.9"
+
+
+def test_invalid_json(written):
+    (written / "cellspec.json").write_text('{"spec_version": "1.0.0",')
+    reseal(written)
+    refused(written, r.InvalidJson, "cellspec.json")
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: d.pop("provenance"),
+    lambda d: d["column_types"]["cells"].append({"name": "q", "type": "float"}),
+    lambda d: d.update(images={"image_id": "img1"}),
+    lambda d: d["dictionary"][0].update(kind=["intensity"]),
+])
+def test_schema_violations(written, change):
+    edit_json(written, change)
+    refused(written, r.SchemaViolation, "cellspec.json")
+
+
+def test_undecodable_parquet(written):
+    (written / "cells.parquet").write_bytes(b"PAR1 this is not parquet PAR1")
+    reseal(written)
+    refused(written, r.UndecodableData, "cells.parquet")
+
+
+def test_undecodable_tsv(written_tsv):
+    (written_tsv / "cells.tsv.gz").write_bytes(b"\x1f\x8b not gzip")
+    reseal(written_tsv)
+    refused(written_tsv, r.UndecodableData, "cells.tsv.gz")
+
+
+def test_tsv_value_of_wrong_type(written_tsv):
+    text = gzip.decompress((written_tsv / "cells.tsv.gz").read_bytes()).decode()
+    header, first, rest = text.split("\n", 2)
+    fields = first.split("\t")
+    fields[3] = "twelve"  # x, a double
+    (written_tsv / "cells.tsv.gz").write_bytes(gzip.compress("\n".join([header, "\t".join(fields), rest]).encode()))
+    reseal(written_tsv)
+    refused(written_tsv, r.UndecodableData, "cells.tsv.gz")
+
+
+def test_column_listed_but_missing(written):
+    edit_json(written, lambda d: d["column_types"]["cells"].insert(3, {"name": "tile_id", "type": "character"}))
+    err = refused(written, r.ColumnMismatch, "cells.parquet")
+    assert "tile_id" in str(err)
+
+
+def test_stored_column_not_listed(written):
+    edit_json(written, lambda d: d["column_types"]["cells"].pop(5))
+    refused(written, r.ColumnMismatch, "cells.parquet")
+
+
+def test_stored_type_differs_from_column_types(written):
+    edit_json(written, lambda d: d["column_types"]["cells"][3].update(type="character"))
+    refused(written, r.ColumnMismatch, "cells.parquet")
+
+
+def test_adjacency_without_column_types(written):
+    edit_json(written, lambda d: d["column_types"].pop("adjacency"))
+    refused(written, r.UnlistedDataFile, "adjacency.parquet")
+
+
+def test_json_table_value_of_wrong_type(written):
+    edit_json(written, lambda d: d["images"][0].update(pixel_size="0.5"))
+    refused(written, r.ColumnMismatch, "cellspec.json")
+
+
+def _replace_parquet_column(path, name, values):
+    table = pq.read_table(path)
+    i = table.schema.get_field_index(name)
+    pq.write_table(table.set_column(i, name, pa.array(values, type=table.schema.field(i).type)), path)
+
+
+def test_nan_stored_as_number_fails_measurements_finite(written):
+    values = pq.read_table(written / "cells.parquet").column("cell:CD3e:mean").to_pylist()
+    values[4] = float("nan")
+    _replace_parquet_column(written / "cells.parquet", "cell:CD3e:mean", values)
+    reseal(written)
+    with pytest.raises(cs.ValidationError) as info:
+        cs.read(written)
+    report = info.value.report
+    assert report.status("measurements_finite") == "fail"
+    assert [f.name for f in report.failures] == ["measurements_finite"]
+    assert "cell:CD3e:mean: 1 NaN" in report.result("measurements_finite").message
+
+
+def test_nan_stored_in_tsv_fails_measurements_finite(written_tsv):
+    text = gzip.decompress((written_tsv / "cells.tsv.gz").read_bytes()).decode()
+    lines = text.split("\n")
+    fields = lines[2].split("\t")
+    fields[-1] = "NaN"
+    lines[2] = "\t".join(fields)
+    (written_tsv / "cells.tsv.gz").write_bytes(gzip.compress("\n".join(lines).encode()))
+    reseal(written_tsv)
+    with pytest.raises(cs.ValidationError) as info:
+        cs.read(written_tsv)
+    assert info.value.report.status("measurements_finite") == "fail"
+
+
+def test_infinite_stored_fails_measurements_finite(written):
+    values = pq.read_table(written / "cells.parquet").column("cell:area").to_pylist()
+    values[0] = float("inf")
+    _replace_parquet_column(written / "cells.parquet", "cell:area", values)
+    reseal(written)
+    with pytest.raises(cs.ValidationError) as info:
+        cs.read(written)
+    assert info.value.report.status("measurements_finite") == "fail"
+
+
+def test_structure_failure_is_a_validation_error_with_report(written):
+    edit_json(written, lambda d: d["images"][0].update(pixel_size=-1.0))
+    with pytest.raises(cs.ValidationError) as info:
+        cs.read(written)
+    assert info.value.report.status("images_pixel_size") == "fail"
+    assert str(written) in str(info.value)
+
+
+def test_outline_not_listed(written):
+    edit_json(written, lambda d: [row.update(geometry_ref="outlines.geojson") for row in d["images"]])
+    refused(written, r.OutlineMissing, "outlines.geojson")
+
+
+def test_null_feature_column_reads_as_na(written):
+    n = pq.read_metadata(written / "cells.parquet").num_rows
+    table = pq.read_table(written / "cells.parquet")
+    i = table.schema.get_field_index("cell:area")
+    pq.write_table(table.set_column(i, "cell:area", pa.nulls(n)), written / "cells.parquet")
+    reseal(written)
+    y = cs.read(written)
+    assert np.isnan(y.measurements[:, y.feature_ids.index("cell:area")]).all()
+
+
+def test_int64_integer_column_from_another_writer(tmp_path):
+    x = cs.example(n_cells=10)
+    path = cs.write(x, tmp_path / "o")
+    cells = pq.read_table(path / "cells.parquet")
+    extra = pa.array(list(range(10)), pa.int64())
+    pq.write_table(cells.add_column(3, "n_px", extra), path / "cells.parquet")
+    edit_json(path, lambda d: d["column_types"]["cells"].insert(3, {"name": "n_px", "type": "integer"}))
+    y = cs.read(path)
+    assert str(y.cells["n_px"].dtype) == "Int32" and y.cells["n_px"].tolist() == list(range(10))
+
+
+def test_warnings_not_raised_for_listed_outlines(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "o.geojson").write_text('{"type": "FeatureCollection", "features": []}')
+    x = cs.example(n_cells=10)
+    x = x.replace(images=x.images.assign(geometry_ref="o.geojson"), source_dir=src)
+    path = cs.write(x, tmp_path / "out")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cs.read(path)
