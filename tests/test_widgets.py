@@ -357,12 +357,31 @@ def test_cli_preview(tmp_path, capsys):
     assert main(["preview", str(tmp_path / "missing"), "-o", str(out)]) == 2
 
 
+def test_cli_preview_of_a_directory(tmp_path):
+    from cellspec_sc.cli import main
+
+    x = cs.example(region_layers=("tissue",))
+    cs.write(x, tmp_path / "slide")
+    out = tmp_path / "report.html"
+    assert main(["preview", str(tmp_path / "slide"), "-o", str(out), "--features", "cell:area", "--image", "img2"]) == 0
+    text = out.read_text()
+    assert _feature_options(text) == ["cell:area"] and "Space: img2" in text and "region__tissue" in text
+
+
 def test_preview_from_anndata(x):
-    bridge = pytest.importorskip("cellspec_sc.bridges.anndata", reason="AnnData bridge not merged yet")
-    adata = bridge.to_anndata(x)
-    w = preview(adata, feature="cell:CD3e:mean")
-    assert w.feature == "cell:CD3e:mean"
+    from cellspec_sc.bridges.anndata import to_anndata
+
+    adata = to_anndata(x)
+    adata.obs["leiden"] = pd.Categorical(np.where(np.arange(x.n_cells) % 3 == 0, "0", "1"))
+    adata.X = np.log1p(adata.X)  # in place, as sc.pp.log1p does: the preview shows what the AnnData holds
+    w = preview(adata, feature="cell:CD3e:mean", image="img2")
+    column = x.measurements[:, x.feature_ids.index("cell:CD3e:mean")]
+    assert w.summary_data().loc["all", "max"] == pytest.approx(np.log1p(column.max()))
     assert w.histogram_data().counts["img1"].sum() == (x.cells["image_id"] == "img1").sum()
+    w.select(colour_by="leiden")
+    img2 = np.flatnonzero((x.cells["image_id"] == "img2").to_numpy())
+    expected = {"0": int((img2 % 3 == 0).sum()), "1": int((img2 % 3 != 0).sum())}
+    assert {e.label: e.cells for e in w.space_data().legend} == expected
 
 
 # -- any valid object ------------------------------------------------------------------------------

@@ -35,7 +35,10 @@ _FEATURE_CACHE = 4
 
 
 def as_cellspec(obj: Any) -> CellSpec:
-    """A CellSpec as is; an AnnData through ``cellspec_sc.bridges.anndata.from_anndata``."""
+    """A CellSpec as is; an AnnData through ``cellspec_sc.bridges.anndata.from_anndata``.
+
+    ``allow_modified=True``: a preview shows an AnnData as it is, also after ``sc.pp.log1p`` changed X in place.
+    """
     from cellspec_sc.core import CellSpec
 
     if isinstance(obj, CellSpec):
@@ -45,7 +48,7 @@ def as_cellspec(obj: Any) -> CellSpec:
             from cellspec_sc.bridges.anndata import from_anndata
         except ImportError as err:  # the bridge ships separately on its branch
             raise InputError("previewing an AnnData needs cellspec_sc.bridges.anndata (from_anndata)") from err
-        return from_anndata(obj)
+        return from_anndata(obj, allow_modified=True)
     raise InputError(f"preview() takes a CellSpec or an AnnData from to_anndata, not a {type(obj).__name__}")
 
 
