@@ -8,8 +8,6 @@ Images are reduced to a 128-colour palette to keep the repository small.
 from __future__ import annotations
 
 import io
-import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -19,8 +17,8 @@ from PIL import Image
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from browser import browser_page, free_port, server  # noqa: E402
-from test_widgets_browser import _KERNEL_IDLE, NOTEBOOK, _dropdown, _lab_command, _write_settings  # noqa: E402
+from browser import browser_page  # noqa: E402
+from test_widgets_browser import _dropdown, lab_with_preview  # noqa: E402
 
 OUT = HERE / "img"
 
@@ -32,22 +30,7 @@ def save_small(png: bytes, name: str) -> None:
 
 
 def lab_screenshots(tmp: Path) -> None:
-    root = tmp / "root"
-    root.mkdir()
-    shutil.copy(NOTEBOOK, root / "preview.ipynb")
-    _write_settings(tmp / "settings")
-    port, token = free_port(), "docs"
-    base = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "config"), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime")}
-    with server(_lab_command(root, tmp, port, token), ready_url=f"{base}/api/status?token={token}", cwd=root,
-                env=env), browser_page(tmp / "profile", viewport=(1300, 2400)) as (page, _errors):
-        page.goto(f"{base}/lab/tree/preview.ipynb?token={token}&reset")
-        page.wait_for_function(_KERNEL_IDLE, timeout=60_000)
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        widget = page.locator(".cellspec-preview").first
-        widget.wait_for(timeout=60_000)
-        page.wait_for_function(_KERNEL_IDLE, timeout=120_000)
-        widget.scroll_into_view_if_needed()
+    with lab_with_preview(tmp, viewport=(1300, 2400)) as (page, _errors, _outside, widget, _root):
         _dropdown(widget, "marker").select_option("CD3e")
         widget.get_by_role("button", name="log").click()
         page.wait_for_timeout(3000)

@@ -7,7 +7,9 @@ windowing), the kernel is the test interpreter's.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -60,17 +62,21 @@ def _dropdown(root, label: str):
     return root.locator(f".widget-dropdown:has(label:text-is('{label}')) select").first
 
 
-def test_preview_in_jupyterlab(tmp_path):
-    root = tmp_path / "root"
+@contextlib.contextmanager
+def lab_with_preview(tmp: Path, *, viewport: tuple[int, int] = (1400, 1000)):
+    """JupyterLab serving a copy of notebooks/preview.ipynb, and a page that has run all its cells.
+
+    Yields (page, errors, outside requests, the widget locator, the notebook's folder).
+    """
+    root = tmp / "root"
     root.mkdir()
     shutil.copy(NOTEBOOK, root / "preview.ipynb")
-    _write_settings(tmp_path / "settings")
+    _write_settings(tmp / "settings")
     port, token = free_port(), "cellspec-test-token"
     base = f"http://127.0.0.1:{port}"
-    env = {**__import__("os").environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
-    with server(_lab_command(root, tmp_path, port, token), ready_url=f"{base}/api/status?token={token}",
-                cwd=root, env=env), browser_page(tmp_path / "profile", viewport=(1400, 1000)) as (page, errors):
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "config"), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime")}
+    with server(_lab_command(root, tmp, port, token), ready_url=f"{base}/api/status?token={token}",
+                cwd=root, env=env), browser_page(tmp / "profile", viewport=viewport) as (page, errors):
         outside = _outside_requests(page, base)
         page.goto(f"{base}/lab/tree/preview.ipynb?token={token}&reset")
         page.wait_for_function(_KERNEL_IDLE, timeout=60_000)
@@ -80,12 +86,18 @@ def test_preview_in_jupyterlab(tmp_path):
         histogram = widget.locator(".widget-tab-contents img").first
         page.wait_for_function("(el) => el.naturalWidth > 0", arg=histogram.element_handle(), timeout=30_000)
         page.wait_for_function(_KERNEL_IDLE, timeout=60_000)  # every cell has run
+        widget.scroll_into_view_if_needed()
+        yield page, errors, outside, widget, root
+
+
+def test_preview_in_jupyterlab(tmp_path):
+    with lab_with_preview(tmp_path) as (page, errors, outside, widget, root):
+        histogram = widget.locator(".widget-tab-contents img").first
         assert (root / "preview.html").exists() and (root / "preview.png").exists()
 
         # the notebook's later cells selected nucleus:FOXP3:mean through Python: the controls show it
         assert _dropdown(widget, "marker").input_value() == "FOXP3"
         assert _dropdown(widget, "compartment").input_value() == "nucleus"
-        widget.scroll_into_view_if_needed()
         before_src = histogram.get_attribute("src")
         before_png = widget.screenshot()
         assert not screenshot_is_blank(before_png, min_colours=20)
