@@ -426,3 +426,13 @@ def test_docstring_examples(module):
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_cli_preview_of_an_h5ad(tmp_path):
+    from cellspec_sc.bridges.anndata import to_anndata
+    from cellspec_sc.cli import main
+
+    to_anndata(cs.example()).write_h5ad(tmp_path / "slide.h5ad")
+    out = tmp_path / "report.html"
+    assert main(["preview", str(tmp_path / "slide.h5ad"), "-o", str(out), "--features", "nucleus:FOXP3:mean"]) == 0
+    assert _feature_options(out.read_text()) == ["nucleus:FOXP3:mean"]
