@@ -17,11 +17,13 @@ from .errors import CellspecError, ValidationError
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
-COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli", "cellspec_sc.cli_convert", "cellspec_sc.cli_preview")
+COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli", "cellspec_sc.cli_import", "cellspec_sc.cli_convert",
+                                   "cellspec_sc.cli_preview")
 
 
-def _print_report(report, *, out=sys.stdout) -> int:
-    print(report.format(), file=out)
+def _print_report(report, *, out=None) -> int:
+    # sys.stdout looked up at call time (a default argument would pin the stream at import)
+    print(report.format(), file=out or sys.stdout)
     return EXIT_OK if report.ok else EXIT_INVALID
 
 
