@@ -31,6 +31,7 @@ _LAZY = {
     "from_anndata": "cellspec_sc.bridges.anndata",
     "to_spatialdata": "cellspec_sc.bridges.spatialdata",
     "from_spatialdata": "cellspec_sc.bridges.spatialdata",
+    "preview": "cellspec_sc.widgets",
 }
 
 

@@ -207,6 +207,12 @@ class CellSpec:
 
         return validate(self, **options)
 
+    def preview(self, *, image: str | None = None, feature: str | None = None) -> Any:
+        """An interactive notebook preview; see :func:`cellspec_sc.widgets.preview`."""
+        from .widgets import preview
+
+        return preview(self, image=image, feature=feature)
+
     def write(self, path: str | Path, **options: Any) -> Path:
         """Write a cellspec directory; see :func:`cellspec_sc.write`."""
         from .directory import write
