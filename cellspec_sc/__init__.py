@@ -24,6 +24,13 @@ __version__ = package_version()
 _LAZY = {
     "read": "cellspec_sc.directory",
     "write": "cellspec_sc.directory",
+    "read_qupath": "cellspec_sc.readers.qupath",
+    "read_mcmicro": "cellspec_sc.readers.mcmicro",
+    "to_luxar": "cellspec_sc.bridges.luxar",
+    "to_anndata": "cellspec_sc.bridges.anndata",
+    "from_anndata": "cellspec_sc.bridges.anndata",
+    "to_spatialdata": "cellspec_sc.bridges.spatialdata",
+    "from_spatialdata": "cellspec_sc.bridges.spatialdata",
 }
 
 
