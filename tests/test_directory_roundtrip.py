@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from strategies import cellspecs
 
 import cellspec_sc as cs
@@ -58,6 +58,7 @@ def test_parquet_round_trip_is_bit_exact(x):
         assert y.differences(x) == []
 
 
+@settings(max_examples=15)  # three writes and reads per example; Parquet carries the bit-exact load
 @given(cellspecs())
 def test_tsv_round_trip_to_15_digits(x):
     with tempfile.TemporaryDirectory() as tmp:
