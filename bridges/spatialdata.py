@@ -119,9 +119,9 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
 
 
 def _image_names(x: CellSpec) -> dict[str, str]:
-    """Element / coordinate system base name of every image (images order, then unknown ids of cells)."""
+    """Element / coordinate system base name of every image, in images order (validation has
+    made sure that every image of a cell is there)."""
     ids = [str(i) for i in x.images["image_id"]]
-    ids += [str(i) for i in pd.unique(x.cells["image_id"].astype(object)) if str(i) not in set(ids)]
     return allocate(ids, taken=[TABLE_KEY], suffixes=("", OUTLINES_SUFFIX, PIXEL_SUFFIX))
 
 
