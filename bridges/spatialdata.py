@@ -330,7 +330,8 @@ def _table_key(sdata: SpatialData, table_key: str | None) -> str:
     if len(tables) == 1:
         return tables[0]
     if not tables:
-        raise InputError("SpatialData has no table; a cellspec needs one table with the cells (table_key)")
+        raise InputError("SpatialData has no table; a cellspec needs one table with the cells (a spatialdata "
+                         "query that keeps no cell drops the table too)")
     raise InputError(f"SpatialData has {len(tables)} tables {tables}; say which holds the cells with table_key=")
 
 

@@ -254,6 +254,13 @@ def test_filtering_the_table_keeps_the_cells_of_the_rows_left(xa, tmp_path):
     check_subset(cs.from_spatialdata(through_zarr(sdata, tmp_path / "f.zarr")), xa, tumour)
 
 
+def test_a_query_that_keeps_no_cell_is_reported(xa):
+    q = sd.bounding_box_query(cs.to_spatialdata(xa), axes=("x", "y"), min_coordinate=[-50, -50],
+                              max_coordinate=[-10, -10], target_coordinate_system="img1")
+    with pytest.raises(CellspecError, match="keeps no cell"):
+        cs.from_spatialdata(q)
+
+
 def test_removing_an_element_drops_its_cells_unless_asked_not_to(xa):
     sdata = cs.to_spatialdata(xa)
     del sdata.shapes["img2"]
@@ -427,3 +434,23 @@ def test_cellspec_convert_directory_to_spatialdata_and_back_with_outlines(tmp_pa
     (other / "notes.txt").write_text("mine")
     assert main(["convert", "example", str(other), "--overwrite"]) == 2
     assert (other / "notes.txt").read_text() == "mine"
+
+
+def test_a_foreign_table_annotating_polygons_gets_their_centroids():
+    import anndata as ad
+    import geopandas as gpd
+    from shapely.geometry import box
+    from spatialdata.models import ShapesModel, TableModel
+    from spatialdata.transformations import Identity
+
+    polygons = ShapesModel.parse(gpd.GeoDataFrame(geometry=[box(0, 0, 4, 2), box(10, 10, 12, 16)],
+                                                  index=pd.Index([7, 3])), transformations={"global": Identity()})
+    obs = pd.DataFrame({"label": [3, 7], "roi": pd.Categorical(["cells", "cells"]), "slide": ["s1", "s1"]},
+                       index=["a", "b"])
+    table = TableModel.parse(ad.AnnData(X=np.ones((2, 1)), obs=obs, var=pd.DataFrame(index=["CD3"])),
+                             region="cells", region_key="roi", instance_key="label")
+    sdata = sd.SpatialData(shapes={"cells": polygons}, tables={"t": table})
+    x = cs.from_spatialdata(sdata, sample_key="slide", pixel_size=1.0, coordinate_unit="um")
+    assert x.cells["cell_id"].tolist() == ["3", "7"]
+    assert x.cells["x"].tolist() == [11.0, 2.0] and x.cells["y"].tolist() == [13.0, 1.0]
+    assert x.validate().ok
