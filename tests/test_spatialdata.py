@@ -16,8 +16,8 @@ from spatialdata.transformations import get_transformation
 from strategies import cellspecs
 
 import cellspec_sc as cs
-from cellspec_sc.errors import CellspecError
 from cellspec_sc.bridges.spatialdata import UNS_KEY
+from cellspec_sc.errors import CellspecError
 from cellspec_sc.outlines import OutlineWarning
 
 
@@ -338,12 +338,11 @@ def test_invalid_objects_and_ambiguous_tables_are_refused(xa):
 
 
 # -- SpatialData made elsewhere ------------------------------------------------------------------
-def xenium_like(tmp_path=None):
+def xenium_like():
     """Circles in micrometres, a "global" pixel coordinate system and a table keyed like spatialdata-io's."""
+    import anndata as ad
     from spatialdata.models import ShapesModel, TableModel
     from spatialdata.transformations import Scale
-
-    import anndata as ad
 
     ids = ["aaa-1", "aab-1", "aac-1"]
     circles = ShapesModel.parse(np.array([[10.0, 20.0], [30.0, 40.0], [50.0, 60.0]]), geometry=0,
