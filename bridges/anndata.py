@@ -169,9 +169,9 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     New ``obs`` columns (``leiden``, ...) become cells columns (categoricals as character;
     names made snake_case with a warning). Rows and columns follow ``obs`` and ``var``, so a
     subset ``adata[mask, features]`` gives a valid subset (contacts of removed cells dropped).
-    If ``X`` no longer holds the values written (``sc.pp.log1p`` or ``scale`` in place), a
-    :class:`~cellspec_sc.InputError` is raised unless ``allow_modified=True`` (recorded in
-    history). Entries of ``obsm``/``layers``/``obsp``/``varm`` that are not the bridge's own are
+    If ``X`` no longer holds the values written (``sc.pp.log1p`` or ``scale`` in place), they are
+    taken from ``adata.raw`` when that still holds them, else a :class:`~cellspec_sc.InputError`
+    is raised unless ``allow_modified=True`` (recorded in history). Entries of ``obsm``/``layers``/``obsp``/``varm`` that are not the bridge's own are
     reported in a warning. A history step is appended whenever content changed.
 
     An AnnData without ``uns["cellspec"]`` (from scimap, spatialdata-io, ...) is converted with
@@ -190,7 +190,7 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     if foreign:
         raise InputError(f"from_anndata: {sorted(foreign)} only apply to an AnnData without uns['cellspec']")
     record = adata.uns[UNS_KEY]
-    meta = _read_json(record, "meta")
+    meta = _read_meta(record)
     changes: dict[str, Any] = {}
     cells = _cells_from_obs(adata.obs, meta, changes)
     dictionary = _dictionary_from_var(adata.var, meta, changes)
@@ -219,6 +219,21 @@ def _read_json(record: Mapping[str, Any], key: str) -> Any:
         return from_json_text(record[key])
     except ValueError as err:
         raise InputError(f"uns['cellspec'][{key!r}] is not valid JSON text ({err})") from None
+
+
+_META_KEYS = ("cells_types", "dictionary_types", "cells_fingerprints", "dictionary_fingerprints", "feature_ids",
+              "measurements_shape", "measurements_sha256")
+
+
+def _read_meta(record: Any) -> dict[str, Any]:
+    if not isinstance(record, Mapping):
+        raise InputError(f"uns['cellspec'] is a {type(record).__name__}, not the dict written by "
+                         "cellspec_sc.to_anndata")
+    meta = _read_json(record, "meta")
+    missing = [key for key in _META_KEYS if not isinstance(meta, dict) or key not in meta]
+    if missing:
+        raise InputError(f"uns['cellspec']['meta'] lacks {missing}; it was not written by cellspec_sc.to_anndata")
+    return meta
 
 
 def _table(record: Mapping[str, Any], key: str) -> pd.DataFrame:
@@ -378,6 +393,9 @@ def _dictionary_from_var(var: pd.DataFrame, meta: Mapping[str, Any], changes: di
 def _measurements_from_x(adata: anndata.AnnData, meta: Mapping[str, Any], allow_modified: bool,
                          changes: dict[str, Any]) -> np.ndarray:
     matrix = _dense(adata.X) if adata.X is not None else np.zeros((adata.n_obs, adata.n_vars))
+    raw = _raw_measurements(adata, meta)
+    if raw is not None:
+        return raw
     problem = None
     if np.asarray(matrix).dtype != np.float64:
         problem = f"X has dtype {np.asarray(matrix).dtype}, not the float64 measurements written by to_anndata"
@@ -395,6 +413,21 @@ def _measurements_from_x(adata: anndata.AnnData, meta: Mapping[str, Any], allow_
         changes["cells_before"], changes["cells_after"] = int(meta["measurements_shape"][0]), int(matrix.shape[0])
     out = np.asarray(matrix, dtype=np.float64)
     return out if out.flags.c_contiguous or out.flags.f_contiguous else np.ascontiguousarray(out)
+
+
+def _raw_measurements(adata: anndata.AnnData, meta: Mapping[str, Any]) -> np.ndarray | None:
+    """The measurements from ``adata.raw`` (scanpy's ``adata.raw = adata`` before ``log1p``), when
+    ``raw.X`` still holds exactly what ``to_anndata`` wrote; columns follow ``adata.var``."""
+    raw = adata.raw
+    if raw is None or raw.X is None or list(raw.shape) != list(meta["measurements_shape"]):
+        return None
+    matrix = _dense(raw.X)
+    if matrix.dtype != np.float64 or measurement_fingerprint(matrix) != meta["measurements_sha256"]:
+        return None
+    positions = pd.Index(list(map(str, raw.var_names))).get_indexer(list(map(str, adata.var_names)))
+    if (positions < 0).any():
+        return None
+    return matrix if np.array_equal(positions, np.arange(matrix.shape[1])) else np.ascontiguousarray(matrix[:, positions])
 
 
 def _dense(matrix: Any) -> np.ndarray:

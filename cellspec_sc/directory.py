@@ -31,8 +31,8 @@ from .manifest import DATA_FILES, METADATA, checked_relative, verify_directory, 
 from .metadata import JSON_TABLES, KNOWN_KEYS, build_document, dump_document, frame_of_rows, load_document, \
     schema_problem, supported_version
 from .parquet_io import read_parquet, write_parquet
-from .refusals import (ColumnMismatch, NotACellspecDirectory, OutlineMissing, SchemaViolation, TargetExists, UnlistedDataFile,
-                       UnsafePath, UnsupportedVersion)
+from .refusals import (ColumnMismatch, NotACellspecDirectory, OutlineMissing, SchemaViolation, TargetExists,
+                       UnlistedDataFile, UnreadableFile, UnsafePath, UnsupportedVersion)
 from .staging import clean_stale, fsync_file, fsync_tree, publish, staging_directory
 from .tsv import read_tsv, write_tsv
 from .validation import validate
@@ -164,11 +164,19 @@ def read(path: str | Path) -> CellSpec:
     :class:`cellspec_sc.ValidationError` with the report. ``source_dir`` of the
     result is the absolute directory.
     """
-    from .core import CellSpec
-
     directory = Path(path)
     if not directory.is_dir():
         raise NotACellspecDirectory(directory, None, "is not a directory")
+    try:
+        return _read(directory)
+    except OSError as err:  # permissions, a directory where a file belongs, I/O errors
+        name = Path(err.filename).name if err.filename else None
+        raise UnreadableFile(directory, name, err.strerror or str(err)) from None
+
+
+def _read(directory: Path) -> CellSpec:
+    from .core import CellSpec
+
     entries = verify_directory(directory)
     if METADATA not in entries:
         raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")

@@ -123,7 +123,7 @@ values fit int32, large or dictionary-encoded strings, and all-null columns are 
 follows `column_types`.
 
 Memory: the measurement matrix is allocated once (Parquet knows the row count) and each feature
-column is decoded into it one row batch (65,536 rows) at a time, so `read` never holds two full
+column is decoded into it one piece (a row group, at most ~128 MB of columns) at a time, so `read` never holds two full
 copies. For TSV the row count is unknown: batches are kept as blocks and moved into a matrix whose
 pages are committed only as each block is copied and dropped."""
 

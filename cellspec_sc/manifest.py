@@ -43,7 +43,7 @@ def checked_relative(directory: Path, name: str, file: str, *, must_exist: bool 
     Checks the text first (absolute, ``..``, backslashes), then where symlinks lead.
     """
     pure = PurePosixPath(name)
-    if not name or pure.is_absolute() or re.match(r"^[A-Za-z]:", name) or "\\" in name:
+    if not name or pure.is_absolute() or re.match(r"^[A-Za-z]:", name) or any(c in name for c in "\\\n\r"):
         raise UnsafePath(directory, file, f"path {name!r} is absolute or not a plain relative path")
     if any(part in ("..", ".") for part in name.split("/")) or name.endswith("/") or "//" in name:
         raise UnsafePath(directory, file, f"path {name!r} leaves the directory or is not normalised")

@@ -14,6 +14,7 @@ strings as UTF-8, integers as int32. Written and read one row batch at a time.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,8 @@ from .columns import MatrixFiller, arrow_to_frame, batch_ranges, check_file_colu
     file_columns
 from .refusals import ColumnMismatch, UndecodableData
 
-_READ_BATCH_ROWS = 1 << 16
+_READ_PIECE_BYTES = 1 << 27
+_ROW_GROUP_BYTES = 1 << 27
 
 
 def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: np.ndarray | None,
@@ -33,7 +35,8 @@ def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], 
     """Write ``frame`` (columns typed by ``types``) and the feature columns of ``matrix`` as one Parquet file."""
     arrays, schema = file_columns(frame, types, feature_ids, table, directory)
     with pq.ParquetWriter(path, schema) as writer:
-        for start, stop in batch_ranges(len(frame), len(schema)):
+        # one row group per batch of ~128 MB: few enough row groups for a small footer with 1,000 features
+        for start, stop in batch_ranges(len(frame), len(schema), _ROW_GROUP_BYTES):
             columns = [a.slice(start, stop - start) for a in arrays]
             if feature_ids:
                 columns += feature_arrays(matrix, start, stop)
@@ -45,7 +48,9 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     """(table columns as a canonical frame, measurement matrix, stored-NaN counts per feature)."""
     file = path.name
     try:
-        handle = pq.ParquetFile(path)
+        # no pre-buffering and a buffered stream: column chunks are read a page at a time, so only the
+        # batch being decoded is in memory (pre_buffer would load every selected column chunk first)
+        handle = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
         stored = handle.schema_arrow
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"not a readable Parquet file: {err}") from None
@@ -60,10 +65,25 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
         columns = pa.table({c["name"]: conform(raw.column(c["name"]), c["type"], file, c["name"], directory)
                             for c in table_types}) if names else raw
         filler = MatrixFiller(feature_ids, handle.metadata.num_rows)
-        if feature_ids:
-            for batch in handle.iter_batches(batch_size=_READ_BATCH_ROWS, columns=feature_ids, use_threads=True):
-                filler.add(batch)
+        for start, piece in _feature_pieces(handle, feature_ids):
+            filler.fill(start, piece)
+            del piece
         matrix = filler.finish()
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"Parquet data cannot be decoded: {err}") from None
     return arrow_to_frame(columns, table_types), matrix, filler.stored_nan
+
+
+def _feature_pieces(handle: pq.ParquetFile, feature_ids: list[str]) -> Iterator[tuple[int, pa.Table]]:
+    """(first row, table) pieces of the feature columns, each at most ~128 MB decoded.
+
+    One row group at a time, and within it as many columns as fit, so memory stays
+    bounded whatever row groups the writer chose (``iter_batches`` holds far more).
+    """
+    start = 0
+    for i in range(handle.metadata.num_row_groups):
+        rows = handle.metadata.row_group(i).num_rows
+        step = max(1, _READ_PIECE_BYTES // max(8 * rows, 1))
+        for j in range(0, len(feature_ids), step):
+            yield start, handle.read_row_group(i, columns=feature_ids[j:j + step], use_threads=True)
+        start += rows

@@ -85,6 +85,10 @@ class ColumnMismatch(DirectoryRefusal):
             "dictionary order, with the type the file stores")
 
 
+class UnreadableFile(DirectoryRefusal):
+    rule = "every file of the directory can be opened and read"
+
+
 class TargetExists(DirectoryRefusal):
     rule = "write() does not replace an existing path unless overwrite=True, and then only a cellspec directory"
 

@@ -169,6 +169,23 @@ def test_x_changed_in_place_is_refused(x):
     assert "measurements_modified" in back.provenance["history"][-1]["details"]
 
 
+def test_raw_values_kept_in_adata_raw_are_used(x):
+    import scanpy as sc
+
+    adata = cs.to_anndata(x.replace(measurements=x.measurements.copy()))
+    adata.raw = adata.copy()  # `adata.raw = adata` would share X's memory, and log1p would change both
+    sc.pp.log1p(adata)
+    sc.pp.scale(adata)
+    with pytest.warns(AnnDataBridgeWarning, match="'mean', 'std'"):
+        back = cs.from_anndata(adata)
+    assert back.equals(x)
+    shape_only = adata[:, adata.var["kind"] == "shape"]
+    assert cs.from_anndata(shape_only).equals(x.subset(features=x.features(kind="shape")).replace(
+        provenance=cs.from_anndata(shape_only).provenance))
+    np.testing.assert_array_equal(cs.from_anndata(shape_only).measurements,
+                                  x.measurements[:, [x.feature_ids.index(f) for f in x.features(kind="shape")]])
+
+
 def test_other_obsm_and_layers_are_reported(x):
     adata = cs.to_anndata(x)
     adata.obsm["X_umap"] = np.zeros((80, 2))
@@ -225,3 +242,29 @@ def test_generated_subsets_match_cellspec_subset(x, data):
     assert back.replace(provenance=expected.provenance).differences(expected) == []
     changed = not (mask.all() and features.all())
     assert len(back.provenance["history"]) == len(x.provenance["history"]) + changed
+
+
+def test_damaged_uns_is_refused_with_a_cellspec_error(x):
+    adata = cs.to_anndata(x)
+    adata.uns["cellspec"]["meta"] = "{}"
+    with pytest.raises(cs.CellspecError, match="lacks"):
+        cs.from_anndata(adata)
+    adata.uns["cellspec"] = "not a dict"
+    with pytest.raises(cs.CellspecError, match="not the dict"):
+        cs.from_anndata(adata)
+    adata = cs.to_anndata(x)
+    adata.uns["cellspec"]["images"] = "[1, 2"
+    with pytest.raises(cs.CellspecError, match="images"):
+        cs.from_anndata(adata)
+    with pytest.raises(cs.CellspecError, match="only apply to an AnnData without"):
+        cs.from_anndata(cs.to_anndata(x), pixel_size=0.5)
+
+
+def test_docs_name_every_slot_the_bridge_writes():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "anndata.md").read_text(encoding="utf-8")
+    adata = cs.to_anndata(cs.example(adjacency=True))
+    slots = [f'obsm["{k}"]' for k in adata.obsm] + [f'obsp["{k}"]' for k in adata.obsp]
+    slots += [f'["{k}"]' for k in adata.uns["cellspec"]]
+    assert [s for s in slots if s not in text] == []

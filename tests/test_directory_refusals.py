@@ -55,6 +55,12 @@ def test_missing_done(written):
     refused(written, r.IncompleteDirectory, "DONE")
 
 
+def test_unreadable_file(written):
+    (written / "DONE").unlink()
+    (written / "DONE").mkdir()
+    refused(written, r.UnreadableFile, "DONE")
+
+
 def test_done_mismatch(written):
     (written / "DONE").write_text("0" * 64 + "\n")
     refused(written, r.DoneMismatch, "DONE")

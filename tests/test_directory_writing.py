@@ -169,7 +169,8 @@ def test_outline_missing_from_source_refused(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("ref", ["../escape.geojson", "/etc/passwd", "a/../../b.geojson", "DONE"])
+@pytest.mark.parametrize("ref", ["../escape.geojson", "/etc/passwd", "a/../../b.geojson", "DONE", "two\nlines",
+                                 "back\\slash"])
 def test_unsafe_geometry_ref_refused(tmp_path, ref):
     x = cs.example(n_cells=6)
     x = x.replace(images=x.images.assign(geometry_ref=pd.array([ref, None], dtype="string")), source_dir=tmp_path)
