@@ -351,10 +351,16 @@ def _rows_with_shapes(sdata: SpatialData, table: anndata.AnnData, record: Mappin
     if region_key not in table.obs or instance_key not in table.obs:
         raise InputError(f"table.obs has lost {region_key!r} or {instance_key!r}, which tie cells to shapes")
     keep = np.zeros(table.n_obs, dtype=bool)
+    gone: dict[str, int] = {}
     for region, rows in _rows_by_region(table.obs[region_key]):
         element = sdata.shapes.get(region)
-        if element is not None:
+        if element is None:
+            gone[region] = int(rows.size)
+        else:
             keep[rows] = _keys(table.obs[instance_key].iloc[rows]).isin(_keys(element.index))
+    if gone:
+        warnings.warn(f"cells of shapes elements that are not in the SpatialData are left out: {gone} "
+                      "(restrict_to_shapes=False keeps them)", SpatialDataBridgeWarning, stacklevel=3)
     return None if keep.all() else keep
 
 
