@@ -5,7 +5,9 @@ element name or table key when it is non-empty, not ``.`` or ``..``, does not
 start with ``__`` and holds only alphanumeric characters, ``_``, ``-`` and
 ``.``; names must also be unique when case is ignored, and table columns may
 not be called ``_index``. Its ``isalnum`` is Unicode-aware, but we keep names
-ASCII so that the zarr store works on every file system.
+ASCII so that the zarr store works on every file system, and refuse a leading ``.``
+as well: spatialdata accepts ``.a`` but its ``read_zarr`` skips hidden groups, so
+the element would be lost on disk.
 
 :func:`sanitise` maps one string; :func:`allocate` maps a list of strings to
 unique names (case-insensitively), keeping names that are already valid and
@@ -14,8 +16,8 @@ adding ``-2``, ``-3``, ... where two ids would collide. The result is a dict
 
 >>> sanitise("Tumour core #1")
 'Tumour_core__1'
->>> sanitise("__x"), sanitise("."), sanitise("éa")
-('x__x', 'x.', '_a')
+>>> sanitise("__x"), sanitise("."), sanitise(".hidden"), sanitise("éa")
+('x__x', 'x.', 'x.hidden', '_a')
 >>> allocate(["a b", "a_b", "A_B"])
 {'a b': 'a_b-3', 'a_b': 'a_b', 'A_B': 'A_B-2'}
 """
@@ -30,15 +32,17 @@ _RESERVED_COLUMNS = frozenset({"_index"})
 
 
 def is_valid(name: str, *, column: bool = False) -> bool:
-    """Whether SpatialData accepts ``name`` unchanged (ASCII subset; ``column`` adds the ``_index`` rule)."""
-    return (bool(name) and name not in (".", "..") and not name.startswith("__")
-            and _INVALID.search(name) is None and not (column and name in _RESERVED_COLUMNS))
+    """Whether SpatialData accepts ``name`` unchanged (ASCII subset; ``column`` adds the ``_index`` rule),
+    and it survives a zarr round trip: spatialdata 0.8 accepts ``.a`` but ``read_zarr`` skips
+    such a hidden group, so a leading ``.`` is refused too."""
+    return (bool(name) and not name.startswith(("__", ".")) and _INVALID.search(name) is None
+            and not (column and name in _RESERVED_COLUMNS))
 
 
 def sanitise(name: str, *, column: bool = False) -> str:
     """``name`` with every character outside ``A-Za-z0-9_.-`` replaced by ``_``; a name that
-    would still be refused (empty, ``.``, ``..``, leading ``__``, ``_index`` for columns)
-    gets the prefix ``x``."""
+    would still be refused (empty, leading ``.`` or ``__``, ``_index`` for columns) gets the
+    prefix ``x``."""
     out = _INVALID.sub("_", str(name))
     return out if is_valid(out, column=column) else "x" + out
 

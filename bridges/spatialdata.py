@@ -119,9 +119,9 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
 
 
 def _image_names(x: CellSpec) -> dict[str, str]:
-    """Element / coordinate system base name of every image (images order, then unknown ids of cells)."""
+    """Element / coordinate system base name of every image, in images order (validation has
+    made sure that every image of a cell is there)."""
     ids = [str(i) for i in x.images["image_id"]]
-    ids += [str(i) for i in pd.unique(x.cells["image_id"].astype(object)) if str(i) not in set(ids)]
     return allocate(ids, taken=[TABLE_KEY], suffixes=("", OUTLINES_SUFFIX, PIXEL_SUFFIX))
 
 
@@ -330,7 +330,8 @@ def _table_key(sdata: SpatialData, table_key: str | None) -> str:
     if len(tables) == 1:
         return tables[0]
     if not tables:
-        raise InputError("SpatialData has no table; a cellspec needs one table with the cells (table_key)")
+        raise InputError("SpatialData has no table; a cellspec needs one table with the cells (a spatialdata "
+                         "query that keeps no cell drops the table too)")
     raise InputError(f"SpatialData has {len(tables)} tables {tables}; say which holds the cells with table_key=")
 
 
@@ -350,10 +351,16 @@ def _rows_with_shapes(sdata: SpatialData, table: anndata.AnnData, record: Mappin
     if region_key not in table.obs or instance_key not in table.obs:
         raise InputError(f"table.obs has lost {region_key!r} or {instance_key!r}, which tie cells to shapes")
     keep = np.zeros(table.n_obs, dtype=bool)
+    gone: dict[str, int] = {}
     for region, rows in _rows_by_region(table.obs[region_key]):
         element = sdata.shapes.get(region)
-        if element is not None:
+        if element is None:
+            gone[region] = int(rows.size)
+        else:
             keep[rows] = _keys(table.obs[instance_key].iloc[rows]).isin(_keys(element.index))
+    if gone:
+        warnings.warn(f"cells of shapes elements that are not in the SpatialData are left out: {gone} "
+                      "(restrict_to_shapes=False keeps them)", SpatialDataBridgeWarning, stacklevel=3)
     return None if keep.all() else keep
 
 

@@ -16,8 +16,8 @@ from spatialdata.transformations import get_transformation
 from strategies import cellspecs
 
 import cellspec_sc as cs
-from cellspec_sc.errors import CellspecError
 from cellspec_sc.bridges.spatialdata import UNS_KEY
+from cellspec_sc.errors import CellspecError
 from cellspec_sc.outlines import OutlineWarning
 
 
@@ -90,6 +90,18 @@ def test_image_ids_become_valid_unique_names_and_come_back(tmp_path):
     assert sorted(sdata.shapes) == sorted(names.values())
     assert set(sdata.coordinate_systems) == {n for v in names.values() for n in (v, v + "_px")}
     assert cs.from_spatialdata(through_zarr(sdata, tmp_path / "n.zarr")).equals(x)
+
+
+def test_hidden_looking_image_ids_are_not_lost_on_disk(tmp_path):
+    # spatialdata accepts the element name ".a", but read_zarr skips such a hidden group
+    x = renamed_images(cs.example(), {"img1": ".a", "img2": "..."})
+    sdata = cs.to_spatialdata(x)
+    assert sorted(sdata.shapes) == ["x...", "x.a"]
+    back = through_zarr(sdata, tmp_path / "h.zarr")
+    assert sorted(back.shapes) == ["x...", "x.a"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert cs.from_spatialdata(back).equals(x)
 
 
 def test_obs_columns_that_spatialdata_refuses_are_renamed_and_restored(tmp_path):
@@ -216,7 +228,11 @@ def test_bounding_box_query_gives_a_valid_cellspec_of_the_cells_left(xa, tmp_pat
                               target_coordinate_system="img1", filter_table=filter_table)
     wanted = expected_cells(xa, "img1", *box)
     assert 0 < len(wanted) < 40
-    check_subset(cs.from_spatialdata(q), xa, wanted)
+    if filter_table:
+        check_subset(cs.from_spatialdata(q), xa, wanted)
+    else:  # the table still has the cells of img2, whose element the query removed
+        with pytest.warns(UserWarning, match=r"left out: \{'img2': 40\}"):
+            check_subset(cs.from_spatialdata(q), xa, wanted)
 
 
 def test_bounding_box_query_in_pixels_matches_the_same_box_in_micrometres(xa):
@@ -254,10 +270,18 @@ def test_filtering_the_table_keeps_the_cells_of_the_rows_left(xa, tmp_path):
     check_subset(cs.from_spatialdata(through_zarr(sdata, tmp_path / "f.zarr")), xa, tumour)
 
 
+def test_a_query_that_keeps_no_cell_is_reported(xa):
+    q = sd.bounding_box_query(cs.to_spatialdata(xa), axes=("x", "y"), min_coordinate=[-50, -50],
+                              max_coordinate=[-10, -10], target_coordinate_system="img1")
+    with pytest.raises(CellspecError, match="keeps no cell"):
+        cs.from_spatialdata(q)
+
+
 def test_removing_an_element_drops_its_cells_unless_asked_not_to(xa):
     sdata = cs.to_spatialdata(xa)
     del sdata.shapes["img2"]
-    assert set(cs.from_spatialdata(sdata).cells["image_id"]) == {"img1"}
+    with pytest.warns(UserWarning, match="not in the SpatialData are left out"):
+        assert set(cs.from_spatialdata(sdata).cells["image_id"]) == {"img1"}
     assert cs.from_spatialdata(sdata, restrict_to_shapes=False).equals(xa)
 
 
@@ -331,12 +355,11 @@ def test_invalid_objects_and_ambiguous_tables_are_refused(xa):
 
 
 # -- SpatialData made elsewhere ------------------------------------------------------------------
-def xenium_like(tmp_path=None):
+def xenium_like():
     """Circles in micrometres, a "global" pixel coordinate system and a table keyed like spatialdata-io's."""
+    import anndata as ad
     from spatialdata.models import ShapesModel, TableModel
     from spatialdata.transformations import Scale
-
-    import anndata as ad
 
     ids = ["aaa-1", "aab-1", "aac-1"]
     circles = ShapesModel.parse(np.array([[10.0, 20.0], [30.0, 40.0], [50.0, 60.0]]), geometry=0,
@@ -427,3 +450,23 @@ def test_cellspec_convert_directory_to_spatialdata_and_back_with_outlines(tmp_pa
     (other / "notes.txt").write_text("mine")
     assert main(["convert", "example", str(other), "--overwrite"]) == 2
     assert (other / "notes.txt").read_text() == "mine"
+
+
+def test_a_foreign_table_annotating_polygons_gets_their_centroids():
+    import anndata as ad
+    import geopandas as gpd
+    from shapely.geometry import box
+    from spatialdata.models import ShapesModel, TableModel
+    from spatialdata.transformations import Identity
+
+    polygons = ShapesModel.parse(gpd.GeoDataFrame(geometry=[box(0, 0, 4, 2), box(10, 10, 12, 16)],
+                                                  index=pd.Index([7, 3])), transformations={"global": Identity()})
+    obs = pd.DataFrame({"label": [3, 7], "roi": pd.Categorical(["cells", "cells"]), "slide": ["s1", "s1"]},
+                       index=["a", "b"])
+    table = TableModel.parse(ad.AnnData(X=np.ones((2, 1)), obs=obs, var=pd.DataFrame(index=["CD3"])),
+                             region="cells", region_key="roi", instance_key="label")
+    sdata = sd.SpatialData(shapes={"cells": polygons}, tables={"t": table})
+    x = cs.from_spatialdata(sdata, sample_key="slide", pixel_size=1.0, coordinate_unit="um")
+    assert x.cells["cell_id"].tolist() == ["3", "7"]
+    assert x.cells["x"].tolist() == [11.0, 2.0] and x.cells["y"].tolist() == [13.0, 1.0]
+    assert x.validate().ok
