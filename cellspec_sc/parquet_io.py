@@ -14,7 +14,9 @@ strings as UTF-8, integers as int32. Written and read one row batch at a time.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,7 +25,7 @@ import pyarrow.parquet as pq
 
 from .columns import MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, conform, feature_arrays, \
     file_columns
-from .refusals import ColumnMismatch, UndecodableData
+from .refusals import ChangedSinceRead, ColumnMismatch, StoredNonFinite, UndecodableData
 
 _READ_BATCH_ROWS = 1 << 16
 
@@ -41,8 +43,12 @@ def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], 
 
 
 def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str],
-                 directory: Path | str) -> tuple[pd.DataFrame, np.ndarray, dict[str, int]]:
-    """(table columns as a canonical frame, measurement matrix, stored-NaN counts per feature)."""
+                 directory: Path | str, *, lazy: bool = False) -> tuple[pd.DataFrame, Any, dict[str, int]]:
+    """(table columns as a canonical frame, measurement matrix, stored-NaN counts per feature).
+
+    ``lazy=True``: the matrix is a dask array with one block per row group (see :func:`lazy_matrix`);
+    stored NaN is then refused when a block is computed, so the counts are empty.
+    """
     file = path.name
     try:
         handle = pq.ParquetFile(path)
@@ -59,6 +65,8 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
         raw = handle.read(columns=names, use_threads=True)
         columns = pa.table({c["name"]: conform(raw.column(c["name"]), c["type"], file, c["name"], directory)
                             for c in table_types}) if names else raw
+        if lazy:
+            return arrow_to_frame(columns, table_types), lazy_matrix(path, feature_ids, directory), {}
         filler = MatrixFiller(feature_ids, handle.metadata.num_rows)
         if feature_ids:
             for batch in handle.iter_batches(batch_size=_READ_BATCH_ROWS, columns=feature_ids, use_threads=True):
@@ -67,3 +75,54 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"Parquet data cannot be decoded: {err}") from None
     return arrow_to_frame(columns, table_types), matrix, filler.stored_nan
+
+
+def lazy_matrix(path: Path, feature_ids: list[str], directory: Path | str) -> Any:
+    """The feature columns of a Parquet file as a dask array, one block per row group.
+
+    Nothing is decoded until a block is computed; each block is read with
+    pyarrow into a fresh float64 array. A block refuses to load when the file
+    changed since this call (size or modification time), and when a column
+    stores NaN as a number instead of null (``measurements_finite``).
+    """
+    import dask
+    import dask.array as da
+
+    meta = pq.ParquetFile(path).metadata
+    stamp = _file_stamp(path)
+    blocks = []
+    for index in range(meta.num_row_groups):
+        rows = meta.row_group(index).num_rows
+        load = dask.delayed(_row_group_matrix, pure=True)(str(path), index, tuple(feature_ids), stamp, str(directory))
+        blocks.append(da.from_delayed(load, shape=(rows, len(feature_ids)), dtype=np.float64))
+    if not blocks:
+        return da.from_array(np.empty((0, len(feature_ids)), dtype=np.float64))
+    return da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
+
+
+def _file_stamp(path: Path | str) -> tuple[int, int]:
+    info = os.stat(path)
+    return info.st_size, info.st_mtime_ns
+
+
+def _row_group_matrix(path: str, index: int, feature_ids: tuple[str, ...], stamp: tuple[int, int],
+                      directory: str) -> np.ndarray:
+    """Row group ``index`` of the feature columns as a float64 matrix (a block of :func:`lazy_matrix`)."""
+    file = Path(path).name
+    try:
+        if _file_stamp(path) != stamp:
+            raise ChangedSinceRead(directory, file, "changed after read(lazy=True); read the directory again")
+        handle = pq.ParquetFile(path)
+        table = handle.read_row_group(index, columns=list(feature_ids), use_threads=True)
+    except FileNotFoundError:
+        raise ChangedSinceRead(directory, file, "was removed after read(lazy=True)") from None
+    except (pa.ArrowException, OSError) as err:
+        raise UndecodableData(directory, file, f"row group {index} cannot be decoded: {err}") from None
+    filler = MatrixFiller(list(feature_ids), handle.metadata.row_group(index).num_rows)
+    if feature_ids:
+        filler.add(table)
+    if filler.stored_nan:
+        name, count = next(iter(filler.stored_nan.items()))
+        raise StoredNonFinite(directory, file, f"row group {index}: feature column {name!r} stores {count} NaN "
+                                               f"value(s) as numbers, not null")
+    return filler.finish()

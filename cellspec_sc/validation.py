@@ -429,9 +429,21 @@ def _measurements_names(ctx: Context) -> Problem | None:
 
 
 def row_blocks(m: Any, rows: int = _BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
-    """(first row, block) over a matrix in row blocks, so checks never copy the whole matrix."""
-    for start in range(0, m.shape[0], rows):
-        yield start, np.asarray(m[start:start + rows])
+    """(first row, block) over a matrix in row blocks, so checks never copy the whole matrix.
+
+    A dask array (``read(path, lazy=True)``) is walked along its own row chunks, so each
+    Parquet row group is decoded once per check and only one is in memory at a time.
+    """
+    for start, stop in _row_bounds(m, rows):
+        yield start, np.asarray(m[start:stop])
+
+
+def _row_bounds(m: Any, rows: int) -> list[tuple[int, int]]:
+    chunks = getattr(m, "chunks", None)
+    if chunks and isinstance(chunks[0], tuple):  # dask: ((rows per block, ...), (columns, ...))
+        edges = np.cumsum((0, *chunks[0])).tolist()
+        return [(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
+    return [(start, min(start + rows, m.shape[0])) for start in range(0, m.shape[0], rows)]
 
 
 @_check("measurements_finite")
