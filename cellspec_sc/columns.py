@@ -107,9 +107,11 @@ class MatrixFiller:
         self.stored_nan: dict[str, int] = {}
         self._rows = 0
         self._blocks: list[np.ndarray] = []
+        self._positions: dict[str, int] | None = None
         self._matrix = None if n_rows is None else np.empty((n_rows, len(feature_ids)), dtype=np.float64)
 
     def add(self, batch: pa.RecordBatch | pa.Table) -> None:
+        """Append the rows of ``batch`` (every feature column)."""
         n = batch.num_rows
         if self._matrix is not None:
             target = self._matrix[self._rows:self._rows + n]
@@ -117,14 +119,29 @@ class MatrixFiller:
             target = np.empty((n, len(self.feature_ids)), dtype=np.float64)
             self._blocks.append(target)
         for j, name in enumerate(self.feature_ids):
-            column = batch.column(name)
-            values = column.to_numpy(zero_copy_only=False) if column.type == pa.float64() \
-                else np.full(n, np.nan)  # an all-null column (conformed earlier)
-            nan = int(np.count_nonzero(np.isnan(values))) - column.null_count
-            if nan:
-                self.stored_nan[name] = self.stored_nan.get(name, 0) + nan
-            target[:, j] = values
+            self._copy(batch.column(name), name, target[:, j])
         self._rows += n
+
+    def fill(self, batch: pa.RecordBatch | pa.Table, row: int, names: list[str]) -> None:
+        """Copy the columns ``names`` of ``batch`` into rows ``row:row + len(batch)`` (preallocated matrix only).
+
+        Lets a reader decode a file a row group and a few columns at a time.
+        """
+        if self._positions is None:
+            self._positions = {name: j for j, name in enumerate(self.feature_ids)}
+        block = self._matrix[row:row + batch.num_rows]
+        for name in names:
+            self._copy(batch.column(name), name, block[:, self._positions[name]])
+
+    def _copy(self, column: pa.Array | pa.ChunkedArray, name: str, target: np.ndarray) -> None:
+        values = column.to_numpy(zero_copy_only=False) if column.type == pa.float64() \
+            else np.full(len(column), np.nan)  # an all-null column (conformed earlier)
+        # A sum is NaN only if a value is NaN (or inf - inf), so most columns skip the exact count.
+        suspect = column.null_count or np.isnan(np.add.reduce(values))
+        nan = int(np.count_nonzero(np.isnan(values))) - column.null_count if suspect else 0
+        if nan:
+            self.stored_nan[name] = self.stored_nan.get(name, 0) + nan
+        target[:] = values
 
     def finish(self) -> np.ndarray:
         if self._matrix is not None:

@@ -27,7 +27,7 @@ from .columns import MatrixFiller, arrow_to_frame, batch_ranges, check_file_colu
     file_columns
 from .refusals import ChangedSinceRead, ColumnMismatch, StoredNonFinite, UndecodableData
 
-_READ_BATCH_ROWS = 1 << 16
+_DECODE_BYTES = 1 << 24  # decoded feature values held at once while filling the matrix
 
 
 def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: np.ndarray | None,
@@ -68,13 +68,28 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
         if lazy:
             return arrow_to_frame(columns, table_types), lazy_matrix(path, feature_ids, directory), {}
         filler = MatrixFiller(feature_ids, handle.metadata.num_rows)
-        if feature_ids:
-            for batch in handle.iter_batches(batch_size=_READ_BATCH_ROWS, columns=feature_ids, use_threads=True):
-                filler.add(batch)
+        row = 0
+        for index in range(handle.metadata.num_row_groups):
+            row += fill_row_group(handle, index, feature_ids, filler, row)
         matrix = filler.finish()
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"Parquet data cannot be decoded: {err}") from None
     return arrow_to_frame(columns, table_types), matrix, filler.stored_nan
+
+
+def fill_row_group(handle: pq.ParquetFile, index: int, feature_ids: list[str], filler: MatrixFiller,
+                   row: int) -> int:
+    """Decode the feature columns of row group ``index`` into ``filler`` at ``row``; returns its row count.
+
+    Columns are decoded a few at a time (about 16 MB of values), so a file written with one huge
+    row group (pyarrow's default is 1M rows) still never holds a second copy of the matrix.
+    """
+    n = handle.metadata.row_group(index).num_rows
+    step = max(1, _DECODE_BYTES // max(8 * n, 1))
+    for first in range(0, len(feature_ids), step):
+        names = feature_ids[first:first + step]
+        filler.fill(handle.read_row_group(index, columns=names, use_threads=True), row, names)
+    return n
 
 
 def lazy_matrix(path: Path, feature_ids: list[str], directory: Path | str) -> Any:
@@ -113,14 +128,12 @@ def _row_group_matrix(path: str, index: int, feature_ids: tuple[str, ...], stamp
         if _file_stamp(path) != stamp:
             raise ChangedSinceRead(directory, file, "changed after read(lazy=True); read the directory again")
         handle = pq.ParquetFile(path)
-        table = handle.read_row_group(index, columns=list(feature_ids), use_threads=True)
+        filler = MatrixFiller(list(feature_ids), handle.metadata.row_group(index).num_rows)
+        fill_row_group(handle, index, list(feature_ids), filler, 0)
     except FileNotFoundError:
         raise ChangedSinceRead(directory, file, "was removed after read(lazy=True)") from None
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"row group {index} cannot be decoded: {err}") from None
-    filler = MatrixFiller(list(feature_ids), handle.metadata.row_group(index).num_rows)
-    if feature_ids:
-        filler.add(table)
     if filler.stored_nan:
         name, count = next(iter(filler.stored_nan.items()))
         raise StoredNonFinite(directory, file, f"row group {index}: feature column {name!r} stores {count} NaN "
