@@ -24,6 +24,11 @@ __version__ = package_version()
 _LAZY = {
     "read": "cellspec_sc.directory",
     "write": "cellspec_sc.directory",
+    "to_luxar": "cellspec_sc.bridges.luxar",
+    "to_anndata": "cellspec_sc.bridges.anndata",
+    "from_anndata": "cellspec_sc.bridges.anndata",
+    "to_spatialdata": "cellspec_sc.bridges.spatialdata",
+    "from_spatialdata": "cellspec_sc.bridges.spatialdata",
 }
 
 

@@ -17,7 +17,7 @@ from .errors import CellspecError, ValidationError
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
-COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli",)
+COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli", "cellspec_sc.cli_convert", "cellspec_sc.cli_luxar")
 
 
 def _print_report(report, *, out=sys.stdout) -> int:

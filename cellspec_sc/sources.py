@@ -35,10 +35,31 @@ def _is_cellspec_dir(source: str) -> bool:
     return path.is_dir() and any((path / name).exists() for name in ("cellspec.json", "DONE", "MANIFEST.sha256"))
 
 
+def _is_h5ad(source: str) -> bool:
+    from cellspec_sc.bridges.anndata_io import is_h5ad
+
+    return is_h5ad(source)
+
+
+def _is_anndata_zarr(source: str) -> bool:
+    from cellspec_sc.bridges.anndata_io import is_anndata_zarr
+
+    return is_anndata_zarr(source)
+
+
+def _is_spatialdata_zarr(source: str) -> bool:
+    from .bridges.spatialdata import is_spatialdata_zarr
+
+    return is_spatialdata_zarr(source)
+
+
 # (test, "module:function", description) in the order they are tried
 SOURCES: list[tuple[Callable[[str], bool], str, str]] = [
     (_is_example, "cellspec_sc.sources:_load_example", "example (the simulated spec example)"),
     (_is_cellspec_dir, "cellspec_sc.directory:read", "a cellspec directory"),
+    (_is_h5ad, "cellspec_sc.bridges.anndata_io:read_h5ad", "an AnnData .h5ad file"),
+    (_is_spatialdata_zarr, "cellspec_sc.bridges.spatialdata:read_spatialdata", "a SpatialData .zarr store"),
+    (_is_anndata_zarr, "cellspec_sc.bridges.anndata_io:read_anndata_zarr", "an AnnData .zarr store"),
 ]
 
 

@@ -1,0 +1,234 @@
+"""Cell outlines named by ``images.geometry_ref``: GeoJSON files inside a cellspec directory.
+
+``geometry_ref`` (spec section 5) is a path relative to the cellspec directory
+the object was read from (``x.source_dir``). This module resolves it safely and
+reads the outlines as shapely polygons, joined to the cells of one image.
+
+Conventions (shared by the SpatialData bridge and the Luxar scene builder):
+
+* **Path**: relative to the directory; an absolute path, or one that leaves the
+  directory after resolving ``..`` and symlinks, is refused with a
+  :class:`~cellspec_sc.errors.InputError`. When the directory has a
+  ``MANIFEST.sha256`` the file must be listed in it.
+* **Missing or unreadable file** (not there, not listed in the manifest, not
+  JSON, not GeoJSON): a :class:`OutlineWarning` is issued and the image has
+  no outlines (:func:`image_outlines` leaves it out).
+* **Join to cells**: a feature's ``properties.cell_id`` wins when present;
+  otherwise the GeoJSON feature ``id`` is used (QuPath writes the object id
+  there). Ids are compared as strings. Features whose id is not a cell of the
+  image, features without an id, non-polygonal geometries and repeated ids
+  (the first one is kept) are counted in :attr:`Outlines.skipped`.
+* **Units**: QuPath writes outlines in full-resolution pixels, so coordinates
+  are read as pixels by default and scaled to micrometres with the image's
+  ``pixel_size`` (x) and ``pixel_size_y`` (y, when present); pass
+  ``units="um"`` for files already in micrometres.
+
+>>> import json, tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> feature = {"type": "Feature", "id": "c1", "properties": {},
+...            "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [4, 0], [4, 2], [0, 0]]]}}
+>>> _ = (d / "img1.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": [feature]}))
+>>> o = read_outlines(outline_path(d, "img1.geojson"), pixel_size=0.5)
+>>> o.geometry["c1"].bounds
+(0.0, 0.0, 2.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+
+from .errors import InputError
+
+if TYPE_CHECKING:
+    from shapely.geometry.base import BaseGeometry
+
+    from .core import CellSpec
+
+Units = Literal["px", "um"]
+_POLYGONAL = ("Polygon", "MultiPolygon")
+
+
+class OutlineWarning(UserWarning):
+    """A geometry_ref file that is missing or cannot be read; the image gets no outlines."""
+
+
+@dataclass
+class Outlines:
+    """The outlines of one GeoJSON file, in micrometres.
+
+    ``geometry`` is a ``pandas.Series`` of shapely Polygon/MultiPolygon indexed
+    by cell_id (strings, file order); ``skipped`` counts features that were not
+    used, by reason.
+    """
+
+    path: Path
+    geometry: pd.Series
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def for_cells(self, cell_ids: Any) -> pd.Series:
+        """The outlines of these cells, in their order; cells without an outline are left out.
+
+        Features whose id is not among ``cell_ids`` are counted in ``skipped["unknown_id"]``.
+        """
+        wanted = pd.Index([str(c) for c in cell_ids])
+        known = self.geometry.index.isin(wanted)
+        unknown = int((~known).sum())
+        if unknown:
+            self.skipped["unknown_id"] = self.skipped.get("unknown_id", 0) + unknown
+        kept = self.geometry[known]
+        order = wanted[wanted.isin(kept.index)]
+        return kept.reindex(order)
+
+
+def outline_path(source_dir: str | os.PathLike, geometry_ref: str) -> Path:
+    """The file a ``geometry_ref`` names, refusing paths that leave ``source_dir``.
+
+    >>> outline_path("/data/run1", "../secret.geojson")
+    Traceback (most recent call last):
+    ...
+    cellspec_sc.errors.InputError: images.geometry_ref '../secret.geojson' leaves the cellspec directory /data/run1
+    """
+    root = Path(source_dir)
+    ref = str(geometry_ref)
+    if not ref or Path(ref).is_absolute() or Path(ref).drive:
+        raise InputError(f"images.geometry_ref {ref!r} is not a relative path inside the cellspec directory {root}")
+    resolved_root = root.resolve()
+    target = (resolved_root / ref).resolve()
+    if target != resolved_root and resolved_root not in target.parents:
+        raise InputError(f"images.geometry_ref {ref!r} leaves the cellspec directory {root}")
+    return target
+
+
+def read_outlines(path: str | os.PathLike, *, pixel_size: float = 1.0, pixel_size_y: float | None = None,
+                  units: Units = "px") -> Outlines:
+    """Read a GeoJSON file of cell outlines (FeatureCollection, bare feature list or one Feature).
+
+    Raises :class:`~cellspec_sc.errors.InputError` when the file cannot be read
+    or is not GeoJSON; :func:`image_outlines` turns that into a warning.
+    """
+    from shapely.affinity import scale
+
+    path = Path(path)
+    features = _features(path)
+    sx = 1.0 if units == "um" else float(pixel_size)
+    sy = sx if units == "um" or pixel_size_y is None or _is_na(pixel_size_y) else float(pixel_size_y)
+    ids: list[str] = []
+    seen: set[str] = set()
+    shapes: list[BaseGeometry] = []
+    skipped: dict[str, int] = {}
+    for feature in features:
+        reason, cell_id, geom = _feature_outline(feature)
+        if reason is None and cell_id in seen:
+            reason = "duplicate_id"
+        if reason is not None:
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        ids.append(cell_id)
+        seen.add(cell_id)
+        shapes.append(geom if sx == sy == 1.0 else scale(geom, xfact=sx, yfact=sy, origin=(0.0, 0.0)))
+    geometry = pd.Series(shapes, index=pd.Index(ids, dtype=object, name="cell_id"), dtype=object)
+    return Outlines(path=path, geometry=geometry, skipped=skipped)
+
+
+def image_outlines(x: CellSpec, *, source_dir: str | os.PathLike | None = None,
+                   units: Units = "px") -> dict[str, Outlines]:
+    """Outlines of every image of ``x`` that has a ``geometry_ref``, keyed by image_id.
+
+    ``source_dir`` defaults to ``x.source_dir``. Images whose file is missing
+    or unreadable are left out with an :class:`OutlineWarning`; a path that
+    leaves the directory raises :class:`~cellspec_sc.errors.InputError`. When
+    no directory is known, images with a ``geometry_ref`` are left out with a
+    warning.
+    """
+    images = x.images
+    if "geometry_ref" not in images.columns:
+        return {}
+    refs = images[images["geometry_ref"].notna()]
+    if refs.empty:
+        return {}
+    root = source_dir if source_dir is not None else x.source_dir
+    if root is None:
+        warnings.warn(f"{len(refs)} image(s) have a geometry_ref but the cellspec directory is unknown "
+                      "(pass source_dir=); no outlines read", OutlineWarning, stacklevel=2)
+        return {}
+    listed = _manifest_paths(Path(root))
+    out: dict[str, Outlines] = {}
+    for _, row in refs.iterrows():
+        image_id, ref = str(row["image_id"]), str(row["geometry_ref"])
+        path = outline_path(root, ref)
+        problem = _unusable(path, ref, listed)
+        if problem is None:
+            try:
+                out[image_id] = read_outlines(path, pixel_size=float(row["pixel_size"]),
+                                              pixel_size_y=row.get("pixel_size_y"), units=units)
+                continue
+            except InputError as err:
+                problem = str(err)
+        warnings.warn(f"image {image_id!r}: {problem}; no outlines for this image", OutlineWarning, stacklevel=2)
+    return out
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _features(path: Path) -> list[Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise InputError(f"{path}: cannot read GeoJSON ({type(err).__name__}: {err})") from None
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict) and data.get("type") == "FeatureCollection" and isinstance(data.get("features"), list):
+        return data["features"]
+    if isinstance(data, dict) and data.get("type") == "Feature":
+        return [data]
+    raise InputError(f"{path}: not a GeoJSON FeatureCollection, Feature or list of features")
+
+
+def _feature_outline(feature: Any) -> tuple[str | None, str, Any]:
+    """(skip reason or None, cell id, shapely geometry) of one GeoJSON feature."""
+    from shapely.geometry import shape
+
+    if not isinstance(feature, dict):
+        return "not_a_feature", "", None
+    props = feature.get("properties") if isinstance(feature.get("properties"), dict) else {}
+    cell_id = props.get("cell_id", feature.get("id"))
+    if cell_id is None or cell_id == "":
+        return "no_id", "", None
+    geometry = feature.get("geometry")
+    if not isinstance(geometry, dict) or geometry.get("type") not in _POLYGONAL:
+        return "not_polygonal", "", None
+    try:
+        geom = shape(geometry)
+    except Exception:  # noqa: BLE001 - shapely raises several types for malformed coordinates
+        return "bad_geometry", "", None
+    return None, str(cell_id), geom
+
+
+def _manifest_paths(root: Path) -> set[str] | None:
+    manifest = root / "MANIFEST.sha256"
+    if not manifest.is_file():
+        return None
+    lines = manifest.read_text(encoding="utf-8").splitlines()
+    return {line.split("  ", 1)[1].strip() for line in lines if "  " in line}
+
+
+def _unusable(path: Path, ref: str, listed: set[str] | None) -> str | None:
+    if not path.is_file():
+        return f"geometry_ref {ref!r} not found"
+    if listed is not None and Path(ref).as_posix() not in listed:
+        return f"geometry_ref {ref!r} is not listed in MANIFEST.sha256"
+    return None
+
+
+def _is_na(value: Any) -> bool:
+    try:
+        return value is None or value is pd.NA or math.isnan(float(value))
+    except (TypeError, ValueError):
+        return True
