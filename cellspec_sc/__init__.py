@@ -29,6 +29,8 @@ _LAZY = {
     "from_anndata": "cellspec_sc.bridges.anndata",
     "to_spatialdata": "cellspec_sc.bridges.spatialdata",
     "from_spatialdata": "cellspec_sc.bridges.spatialdata",
+    "read_qupath": "cellspec_sc.readers.qupath",
+    "read_mcmicro": "cellspec_sc.readers.mcmicro",
 }
 
 

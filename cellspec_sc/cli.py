@@ -17,7 +17,8 @@ from .errors import CellspecError, ValidationError
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
-COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli", "cellspec_sc.cli_convert", "cellspec_sc.cli_luxar")
+COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli", "cellspec_sc.cli_convert", "cellspec_sc.cli_luxar",
+                                    "cellspec_sc.cli_import")
 
 
 def _print_report(report, *, out=sys.stdout) -> int:

@@ -1,0 +1,93 @@
+"""The header-mapping tables of ``docs/readers.md``, rendered from the tables the readers use.
+
+``python -m cellspec_sc.readers.docs`` rewrites the generated block of ``docs/readers.md`` (between
+``<!-- begin generated -->`` and ``<!-- end generated -->``); a test fails when the block is stale.
+
+>>> "| `Nucleus: CD3: Mean` |" in render_tables()
+True
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from . import mcmicro, qupath
+from .common import build_dictionary
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "readers.md"
+BEGIN, END = "<!-- begin generated -->", "<!-- end generated -->"
+
+QUPATH_EXAMPLES = (
+    "Nucleus: DAPI mean", "Cytoplasm: CD3 std dev", "Nucleus: DAPI range", "Cell: Area", "Nucleus: Max caliper",
+    "CD3: Nucleus: Mean", "CD3: Cell: Std.Dev.", "Nucleus: CD3: Mean", "Membrane: PD-L1: Variance", "CD3: Mean",
+    "Cell: Area µm^2", "Cell: Area μm^2", "Cell: Area Âµm^2", "Cell: Area px^2", "Nucleus: Length µm",
+    "Cell: Circularity", "Cell: Solidity", "Cell: Max diameter µm", "Nucleus/Cell area ratio",
+    "Detection probability", "Nucleus: CD8: clone C8/144B: Mean", "Subcellular: Channel 2: Num spots estimated",
+)
+MCMICRO_EXAMPLES = (
+    "DNA_1", "CD3", "CD3_intensity_median", "CD3_intensity_sum", "CD3_intensity_std", "CD3_gini_index", "Area",
+    "MajorAxisLength", "Eccentricity", "Orientation", "perimeter", "CD3_cellMask", "CD3_nucleiRingMask",
+)
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[object, ...]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join("" if c is None else str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _mapping_rows(specs) -> list[tuple[str, ...]]:
+    rows = []
+    for spec in specs:  # one at a time: the examples include the same measurement in several spellings
+        r = next(build_dictionary([spec])[0].itertuples())
+        rows.append((f"`{r.source_name}`", r.kind, f"`{r.feature_id}`", r.unit))
+    return rows
+
+
+def render_tables() -> str:
+    """The generated part of docs/readers.md."""
+    qupath_specs = [qupath.classify(h, calibrated=True) for h in QUPATH_EXAMPLES]
+    mc_specs, _ = mcmicro.classify_columns(list(MCMICRO_EXAMPLES), default_compartment="cell", markers=None)
+    parts = [
+        "### QuPath: headers and what they become",
+        "Each header is classified on its own (a file with micrometre centroids, so unit-less cell-detection "
+        "shapes are in micrometres; with pixel centroids they are `px` / `px2`):",
+        _table(("header", "kind", "feature_id", "unit"), _mapping_rows(qupath_specs)),
+        "### QuPath: words the reader knows",
+        _table(("compartment word", "compartment"), [(f"`{k.capitalize()}`", v) for k, v in qupath.COMPARTMENTS.items()]),
+        _table(("object-measurement statistic (0.5+)", "statistic"),
+               [(f"`{k.capitalize() if k != 'std.dev.' else 'Std.Dev.'}`", v) for k, v in qupath.OBJECT_STATISTICS.items()]),
+        _table(("cell-detection statistic", "statistic"),
+               [(f"`{k}`", v or "(kind other)") for k, v in qupath.DETECTION_STATISTICS.items()]),
+        _table(("shape name", "statistic", "unit without a unit in the header"),
+               [(f"`{k.capitalize()}`", s, {0: "1", 1: "um or px", 2: "um2 or px2"}[d])
+                for k, (s, d) in qupath.SHAPES.items()]),
+        "### MCMICRO: columns and what they become",
+        "For a file `<image>--<segmentation>_cell.csv` without `markers.csv`:",
+        _table(("column", "kind", "feature_id", "unit"), _mapping_rows(mc_specs)),
+        _table(("mcquant column", "statistic", "unit"), [(f"`{k}`", s, u) for k, (s, u) in mcmicro.SHAPES.items()]),
+        _table(("`<marker>_<property>`", "statistic"),
+               [(f"`{k}`", v or "(kind other)") for k, v in mcmicro.INTENSITY_PROPS.items()]),
+        _table(("mask (file name or column suffix, `Mask` dropped)", "compartment"),
+               [(f"`{k}`", v) for k, v in mcmicro.MASKS.items()]),
+    ]
+    return "\n\n".join(parts)
+
+
+def render_document(current: str) -> str:
+    """``current`` with its generated block replaced by :func:`render_tables`."""
+    head, _, rest = current.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    return f"{head}{BEGIN}\n<!-- rendered by `python -m cellspec_sc.readers.docs`; do not edit -->\n\n" \
+           f"{render_tables()}\n\n{END}{tail}"
+
+
+def main() -> int:
+    DOC.write_text(render_document(DOC.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"wrote {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+"""Read MCMICRO ``mcquant`` single-cell tables (``<image>--<segmentation>_<mask>.csv``) into a CellSpec.
+
+mcquant writes one comma-separated row per mask label: ``CellID``, one column per channel with the
+mean intensity (named after ``markers.csv``, no suffix), ``<marker>_<property>`` columns for other
+intensity properties (``CD3_intensity_median``), then the regionprops of the mask (``X_centroid``,
+``Y_centroid``, ``Area``, ``MajorAxisLength``, ``MinorAxisLength``, ``Eccentricity``, ``Solidity``,
+``Extent``, ``Orientation``). Older versions wrote all masks into one file with mask suffixes
+(``CD3_cellMask``, ``CD3_nucleiRingMask``) and ``column_centroid`` / ``row_centroid``.
+
+Everything is in pixels of the full-resolution image. ``X_centroid`` is scikit-image's
+``regionprops`` ``centroid[1]``, the mean column index of the label's pixels, so the centre of pixel
+``i`` is at ``i``; in the spec's frame (section 8) that pixel's centre is at ``i + 0.5``, hence
+``x = (X_centroid + 0.5) * pixel_size`` and ``x_px = X_centroid + 0.5``. See ``docs/readers.md``.
+
+>>> from cellspec_sc.readers.mcmicro import split_file_name
+>>> split_file_name("exemplar-001--unmicst_cell.csv")
+('exemplar-001', 'cell')
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from ..core import CellSpec
+from ..errors import InputError
+from ..provenance import input_record
+from .common import (
+    FeatureSpec,
+    Header,
+    assemble,
+    build_dictionary,
+    channels_frame,
+    check_finite_centroids,
+    check_missing_text,
+    check_unique_ids,
+    clean_marker,
+    first_line_where,
+    intensity_channels,
+    pixel_size_for,
+    Parsed,
+    read_header,
+    require_columns,
+    stream_columns,
+)
+from .ome import OmePixels, read_ome_pixels
+
+ADAPTER = "mcmicro"
+# Bump whenever the output for the same input changes (spec section 11).
+ADAPTER_VERSION = "1.0.0"
+TOOL = "MCMICRO mcquant"
+
+ID_COLUMN = "CellID"
+CENTROIDS = ("X_centroid", "Y_centroid")
+OLD_CENTROIDS = ("column_centroid", "row_centroid")
+# Mask regionprops -> (spec statistic, unit); mcquant names and the snake_case names of --mask_props.
+SHAPES = {
+    "Area": ("area", "px2"), "MajorAxisLength": ("major_axis_length", "px"),
+    "MinorAxisLength": ("minor_axis_length", "px"), "Eccentricity": ("eccentricity", "1"),
+    "Solidity": ("solidity", "1"), "Extent": ("extent", "1"), "Orientation": ("orientation", "rad"),
+    "area": ("area", "px2"), "perimeter": ("perimeter", "px"), "eccentricity": ("eccentricity", "1"),
+    "solidity": ("solidity", "1"), "extent": ("extent", "1"), "orientation": ("orientation", "rad"),
+    "major_axis_length": ("major_axis_length", "px"), "minor_axis_length": ("minor_axis_length", "px"),
+    "axis_major_length": ("major_axis_length", "px"), "axis_minor_length": ("minor_axis_length", "px"),
+    "feret_diameter_max": ("max_caliper", "px"),
+}
+# <marker>_<property> intensity columns -> spec statistic (None: kept as kind other).
+INTENSITY_PROPS = {
+    "intensity_mean": "mean", "intensity_median": "median", "intensity_sum": "sum", "intensity_std": "sd",
+    "intensity_max": "max", "intensity_min": "min", "mean_intensity": "mean", "max_intensity": "max",
+    "min_intensity": "min", "gini_index": None,
+}
+# Mask names (file-name suffix or column suffix, lower case, "mask" removed) -> compartment. The ring
+# masks of S3segmenter approximate compartments: a ring around the nucleus is the perinuclear
+# cytoplasm, a ring inside the cell outline is the membrane.
+MASKS = {"cell": "cell", "nuclei": "nucleus", "nucleus": "nucleus", "cyto": "cytoplasm", "cytoplasm": "cytoplasm",
+         "nucleiring": "cytoplasm", "cellring": "membrane", "cytoring": "membrane"}
+_MASK_SUFFIX = re.compile(r"^(?P<base>.+)_(?P<mask>[A-Za-z]+Mask)$")
+
+
+def split_file_name(name: str) -> tuple[str, str | None]:
+    """(image name, mask name) of ``<image>--<segmentation>_<mask>.csv`` or older ``<image>_<mask>Mask.csv``."""
+    stem = name[:-4] if name.lower().endswith(".csv") else name
+    match = re.fullmatch(r"(?P<image>.+?)--(?P<seg>.+)_(?P<mask>[^_]+)", stem)
+    if match:
+        return match.group("image"), match.group("mask")
+    match = _MASK_SUFFIX.fullmatch(stem)
+    if match:
+        return match.group("base"), match.group("mask")
+    return stem, None
+
+
+def mask_compartment(mask: str | None) -> str | None:
+    """Spec compartment of an mcquant mask name (``cell``, ``nucleiRingMask`` ...), None if unknown."""
+    if mask is None:
+        return None
+    key = mask.lower()
+    return MASKS.get(key[:-4] if key.endswith("mask") else key)
+
+
+def mcquant_names(names: list[str]) -> list[str]:
+    """Channel names as mcquant makes them unique: every copy of a repeated name gets ``_1``, ``_2``...
+
+    >>> mcquant_names(["DNA", "CD3", "DNA"])
+    ['DNA_1', 'CD3', 'DNA_2']
+    """
+    return [f"{n}_{names[:i].count(n) + 1}" if names.count(n) > 1 else n for i, n in enumerate(names)]
+
+
+def read_markers_csv(path: str | os.PathLike) -> list[str]:
+    """Channel names, in channel order, from an MCMICRO ``markers.csv`` (or the old one-name-per-line file)."""
+    header = read_header(path, ",", "markers.csv")
+    if "marker_name" in header.names:
+        table = pacsv.read_csv(header.path, convert_options=pacsv.ConvertOptions(
+            column_types={n: pa.string() for n in header.names}))
+        names = table.column("marker_name").to_numpy(zero_copy_only=False)
+        check_missing_text(header.path, names, "marker_name", None)
+        order = np.arange(len(names))
+        if "channel_number" in header.names:
+            numbers = np.array([_number_or_nan(v) for v in table.column("channel_number").to_pylist()])
+            if np.isfinite(numbers).all():
+                order = np.argsort(numbers, kind="stable")
+        return mcquant_names([str(names[i]).strip() for i in order])
+    if len(header.names) == 1:
+        table = pacsv.read_csv(header.path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
+                               convert_options=pacsv.ConvertOptions(column_types={"f0": pa.string()}))
+        return mcquant_names([str(v).strip() for v in table.column("f0").to_pylist()])
+    raise InputError(f"{header.path.name}: not an MCMICRO markers.csv: expected column 'marker_name' not found "
+                     f"(found: {', '.join(header.names[:8])})")
+
+
+def _number_or_nan(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+# -- column classification -------------------------------------------------------------------------------
+def _strip_mask(name: str) -> tuple[str, str | None]:
+    match = _MASK_SUFFIX.fullmatch(name)
+    return (match.group("base"), match.group("mask")) if match else (name, None)
+
+
+def _split_property(base: str, markers: set[str] | None) -> tuple[str, str] | None:
+    """(marker, property) when ``base`` is ``<marker>_<known property>``."""
+    for prop in sorted(INTENSITY_PROPS, key=len, reverse=True):
+        if base.endswith("_" + prop) and len(base) > len(prop) + 1:
+            marker = base[: -len(prop) - 1]
+            if markers is None or marker in markers:
+                return marker, prop
+    return None
+
+
+def classify_columns(names: list[str], *, default_compartment: str, markers: list[str] | None
+                     ) -> tuple[list[FeatureSpec], str]:
+    """FeatureSpecs of the measurement columns and the compartment of the shape columns.
+
+    With ``markers`` (from markers.csv) only those names are markers; without, every column that is
+    not a known regionprop or ``<marker>_<property>`` is the mean of a marker named like the column.
+    """
+    stripped = [_strip_mask(n) for n in names]
+    suffixes = [m for _, m in stripped if mask_compartment(m) is not None]
+    shape_compartment = mask_compartment(suffixes[0]) if suffixes else default_compartment
+    marker_set = set(markers) if markers is not None else None
+    specs = []
+    for name, (base, mask) in zip(names, stripped, strict=True):
+        compartment = mask_compartment(mask) if mask else default_compartment
+        if name in SHAPES:
+            statistic, unit = SHAPES[name]
+            specs.append(FeatureSpec("shape", statistic, unit, name, shape_compartment or "cell"))
+            continue
+        if compartment is None:
+            specs.append(FeatureSpec.other(name))
+            continue
+        split = _split_property(base, marker_set)
+        if split is not None:
+            marker, prop = split
+            statistic = INTENSITY_PROPS[prop]
+            specs.append(FeatureSpec("intensity", statistic, "a.u.", name, compartment, marker) if statistic
+                         else FeatureSpec.other(name))
+        elif marker_set is None or base in marker_set:
+            specs.append(FeatureSpec("intensity", "mean", "a.u.", name, compartment, base))
+        else:
+            specs.append(FeatureSpec.other(name))
+    return specs, shape_compartment or "cell"
+
+
+# -- reader ------------------------------------------------------------------------------------------
+def read_mcmicro(
+    path: str | os.PathLike,
+    *,
+    pixel_size: float | None = None,
+    image_id: str | None = None,
+    sample_id: str | None = None,
+    marker_map: Mapping[str, str] | None = None,
+    markers_csv: str | os.PathLike | None = None,
+    image: str | os.PathLike | None = None,
+) -> CellSpec:
+    """Read an mcquant table into a CellSpec.
+
+    The pixel size (micrometres per pixel) comes from ``pixel_size`` or from the OME-XML
+    ``PhysicalSizeX`` of ``image`` (an OME-TIFF, or a companion ``.ome.xml``); without either the reader
+    stops. ``markers_csv`` gives channel order and names; ``image_id`` defaults to the part of the file
+    name before ``--``; ``sample_id`` to the image id.
+
+    >>> import cellspec_sc as cs
+    >>> x = cs.read_mcmicro("exemplar-001--unmicst_cell.csv", pixel_size=0.65)  # doctest: +SKIP
+    """
+    path = Path(path)
+    header = read_header(path, ",", TOOL)
+    require_columns(header, TOOL, [(ID_COLUMN,), (CENTROIDS[0], OLD_CENTROIDS[0]), (CENTROIDS[1], OLD_CENTROIDS[1])])
+    ome = read_ome_pixels(image) if image is not None else None
+    ps, ps_y, size_source = _pixel_size(path, pixel_size, ome)
+    file_image, file_mask = split_file_name(path.name)
+    default_compartment = mask_compartment(file_mask) or "cell"
+    channel_names = read_markers_csv(markers_csv) if markers_csv is not None else None
+
+    fixed = {ID_COLUMN, *CENTROIDS, *OLD_CENTROIDS}
+    feature_cols = [n for n in header.names if n not in fixed]
+    parsed = stream_columns(header, text=[ID_COLUMN], numbers=[c for c in header.names if c in fixed - {ID_COLUMN}],
+                            matrix=feature_cols)
+    n = parsed.n
+    cell_ids = parsed.text(ID_COLUMN)
+    check_missing_text(path, cell_ids, ID_COLUMN, None)
+    image_name = image_id if image_id is not None else file_image
+    images = np.full(n, image_name, dtype=object)
+    check_unique_ids(path, images, cell_ids, ID_COLUMN, None)
+    x_raw, y_raw, centroid_cols = _raw_centroids(header, parsed)
+
+    specs, shape_compartment = classify_columns(feature_cols, default_compartment=default_compartment,
+                                                markers=channel_names)
+    dictionary, applied = build_dictionary(specs, marker_map)
+    matrix = parsed.matrix
+
+    x_px, y_px = x_raw + 0.5, y_raw + 0.5  # regionprops: pixel i has its centre at i; the spec: at i + 0.5
+    cells = {"cell_id": cell_ids.astype(object), "image_id": images,
+             "sample_id": np.full(n, sample_id if sample_id is not None else image_name, dtype=object),
+             "x": x_px * ps, "y": y_px * (ps_y or ps)}
+    area = _cell_area(dictionary, matrix, shape_compartment, ps * (ps_y or ps))
+    if area is not None:
+        cells["area"] = area
+    cells.update({"x_px": x_px, "y_px": y_px})
+
+    if channel_names is not None:
+        markers = [clean_marker(n, dict(marker_map or {}))[0] for n in channel_names]
+        repeated = sorted({m for m in markers if markers.count(m) > 1})
+        if repeated:
+            raise InputError(f"{Path(markers_csv).name}: marker_map gives several channels the name(s) "
+                             f"{', '.join(map(repr, repeated))}; markers must be unique per image")
+    else:
+        channel_names, markers = intensity_channels(dictionary, applied)
+    image_record = input_record(image) if image is not None else None
+    images_table = _images_table(image_name, sample_id, ps, ps_y, ome, image_record)
+    inputs = [p for p in (markers_csv, image_record) if p is not None]
+    parameters = {
+        "pixel_size": ps, "pixel_size_y": ps_y, "pixel_size_source": size_source, "image_id": image_id,
+        "sample_id": sample_id, "marker_map": dict(marker_map or {}),
+        "markers_csv": None if markers_csv is None else Path(markers_csv).name,
+        "image": None if image is None else Path(image).name,
+        "image_pixel_size": None if ome is None else ome.pixel_size,
+        "mask": file_mask, "compartment": default_compartment, "shape_compartment": shape_compartment,
+        "centroids": centroid_cols,
+        "pixel_centre": "x = (X_centroid + 0.5) * pixel_size (regionprops puts the centre of pixel i at i)",
+    }
+    counts = {"rows_read": parsed.rows_read, "rows_kept": n, **parsed.counts}
+    return assemble(path=path, cells=cells, measurements=matrix, dictionary=dictionary, images=images_table,
+                    channels=channels_frame([image_name], channel_names, markers),
+                    producer={"tool": "mcquant (MCMICRO)", "version": None}, adapter=ADAPTER,
+                    adapter_version=ADAPTER_VERSION, counts=counts, parameters=parameters, extra_inputs=inputs)
+
+
+def _pixel_size(path: Path, pixel_size: float | None, ome: OmePixels | None
+                ) -> tuple[float, float | None, str]:
+    if pixel_size is not None:
+        return pixel_size_for(["image"], pixel_size)["image"], None, "argument"
+    if ome is not None:
+        return ome.pixel_size, ome.pixel_size_y, "OME-XML PhysicalSizeX of image="
+    raise InputError(f"{path.name}: mcquant tables are in pixels and carry no pixel size; pass it in micrometres "
+                     "per pixel: read_mcmicro(path, pixel_size=0.65), or image='<image>.ome.tif' to read "
+                     "PhysicalSizeX, or `cellspec import mcmicro FILE OUT --pixel-size 0.65`")
+
+
+def _raw_centroids(header: Header, parsed: Parsed) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    path = header.path
+    cols = list(CENTROIDS) if all(c in header.names for c in CENTROIDS) else list(OLD_CENTROIDS)
+    x, y = (parsed.number(c) for c in cols)
+    for values, column in ((x, cols[0]), (y, cols[1])):
+        check_finite_centroids(path, values, column, None)
+    if cols == list(CENTROIDS) and all(c in header.names for c in OLD_CENTROIDS):
+        for new, old in zip(CENTROIDS, OLD_CENTROIDS, strict=True):
+            a, b = parsed.number(new), parsed.number(old)
+            bad = ~(np.abs(a - b) <= 0.5)
+            if bad.any():
+                raise InputError(f"{path.name}: line {first_line_where(bad)}: {new!r} and {old!r} disagree by more "
+                                 "than half a pixel; the file mixes coordinate frames")
+        cols += list(OLD_CENTROIDS)
+    return x, y, cols
+
+
+def _cell_area(dictionary, matrix: np.ndarray, shape_compartment: str, pixel_area: float) -> np.ndarray | None:
+    if shape_compartment != "cell":
+        return None  # a nucleus or ring mask's Area is not the whole-cell area
+    hit = dictionary.index[(dictionary["kind"] == "shape") & (dictionary["statistic"] == "area")].tolist()
+    if not hit:
+        return None
+    area = matrix[:, hit[0]] * pixel_area
+    area[~(area > 0)] = np.nan
+    return area
+
+
+def _images_table(image_name: str, sample_id: str | None, ps: float, ps_y: float | None, ome: OmePixels | None,
+                  record: dict | None) -> dict[str, list]:
+    table: dict[str, list] = {"image_id": [image_name],
+                              "sample_id": [sample_id if sample_id is not None else image_name],
+                              "pixel_size": [ps]}
+    if ps_y is not None:
+        table["pixel_size_y"] = [ps_y]
+    if ome is not None:
+        table["width_px"] = [ome.width_px]
+        table["height_px"] = [ome.height_px]
+    if record is not None and not record["path_basename"].lower().endswith(".xml"):  # not a companion .ome.xml
+        table["source_image"] = [record["path_basename"]]
+        table["source_image_sha256"] = [record["sha256"]]
+    return table

@@ -1,0 +1,405 @@
+"""Read QuPath "Export measurements" tables of cells or detections (spec sections 3-8).
+
+QuPath writes one row per object, tab-separated (comma-separated when the file name ends in ``.csv``).
+Fixed columns identify the object (``Image``, ``Object ID``, ``Object type``, ``Classification`` or
+``Class``, ``Parent``, ``Centroid X µm`` ...); every other column is a measurement whose name says what
+it is, in one of the styles QuPath has used:
+
+=========================  ==========================================  ===========================
+style                      example                                     written by
+=========================  ==========================================  ===========================
+cell detection             ``Nucleus: DAPI mean``, ``Cell: Area``       cell detection (<= 0.4 names)
+channel first              ``CD3: Nucleus: Mean``                      object measurements <= 0.5
+compartment first          ``Nucleus: CD3: Mean``                      object measurements >= 0.6
+shape                      ``Cell: Area µm^2``, ``Nucleus: Length µm``  shape features (>= 0.4)
+=========================  ==========================================  ===========================
+
+Coordinates: QuPath ROI coordinates are continuous pixel coordinates with 0 at the top-left corner of
+the full-resolution image, and ``Centroid X µm`` is ``centroid_x_px * pixel width`` (no half-pixel
+shift), which is the spec's frame as it is. See ``docs/readers.md``.
+
+>>> from cellspec_sc.readers.qupath import classify
+>>> classify("Nucleus: CD3: Mean", calibrated=True)
+FeatureSpec(kind='intensity', statistic='mean', unit='a.u.', source_name='Nucleus: CD3: Mean', compartment='nucleus', marker='CD3')
+>>> classify("Cell: Area \\u00b5m^2", calibrated=True).unit
+'um2'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from ..core import CellSpec
+from ..errors import InputError
+from .common import (
+    FeatureSpec,
+    Header,
+    assemble,
+    build_dictionary,
+    channels_frame,
+    check_finite_centroids,
+    check_missing_text,
+    check_unique_ids,
+    first_line_where,
+    intensity_channels,
+    normalise_header,
+    pixel_size_for,
+    Parsed,
+    read_header,
+    require_columns,
+    stream_columns,
+)
+
+ADAPTER = "qupath"
+# Bump whenever the output for the same input changes (spec section 11).
+ADAPTER_VERSION = "1.0.0"
+TOOL = "QuPath"
+
+# Compartment words (first or second part of a header) -> spec compartment.
+COMPARTMENTS = {"nucleus": "nucleus", "cytoplasm": "cytoplasm", "membrane": "membrane", "cell": "cell"}
+# Statistic words of object measurements ("Nucleus: CD3: Mean", "CD3: Nucleus: Std.Dev.").
+OBJECT_STATISTICS = {"mean": "mean", "median": "median", "min": "min", "max": "max", "std.dev.": "sd",
+                     "variance": "variance", "sum": "sum"}
+# Statistic words at the end of cell-detection measurements ("Nucleus: DAPI std dev"); "range" has
+# no spec statistic and becomes kind other.
+DETECTION_STATISTICS = {"mean": "mean", "median": "median", "min": "min", "max": "max", "std dev": "sd",
+                        "sum": "sum", "variance": "variance", "range": None}
+# Shape names -> (spec statistic, dimension: 0 dimensionless, 1 length, 2 area).
+SHAPES = {
+    "area": ("area", 2), "perimeter": ("perimeter", 1), "length": ("length", 1),
+    "circularity": ("circularity", 0), "solidity": ("solidity", 0), "eccentricity": ("eccentricity", 0),
+    "max caliper": ("max_caliper", 1), "min caliper": ("min_caliper", 1),
+    "max diameter": ("max_diameter", 1), "min diameter": ("min_diameter", 1),
+    "maximum diameter": ("max_diameter", 1), "minimum diameter": ("min_diameter", 1),
+}
+# Whole-header measurements.
+SPECIAL = {
+    "nucleus/cell area ratio": FeatureSpec("shape", "nucleus_cell_area_ratio", "1", "", "cell"),
+    "detection probability": FeatureSpec("other", "detection_probability", "1", ""),
+}
+# Unit tokens at the end of a header, after micro-sign normalisation.
+UNITS = {"um^2": "um2", "um2": "um2", "px^2": "px2", "px2": "px2", "um": "um", "px": "px"}
+# Fixed text columns -> cells column (None: read but not kept).
+TEXT_COLUMNS = {"image": None, "object id": None, "object type": "object_type", "name": "name",
+                "classification": "classification", "class": "classification", "parent": "parent",
+                "parent id": "parent_id", "roi": None, "tma core": "tma_core", "missing core": "missing_core"}
+CENTROIDS_UM = ("Centroid X µm", "Centroid Y µm")
+CENTROIDS_PX = ("Centroid X px", "Centroid Y px")
+IDENTITY = ("Image", "Object ID", "Object type", "Classification", "Class", "Name", "Parent", "ROI")
+
+
+# -- header classification -------------------------------------------------------------------------
+def _unit_split(text: str) -> tuple[str, str | None]:
+    match = re.fullmatch(r"(.*?)\s+(um\^2|px\^2|um2|px2|um|px)", text, flags=re.I)
+    return (match.group(1), UNITS[match.group(2).lower()]) if match else (text, None)
+
+
+def _shape(text: str, compartment: str, source: str, calibrated: bool) -> FeatureSpec | None:
+    name, unit = _unit_split(text)
+    found = SHAPES.get(name.strip().lower())
+    if found is None:
+        return None
+    statistic, dimension = found
+    if unit is None:
+        unit = "1" if dimension == 0 else ("um" if calibrated else "px") + ("2" if dimension == 2 else "")
+    return FeatureSpec("shape", statistic, unit, source, compartment)
+
+
+def classify(source: str, *, calibrated: bool) -> FeatureSpec:
+    """What one QuPath measurement header means (``calibrated``: the file has micrometre centroids,
+    so cell-detection shapes without a unit are in micrometres).
+
+    >>> classify("CD3: Nucleus: Std.Dev.", calibrated=True).statistic
+    'sd'
+    >>> classify("Nucleus: DAPI range", calibrated=True).kind
+    'other'
+    """
+    norm = normalise_header(source)
+    special = SPECIAL.get(norm.lower())
+    if special is not None:
+        return FeatureSpec(special.kind, special.statistic, special.unit, source, special.compartment)
+    parts = [p.strip() for p in norm.split(":")]
+    raw_parts = source.split(":")  # marker names keep their own spacing (trimmed later)
+    first = COMPARTMENTS.get(parts[0].lower())
+    if len(parts) == 1:
+        return _shape(norm, "cell", source, calibrated) or FeatureSpec.other(source, _unit_split(norm)[1] or "a.u.")
+    stat = OBJECT_STATISTICS.get(parts[-1].lower())
+    if len(parts) >= 3 and stat:
+        second_last = COMPARTMENTS.get(parts[-2].lower())
+        if first:  # 0.6+: Nucleus: CD3: Mean
+            return FeatureSpec("intensity", stat, "a.u.", source, first, ":".join(raw_parts[1:-1]).strip())
+        if second_last:  # <= 0.5: CD3: Nucleus: Mean
+            return FeatureSpec("intensity", stat, "a.u.", source, second_last, ":".join(raw_parts[:-2]).strip())
+        return FeatureSpec("intensity", stat, "a.u.", source, "cell", ":".join(raw_parts[:-1]).strip())
+    if len(parts) == 2 and first:
+        rest = parts[1]
+        shape = _shape(rest, first, source, calibrated)
+        if shape is not None:
+            return shape
+        match = re.fullmatch(r"\s*(.*\S)\s+(mean|median|min|max|std dev|sum|variance|range)\s*",
+                             ":".join(raw_parts[1:]), flags=re.I)
+        if match:  # cell detection: Nucleus: DAPI mean
+            statistic = DETECTION_STATISTICS[match.group(2).lower()]
+            if statistic is None:
+                return FeatureSpec.other(source)
+            return FeatureSpec("intensity", statistic, "a.u.", source, first, match.group(1))
+    if len(parts) == 2 and stat:  # a detection without compartments: CD3: Mean
+        return FeatureSpec("intensity", stat, "a.u.", source, "cell", raw_parts[0].strip())
+    return FeatureSpec.other(source, _unit_split(norm)[1] or "a.u.")
+
+
+def header_style(spec: FeatureSpec) -> str | None:
+    """The QuPath naming style of an intensity header (recorded in provenance parameters)."""
+    if spec.kind != "intensity":
+        return None
+    parts = [p.strip().lower() for p in normalise_header(spec.source_name).split(":")]
+    if len(parts) == 2:
+        return "cell detection (Nucleus: DAPI mean)" if parts[0] in COMPARTMENTS else "no compartment (CD3: Mean)"
+    if parts[0] in COMPARTMENTS:
+        return "compartment first, QuPath >= 0.6 (Nucleus: CD3: Mean)"
+    return "channel first, QuPath <= 0.5 (CD3: Nucleus: Mean)"
+
+
+# -- reader ------------------------------------------------------------------------------------------
+def read_qupath(
+    path: str | os.PathLike,
+    *,
+    pixel_size: float | Mapping[str, float] | None = None,
+    image_id: str | None = None,
+    sample_id: str | None = None,
+    marker_map: Mapping[str, str] | None = None,
+    object_types: Sequence[str] | None = ("Cell", "Detection"),
+) -> CellSpec:
+    """Read a QuPath measurement export (TSV, or CSV when the name ends in ``.csv``) into a CellSpec.
+
+    ``pixel_size`` (micrometres per pixel, or ``{image: size}``) is needed unless the file has both
+    micrometre and pixel centroids, from which it is derived. ``image_id`` renames the single image of
+    the file (default: the ``Image`` column, else the file name). ``sample_id`` defaults to the image
+    id. ``marker_map`` renames markers (the original is kept in ``marker_source``). Rows whose
+    ``Object type`` is not in ``object_types`` are skipped (``None`` keeps every row).
+
+    >>> import cellspec_sc as cs
+    >>> x = cs.read_qupath("measurements.tsv", pixel_size=0.5)  # doctest: +SKIP
+    """
+    path = Path(path)
+    delimiter = "," if path.name.lower().endswith(".csv") else "\t"
+    header = read_header(path, delimiter, TOOL)
+    require_columns(header, TOOL, [(CENTROIDS_UM[0], CENTROIDS_PX[0]), (CENTROIDS_UM[1], CENTROIDS_PX[1]),
+                                   IDENTITY])
+    text_cols = [n for n in header.names if normalise_header(n).lower() in TEXT_COLUMNS]
+    um_cols = [header.find(c) for c in CENTROIDS_UM]
+    px_cols = [header.find(c) for c in CENTROIDS_PX]
+    has_um, has_px = None not in um_cols, None not in px_cols
+    centroid_cols = [c for c in (*um_cols, *px_cols) if c is not None]
+    feature_cols = [n for n in header.names if n not in set(text_cols) | set(centroid_cols)]
+    type_column = header.find("Object type")
+    keep = (type_column, tuple(object_types)) if type_column is not None and object_types is not None else None
+    image_column = header.find("Image")
+    parsed = stream_columns(header, text=text_cols, numbers=centroid_cols, matrix=feature_cols, keep=keep,
+                            unfiltered=[image_column] if image_column is not None and keep is not None else [])
+    if parsed.n == 0:
+        raise _no_kept_rows(header, type_column, object_types)
+    images = _image_ids(header, parsed, image_id)
+    cell_ids, id_source = _cell_ids(header, parsed, images)
+    check_unique_ids(path, images, cell_ids, id_source, parsed.rows)
+
+    image_order = list(dict.fromkeys(images))
+    sizes, size_source = _pixel_sizes(header, parsed, images, image_order, pixel_size, um_cols, px_cols)
+    per_row_size = pd.Series(images, dtype=object).map(sizes).to_numpy(dtype=np.float64)
+    cells = {"cell_id": cell_ids, "image_id": images}
+    samples = {i: (sample_id if sample_id is not None else i) for i in image_order}
+    cells["sample_id"] = pd.Series(images, dtype=object).map(samples).to_numpy(dtype=object)
+    x, y, x_px, y_px = _centroids(header, parsed, um_cols, px_cols, has_um, has_px, per_row_size)
+    cells.update({"x": x, "y": y})
+
+    specs = [classify(n, calibrated=has_um) for n in feature_cols]
+    dictionary, applied = build_dictionary(specs, marker_map)
+    area = _cell_area(dictionary, parsed.matrix, per_row_size)
+    if area is not None:
+        cells["area"] = area
+    if has_px:
+        cells.update({"x_px": x_px, "y_px": y_px})
+    cells.update(_extra_text_columns(header, parsed))
+
+    channel_names, markers = intensity_channels(dictionary, applied)
+    source_images = _source_images(parsed, image_column, images, image_order)
+    images_table = {"image_id": image_order, "sample_id": [samples[i] for i in image_order],
+                    "pixel_size": [sizes[i] for i in image_order]}
+    if source_images is not None:
+        images_table["source_image"] = source_images
+    counts = {"rows_read": parsed.rows_read, "rows_kept": parsed.n, **parsed.counts}
+    parameters = {
+        "pixel_size": {i: sizes[i] for i in image_order}, "pixel_size_source": size_source,
+        "image_id": image_id, "sample_id": sample_id, "marker_map": dict(marker_map or {}),
+        "object_types": None if object_types is None else list(object_types),
+        "delimiter": "comma" if delimiter == "," else "tab",
+        "centroids": centroid_cols,
+        "cell_id_source": id_source,
+        "header_styles": sorted({st for st in map(header_style, specs) if st}),
+        "ignored_columns": [n for n in text_cols if TEXT_COLUMNS[normalise_header(n).lower()] is None
+                            and n not in (image_column, header.find("Object ID"))],
+    }
+    return assemble(path=path, cells=cells, measurements=parsed.matrix, dictionary=dictionary, images=images_table,
+                    channels=channels_frame(image_order, channel_names, markers),
+                    producer={"tool": TOOL, "version": None}, adapter=ADAPTER, adapter_version=ADAPTER_VERSION,
+                    counts=counts, parameters=parameters)
+
+
+def _no_kept_rows(header: Header, column: str, object_types: Sequence[str]) -> InputError:
+    table = pacsv.read_csv(header.path, parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
+                           convert_options=pacsv.ConvertOptions(include_columns=[column],
+                                                                column_types={column: pa.string()}))
+    found = ", ".join(sorted(str(v) for v in pc.unique(table.column(column)).to_pylist() if v is not None)[:6])
+    return InputError(f"{header.path.name}: no rows with Object type in {list(object_types)} (found: {found}); "
+                      "export cell or detection measurements, or pass object_types=")
+
+
+def _image_ids(header: Header, parsed: Parsed, image_id: str | None) -> np.ndarray:
+    column = header.find("Image")
+    n, rows = parsed.n, parsed.rows
+    if column is None:
+        name = image_id if image_id is not None else _stem(header.path)
+        return np.full(n, name, dtype=object)
+    values = parsed.text(column)
+    check_missing_text(header.path, values, column, rows)
+    distinct = list(dict.fromkeys(values))
+    if image_id is not None:
+        if len(distinct) > 1:
+            raise InputError(f"{header.path.name}: image_id={image_id!r} given, but column {column!r} names "
+                             f"{len(distinct)} images ({', '.join(map(repr, distinct[:4]))}); leave image_id unset")
+        return np.full(n, image_id, dtype=object)
+    return values.astype(object)
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".tsv", ".csv", ".txt"):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def _cell_ids(header: Header, parsed: Parsed, images: np.ndarray) -> tuple[np.ndarray, str]:
+    column = header.find("Object ID")
+    if column is not None:
+        values = parsed.text(column)
+        check_missing_text(header.path, values, column, parsed.rows)
+        return values.astype(object), column
+    # No Object ID (QuPath <= 0.3): the 1-based position of the row among the rows of its image, counted
+    # over the whole file (before the object-type filter), so ids do not change with object_types.
+    image_column = header.find("Image")
+    if parsed.rows is None or image_column is None:
+        every = images if parsed.rows is None else np.full(parsed.rows_read, images[0], dtype=object)
+    else:
+        every = np.where(pd.isna(parsed.unfiltered[image_column]), "", parsed.unfiltered[image_column]).astype(object)
+    position = pd.Series(every, dtype=object).groupby(every, sort=False).cumcount().to_numpy() + 1
+    ids = position.astype(str).astype(object)
+    return (ids if parsed.rows is None else ids[parsed.rows]), "row number within image"
+
+
+def _pixel_sizes(header: Header, parsed: Parsed, images, image_order, pixel_size, um_cols, px_cols
+                 ) -> tuple[dict[str, float], str]:
+    given = pixel_size_for(image_order, pixel_size)
+    has_um, has_px = None not in um_cols, None not in px_cols
+    if given is not None:
+        return given, "argument"
+    if has_um and has_px:
+        return _derived_pixel_sizes(header.path, parsed, images, image_order, um_cols, px_cols), \
+            "derived from micrometre and pixel centroids"
+    what = "micrometre centroids but not the pixel size" if has_um else "pixel centroids only"
+    raise InputError(f"{header.path.name}: the file has {what}; pass the pixel size in micrometres per pixel: "
+                     "read_qupath(path, pixel_size=0.5) or `cellspec import qupath FILE OUT --pixel-size 0.5` "
+                     "(QuPath shows it as 'Pixel width' in the Image tab)")
+
+
+def _derived_pixel_sizes(path: Path, parsed: Parsed, images, image_order, um_cols, px_cols) -> dict[str, float]:
+    um = np.concatenate([parsed.number(c) for c in um_cols])
+    px = np.concatenate([parsed.number(c) for c in px_cols])
+    both = np.concatenate([images, images])
+    ok = np.isfinite(um) & np.isfinite(px)
+    frame = pd.DataFrame({"image": both[ok], "num": um[ok] * px[ok], "den": px[ok] * px[ok]})
+    sums = frame.groupby("image", sort=False)[["num", "den"]].sum()
+    slope = (sums["num"] / sums["den"]).to_dict()  # least-squares slope of micrometres on pixels
+    sizes = {i: float(slope.get(i, np.nan)) for i in image_order}
+    bad = [i for i, v in sizes.items() if not (np.isfinite(v) and v > 0)]
+    if bad:
+        raise InputError(f"{path.name}: cannot derive the pixel size of image {bad[0]!r} from its micrometre and "
+                         "pixel centroids; pass pixel_size= (micrometres per pixel)")
+    return sizes
+
+
+def _centroids(header: Header, parsed: Parsed, um_cols, px_cols, has_um, has_px, per_row_size):
+    path, rows = header.path, parsed.rows
+    x_px = y_px = None
+    if has_px:
+        x_px, y_px = (parsed.number(c) for c in px_cols)
+    if has_um:
+        x, y = (parsed.number(c) for c in um_cols)
+        for values, column in ((x, um_cols[0]), (y, um_cols[1])):
+            check_finite_centroids(path, values, column, rows)
+        if has_px:
+            for um, px, ucol, pcol in ((x, x_px, um_cols[0], px_cols[0]), (y, y_px, um_cols[1], px_cols[1])):
+                _check_agreement(path, um, px, per_row_size, ucol, pcol, rows)
+        return x, y, x_px, y_px
+    for values, column in ((x_px, px_cols[0]), (y_px, px_cols[1])):
+        check_finite_centroids(path, values, column, rows)
+    # QuPath pixel coordinates are continuous with 0 at the image corner: no half-pixel shift.
+    return x_px * per_row_size, y_px * per_row_size, x_px, y_px
+
+
+def _check_agreement(path: Path, um, px, size, um_column, px_column, rows) -> None:
+    """Section 8: abs(x - x_px * pixel_size) <= 0.5 * pixel_size, else stop."""
+    bad = ~(np.abs(um - px * size) <= 0.5 * size) & np.isfinite(px)
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{path.name}: line {first_line_where(bad, rows)}: {um_column!r} = {float(um[pos])!r} disagrees "
+                         f"with {px_column!r} = {float(px[pos])!r} x pixel size {float(size[pos])!r} by more than half a pixel "
+                         f"({int(bad.sum())} row(s)); check pixel_size")
+
+
+def _cell_area(dictionary: pd.DataFrame, matrix: np.ndarray, per_row_size: np.ndarray) -> np.ndarray | None:
+    """Whole-cell area in um2 for cells.area (the measurement itself stays raw)."""
+    hit = dictionary.index[(dictionary["kind"] == "shape") & (dictionary["compartment"] == "cell")
+                           & (dictionary["statistic"] == "area")].tolist()
+    if not hit:
+        return None
+    j = hit[0]
+    unit = dictionary.at[j, "unit"]
+    values = matrix[:, j]
+    if unit == "um2":
+        area = values.copy()
+    elif unit == "px2":
+        area = values * per_row_size * per_row_size
+    else:
+        return None
+    area[~(area > 0)] = np.nan  # section 2: positive or NA
+    return area
+
+
+def _extra_text_columns(header: Header, parsed: Parsed) -> dict[str, np.ndarray]:
+    out = {}
+    for name in header.names:
+        target = TEXT_COLUMNS.get(normalise_header(name).lower())
+        if target is None or target in out:
+            continue
+        values = parsed.text(name)
+        if target in ("object_type", "classification", "parent") or pd.notna(values).any():
+            out[target] = values.astype(object)
+    return out
+
+
+def _source_images(parsed: Parsed, column, images, image_order) -> list[str] | None:
+    if column is None:
+        return None
+    names = pd.Series(parsed.text(column), dtype=object)
+    first = names.groupby(pd.Series(images, dtype=object), sort=False).first()
+    return [Path(str(first[i]).replace("\\", "/")).name for i in image_order]
