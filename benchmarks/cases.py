@@ -41,6 +41,7 @@ class Op:
     run: Callable[[int], Any]
     cleanup: Callable[[int], Any] | None = None
     inspect: Callable[[Any], dict[str, Any]] | None = None  # facts about the first result (untimed)
+    timer: Callable[[], float] | None = None  # time of the part measured, when not the whole run
 
 
 @dataclass
@@ -80,8 +81,9 @@ def _rmtree_op(folder: Path) -> Callable[[int], None]:
 
 
 def memory_goal(row: dict[str, Any], factor: float, of: str = "object_bytes") -> bool | None:
+    """The operation's own peak (high-water mark minus resident memory before it) <= factor x ``of``."""
     size = row.get(of)
-    return None if not size else row["ours_peak_bytes"] <= factor * size
+    return None if not size else row["ours_peak_growth_bytes"] <= factor * size
 
 
 # -- example -------------------------------------------------------------------------------------
@@ -178,7 +180,7 @@ def eager_to_disk(env: Env) -> Op:
 
 
 def below_baseline_peak(row: dict[str, Any]) -> bool:
-    return row["ours_peak_bytes"] < row["baseline_peak_bytes"]
+    return row["ours_peak_growth_bytes"] < row["baseline_peak_growth_bytes"]
 
 
 DIRECTORY_CASES = [

@@ -49,24 +49,30 @@ def reset_peak() -> bool:
 
 
 def time_operation(run: Callable[[int], Any], repeat: int, cleanup: Callable[[int], Any] | None = None,
-                   inspect: Callable[[Any], dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Run ``run(i)`` ``repeat`` times: wall times, the highest peak RSS and the RSS before the operation.
+                   inspect: Callable[[Any], dict[str, Any]] | None = None,
+                   timer: Callable[[], float] | None = None) -> dict[str, Any]:
+    """Run ``run(i)`` ``repeat`` times: wall times, the highest peak RSS, the RSS before the operation and
+    the largest growth (peak minus RSS before) of one repetition.
 
     ``inspect`` is called (untimed) on the first result, before it is dropped; its facts are merged in.
+    ``timer``, when given, returns the time to record for the repetition just run instead of its wall
+    time (for an operation that times a part of itself).
     """
-    times, peaks, before, facts = [], [], [], {}
+    times, peaks, before, growth, facts = [], [], [], [], {}
     for i in range(repeat):
         gc.collect()
         per_operation = reset_peak()
         before.append(resident_bytes())
         start = time.perf_counter()
         result = run(i)
-        times.append(time.perf_counter() - start)
+        wall = time.perf_counter() - start
+        times.append(timer() if timer is not None else wall)
         peaks.append(peak_bytes())
+        growth.append(peaks[-1] - before[-1])
         if i == 0 and inspect is not None:
             facts = inspect(result)
         del result
         if cleanup is not None:
             cleanup(i)
-    return {"times": times, "peak_bytes": max(peaks), "rss_before_bytes": min(before),
+    return {"times": times, "peak_bytes": max(peaks), "rss_before_bytes": min(before), "peak_growth_bytes": max(growth),
             "peak_is_per_operation": per_operation, **facts}

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SIZES = (100_000, 1_000_000)
 BIG = (2_000_000, 1_000)
 BIG_NEEDS_GB = 21.0
-QUICK = {"sizes": (3_000,), "features": 24, "repeat": 2}
+QUICK = {"sizes": (2_000,), "features": 24, "repeat": 1}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -101,6 +101,7 @@ def make_row(case: Case, n: int, f: int, big: bool, ours: dict[str, Any], base: 
         row[f"{side}_min_s"] = min(times)
         row[f"{side}_median_s"] = statistics.median(times)
         row[f"{side}_peak_bytes"] = r.get("peak_bytes", math.nan)
+        row[f"{side}_peak_growth_bytes"] = r.get("peak_growth_bytes", math.nan)
         row[f"{side}_times_s"] = times
     for key in ("object_bytes", "matrix_bytes"):
         row[key] = ours.get(key) or base.get(key)
@@ -124,7 +125,7 @@ def _s(lo: float, med: float) -> str:
 def table_markdown(rows: list[dict[str, Any]]) -> str:
     """The rows as a markdown table."""
     head = ("| operation | cells x features | ours s, min (median) | baseline | baseline s, min (median) | ratio "
-            "| peak MB ours / baseline | object MB | goal | met |")
+            "| ours cells/s | peak growth MB ours / baseline | object MB | goal | met |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
         met = {True: "yes", False: "**no**", None: "—"}[r["goal_met"]]
@@ -132,7 +133,7 @@ def table_markdown(rows: list[dict[str, Any]]) -> str:
             met = f"error: {r['error'][:120]}"
         lines.append(f"| {r['operation']} | {r['n_cells']:,} x {r['n_features']:,} | {_s(r['ours_min_s'], r['ours_median_s'])} "
                      f"| {r['baseline']} | {_s(r['baseline_min_s'], r['baseline_median_s'])} | {r['ratio']:.2f} "
-                     f"| {_mb(r['ours_peak_bytes'])} / {_mb(r['baseline_peak_bytes'])} | {_mb(r['object_bytes'])} "
+                     f"| {r['ours_cells_per_s']:,.0f} | {_mb(r['ours_peak_growth_bytes'])} / {_mb(r['baseline_peak_growth_bytes'])} | {_mb(r['object_bytes'])} "
                      f"| {r['goal']} | {met} |")
     return "\n".join(lines)
 

@@ -27,7 +27,7 @@ def run_job(job: dict) -> dict:
     case = case_named(job["case"])
     env = Env(n=job["n"], f=job["f"], data=Path(job["data"]), work=Path(job["work"]), big=job.get("big", False))
     op = getattr(case, job["side"])(env)
-    return time_operation(op.run, job["repeat"], op.cleanup, op.inspect)
+    return time_operation(op.run, job["repeat"], op.cleanup, op.inspect, op.timer)
 
 
 def main(argv: list[str]) -> int:
