@@ -51,21 +51,22 @@ def reset_peak() -> bool:
 def time_operation(run: Callable[[int], Any], repeat: int, cleanup: Callable[[int], Any] | None = None,
                    inspect: Callable[[Any], dict[str, Any]] | None = None,
                    timer: Callable[[], float] | None = None) -> dict[str, Any]:
-    """Run ``run(i)`` ``repeat`` times: wall times, the highest peak RSS, the RSS before the operation and
-    the largest growth (peak minus RSS before) of one repetition.
+    """Run ``run(i)`` ``repeat`` times: wall and CPU times (all threads of this process), the highest peak
+    RSS, the RSS before the operation and the largest growth (peak minus RSS before) of one repetition.
 
     ``inspect`` is called (untimed) on the first result, before it is dropped; its facts are merged in.
     ``timer``, when given, returns the time to record for the repetition just run instead of its wall
     time (for an operation that times a part of itself).
     """
-    times, peaks, before, growth, facts = [], [], [], [], {}
+    times, cpu, peaks, before, growth, facts = [], [], [], [], [], {}
     for i in range(repeat):
         gc.collect()
         per_operation = reset_peak()
         before.append(resident_bytes())
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         result = run(i)
         wall = time.perf_counter() - start
+        cpu.append(time.process_time() - start_cpu)
         times.append(timer() if timer is not None else wall)
         peaks.append(peak_bytes())
         growth.append(peaks[-1] - before[-1])
@@ -74,5 +75,5 @@ def time_operation(run: Callable[[int], Any], repeat: int, cleanup: Callable[[in
         del result
         if cleanup is not None:
             cleanup(i)
-    return {"times": times, "peak_bytes": max(peaks), "rss_before_bytes": min(before), "peak_growth_bytes": max(growth),
+    return {"times": times, "cpu_times": cpu, "peak_bytes": max(peaks), "rss_before_bytes": min(before), "peak_growth_bytes": max(growth),
             "peak_is_per_operation": per_operation, **facts}

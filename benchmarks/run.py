@@ -103,9 +103,11 @@ def make_row(case: Case, n: int, f: int, big: bool, ours: dict[str, Any], base: 
         row[f"{side}_peak_bytes"] = r.get("peak_bytes", math.nan)
         row[f"{side}_peak_growth_bytes"] = r.get("peak_growth_bytes", math.nan)
         row[f"{side}_times_s"] = times
+        row[f"{side}_cpu_min_s"] = min(r.get("cpu_times") or [math.nan])
     for key in ("object_bytes", "matrix_bytes"):
         row[key] = ours.get(key) or base.get(key)
     row["ratio"] = row["ours_min_s"] / row["baseline_min_s"] if row["baseline_min_s"] else math.nan
+    row["cpu_ratio"] = row["ours_cpu_min_s"] / row["baseline_cpu_min_s"] if row["baseline_cpu_min_s"] else math.nan
     row["ours_cells_per_s"] = n / row["ours_min_s"] if row["ours_min_s"] else math.nan
     row["peak_is_per_operation"] = bool(ours.get("peak_is_per_operation"))
     row["goal_met"] = None if errors else case.goal(row)
@@ -124,7 +126,7 @@ def _s(lo: float, med: float) -> str:
 
 def table_markdown(rows: list[dict[str, Any]]) -> str:
     """The rows as a markdown table."""
-    head = ("| operation | cells x features | ours s, min (median) | baseline | baseline s, min (median) | ratio "
+    head = ("| operation | cells x features | ours s, min (median) | baseline | baseline s, min (median) | ratio | CPU ratio "
             "| ours cells/s | peak growth MB ours / baseline | object MB | goal | met |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
@@ -132,7 +134,7 @@ def table_markdown(rows: list[dict[str, Any]]) -> str:
         if r.get("error"):
             met = f"error: {r['error'][:120]}"
         lines.append(f"| {r['operation']} | {r['n_cells']:,} x {r['n_features']:,} | {_s(r['ours_min_s'], r['ours_median_s'])} "
-                     f"| {r['baseline']} | {_s(r['baseline_min_s'], r['baseline_median_s'])} | {r['ratio']:.2f} "
+                     f"| {r['baseline']} | {_s(r['baseline_min_s'], r['baseline_median_s'])} | {r['ratio']:.2f} | {r.get('cpu_ratio', math.nan):.2f} "
                      f"| {r['ours_cells_per_s']:,.0f} | {_mb(r['ours_peak_growth_bytes'])} / {_mb(r['baseline_peak_growth_bytes'])} | {_mb(r['object_bytes'])} "
                      f"| {r['goal']} | {met} |")
     return "\n".join(lines)
