@@ -21,8 +21,9 @@ COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli", "cellspec_sc.cli_convert"
                                     "cellspec_sc.cli_import")
 
 
-def _print_report(report, *, out=sys.stdout) -> int:
-    print(report.format(), file=out)
+def _print_report(report, *, out=None) -> int:
+    # sys.stdout looked up at call time (a default argument would pin the stream at import)
+    print(report.format(), file=out or sys.stdout)
     return EXIT_OK if report.ok else EXIT_INVALID
 
 

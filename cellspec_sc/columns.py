@@ -99,7 +99,7 @@ class MatrixFiller:
     >>> f = MatrixFiller(["a"], n_rows=2)
     >>> f.add(pa.record_batch([pa.array([1.0, float("nan")])], names=["a"]))
     >>> f.finish().tolist(), f.stored_nan
-    ([[1.0, nan]], {'a': 1})
+    ([[1.0], [nan]], {'a': 1})
     """
 
     def __init__(self, feature_ids: list[str], n_rows: int | None = None):

@@ -4,15 +4,33 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .directory import read, write
 from .example import example
 from .validation import validate
 
 
 def run_demo(out: str | Path) -> int:
-    """Build the example, validate it and print its summary; returns the exit code."""
-    out = Path(out)
-    x = example()
-    print(repr(x))
-    report = validate(x)
+    """Build the example, write it as a cellspec directory under ``out``, read it back, check that
+    nothing changed, validate it and print its summary; returns the exit code.
+
+    >>> import tempfile
+    >>> run_demo(tempfile.mkdtemp())  # doctest: +ELLIPSIS
+    <cellspec> spec 1.0.0
+    ...
+    read back: identical to what was written (bit for bit)
+    ...
+    0
+    """
+    x = example(adjacency=True, region_layers=("tumor",))
+    path = write(x, Path(out) / "example.cellspec", overwrite=True)
+    y = read(path)
+    print(repr(y))
+    print(f"written to {path}: {', '.join(sorted(p.name for p in path.iterdir()))}")
+    differences = y.differences(x)
+    if differences:
+        print("read back: DIFFERENT from what was written:\n  " + "\n  ".join(differences))
+    else:
+        print("read back: identical to what was written (bit for bit)")
+    report = validate(y)
     print(report.format())
-    return 0 if report.ok else 1
+    return 0 if report.ok and not differences else 1

@@ -16,7 +16,7 @@ from pathlib import Path
 from .vocabulary import Vocabulary, vocabulary
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-GENERATED = {"vocabulary.md": "render_vocabulary"}
+GENERATED = {"vocabulary.md": "render_vocabulary", "directory.md": "render_directory"}
 _TITLES = {"cells": "Cells (section 2)", "dictionary": "Dictionary (section 4)", "images": "Images (section 5)",
            "channels": "Channels (section 5)", "adjacency": "Adjacency (section 7)"}
 
@@ -61,6 +61,13 @@ def render_vocabulary(voc: Vocabulary | None = None) -> str:
         _table(("Check", "Level", "Rule"), [(f"`{c.name}`", c.level, c.rule) for c in voc.checks]),
     ]
     return "\n\n".join(parts) + "\n"
+
+
+def render_directory() -> str:
+    """The page on the directory format (rendered by :mod:`cellspec_sc.directory_docs`)."""
+    from .directory_docs import render_directory as render
+
+    return render()
 
 
 def render_all() -> dict[str, str]:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from .columns import ARROW_TYPES, MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, file_columns
@@ -53,14 +54,40 @@ def format_double(value: float) -> str:
     return repr(value) if math.isinf(float(text)) else text
 
 
-def _format(values: list, spec_type: str) -> list[str]:
+# 15 significant digits may round values from here up to infinity (checked one by one)
+_ROUNDS_TO_INFINITY = 1.79769313486231e308
+
+
+def format_doubles(values: np.ndarray) -> list[str]:
+    """:func:`format_double` over an array (the special values are found with numpy)."""
+    out = [f"{v:.{SIGNIFICANT_DIGITS}g}" for v in values.tolist()]
+    with np.errstate(invalid="ignore"):
+        special = ~np.isfinite(values) | (np.abs(values) >= _ROUNDS_TO_INFINITY)
+    for i in np.flatnonzero(special).tolist():
+        out[i] = format_double(float(values[i]))
+    return out
+
+
+def text_column(array: pa.Array, spec_type: str) -> pa.Array:
+    """A column as TSV fields (an Arrow string array without nulls); quoting and NA done in Arrow."""
     if spec_type == "double":
-        return ["NA" if v is None else format_double(v) for v in values]
+        return pa.array(format_doubles(array.to_numpy(zero_copy_only=False)), type=pa.string())
     if spec_type == "character":
-        return ["NA" if v is None else quote(v) for v in values]
+        quoted = pc.binary_join_element_wise('"', pc.replace_substring(array, '"', '""'), '"', "")
+        needs = pc.or_(pc.match_substring_regex(array, r'[\t\n\r"\\]'),
+                       pc.is_in(array, value_set=pa.array(["NA", ""])))
+        return pc.fill_null(pc.if_else(needs, quoted, array), "NA")
     if spec_type == "logical":
-        return ["NA" if v is None else ("TRUE" if v else "FALSE") for v in values]
-    return ["NA" if v is None else str(v) for v in values]
+        return pc.fill_null(pc.if_else(array, "TRUE", "FALSE"), "NA")
+    return pc.fill_null(pc.cast(array, pa.string()), "NA")
+
+
+def _lines(columns: list[pa.Array]) -> memoryview:
+    """Tab-joined fields, one line per row with its newline, as the bytes of one Arrow buffer."""
+    rows = pc.binary_join_element_wise(*columns, "\t") if len(columns) > 1 else columns[0]
+    lines = pc.binary_join_element_wise(rows, "", "\n")
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset:lines.offset + len(lines) + 1]
+    return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]]
 
 
 def write_tsv(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: np.ndarray | None,
@@ -68,16 +95,17 @@ def write_tsv(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matr
     """Write ``frame`` and the feature columns of ``matrix`` as a gzipped TSV file, a row batch at a time."""
     arrays, schema = file_columns(frame, types, feature_ids, table, directory)
     kinds = [c["type"] for c in types]
-    # mtime=0: the same object gives the same bytes, hence the same manifest
-    with gzip.GzipFile(path, "wb", compresslevel=6, mtime=0) as out:
+    # mtime=0: the same object gives the same bytes; level 1: zlib at level 6 took longer than formatting
+    with gzip.GzipFile(path, "wb", compresslevel=1, mtime=0) as out:
         out.write(("\t".join(quote(n) for n in schema.names) + "\n").encode("utf-8"))
         for start, stop in batch_ranges(len(frame), len(schema), _WRITE_BATCH_BYTES):
-            columns = [_format(a.slice(start, stop - start).to_pylist(), k) for a, k in zip(arrays, kinds, strict=True)]
+            if stop == start or not len(schema):
+                continue
+            columns = [text_column(a.slice(start, stop - start), k) for a, k in zip(arrays, kinds, strict=True)]
             if feature_ids:
                 block = np.asarray(matrix[start:stop], dtype=np.float64)
-                columns += [[format_double(v) for v in block[:, j].tolist()] for j in range(block.shape[1])]
-            if stop > start:
-                out.write(("\n".join("\t".join(row) for row in zip(*columns, strict=True)) + "\n").encode("utf-8"))
+                columns += [pa.array(format_doubles(block[:, j]), type=pa.string()) for j in range(block.shape[1])]
+            out.write(_lines(columns))
 
 
 def _options(types: list[dict[str, str]]) -> dict:

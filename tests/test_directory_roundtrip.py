@@ -64,6 +64,8 @@ def test_tsv_round_trip_to_15_digits(x):
         _check_schema(path)
         y = cs.read(path)
         assert y.differences(at_tsv_precision(x)) == []
+        # 15-digit values survive further TSV round trips unchanged
+        assert cs.read(cs.write(y, Path(tmp) / "again", format="tsv")).differences(y) == []
 
 
 # -- layout, as other tools see it ----------------------------------------------------------------
