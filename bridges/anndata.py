@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import warnings
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.core import CellSpec, _drop_missing_pairs
+from cellspec_sc.core import CellSpec, _drop_missing_pairs, contact_positions
 from cellspec_sc.errors import InputError
 from cellspec_sc.provenance import with_history_step
 from cellspec_sc.types import as_spec_type, column_spec_types
@@ -45,6 +46,11 @@ class AnnDataBridgeWarning(UserWarning):
     """Something in an AnnData was renamed or not carried into the cellspec."""
 
 
+def warn(message: str) -> None:
+    """Warn with the location of the user's call (frames inside this package are skipped)."""
+    warnings.warn(message, AnnDataBridgeWarning, skip_file_prefixes=(os.path.dirname(__file__),))
+
+
 # -- cellspec -> AnnData -------------------------------------------------------------------------
 def to_anndata(x: CellSpec) -> anndata.AnnData:
     """The cellspec as an AnnData: ``X`` = measurements (shared memory, no copy, when float64),
@@ -63,7 +69,8 @@ def to_anndata(x: CellSpec) -> anndata.AnnData:
     matrix = x.measurements if _is_dask(x.measurements) else np.asarray(x.measurements)
     if matrix.dtype != np.float64:
         matrix = matrix.astype(np.float64)
-    obs = x.cells.set_axis(pd.Index(obs_names(x.cells), dtype=object), axis=0)
+    names = pd.Index(obs_names(x.cells), dtype=object)
+    obs = x.cells.set_axis(names, axis=0)
     var = x.dictionary.set_axis(pd.Index(x.feature_ids, dtype=object), axis=0)
     obsm = {SPATIAL_KEY: np.column_stack([_double(x.cells, "x"), _double(x.cells, "y")])}
     adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns={UNS_KEY: _uns_record(x, matrix)})
@@ -79,13 +86,13 @@ def obs_names(cells: pd.DataFrame) -> list[str]:
     >>> obs_names(pd.DataFrame({"image_id": ["img1", "a:b"], "cell_id": ["001", "c"]}))
     ['img1:001', 'a\\\\:b:c']
     """
-    images = cells["image_id"].astype(object).to_numpy()
-    ids = cells["cell_id"].astype(object).to_numpy()
-    return [f"{_escape(i)}:{c}" for i, c in zip(images, ids, strict=True)]
+    codes, images = pd.factorize(cells["image_id"].astype(object).to_numpy())
+    prefixes = np.array([_escape(i) for i in images] + ["<NA>"], dtype=object)[codes]
+    return [f"{i}:{c}" for i, c in zip(prefixes.tolist(), cells["cell_id"].astype(object).tolist(), strict=True)]
 
 
 def _escape(value: Any) -> str:
-    return "<NA>" if value is None or value is pd.NA else str(value).replace("\\", "\\\\").replace(":", "\\:")
+    return str(value).replace("\\", "\\\\").replace(":", "\\:")
 
 
 def _double(frame: pd.DataFrame, column: str) -> np.ndarray:
@@ -101,13 +108,7 @@ def adjacency_matrices(cells: pd.DataFrame, adjacency: pd.DataFrame) -> tuple[An
     """
     from scipy import sparse
 
-    keys = pd.MultiIndex.from_arrays([cells["image_id"].astype(object), cells["cell_id"].astype(object)])
-    if not keys.is_unique:
-        raise InputError("cells: (image_id, cell_id) is not unique, so contacts cannot be placed (cells_key_unique)")
-    a = keys.get_indexer(pd.MultiIndex.from_arrays([adjacency["image_id"].astype(object),
-                                                    adjacency["cell_id_a"].astype(object)]))
-    b = keys.get_indexer(pd.MultiIndex.from_arrays([adjacency["image_id"].astype(object),
-                                                    adjacency["cell_id_b"].astype(object)]))
+    a, b = contact_positions(cells, adjacency)
     found = (a >= 0) & (b >= 0)
     a, b = a[found], b[found]
     boundary = _double(adjacency, "shared_boundary")[found]
@@ -277,12 +278,10 @@ def carry_obs_columns(obs: pd.DataFrame, names: list[Any], taken: set[str]
             renamed[str(name)] = new_name
         out[name] = (new_name, column)
     if renamed:
-        warnings.warn("obs columns renamed to snake_case for the cellspec: " +
-                      ", ".join(f"{old!r} -> {new!r}" for old, new in renamed.items()), AnnDataBridgeWarning,
-                      stacklevel=4)
+        warn("obs columns renamed to snake_case for the cellspec: " +
+             ", ".join(f"{old!r} -> {new!r}" for old, new in renamed.items()))
     if dropped:
-        warnings.warn(f"obs columns {dropped} hold values of no cellspec type and are not carried into the "
-                      "cellspec", AnnDataBridgeWarning, stacklevel=4)
+        warn(f"obs columns {dropped} hold values of no cellspec type and are not carried into the cellspec")
     return out, renamed, dropped
 
 
@@ -375,8 +374,7 @@ def _dictionary_from_var(var: pd.DataFrame, meta: Mapping[str, Any], changes: di
         data = {"feature_id": as_spec_type(pd.Series(list(map(str, var.index))), "character"), **data}
     dictionary = pd.DataFrame(data, index=pd.RangeIndex(len(var)), columns=list(data))
     if extra:
-        warnings.warn(f"var columns {extra} are not dictionary columns and are not carried into the cellspec",
-                      AnnDataBridgeWarning, stacklevel=3)
+        warn(f"var columns {extra} are not dictionary columns and are not carried into the cellspec")
     ids = [str(f) for f in dictionary["feature_id"]]
     if ids != list(meta["feature_ids"]):
         changes["features_before"], changes["features_after"] = len(meta["feature_ids"]), len(ids)
@@ -433,6 +431,5 @@ def warn_not_carried(adata: anndata.AnnData, obsm: set[str] = frozenset(), obsp:
     left = [f"{slot}[{key!r}]" for slot, mine in own.items() for key in getattr(adata, slot).keys()
             if key is not None and key not in mine]
     if left:
-        warnings.warn(f"not carried into the cellspec (analysis results outside obs): {', '.join(left)}",
-                      AnnDataBridgeWarning, stacklevel=4)
+        warn(f"not carried into the cellspec (analysis results outside obs): {', '.join(left)}")
 

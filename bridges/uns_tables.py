@@ -64,8 +64,10 @@ def _json_values(column: pd.Series, spec_type: str) -> list[Any]:
     elif spec_type == "logical":
         values = column.to_numpy(dtype=bool, na_value=False).tolist()
     else:
-        values = [str(v) for v in column.to_numpy(dtype=object, na_value="")]
-    return [None if missing else value for value, missing in zip(values, na.tolist(), strict=True)]
+        values = [str(v) for v in column.to_numpy(dtype=object, na_value="").tolist()]
+    for i in np.flatnonzero(na).tolist():
+        values[i] = None
+    return values
 
 
 def decode_table(text: Any, table: str) -> pd.DataFrame:

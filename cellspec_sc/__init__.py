@@ -31,6 +31,7 @@ _LAZY = {
     "from_spatialdata": "cellspec_sc.bridges.spatialdata",
     "read_qupath": "cellspec_sc.readers.qupath",
     "read_mcmicro": "cellspec_sc.readers.mcmicro",
+    "preview": "cellspec_sc.widgets",
 }
 
 

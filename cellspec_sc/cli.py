@@ -18,7 +18,7 @@ from .errors import CellspecError, ValidationError
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli", "cellspec_sc.cli_convert", "cellspec_sc.cli_luxar",
-                                    "cellspec_sc.cli_import")
+                                    "cellspec_sc.cli_import", "cellspec_sc.cli_preview")
 
 
 def _print_report(report, *, out=None) -> int:

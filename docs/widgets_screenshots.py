@@ -1,0 +1,87 @@
+"""Regenerate the screenshots of docs/widgets.md: `.venv/bin/python docs/widgets_screenshots.py`.
+
+Runs the preview notebook in JupyterLab in headless chromium (the same set-up as
+tests/test_widgets_browser.py) and opens a snapshot written by `cellspec preview`.
+Images are reduced to a 128-colour palette to keep the repository small.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from PIL import Image
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from browser import browser_page, free_port, server  # noqa: E402
+from test_widgets_browser import _KERNEL_IDLE, NOTEBOOK, _dropdown, _lab_command, _write_settings  # noqa: E402
+
+OUT = HERE / "img"
+
+
+def save_small(png: bytes, name: str) -> None:
+    image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=128)
+    image.save(OUT / name, optimize=True)
+    print(f"{OUT / name}: {(OUT / name).stat().st_size // 1024} kB")
+
+
+def lab_screenshots(tmp: Path) -> None:
+    root = tmp / "root"
+    root.mkdir()
+    shutil.copy(NOTEBOOK, root / "preview.ipynb")
+    _write_settings(tmp / "settings")
+    port, token = free_port(), "docs"
+    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "config"), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime")}
+    with server(_lab_command(root, tmp, port, token), ready_url=f"{base}/api/status?token={token}", cwd=root,
+                env=env), browser_page(tmp / "profile", viewport=(1300, 2400)) as (page, _errors):
+        page.goto(f"{base}/lab/tree/preview.ipynb?token={token}&reset")
+        page.wait_for_function(_KERNEL_IDLE, timeout=60_000)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        widget = page.locator(".cellspec-preview").first
+        widget.wait_for(timeout=60_000)
+        page.wait_for_function(_KERNEL_IDLE, timeout=120_000)
+        widget.scroll_into_view_if_needed()
+        _dropdown(widget, "marker").select_option("CD3e")
+        widget.get_by_role("button", name="log").click()
+        page.wait_for_timeout(3000)
+        save_small(widget.screenshot(), "widgets-features.png")
+        widget.locator(".lm-TabBar-tab", has_text="Space").click()
+        page.wait_for_timeout(2000)
+        save_small(widget.screenshot(), "widgets-space.png")
+        widget.locator(".lm-TabBar-tab", has_text="Channels").click()
+        page.wait_for_timeout(1000)
+        save_small(widget.screenshot(), "widgets-channels.png")
+
+
+def snapshot_screenshot(tmp: Path) -> None:
+    from cellspec_sc.cli import main
+
+    report = tmp / "report.html"
+    main(["preview", "example", "-o", str(report), "--max-features", "4"])
+    with browser_page(tmp / "profile2", viewport=(1100, 900)) as (page, _errors):
+        page.goto(report.as_uri())
+        page.wait_for_timeout(500)
+        save_small(page.screenshot(), "widgets-snapshot.png")
+
+
+def view_png(tmp: Path) -> None:
+    import cellspec_sc as cs
+
+    w = cs.example(n_cells=20_000, region_layers=("tissue",)).preview(feature="cell:Pan-Cytokeratin:mean")
+    w.select(colour_by="classification")
+    save_small(w.save_png(tmp / "view.png").read_bytes(), "widgets-view.png")
+
+
+if __name__ == "__main__":
+    OUT.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as d:
+        view_png(Path(d))
+        snapshot_screenshot(Path(d))
+        lab_screenshots(Path(d))

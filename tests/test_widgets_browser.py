@@ -1,0 +1,142 @@
+"""The preview in a real browser: JupyterLab with the real widget manager, and the HTML snapshot from file://.
+
+Headless Debian chromium through Playwright (tests/browser.py). JupyterLab runs
+on 127.0.0.1 with a token and pre-written settings (no news pop-up, no notebook
+windowing), the kernel is the test interpreter's.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from browser import browser_page, free_port, screenshot_is_blank, server
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "preview.ipynb"
+pytestmark = pytest.mark.browser
+
+_SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
+                                                                         "checkForUpdates": False},
+}
+
+
+def _write_settings(settings_dir: Path) -> None:
+    for name, values in _SETTINGS.items():
+        path = settings_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+
+
+def _lab_command(root: Path, tmp: Path, port: int, token: str) -> list[str]:
+    # `-m jupyterlab`, not `-m jupyter lab`: the latter execs the jupyter-lab script found on PATH
+    return [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+            f"--ServerApp.token={token}", "--allow-root", f"--ServerApp.root_dir={root}",
+            "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            f"--LabApp.workspaces_dir={tmp / 'workspaces'}", f"--LabApp.user_settings_dir={tmp / 'settings'}",
+            "--LabApp.expose_app_in_browser=True", "--ServerApp.port_retries=0"]
+
+
+def _outside_requests(page, base: str) -> list[str]:
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url)
+            if not r.url.startswith((base, "data:", "blob:", "about:")) else None)
+    return requests
+
+
+_KERNEL_IDLE = """() => {
+  const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  return !!k && k.status === 'idle' && w.sessionContext.isReady;
+}"""
+
+
+def _dropdown(root, label: str):
+    return root.locator(f".widget-dropdown:has(label:text-is('{label}')) select").first
+
+
+def test_preview_in_jupyterlab(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copy(NOTEBOOK, root / "preview.ipynb")
+    _write_settings(tmp_path / "settings")
+    port, token = free_port(), "cellspec-test-token"
+    base = f"http://127.0.0.1:{port}"
+    env = {**__import__("os").environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    with server(_lab_command(root, tmp_path, port, token), ready_url=f"{base}/api/status?token={token}",
+                cwd=root, env=env), browser_page(tmp_path / "profile", viewport=(1400, 1000)) as (page, errors):
+        outside = _outside_requests(page, base)
+        page.goto(f"{base}/lab/tree/preview.ipynb?token={token}&reset")
+        page.wait_for_function(_KERNEL_IDLE, timeout=60_000)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        widget = page.locator(".cellspec-preview").first
+        widget.wait_for(timeout=60_000)
+        histogram = widget.locator(".widget-tab-contents img").first
+        page.wait_for_function("(el) => el.naturalWidth > 0", arg=histogram.element_handle(), timeout=30_000)
+        page.wait_for_function(_KERNEL_IDLE, timeout=60_000)  # every cell has run
+        assert (root / "preview.html").exists() and (root / "preview.png").exists()
+
+        # the notebook's later cells selected nucleus:FOXP3:mean through Python: the controls show it
+        assert _dropdown(widget, "marker").input_value() == "FOXP3"
+        assert _dropdown(widget, "compartment").input_value() == "nucleus"
+        widget.scroll_into_view_if_needed()
+        before_src = histogram.get_attribute("src")
+        before_png = widget.screenshot()
+        assert not screenshot_is_blank(before_png, min_colours=20)
+
+        # a user changes the marker through the real control: the histogram is redrawn by the kernel
+        _dropdown(widget, "marker").select_option("CD3e")
+        page.wait_for_function("([el, old]) => el.src !== old && el.naturalWidth > 0",
+                               arg=[histogram.element_handle(), before_src], timeout=30_000)
+        assert widget.locator(".widget-html-content", has_text="q99").first.is_visible()
+        after_png = widget.screenshot()
+        assert after_png != before_png and not screenshot_is_blank(after_png, min_colours=20)
+
+        # every other panel renders
+        widget.locator(".lm-TabBar-tab", has_text="Space").click()
+        space = widget.locator(".widget-tab-contents img").nth(1)
+        page.wait_for_function("(el) => el.naturalWidth > 0 && el.offsetParent !== null",
+                               arg=space.element_handle(), timeout=30_000)
+        assert not screenshot_is_blank(widget.screenshot(), min_colours=20)
+        widget.locator(".lm-TabBar-tab", has_text="Channels").click()
+        widget.get_by_text("Channels of img1").wait_for(timeout=30_000)
+        widget.locator(".lm-TabBar-tab", has_text="Validation").click()
+        widget.get_by_text("cellspec validation: OK").wait_for(timeout=60_000)
+        page.screenshot(path=str(tmp_path / "lab.png"))
+    assert not errors, errors
+    assert not outside, f"requests left the machine: {outside}"
+
+
+def test_snapshot_opens_offline(tmp_path):
+    from cellspec_sc.cli import main
+
+    report = tmp_path / "report.html"
+    assert main(["preview", "example", "-o", str(report), "--max-features", "6", "--colour-by", "feature"]) == 0
+    with browser_page(tmp_path / "profile", viewport=(1200, 900)) as (page, errors):
+        outside = _outside_requests(page, "file://")
+        page.goto(report.as_uri())
+        histogram, space = page.locator("#histogram"), page.locator("#map")
+        for img in (histogram, space):
+            page.wait_for_function("(el) => el.complete && el.naturalWidth > 0", arg=img.element_handle())
+        before = (histogram.get_attribute("src"), space.get_attribute("src"), page.screenshot(full_page=True))
+        assert not screenshot_is_blank(histogram.screenshot(), min_colours=10)
+        assert not screenshot_is_blank(space.screenshot(), min_colours=10)
+
+        page.locator("#feature").select_option("cell:CD3e:mean")
+        page.wait_for_function("(old) => document.getElementById('histogram').src !== old", arg=before[0])
+        after = (histogram.get_attribute("src"), space.get_attribute("src"), page.screenshot(full_page=True))
+        assert after[0] != before[0] and after[1] != before[1] and after[2] != before[2]
+        assert page.locator("#summary").inner_text() != ""
+
+        page.locator("#colour").select_option("classification")
+        page.wait_for_function("(old) => document.getElementById('map').src !== old", arg=after[1])
+        assert page.get_by_text("Channels of img2").is_visible()
+        assert page.get_by_text("cellspec validation: OK").is_visible()
+    assert not errors, errors
+    assert not outside, f"the snapshot requested {outside}"
