@@ -38,7 +38,7 @@ def switch_feature(panel: str):
 
 
 def switch_image(env: Env) -> Op:
-    x, widget = _preview(env, "space")
+    x, widget = _preview(env, "Space")
     images = [i for i in x.images["image_id"].astype(str) if i != widget.image_id]
     return Op(lambda i: widget.select(image=images[i % len(images)]))
 
@@ -70,9 +70,9 @@ def redraw_goal(row: dict[str, Any]) -> bool:
 
 GOAL = "redraw <= ~1 s (CPU time of the redraw)"
 CASES = [
-    Case("preview: switch feature (Features tab)", "matplotlib histogram PNG", switch_feature("features"),
+    Case("preview: switch feature (Features tab)", "matplotlib histogram PNG", switch_feature("Features"),
          histogram_png, GOAL, redraw_goal, requires=REQUIRES),
-    Case("preview: switch feature (Space tab)", "matplotlib histogram PNG", switch_feature("space"), histogram_png,
+    Case("preview: switch feature (Space tab)", "matplotlib histogram PNG", switch_feature("Space"), histogram_png,
          GOAL, redraw_goal, requires=REQUIRES),
     Case("preview: switch image (Space tab)", "matplotlib histogram PNG", switch_image, histogram_png, GOAL,
          redraw_goal, requires=REQUIRES),
