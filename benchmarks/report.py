@@ -1,6 +1,10 @@
-"""Render one or more results JSON files as the markdown of benchmarks/RESULTS.md.
+"""Render results JSON files as markdown for benchmarks/RESULTS.md.
 
-    python -m benchmarks.report benchmarks/.data/results.json > benchmarks/RESULTS.md
+    python -m benchmarks.report A.json [B.json ...] > table.md
+
+Rows of all files go into one table, in the order given (e.g. parts of one size
+measured by separate, concurrent commands); each file's command, time, load and
+machine are listed above it.
 """
 
 from __future__ import annotations
@@ -16,18 +20,16 @@ from .run import table_markdown
 def run_header(document: dict[str, Any]) -> str:
     m = document["machine"]
     load = " / ".join(f"{v:.1f}" for v in m.get("load_average_at_start", [])[:1] + m.get("load_average_at_end", [])[:1])
-    return (f"`{document['command']}` — {document['created_utc']}, commit {m.get('commit')}, "
+    return (f"- `{document['command']}` — {document['created_utc']}, commit {m.get('commit')}, "
             f"{m['cpus']} CPUs, {m['memory_gb']} GB ({m['available_gb_at_start']} GB available at start), "
             f"load average {load} (start / end), {document['repeat']} repetition(s) per side, "
             f"Python {m['python']}, numpy {m['numpy']}, pyarrow {m['pyarrow']}")
 
 
 def render(paths: list[Path]) -> str:
-    parts = []
-    for path in paths:
-        document = json.loads(Path(path).read_text())
-        parts.append(run_header(document) + "\n\n" + table_markdown(document["rows"]))
-    return "\n\n".join(parts) + "\n"
+    documents = [json.loads(Path(p).read_text()) for p in paths]
+    rows = [row for d in documents for row in d["rows"]]
+    return "\n".join(run_header(d) for d in documents) + "\n\n" + table_markdown(rows) + "\n"
 
 
 if __name__ == "__main__":

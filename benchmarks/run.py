@@ -44,7 +44,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--big", action="store_true", help=f"only the {BIG[0]:,} x {BIG[1]:,} slide (16 GB of float64)")
     p.add_argument("--force", action="store_true", help="run --big even with less than "
                                                         f"{BIG_NEEDS_GB:g} GB available")
-    p.add_argument("--only", default="", help="run the cases whose name contains this text")
+    p.add_argument("--only", default="", help="run the cases whose name contains one of these texts "
+                                              "(comma separated, case-insensitive)")
     p.add_argument("--data", type=Path, default=ROOT / "benchmarks" / ".data",
                    help="where slides are written (kept between runs) and scratch output goes")
     p.add_argument("--json", type=Path, default=None, help="JSON output (default: DATA/results.json)")
@@ -140,6 +141,15 @@ def table_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def save(out: Path, command: str, repeat: int, quick: bool, info: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    """Write the results JSON (atomically, so a reader never sees half a file)."""
+    document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command,
+                "repeat": repeat, "one_worker_per_size": quick, "machine": info, "rows": rows}
+    partial = out.with_name(out.name + ".partial")
+    partial.write_text(json.dumps(document, indent=1, default=str))
+    os.replace(partial, out)
+
+
 def plan(args: argparse.Namespace) -> tuple[list[tuple[int, int, bool]], int]:
     if args.quick:
         return [(n, QUICK["features"], False) for n in QUICK["sizes"]], QUICK["repeat"]
@@ -156,26 +166,30 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sizes, repeat = plan(args)
     args.data.mkdir(parents=True, exist_ok=True)
-    cases = [c for c in all_cases() if args.only in c.name and (c.big or not args.big)]
+    wanted = [w.strip().lower() for w in args.only.split(",")]
+    cases = [c for c in all_cases() if any(w in c.name.lower() for w in wanted) and (c.big or not args.big)]
     info = machine()
-    rows = []
+    rows: list[dict[str, Any]] = []
+    out = args.json or args.data / "results.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = " ".join(["python -m benchmarks.run", *(argv if argv is not None else sys.argv[1:])])
     for n, f, big in sizes:
         prepared = run_worker([{"prepare": True, "n": n, "f": f, "data": str(args.data)}])[0]
         if not prepared.get("ok"):
             print(f"could not write the {n} x {f} slide: {prepared.get('error')}", file=sys.stderr)
             return 1
-        jobs = [job for case in cases for job in jobs_for(case, n, f, args.data, repeat, big)]
-        results = run_worker(jobs) if args.quick else [r for job in jobs for r in run_worker([job])]
-        for case, ours, base in zip(cases, results[0::2], results[1::2], strict=True):
+        if args.quick:
+            jobs = [job for case in cases for job in jobs_for(case, n, f, args.data, repeat, big)]
+            results = run_worker(jobs)
+            pairs = zip(cases, results[0::2], results[1::2], strict=True)
+        else:
+            pairs = ((case, *run_worker(jobs_for(case, n, f, args.data, repeat, big))) for case in cases)
+        for case, ours, base in pairs:
             rows.append(make_row(case, n, f, big, ours, base))
             print(table_markdown(rows[-1:]).splitlines()[-1], flush=True)
+            save(out, command, repeat, args.quick, info, rows)  # after every row: a long run can be stopped
     info["load_average_at_end"] = os.getloadavg()
-    document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "command": " ".join(["python -m benchmarks.run", *(argv if argv is not None else sys.argv[1:])]),
-                "repeat": repeat, "one_worker_per_size": args.quick, "machine": info, "rows": rows}
-    out = args.json or args.data / "results.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(document, indent=1, default=str))
+    save(out, command, repeat, args.quick, info, rows)
     text = table_markdown(rows)
     print("\n" + text + f"\n\nJSON: {out}")
     if args.markdown:
