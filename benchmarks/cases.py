@@ -154,7 +154,11 @@ def validate_baseline(env: Env) -> Op:
     import cellspec_sc as cs
 
     m = cs.read(env.slide).measurements
-    return Op(lambda i: np.isnan(m).sum(axis=0))
+
+    def one_pass(i: int) -> np.ndarray:  # in row blocks, so the 16 GB slide needs no 2 GB mask
+        return sum(np.count_nonzero(np.isnan(m[s:s + 65536]), axis=0) for s in range(0, len(m), 65536))
+
+    return Op(one_pass)
 
 
 # -- lazy read -----------------------------------------------------------------------------------
@@ -190,7 +194,7 @@ DIRECTORY_CASES = [
          "time <= 1.3x", lambda row: row["big"] or row["ratio"] <= 1.3, big=True),
     Case("directory read", "pyarrow read_table + SHA-256", read_ours, read_baseline,
          "time <= 1.5x, peak <= 1.3x object (big: 1.2x matrix)", read_goal, big=True),
-    Case("validate", "one numpy pass (isnan.sum)", validate_ours, validate_baseline,
+    Case("validate", "one numpy pass (NaN count)", validate_ours, validate_baseline,
          "information (cells/s)", big=True),
     Case("read lazy=True (validated)", "eager read", lazy_ours, read_ours,
          "peak < eager read's peak", below_baseline_peak, big=True),

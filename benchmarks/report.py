@@ -29,6 +29,9 @@ def run_header(document: dict[str, Any]) -> str:
 def render(paths: list[Path]) -> str:
     documents = [json.loads(Path(p).read_text()) for p in paths]
     rows = [row for d in documents for row in d["rows"]]
+    measured = {r["operation"] for r in rows if not r.get("error")}
+    # a case stopped in one run because another run measured it is left out
+    rows = [r for r in rows if not (r.get("error") and r["operation"] in measured)]
     return "\n".join(run_header(d) for d in documents) + "\n\n" + table_markdown(rows) + "\n"
 
 
