@@ -38,7 +38,7 @@ def test_quick_run_writes_every_row_with_finite_times_and_ratios(tmp_path):
     read = next(r for r in rows if r["operation"] == "directory read")
     assert read["object_bytes"] >= 2000 * 24 * 8 and read["matrix_bytes"] == 2000 * 24 * 8
     table = (tmp_path / "table.md").read_text()
-    assert table.count("\n") == len(rows) + 1 and "| directory read | 2,000 x 24 |" in table
+    assert table.count("\n") == len(rows) + 2 and "| directory read | 2,000 x 24 |" in table
 
 
 def test_peak_memory_is_measured_per_repetition():
