@@ -87,56 +87,61 @@ def arrow_to_frame(table: pa.Table, types: list[dict[str, str]]) -> pd.DataFrame
 
 
 class MatrixFiller:
-    """Copies feature columns of Arrow tables or batches into one float64 matrix.
+    """Copies feature columns of successive record batches into one float64 matrix.
 
-    With ``n_rows`` known the matrix is allocated once and :meth:`fill` writes
-    any subset of its columns for a row range in place. Without it (TSV),
-    :meth:`add` keeps each batch as one block and :meth:`finish` moves the
-    blocks into a fresh ``np.empty`` matrix, dropping each block as soon as it
-    is copied (pages of ``np.empty`` are committed on first write), so the
-    process never holds two full copies. Values stored as NaN (not null) are
-    counted per feature, because in memory they would be indistinguishable from NA.
+    With ``n_rows`` known the matrix is allocated once and filled in place. Without it, each batch
+    is kept as one block and :meth:`finish` moves the blocks into a fresh ``np.empty`` matrix,
+    dropping each block as soon as it is copied (pages of ``np.empty`` are committed on first write),
+    so the process never holds two full copies. Values stored as NaN (not null) are counted per
+    feature, because in memory they would be indistinguishable from NA.
 
     >>> import pyarrow as pa
-    >>> f = MatrixFiller(["a", "b"], n_rows=2)
-    >>> f.fill(0, pa.table({"b": [1.0, float("nan")]}))
-    >>> f.fill(0, pa.table({"a": [None, 2.0]}))
+    >>> f = MatrixFiller(["a"], n_rows=2)
+    >>> f.add(pa.record_batch([pa.array([1.0, float("nan")])], names=["a"]))
     >>> f.finish().tolist(), f.stored_nan
-    ([[nan, 1.0], [2.0, nan]], {'b': 1})
+    ([[1.0], [nan]], {'a': 1})
     """
 
     def __init__(self, feature_ids: list[str], n_rows: int | None = None):
         self.feature_ids = feature_ids
         self.stored_nan: dict[str, int] = {}
-        self._position = {name: j for j, name in enumerate(feature_ids)}
         self._rows = 0
         self._blocks: list[np.ndarray] = []
+        self._positions: dict[str, int] | None = None
         self._matrix = None if n_rows is None else np.empty((n_rows, len(feature_ids)), dtype=np.float64)
 
-    def fill(self, start: int, data: pa.RecordBatch | pa.Table, target: np.ndarray | None = None) -> None:
-        """Copy every feature column of ``data`` into rows ``start:start + len(data)``."""
-        target = self._matrix if target is None else target
-        n = data.num_rows
-        for name in data.column_names:
-            if name not in self._position:
-                continue
-            column = data.column(name)
-            values = column.to_numpy(zero_copy_only=False) if column.type == pa.float64() \
-                else np.full(n, np.nan)  # an all-null column (checked by the caller)
-            nan = int(np.count_nonzero(np.isnan(values))) - column.null_count
-            if nan:
-                self.stored_nan[name] = self.stored_nan.get(name, 0) + nan
-            target[start:start + n, self._position[name]] = values
-
     def add(self, batch: pa.RecordBatch | pa.Table) -> None:
-        """Append the rows of ``batch`` (which holds every feature column)."""
+        """Append the rows of ``batch`` (every feature column)."""
+        n = batch.num_rows
         if self._matrix is not None:
-            self.fill(self._rows, batch)
+            target = self._matrix[self._rows:self._rows + n]
         else:
-            block = np.empty((batch.num_rows, len(self.feature_ids)), dtype=np.float64)
-            self.fill(0, batch, block)
-            self._blocks.append(block)
-        self._rows += batch.num_rows
+            target = np.empty((n, len(self.feature_ids)), dtype=np.float64)
+            self._blocks.append(target)
+        for j, name in enumerate(self.feature_ids):
+            self._copy(batch.column(name), name, target[:, j])
+        self._rows += n
+
+    def fill(self, batch: pa.RecordBatch | pa.Table, row: int, names: list[str]) -> None:
+        """Copy the columns ``names`` of ``batch`` into rows ``row:row + len(batch)`` (preallocated matrix only).
+
+        Lets a reader decode a file a row group and a few columns at a time.
+        """
+        if self._positions is None:
+            self._positions = {name: j for j, name in enumerate(self.feature_ids)}
+        block = self._matrix[row:row + batch.num_rows]
+        for name in names:
+            self._copy(batch.column(name), name, block[:, self._positions[name]])
+
+    def _copy(self, column: pa.Array | pa.ChunkedArray, name: str, target: np.ndarray) -> None:
+        values = column.to_numpy(zero_copy_only=False) if column.type == pa.float64() \
+            else np.full(len(column), np.nan)  # an all-null column (conformed earlier)
+        # A sum is NaN only if a value is NaN (or inf - inf), so most columns skip the exact count.
+        suspect = column.null_count or np.isnan(np.add.reduce(values))
+        nan = int(np.count_nonzero(np.isnan(values))) - column.null_count if suspect else 0
+        if nan:
+            self.stored_nan[name] = self.stored_nan.get(name, 0) + nan
+        target[:] = values
 
     def finish(self) -> np.ndarray:
         if self._matrix is not None:

@@ -155,8 +155,15 @@ def _write_contents(x: CellSpec, stage: Path, format: str, column_types: dict, m
 
 
 # -- read --------------------------------------------------------------------------------------
-def read(path: str | Path) -> CellSpec:
+def read(path: str | Path, *, lazy: bool = False) -> CellSpec:
     """Read a cellspec directory written by this or any other implementation of the spec.
+
+    ``lazy=True`` (Parquet variant only) leaves the measurements on disk: they
+    become a dask array with one block per Parquet row group, and only the cells
+    table and the JSON parts are loaded. Every file is still checked against the
+    manifest and the object is validated block by block, so memory stays at a
+    few row groups however big the matrix; see docs/benchmarks.md for what works
+    on such an object.
 
     Every refusal of the format raises its own :class:`cellspec_sc.FormatError`
     subclass (see :mod:`cellspec_sc.refusals`) before anything is returned; an
@@ -183,11 +190,15 @@ def _read(directory: Path) -> CellSpec:
     document = load_document(directory / METADATA, directory)
     fmt = _listed_format(directory, entries)
     suffix, _, reader = FORMATS[fmt]
+    if lazy and fmt != "parquet":
+        raise InputError(f"{directory}: read(lazy=True) needs the Parquet variant; this directory holds "
+                         f"cells{suffix} (read it without lazy=True, or write it again as Parquet)")
     types = document["column_types"]
     tables = {t: frame_of_rows(document[t], t, types.get(t), directory) for t in JSON_TABLES}
     _check_outlines_listed(directory, tables["images"], entries)
     feature_ids = _feature_ids(tables["dictionary"], directory)
-    cells, matrix, stored_nan = reader(directory / f"cells{suffix}", types["cells"], feature_ids, directory)
+    options = {"lazy": True} if lazy else {}
+    cells, matrix, stored_nan = reader(directory / f"cells{suffix}", types["cells"], feature_ids, directory, **options)
     adjacency = _read_adjacency(directory, entries, suffix, reader, types)
     x = CellSpec(spec_version=document["spec_version"], cells=cells, measurements=matrix, adjacency=adjacency,
                  provenance=document["provenance"], source_dir=directory.resolve(),

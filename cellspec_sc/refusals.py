@@ -101,6 +101,15 @@ class Unwritable(DirectoryRefusal):
     rule = "every column has a spec type (character, double, integer, logical) and JSON parts hold JSON values"
 
 
+class ChangedSinceRead(DirectoryRefusal):
+    rule = "a lazily read directory must not change while its measurements are in use (read(path, lazy=True))"
+
+
+class StoredNonFinite(DirectoryRefusal):
+    rule = ("a measurement column stores NA as null; NaN or infinite values stored as numbers violate "
+            "measurements_finite and are never turned into NA")
+
+
 class UnlistedFileWarning(UserWarning):
     """A file in a cellspec directory that MANIFEST.sha256 does not list (ignored)."""
 

@@ -429,9 +429,21 @@ def _measurements_names(ctx: Context) -> Problem | None:
 
 
 def row_blocks(m: Any, rows: int = _BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
-    """(first row, block) over a matrix in row blocks, so checks never copy the whole matrix."""
-    for start in range(0, m.shape[0], rows):
-        yield start, np.asarray(m[start:start + rows])
+    """(first row, block) over a matrix in row blocks, so checks never copy the whole matrix.
+
+    A dask array (``read(path, lazy=True)``) is walked along its own row chunks, so each
+    Parquet row group is decoded once per check and only one is in memory at a time.
+    """
+    for start, stop in _row_bounds(m, rows):
+        yield start, np.asarray(m[start:stop])
+
+
+def _row_bounds(m: Any, rows: int) -> list[tuple[int, int]]:
+    chunks = getattr(m, "chunks", None)
+    if chunks and isinstance(chunks[0], tuple):  # dask: ((rows per block, ...), (columns, ...))
+        edges = np.cumsum((0, *chunks[0])).tolist()
+        return [(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
+    return [(start, min(start + rows, m.shape[0])) for start in range(0, m.shape[0], rows)]
 
 
 @_check("measurements_finite")
@@ -800,9 +812,17 @@ def _negative_intensity(ctx: Context) -> Problem | None:
     cols = np.flatnonzero(_dictionary_mask(ctx, kind="intensity")[: m.shape[1]])
     counts = np.zeros(m.shape[1], dtype=np.int64)
     if cols.size:
+        pick = _columns(cols)
         for _, block in row_blocks(m):
-            counts[cols] += (block[:, cols] < 0).sum(axis=0)
+            counts[cols] += np.count_nonzero(block[:, pick] < 0, axis=0)
     return _per_feature_problem(ctx, counts, "negative intensity values (count)")
+
+
+def _columns(cols: np.ndarray) -> slice | np.ndarray:
+    """A slice when the positions are contiguous (a view instead of a copy of every block)."""
+    if cols.size and cols[-1] - cols[0] + 1 == cols.size:
+        return slice(int(cols[0]), int(cols[-1]) + 1)
+    return cols
 
 
 @_check("feature_na_fraction")
@@ -810,7 +830,7 @@ def _na_fraction(ctx: Context) -> Problem | None:
     m = ctx.matrix()
     na = np.zeros(m.shape[1], dtype=np.int64)
     for _, block in row_blocks(m):
-        na += np.isnan(block).sum(axis=0)
+        na += np.count_nonzero(np.isnan(block), axis=0)
     too_many = np.where(na > ctx.na_max * max(m.shape[0], 1), na, 0)
     return _per_feature_problem(ctx, too_many, f"more than na_max={ctx.na_max:g} missing (count)")
 
@@ -824,10 +844,13 @@ def _feature_support(ctx: Context) -> Problem | None:
     codes, names = pd.factorize(ctx.text("cells", "image_id"), use_na_sentinel=True)
     low = np.full((len(names), cols.size), np.inf)
     high = np.full((len(names), cols.size), -np.inf)
+    pick = _columns(cols)
     for start, block in row_blocks(m):
-        sub, block_codes = block[:, cols], codes[start:start + block.shape[0]]
-        for code in np.unique(block_codes[block_codes >= 0]):
-            rows = sub[block_codes == code]
+        sub, block_codes = block[:, pick], codes[start:start + block.shape[0]]
+        present = np.unique(block_codes)
+        for code in present[present >= 0]:
+            # cells are usually grouped by image: a block of one image needs no row selection (no copy)
+            rows = sub if present.size == 1 else sub[block_codes == code]
             with np.errstate(invalid="ignore"):
                 low[code] = np.fmin(low[code], np.nanmin(rows, axis=0, initial=np.inf))
                 high[code] = np.fmax(high[code], np.nanmax(rows, axis=0, initial=-np.inf))

@@ -1,0 +1,223 @@
+"""Bridges: AnnData, SpatialData and Luxar beside what those libraries do on their own.
+
+- ``to_anndata`` / ``from_anndata`` beside a bare ``anndata.AnnData(X)``;
+  writing ``.h5ad`` / AnnData ``.zarr`` beside anndata's own write of a bare AnnData of the same X.
+- ``to_spatialdata`` + write beside spatialdata's write of a hand-built equivalent
+  (one circles element per image, a table annotating them).
+- ``to_luxar`` with one feature layer (hover labels included): the bridge's own
+  time (wall time minus the time spent inside luxar's compiler calls) beside
+  luxar's compile time, both taken from the same calls.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .cases import Case, Env, Op, _rmtree_op, describe_object
+from .data import scratch
+
+ANNDATA = ("cellspec_sc.bridges.anndata",)
+
+
+def _slide(env: Env) -> Any:
+    import cellspec_sc as cs
+
+    return cs.read(env.slide)
+
+
+def _bare(x: Any) -> Any:
+    import anndata
+
+    return anndata.AnnData(X=x.measurements)
+
+
+# -- AnnData -------------------------------------------------------------------------------------
+def to_anndata_ours(env: Env) -> Op:
+    import cellspec_sc as cs
+
+    x = _slide(env)
+    return Op(lambda i: cs.to_anndata(x), inspect=lambda _: describe_object(x))
+
+
+def bare_anndata(env: Env) -> Op:
+    x = _slide(env)
+    return Op(lambda i: _bare(x))
+
+
+def from_anndata_ours(env: Env) -> Op:
+    import cellspec_sc as cs
+
+    adata = cs.to_anndata(_slide(env))
+    return Op(lambda i: cs.from_anndata(adata))
+
+
+def _write_op(env: Env, name: str, write: Any) -> Op:
+    out = scratch(env.work, name)
+
+    def run(i: int) -> None:
+        (out / f"out{i}").mkdir()
+        write(out / f"out{i}" / "data")
+
+    return Op(run, cleanup=_rmtree_op(out))
+
+
+def h5ad_ours(env: Env) -> Op:
+    from cellspec_sc.bridges.anndata_io import write_h5ad
+
+    x = _slide(env)
+    return _write_op(env, "h5ad-ours", lambda p: write_h5ad(x, p.with_suffix(".h5ad")))
+
+
+def h5ad_baseline(env: Env) -> Op:
+    x = _slide(env)
+    return _write_op(env, "h5ad-base", lambda p: _bare(x).write_h5ad(p.with_suffix(".h5ad")))
+
+
+def zarr_ours(env: Env) -> Op:
+    from cellspec_sc.bridges.anndata_io import write_anndata_zarr
+
+    x = _slide(env)
+    return _write_op(env, "adzarr-ours", lambda p: write_anndata_zarr(x, p.with_suffix(".zarr")))
+
+
+def zarr_baseline(env: Env) -> Op:
+    x = _slide(env)
+    return _write_op(env, "adzarr-base", lambda p: _bare(x).write_zarr(p.with_suffix(".zarr")))
+
+
+# -- SpatialData ---------------------------------------------------------------------------------
+def spatialdata_ours(env: Env) -> Op:
+    from cellspec_sc.bridges.spatialdata import write_spatialdata
+
+    x = _slide(env)
+    return _write_op(env, "sd-ours", lambda p: write_spatialdata(x, p.with_suffix(".zarr")))
+
+
+def hand_built_spatialdata(x: Any) -> Any:
+    """The same content built directly with spatialdata: circles per image and a table over them."""
+    import anndata
+    import geopandas as gpd
+    import spatialdata
+    from spatialdata.models import ShapesModel, TableModel
+
+    cells = x.cells
+    image = cells["image_id"].astype(str).to_numpy()
+    radius = np.sqrt(cells["area"].to_numpy(dtype=np.float64, na_value=np.nan) / np.pi)
+    shapes = {}
+    for name in pd.unique(image):
+        rows = np.flatnonzero(image == name)
+        frame = gpd.GeoDataFrame({"radius": radius[rows]},
+                                 geometry=gpd.points_from_xy(cells["x"].to_numpy()[rows], cells["y"].to_numpy()[rows]),
+                                 index=pd.RangeIndex(rows.size))
+        shapes[name] = ShapesModel.parse(frame)
+    obs = pd.DataFrame({"region": pd.Categorical(image),
+                        "instance": np.concatenate([np.arange((image == n).sum()) for n in pd.unique(image)])})
+    table = TableModel.parse(anndata.AnnData(X=x.measurements, obs=obs), region=list(shapes), region_key="region",
+                             instance_key="instance")
+    return spatialdata.SpatialData(shapes=shapes, tables={"table": table})
+
+
+def spatialdata_baseline(env: Env) -> Op:
+    x = _slide(env)
+    return _write_op(env, "sd-base", lambda p: hand_built_spatialdata(x).write(str(p.with_suffix(".zarr"))))
+
+
+# -- Luxar ---------------------------------------------------------------------------------------
+class _Timed:
+    """Forwards to a luxar object, adding the time spent in its methods to ``clock[0]``."""
+
+    def __init__(self, target: Any, clock: list[float]):
+        self._target, self._clock = target, clock
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._target, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                result = attr(*args, **kwargs)
+            finally:
+                self._clock[0] += time.perf_counter() - start
+            return _Timed(result, self._clock) if name in ("create_scene", "add_group") else result
+
+        return call
+
+    def __enter__(self) -> _Timed:
+        start = time.perf_counter()
+        self._target.__enter__()
+        self._clock[0] += time.perf_counter() - start
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._target.__exit__(*exc)
+        finally:
+            self._clock[0] += time.perf_counter() - start
+
+
+def _luxar_split(env: Env, part: str) -> Op:
+    """Run ``to_luxar`` with one feature layer; the timed part is the bridge's own or luxar's."""
+    import luxar
+
+    import cellspec_sc as cs
+
+    x = _slide(env)
+    feature = x.features(kind="intensity", statistic="mean")[0]
+    out = scratch(env.work, f"luxar-{part}")
+    real = luxar.LuxarZarrCompiler
+    clock = [0.0]
+    split: dict[str, float] = {}
+
+    def compiler(*args: Any, **kwargs: Any) -> _Timed:
+        start = time.perf_counter()
+        made = real(*args, **kwargs)
+        clock[0] += time.perf_counter() - start
+        return _Timed(made, clock)
+
+    def run(i: int) -> None:
+        clock[0] = 0.0
+        luxar.LuxarZarrCompiler = compiler
+        start = time.perf_counter()
+        try:
+            cs.to_luxar(x, out / f"out{i}.luxar.zarr", layers=[f"feature:{feature}"])
+        finally:
+            luxar.LuxarZarrCompiler = real
+        total = time.perf_counter() - start
+        split["luxar"], split["bridge"] = clock[0], total - clock[0]
+
+    return Op(run, cleanup=_rmtree_op(out), timer=lambda: split[part])
+
+
+def luxar_bridge(env: Env) -> Op:
+    return _luxar_split(env, "bridge")
+
+
+def luxar_compile(env: Env) -> Op:
+    return _luxar_split(env, "luxar")
+
+
+def luxar_goal(row: dict[str, Any]) -> bool:
+    share = row["ours_min_s"] / (row["ours_min_s"] + row["baseline_min_s"])
+    row["bridge_share"] = share
+    return share < 0.15
+
+
+CASES = [
+    Case("to_anndata", "anndata.AnnData(X)", to_anndata_ours, bare_anndata, "information", requires=ANNDATA, big=True),
+    Case("from_anndata", "anndata.AnnData(X)", from_anndata_ours, bare_anndata, "information", requires=ANNDATA),
+    Case("write .h5ad (to_anndata + write)", "AnnData(X).write_h5ad", h5ad_ours, h5ad_baseline, "information",
+         requires=ANNDATA),
+    Case("write AnnData .zarr", "AnnData(X).write_zarr", zarr_ours, zarr_baseline, "information", requires=ANNDATA),
+    Case("to_spatialdata + write", "hand-built SpatialData write", spatialdata_ours, spatialdata_baseline,
+         "information", requires=("cellspec_sc.bridges.spatialdata",)),
+    Case("to_luxar, 1 feature layer + hover (bridge's own time)", "luxar compile time (same calls)", luxar_bridge,
+         luxar_compile, "bridge share < 15% of bridge + compile", luxar_goal, requires=("cellspec_sc.bridges.luxar",)),
+]

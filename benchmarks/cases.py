@@ -1,0 +1,224 @@
+"""What is measured: each case times an operation of this package beside a baseline.
+
+A case is two setups, ``ours`` and ``baseline``: each takes the :class:`Env`
+(size, data root, scratch folder), loads its inputs untimed and returns an
+:class:`Op` whose ``run(i)`` is timed once per repetition in a fresh worker
+process. ``goal(row)`` says whether the issue's goal is met (None: no goal,
+the row is reported for information). Cases of capabilities that are not
+installed are skipped, so the harness runs on any branch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .data import object_bytes, prepare_slide, scratch, slide_dir
+
+
+@dataclass
+class Env:
+    n: int
+    f: int
+    data: Path
+    work: Path
+    big: bool = False
+
+    @property
+    def slide(self) -> Path:
+        return slide_dir(self.data, self.n, self.f)
+
+
+@dataclass
+class Op:
+    run: Callable[[int], Any]
+    cleanup: Callable[[int], Any] | None = None
+    inspect: Callable[[Any], dict[str, Any]] | None = None  # facts about the first result (untimed)
+    timer: Callable[[], float] | None = None  # time of the part measured, when not the whole run
+
+
+@dataclass
+class Case:
+    name: str
+    baseline_name: str
+    ours: Callable[[Env], Op]
+    baseline: Callable[[Env], Op]
+    goal_text: str = ""
+    goal: Callable[[dict[str, Any]], bool | None] = lambda row: None
+    requires: tuple[str, ...] = ()
+    needs_slide: bool = True
+    big: bool = False  # also runs at the --big size
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def available(self) -> bool:
+        return all(importlib.util.find_spec(m) is not None for m in self.requires)
+
+
+def sha256_bytes(path: Path, chunk: int = 1 << 22) -> str:
+    """Hex SHA-256 of a file read in chunks (the baseline's hashing)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def describe_object(x: Any) -> dict[str, Any]:
+    return {"object_bytes": object_bytes(x), "matrix_bytes": int(np.prod(x.measurements.shape)) * 8}
+
+
+def _rmtree_op(folder: Path) -> Callable[[int], None]:
+    import shutil
+
+    return lambda i: shutil.rmtree(folder / f"out{i}", ignore_errors=True)
+
+
+def memory_goal(row: dict[str, Any], factor: float, of: str = "object_bytes") -> bool | None:
+    """The operation's own peak (high-water mark minus resident memory before it) <= factor x ``of``."""
+    size = row.get(of)
+    return None if not size else row["ours_peak_growth_bytes"] <= factor * size
+
+
+# -- example -------------------------------------------------------------------------------------
+def example_ours(env: Env) -> Op:
+    import cellspec_sc as cs
+
+    return Op(lambda i: cs.example(seed=i, n_cells=env.n, n_features=env.f, n_images=4), inspect=describe_object)
+
+
+def example_baseline(env: Env) -> Op:
+    return Op(lambda i: np.random.default_rng(i).random((env.n, env.f)))
+
+
+# -- directory write -----------------------------------------------------------------------------
+def write_ours(env: Env) -> Op:
+    import cellspec_sc as cs
+
+    x = cs.read(env.slide)
+    out = scratch(env.work, "write-ours")
+    return Op(lambda i: cs.write(x, out / f"out{i}"), cleanup=_rmtree_op(out), inspect=lambda _: describe_object(x))
+
+
+def write_baseline(env: Env) -> Op:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(env.slide / "cells.parquet")
+    out = scratch(env.work, "write-baseline")
+
+    def run(i: int) -> str:
+        target = out / f"out{i}"
+        target.mkdir()
+        pq.write_table(table, target / "cells.parquet")
+        return sha256_bytes(target / "cells.parquet")
+
+    return Op(run, cleanup=_rmtree_op(out))
+
+
+# -- directory read ------------------------------------------------------------------------------
+def read_ours(env: Env) -> Op:
+    import cellspec_sc as cs
+
+    return Op(lambda i: cs.read(env.slide), inspect=describe_object)
+
+
+def read_baseline(env: Env) -> Op:
+    import pyarrow.parquet as pq
+
+    path = env.slide / "cells.parquet"
+    return Op(lambda i: (pq.read_table(path), sha256_bytes(path)))
+
+
+def read_goal(row: dict[str, Any]) -> bool:
+    factor = 1.2 if row.get("big") else 1.3
+    of = "matrix_bytes" if row.get("big") else "object_bytes"
+    time_ok = row["big"] or row["ratio"] <= 1.5
+    return bool(time_ok and memory_goal(row, factor, of))
+
+
+# -- validate ------------------------------------------------------------------------------------
+def validate_ours(env: Env) -> Op:
+    import cellspec_sc as cs
+
+    x = cs.read(env.slide)
+    return Op(lambda i: cs.validate(x), inspect=lambda _: describe_object(x))
+
+
+def validate_baseline(env: Env) -> Op:
+    import cellspec_sc as cs
+
+    m = cs.read(env.slide).measurements
+
+    def one_pass(i: int) -> np.ndarray:  # in row blocks, so the 16 GB slide needs no 2 GB mask
+        return sum(np.count_nonzero(np.isnan(m[s:s + 65536]), axis=0) for s in range(0, len(m), 65536))
+
+    return Op(one_pass)
+
+
+# -- lazy read -----------------------------------------------------------------------------------
+def lazy_ours(env: Env) -> Op:
+    import cellspec_sc as cs
+
+    return Op(lambda i: cs.read(env.slide, lazy=True),
+              inspect=lambda x: {"object_bytes": object_bytes(x), "matrix_bytes": int(np.prod(x.measurements.shape)) * 8})
+
+
+def lazy_to_disk_ours(env: Env) -> Op:
+    import cellspec_sc as cs
+
+    out = scratch(env.work, "lazy-write")
+    return Op(lambda i: cs.write(cs.read(env.slide, lazy=True), out / f"out{i}"), cleanup=_rmtree_op(out))
+
+
+def eager_to_disk(env: Env) -> Op:
+    import cellspec_sc as cs
+
+    out = scratch(env.work, "eager-write")
+    return Op(lambda i: cs.write(cs.read(env.slide), out / f"out{i}"), cleanup=_rmtree_op(out))
+
+
+def below_baseline_peak(row: dict[str, Any]) -> bool:
+    return row["ours_peak_growth_bytes"] < row["baseline_peak_growth_bytes"]
+
+
+DIRECTORY_CASES = [
+    Case("example()", "numpy random matrix", example_ours, example_baseline,
+         "information (input generation)"),
+    Case("directory write", "pyarrow write_table + SHA-256", write_ours, write_baseline,
+         "time <= 1.3x", lambda row: row["big"] or row["ratio"] <= 1.3, big=True),
+    Case("directory read", "pyarrow read_table + SHA-256", read_ours, read_baseline,
+         "time <= 1.5x, peak <= 1.3x object (big: 1.2x matrix)", read_goal, big=True),
+    Case("validate", "one numpy pass (NaN count)", validate_ours, validate_baseline,
+         "information (cells/s)", big=True),
+    Case("read lazy=True (validated)", "eager read", lazy_ours, read_ours,
+         "peak < eager read's peak", below_baseline_peak, big=True),
+    Case("lazy read + write", "eager read + write", lazy_to_disk_ours, eager_to_disk,
+         "peak < eager's peak", below_baseline_peak, big=True),
+]
+
+
+def all_cases() -> list[Case]:
+    """Every case, in report order; cases of capabilities not on this branch are left out."""
+    cases = list(DIRECTORY_CASES)
+    for module in ("benchmarks.bridges", "benchmarks.readers", "benchmarks.widgets"):
+        if importlib.util.find_spec(module) is not None:
+            cases += importlib.import_module(module).CASES
+    return [c for c in cases if c.available()]
+
+
+def case_named(name: str) -> Case:
+    for case in all_cases():
+        if case.name == name:
+            return case
+    raise KeyError(name)
+
+
+def setup_slide(env: Env) -> Path:
+    return prepare_slide(env.data, env.n, env.f)
+
