@@ -175,13 +175,13 @@ def read(path: str | Path, *, lazy: bool = False) -> CellSpec:
     if not directory.is_dir():
         raise NotACellspecDirectory(directory, None, "is not a directory")
     try:
-        return _read(directory)
+        return _read(directory, lazy)
     except OSError as err:  # permissions, a directory where a file belongs, I/O errors
         name = Path(err.filename).name if err.filename else None
         raise UnreadableFile(directory, name, err.strerror or str(err)) from None
 
 
-def _read(directory: Path) -> CellSpec:
+def _read(directory: Path, lazy: bool = False) -> CellSpec:
     from .core import CellSpec
 
     entries = verify_directory(directory)

@@ -28,6 +28,7 @@ from .columns import MatrixFiller, arrow_to_frame, batch_ranges, check_file_colu
 from .refusals import ChangedSinceRead, ColumnMismatch, StoredNonFinite, UndecodableData
 
 _DECODE_BYTES = 1 << 24  # decoded feature values held at once while filling the matrix
+_ROW_GROUP_BYTES = 1 << 27  # ~128 MB row groups on write
 
 
 def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: np.ndarray | None,
@@ -35,7 +36,7 @@ def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], 
     """Write ``frame`` (columns typed by ``types``) and the feature columns of ``matrix`` as one Parquet file."""
     arrays, schema = file_columns(frame, types, feature_ids, table, directory)
     with pq.ParquetWriter(path, schema) as writer:
-        for start, stop in batch_ranges(len(frame), len(schema)):
+        for start, stop in batch_ranges(len(frame), len(schema), _ROW_GROUP_BYTES):
             columns = [a.slice(start, stop - start) for a in arrays]
             if feature_ids:
                 columns += feature_arrays(matrix, start, stop)
