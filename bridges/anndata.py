@@ -25,6 +25,7 @@ import pandas as pd
 
 from cellspec_sc.core import CellSpec, _drop_missing_pairs, contact_positions
 from cellspec_sc.errors import InputError
+from cellspec_sc.names import first_free_name
 from cellspec_sc.provenance import with_history_step
 from cellspec_sc.types import as_spec_type, column_spec_types
 from cellspec_sc.vocabulary import vocabulary
@@ -347,13 +348,7 @@ def spec_cells_columns() -> set[str]:
 
 def unique_snake_case(name: str, taken: set[str]) -> str:
     """:func:`snake_case` of ``name``, with ``_2``, ``_3``, ... appended if that name is taken."""
-    base = snake_case(name)
-    if base not in taken:
-        return base
-    i = 2
-    while f"{base}_{i}" in taken:
-        i += 1
-    return f"{base}_{i}"
+    return first_free_name(snake_case(name), taken)
 
 
 def analysis_column(column: pd.Series) -> pd.Series | None:

@@ -37,6 +37,7 @@ import pyarrow.csv as pacsv
 
 from ..core import CellSpec
 from ..errors import InputError, ValidationError
+from ..names import first_free_name
 from ..provenance import input_record, new_provenance
 from ..types import canonical_frame
 from ..validation import validate
@@ -178,12 +179,7 @@ def _feature_id(spec: FeatureSpec, voc) -> str:
 
 
 def _unique(fid: str, seen: set[str]) -> str:
-    if fid not in seen:
-        return fid
-    n = 2
-    while f"{fid}_{n}" in seen:
-        n += 1
-    return f"{fid}_{n}"
+    return first_free_name(fid, seen)
 
 
 # -- parsing ---------------------------------------------------------------------------------------
