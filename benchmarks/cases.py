@@ -55,6 +55,7 @@ class Case:
     requires: tuple[str, ...] = ()
     needs_slide: bool = True
     big: bool = False  # also runs at the --big size
+    big_baseline_name: str | None = None  # when the baseline differs at the --big size
     extra: dict[str, Any] = field(default_factory=dict)
 
     def available(self) -> bool:
@@ -106,10 +107,23 @@ def write_ours(env: Env) -> Op:
     return Op(lambda i: cs.write(x, out / f"out{i}"), cleanup=_rmtree_op(out), inspect=lambda _: describe_object(x))
 
 
+def _arrow_table(path: Path) -> Any:
+    """The whole file as one Arrow table, loaded a row group at a time.
+
+    ``pq.read_table`` itself peaks at about 2.4x the table (1M x 200), which the 16 GB slide cannot
+    afford on a 24 GB machine; batch by batch the table is held once.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    handle = pq.ParquetFile(path)
+    return pa.Table.from_batches(handle.iter_batches(batch_size=1 << 16), schema=handle.schema_arrow)
+
+
 def write_baseline(env: Env) -> Op:
     import pyarrow.parquet as pq
 
-    table = pq.read_table(env.slide / "cells.parquet")
+    table = _arrow_table(env.slide / "cells.parquet")
     out = scratch(env.work, "write-baseline")
 
     def run(i: int) -> str:
@@ -132,6 +146,8 @@ def read_baseline(env: Env) -> Op:
     import pyarrow.parquet as pq
 
     path = env.slide / "cells.parquet"
+    if env.big:  # read_table would need ~2.4x the 16 GB table: pyarrow's streaming decode instead
+        return Op(lambda i: (sum(b.num_rows for b in pq.ParquetFile(path).iter_batches()), sha256_bytes(path)))
     return Op(lambda i: (pq.read_table(path), sha256_bytes(path)))
 
 
@@ -193,7 +209,8 @@ DIRECTORY_CASES = [
     Case("directory write", "pyarrow write_table + SHA-256", write_ours, write_baseline,
          "time <= 1.3x", lambda row: row["big"] or row["ratio"] <= 1.3, big=True),
     Case("directory read", "pyarrow read_table + SHA-256", read_ours, read_baseline,
-         "time <= 1.5x, peak <= 1.3x object (big: 1.2x matrix)", read_goal, big=True),
+         "time <= 1.5x, peak <= 1.3x object (big: 1.2x matrix)", read_goal, big=True,
+         big_baseline_name="pyarrow iter_batches (streaming) + SHA-256"),
     Case("validate", "one numpy pass (NaN count)", validate_ours, validate_baseline,
          "information (cells/s)", big=True),
     Case("read lazy=True (validated)", "eager read", lazy_ours, read_ours,

@@ -23,13 +23,17 @@ def slide_dir(root: Path, n: int, f: int) -> Path:
 
 
 def prepare_slide(root: Path, n: int, f: int) -> Path:
-    """Write the ``n`` x ``f`` example slide once (kept between runs: generating 1M cells takes a while)."""
+    """Write the ``n`` x ``f`` example slide once (kept between runs: generating 1M cells takes a while).
+
+    The example is simulated lazily and streamed to disk, so even the 16 GB slide is written in a
+    few hundred MB (its values equal the eager ``example()``'s).
+    """
     import cellspec_sc as cs
 
     path = slide_dir(root, n, f)
     if (path / "DONE").exists():
         return path
-    x = cs.example(seed=0, n_cells=n, n_features=f, n_images=N_IMAGES)
+    x = cs.example(seed=0, n_cells=n, n_features=f, n_images=N_IMAGES, lazy=True)
     return cs.write(x, path, overwrite=True)
 
 

@@ -94,7 +94,8 @@ def jobs_for(case: Case, n: int, f: int, data: Path, repeat: int, big: bool) -> 
 
 
 def make_row(case: Case, n: int, f: int, big: bool, ours: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
-    row: dict[str, Any] = {"operation": case.name, "baseline": case.baseline_name, "n_cells": n,
+    baseline = case.big_baseline_name if big and case.big_baseline_name else case.baseline_name
+    row: dict[str, Any] = {"operation": case.name, "baseline": baseline, "n_cells": n,
                            "n_features": case.extra.get("columns", f), "big": big, "goal": case.goal_text}
     errors = [f"{side}: {r['error']}" for side, r in (("ours", ours), ("baseline", base)) if not r.get("ok")]
     for side, r in (("ours", ours), ("baseline", base)):

@@ -16,17 +16,29 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .matrix_stats import cache_rows
 from .refusals import ColumnMismatch, Unwritable
 from .types import PANDAS_DTYPES, as_spec_type, declared_type, spec_type_of
 
 ARROW_TYPES = {"character": pa.string(), "double": pa.float64(), "integer": pa.int32(), "logical": pa.bool_()}
 _PANDAS_OF_ARROW = {pa.string(): PANDAS_DTYPES["character"], pa.int32(): PANDAS_DTYPES["integer"],
                     pa.bool_(): PANDAS_DTYPES["logical"]}
+
+
+class Decoded(NamedTuple):
+    """What a data file reader returns: the table columns, the matrix, NaN stored as numbers per
+    feature, and the matrix stats gathered while decoding (None when the reader gathered none)."""
+
+    frame: pd.DataFrame
+    matrix: Any
+    stored_nan: dict[str, int]
+    stats: Any = None
 
 
 def column_types_of(frame: pd.DataFrame, table: str, directory: Path | str) -> list[dict[str, str]]:
@@ -87,51 +99,34 @@ def arrow_to_frame(table: pa.Table, types: list[dict[str, str]]) -> pd.DataFrame
 
 
 class MatrixFiller:
-    """Copies feature columns of successive record batches into one float64 matrix.
+    """Copies feature columns of successive record batches (the TSV reader's) into one float64 matrix.
 
-    With ``n_rows`` known the matrix is allocated once and filled in place. Without it, each batch
-    is kept as one block and :meth:`finish` moves the blocks into a fresh ``np.empty`` matrix,
-    dropping each block as soon as it is copied (pages of ``np.empty`` are committed on first write),
-    so the process never holds two full copies. Values stored as NaN (not null) are counted per
-    feature, because in memory they would be indistinguishable from NA.
+    Each batch is kept as one block and :meth:`finish` moves the blocks into a fresh ``np.empty``
+    matrix, dropping each block as soon as it is copied (pages of ``np.empty`` are committed on first
+    write), so the process never holds two full copies. Values stored as NaN (not null) are counted
+    per feature, because in memory they would be indistinguishable from NA. (The Parquet reader
+    knows its row count and fills a preallocated matrix instead: ``parquet_io.fill_row_group``.)
 
     >>> import pyarrow as pa
-    >>> f = MatrixFiller(["a"], n_rows=2)
+    >>> f = MatrixFiller(["a"])
     >>> f.add(pa.record_batch([pa.array([1.0, float("nan")])], names=["a"]))
     >>> f.finish().tolist(), f.stored_nan
     ([[1.0], [nan]], {'a': 1})
     """
 
-    def __init__(self, feature_ids: list[str], n_rows: int | None = None):
+    def __init__(self, feature_ids: list[str]):
         self.feature_ids = feature_ids
         self.stored_nan: dict[str, int] = {}
         self._rows = 0
         self._blocks: list[np.ndarray] = []
-        self._positions: dict[str, int] | None = None
-        self._matrix = None if n_rows is None else np.empty((n_rows, len(feature_ids)), dtype=np.float64)
 
     def add(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Append the rows of ``batch`` (every feature column)."""
-        n = batch.num_rows
-        if self._matrix is not None:
-            target = self._matrix[self._rows:self._rows + n]
-        else:
-            target = np.empty((n, len(self.feature_ids)), dtype=np.float64)
-            self._blocks.append(target)
+        target = np.empty((batch.num_rows, len(self.feature_ids)), dtype=np.float64)
+        self._blocks.append(target)
         for j, name in enumerate(self.feature_ids):
             self._copy(batch.column(name), name, target[:, j])
-        self._rows += n
-
-    def fill(self, batch: pa.RecordBatch | pa.Table, row: int, names: list[str]) -> None:
-        """Copy the columns ``names`` of ``batch`` into rows ``row:row + len(batch)`` (preallocated matrix only).
-
-        Lets a reader decode a file a row group and a few columns at a time.
-        """
-        if self._positions is None:
-            self._positions = {name: j for j, name in enumerate(self.feature_ids)}
-        block = self._matrix[row:row + batch.num_rows]
-        for name in names:
-            self._copy(batch.column(name), name, block[:, self._positions[name]])
+        self._rows += batch.num_rows
 
     def _copy(self, column: pa.Array | pa.ChunkedArray, name: str, target: np.ndarray) -> None:
         values = column.to_numpy(zero_copy_only=False) if column.type == pa.float64() \
@@ -144,8 +139,6 @@ class MatrixFiller:
         target[:] = values
 
     def finish(self) -> np.ndarray:
-        if self._matrix is not None:
-            return self._matrix
         matrix = np.empty((self._rows, len(self.feature_ids)), dtype=np.float64)
         start = 0
         while self._blocks:
@@ -177,10 +170,22 @@ def file_columns(frame: pd.DataFrame, types: list[dict[str, str]], feature_ids: 
     return arrays, schema
 
 
-def feature_arrays(matrix: np.ndarray, start: int, stop: int) -> list[pa.Array]:
-    """Feature columns of rows ``start:stop`` as Arrow float64 arrays (NaN, i.e. NA, as null)."""
+def feature_arrays(matrix: Any, start: int, stop: int, buffer: np.ndarray) -> list[pa.Array]:
+    """Feature columns of rows ``start:stop`` as Arrow float64 arrays (NaN, i.e. NA, as null).
+
+    The rows are transposed into ``buffer`` (features x at least ``stop - start``, reused from one
+    call to the next so its pages are touched once) in cache-sized tiles, so each column is
+    contiguous and becomes an Arrow array without another copy; a validity bitmap is built only for
+    columns that hold NaN. The arrays view ``buffer``: use them before the next call.
+    """
     block = np.asarray(matrix[start:stop], dtype=np.float64)
-    return [pa.array(block[:, j], type=pa.float64(), from_pandas=True) for j in range(block.shape[1])]
+    columns = buffer[:, :block.shape[0]]
+    tile = cache_rows(block.shape[1])
+    for first in range(0, block.shape[0], tile):
+        columns[:, first:first + tile] = block[first:first + tile].T
+    has_nan = np.isnan(columns.sum(axis=1))  # a sum is NaN only if a value is NaN (or inf - inf)
+    return [pa.array(col, type=pa.float64(), mask=np.isnan(col)) if suspect else pa.array(col, type=pa.float64())
+            for col, suspect in zip(columns, has_nan, strict=True)]
 
 
 def check_file_columns(stored: list[str], types: list[dict[str, str]], feature_ids: list[str],

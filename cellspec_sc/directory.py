@@ -25,7 +25,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .columns import column_types_of
+from .columns import Decoded, column_types_of
 from .errors import InputError
 from .manifest import DATA_FILES, METADATA, checked_relative, verify_directory, write_manifest
 from .metadata import JSON_TABLES, KNOWN_KEYS, build_document, dump_document, frame_of_rows, load_document, \
@@ -80,7 +80,7 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
     with staging_directory(target) as stage:
         files = _write_contents(x, stage, format, column_types, dump_document(document, target), outlines)
         fsync_tree(stage)
-        write_manifest(stage, files)
+        write_manifest(stage, list(files), known=files)
         try:
             publish(stage, target)
         except FileExistsError:
@@ -134,23 +134,25 @@ def _outline_sources(x: CellSpec, target: Path) -> dict[str, Path]:
 
 
 def _write_contents(x: CellSpec, stage: Path, format: str, column_types: dict, metadata: bytes,
-                    outlines: dict[str, Path]) -> list[str]:
-    """Write every file into ``stage``; returns their relative paths in manifest order."""
+                    outlines: dict[str, Path]) -> dict[str, str | None]:
+    """Write every file into ``stage``; returns {relative path: SHA-256 if the writer computed it}, in
+    manifest order."""
     suffix, writer, _ = FORMATS[format]
     cells_types = column_types["cells"][:len(column_types["cells"]) - len(x.feature_ids)]
-    files = [f"cells{suffix}"]
-    writer(stage / files[0], x.cells, cells_types, x.measurements, x.feature_ids, "cells", stage)
+    files: dict[str, str | None] = {}
+    files[f"cells{suffix}"] = writer(stage / f"cells{suffix}", x.cells, cells_types, x.measurements,
+                                     x.feature_ids, "cells", stage)
     if x.adjacency is not None:
-        files.append(f"adjacency{suffix}")
-        writer(stage / files[-1], x.adjacency, column_types["adjacency"], None, [], "adjacency", stage)
+        files[f"adjacency{suffix}"] = writer(stage / f"adjacency{suffix}", x.adjacency, column_types["adjacency"],
+                                             None, [], "adjacency", stage)
     (stage / METADATA).write_bytes(metadata)
-    files.append(METADATA)
+    files[METADATA] = None
     for ref, source in outlines.items():
         destination = stage / ref
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, destination)
         fsync_file(destination)
-        files.append(ref)
+        files[ref] = None
     return files
 
 
@@ -182,9 +184,22 @@ def read(path: str | Path, *, lazy: bool = False) -> CellSpec:
 
 
 def _read(directory: Path, lazy: bool = False) -> CellSpec:
+    # The data files are hashed on another core while they are decoded; a file that does not
+    # match its manifest entry is refused before anything else that went wrong with it.
+    entries, pending = verify_directory(directory, deferred=() if lazy else DATA_FILES)
+    try:
+        x, decoded = _load(directory, entries, lazy)
+    except BaseException:
+        pending.check()
+        raise
+    pending.check()
+    validate(x, source_nonfinite=decoded.stored_nan, stats=decoded.stats).raise_if_failed(str(directory))
+    return x
+
+
+def _load(directory: Path, entries: dict[str, str], lazy: bool) -> tuple[CellSpec, Decoded]:
     from .core import CellSpec
 
-    entries = verify_directory(directory)
     if METADATA not in entries:
         raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")
     document = load_document(directory / METADATA, directory)
@@ -198,13 +213,12 @@ def _read(directory: Path, lazy: bool = False) -> CellSpec:
     _check_outlines_listed(directory, tables["images"], entries)
     feature_ids = _feature_ids(tables["dictionary"], directory)
     options = {"lazy": True} if lazy else {}
-    cells, matrix, stored_nan = reader(directory / f"cells{suffix}", types["cells"], feature_ids, directory, **options)
+    decoded = reader(directory / f"cells{suffix}", types["cells"], feature_ids, directory, **options)
     adjacency = _read_adjacency(directory, entries, suffix, reader, types)
-    x = CellSpec(spec_version=document["spec_version"], cells=cells, measurements=matrix, adjacency=adjacency,
-                 provenance=document["provenance"], source_dir=directory.resolve(),
+    x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame, measurements=decoded.matrix,
+                 adjacency=adjacency, provenance=document["provenance"], source_dir=directory.resolve(),
                  extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
-    validate(x, source_nonfinite=stored_nan).raise_if_failed(str(directory))
-    return x
+    return x, decoded
 
 
 def _listed_format(directory: Path, entries: dict[str, str]) -> str:
@@ -224,8 +238,7 @@ def _read_adjacency(directory: Path, entries: dict, suffix: str, reader: Any, ty
         raise UnlistedDataFile(directory, name, "adjacency file and column_types.adjacency must come together")
     if name not in entries:
         return None
-    frame, _, _ = reader(directory / name, types["adjacency"], [], directory)
-    return frame
+    return reader(directory / name, types["adjacency"], [], directory).frame
 
 
 def _feature_ids(dictionary: Any, directory: Path) -> list[str]:

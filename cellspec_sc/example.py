@@ -35,7 +35,7 @@ _CLASS_WEIGHTS = (0.45, 0.25, 0.05, 0.25)
 _COMPARTMENT_SCALE = {"cell": 1.0, "nucleus": 1.3}
 _STAT_SCALE = {"mean": 1.0, "median": 0.92}
 _IMAGE_SIZE_PX = (2000, 1500)
-_CHUNK_ROWS = 1 << 16
+_CHUNK_BYTES = 1 << 22  # rows simulated at once: about 4 MB of values
 # Fixed so that example(seed) is reproducible to the bit, provenance included.
 _CREATED_UTC = "2026-01-01T00:00:00Z"
 
@@ -51,6 +51,7 @@ def example(
     pixel_size: float = 0.5,
     adjacency: bool = False,
     region_layers: Sequence[str] = (),
+    lazy: bool = False,
 ) -> CellSpec:
     """Simulate a valid cellspec object.
 
@@ -62,6 +63,12 @@ def example(
     contacts; each name in ``region_layers`` adds ``region__<layer>`` and
     ``boundary_distance__<layer>`` columns. One million cells x 200 features
     take a few seconds.
+
+    ``lazy=True`` gives the same object with the measurements as a dask array
+    whose blocks are simulated when computed, so a slide bigger than memory can
+    be written (``cs.write`` streams it) without ever being held:
+    ``example(n_cells=2_000_000, n_features=1000, lazy=True)`` is 16 GB of
+    values in about 200 MB. Its values equal the eager ones to the bit.
     """
     rng = np.random.default_rng(seed)
     n_samples = n_images if n_samples is None else n_samples
@@ -71,7 +78,7 @@ def example(
     image_of_cell = np.sort(np.arange(n_cells) % n_images) if n_images else np.zeros(0, dtype=int)
     cls = rng.choice(len(CLASSES), size=n_cells, p=_CLASS_WEIGHTS)
     cells = _cells(rng, image_of_cell, images, cls, region_layers)
-    measurements = _measurements(rng, dictionary, markers, cls, cells["area"].to_numpy())
+    measurements = _measurements(seed, rng, dictionary, markers, cls, cells["area"].to_numpy(), lazy)
     parameters = {"seed": seed, "n_cells": n_cells, "n_images": n_images, "n_samples": n_samples,
                   "n_features": len(dictionary), "pixel_size": pixel_size, "adjacency": adjacency,
                   "region_layers": list(region_layers)}
@@ -167,22 +174,45 @@ def _cells(rng: np.random.Generator, image_of_cell: np.ndarray, images: pd.DataF
     return canonical_frame(pd.DataFrame(frame), "cells")
 
 
-def _measurements(rng: np.random.Generator, dictionary: pd.DataFrame, markers: list[str], cls: np.ndarray,
-                  area: np.ndarray) -> np.ndarray:
+def _measurements(seed: int, rng: np.random.Generator, dictionary: pd.DataFrame, markers: list[str],
+                  cls: np.ndarray, area: np.ndarray, lazy: bool) -> np.ndarray:
+    """The matrix, simulated in row chunks that each draw from their own seeded generator.
+
+    So any chunk can be made alone (``lazy``: one dask block per chunk) and the lazy and eager
+    matrices are equal to the bit.
+    """
     n, k = cls.size, len(dictionary)
-    out = np.empty((n, k), dtype=np.float64)
     intensity = (dictionary["kind"] == "intensity").to_numpy(dtype=bool)
     levels = _intensity_levels(rng, dictionary[intensity], markers)  # classes x intensity features
-    cols = np.flatnonzero(intensity)
-    for start in range(0, n, _CHUNK_ROWS):
-        rows = slice(start, min(start + _CHUNK_ROWS, n))
-        block = rng.random((rows.stop - rows.start, cols.size))
-        block += 0.5
-        block *= levels[cls[rows]]
-        out[rows, : cols.size] = block  # intensity features come first in the dictionary
+    rows = max(256, _CHUNK_BYTES // (8 * k))
+    bounds = [(start, min(start + rows, n)) for start in range(0, n, rows)]
+    if lazy:
+        import dask
+        import dask.array as da
+
+        chunk = dask.delayed(_measurement_rows, pure=True)
+        blocks = [da.from_delayed(chunk(seed, a, b, levels, cls[a:b], area[a:b], k), shape=(b - a, k),
+                                  dtype=np.float64) for a, b in bounds]
+        return da.concatenate(blocks, axis=0) if blocks else da.zeros((0, k), dtype=np.float64)
+    out = np.empty((n, k), dtype=np.float64)
+    for a, b in bounds:
+        out[a:b] = _measurement_rows(seed, a, b, levels, cls[a:b], area[a:b], k)
+    return out
+
+
+def _measurement_rows(seed: int, start: int, stop: int, levels: np.ndarray, cls: np.ndarray, area: np.ndarray,
+                      k: int) -> np.ndarray:
+    """Rows ``start:stop`` of the matrix: intensities first (in dictionary order), then two areas
+    and a detection probability."""
+    rng = np.random.default_rng([seed, start])
+    out = np.empty((stop - start, k), dtype=np.float64)
+    block = rng.random((stop - start, levels.shape[1]))
+    block += 0.5
+    block *= levels[cls]
+    out[:, :levels.shape[1]] = block  # intensity features come first in the dictionary
     out[:, k - 3] = area
-    out[:, k - 2] = area * rng.uniform(0.25, 0.55, n)
-    out[:, k - 1] = rng.uniform(0.5, 1.0, n)
+    out[:, k - 2] = area * rng.uniform(0.25, 0.55, stop - start)
+    out[:, k - 1] = rng.uniform(0.5, 1.0, stop - start)
     return out
 
 

@@ -13,8 +13,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Collection, Mapping
+from concurrent.futures import Future
 from pathlib import Path, PurePosixPath
 
+from .hashing import hash_later
 from .provenance import sha256_file
 from .refusals import (ChecksumMismatch, DoneMismatch, IncompleteDirectory, ListedFileMissing, ManifestInvalid,
                        UnlistedDataFile, UnsafePath, warn_unlisted)
@@ -25,9 +28,13 @@ DATA_FILES = ("cells.parquet", "cells.tsv.gz", "adjacency.parquet", "adjacency.t
 _LINE = re.compile(r"([0-9a-fA-F]{64}) [ *](.+)")
 
 
-def write_manifest(stage: Path, files: list[str]) -> str:
-    """Write MANIFEST.sha256 for ``files`` (relative paths), then DONE; both fsynced. Returns the manifest hash."""
-    lines = "".join(f"{sha256_file(stage / name)}  {name}\n" for name in files)
+def write_manifest(stage: Path, files: list[str], known: Mapping[str, str | None] | None = None) -> str:
+    """Write MANIFEST.sha256 for ``files`` (relative paths), then DONE; both fsynced. Returns the manifest hash.
+
+    ``known`` holds digests the writers computed while writing (the others are hashed here).
+    """
+    known = known or {}
+    lines = "".join(f"{known.get(name) or sha256_file(stage / name)}  {name}\n" for name in files)
     manifest = stage / MANIFEST
     manifest.write_bytes(lines.encode("utf-8"))
     fsync_file(manifest)
@@ -98,16 +105,45 @@ def read_manifest(directory: Path) -> dict[str, str]:
     return entries
 
 
-def verify_listed(directory: Path, entries: dict[str, str]) -> None:
-    """Every listed file exists, is a regular file inside the directory and has its recorded hash."""
+def verify_listed(directory: Path, entries: dict[str, str], deferred: Collection[str] = ()) -> PendingHashes:
+    """Every listed file exists, is a regular file inside the directory and has its recorded hash.
+
+    Files named in ``deferred`` (the big data files) are hashed in a thread while the caller goes on
+    decoding them; the returned :class:`PendingHashes` refuses them in ``check()``.
+    """
+    pending = PendingHashes(directory)
     for name, digest in entries.items():
         path = checked_relative(directory, name, name, must_exist=False)
         if not path.is_file():
             raise ListedFileMissing(directory, name, "listed in MANIFEST.sha256 but missing or not a regular file")
         checked_relative(directory, name, name)
-        actual = sha256_file(path)
-        if actual != digest:
-            raise ChecksumMismatch(directory, name, f"SHA-256 is {actual}, MANIFEST.sha256 records {digest}")
+        if name in deferred:
+            pending.add(name, digest, hash_later(path))
+        else:
+            _compare(directory, name, sha256_file(path), digest)
+    return pending
+
+
+def _compare(directory: Path, name: str, actual: str, digest: str) -> None:
+    if actual != digest:
+        raise ChecksumMismatch(directory, name, f"SHA-256 is {actual}, MANIFEST.sha256 records {digest}")
+
+
+class PendingHashes:
+    """Hashes still being computed in threads; :meth:`check` waits for them and refuses a mismatch."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self._pending: list[tuple[str, str, Future[str]]] = []
+
+    def add(self, name: str, digest: str, future: Future[str]) -> None:
+        self._pending.append((name, digest, future))
+
+    def check(self) -> None:
+        """Raise ChecksumMismatch for the first file whose hash differs (OSError if it became unreadable)."""
+        while self._pending:
+            name, digest, future = self._pending.pop(0)
+            _compare(self.directory, name, future.result(), digest)
 
 
 def check_unlisted(directory: Path, entries: dict[str, str]) -> None:
@@ -126,9 +162,10 @@ def check_unlisted(directory: Path, entries: dict[str, str]) -> None:
         warn_unlisted(directory, unlisted)
 
 
-def verify_directory(directory: Path) -> dict[str, str]:
-    """All manifest checks of a directory, in the order of the format's rules; returns the entries."""
+def verify_directory(directory: Path, deferred: Collection[str] = ()) -> tuple[dict[str, str], PendingHashes]:
+    """All manifest checks of a directory, in the order of the format's rules; returns the entries and
+    the hashes of the ``deferred`` files, still being computed (call ``check()`` on them before use)."""
     entries = read_manifest(directory)
-    verify_listed(directory, entries)
+    pending = verify_listed(directory, entries, deferred)
     check_unlisted(directory, entries)
-    return entries
+    return entries, pending

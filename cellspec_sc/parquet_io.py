@@ -7,14 +7,16 @@ strings as UTF-8, integers as int32. Written and read one row batch at a time.
 >>> x = cs.example()
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "cells.parquet"
 >>> types = [{"name": n, "type": "character"} for n in ("cell_id",)]
->>> write_parquet(path, x.cells, types, x.measurements[:, :0], [], "cells", ".")
->>> read_parquet(path, types, [], ".")[0].shape
+>>> len(write_parquet(path, x.cells, types, x.measurements[:, :0], [], "cells", "."))  # its SHA-256
+64
+>>> read_parquet(path, types, [], ".").frame.shape
 (80, 1)
 """
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,32 +25,51 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .columns import MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, conform, feature_arrays, \
-    file_columns
+from .columns import Decoded, arrow_to_frame, batch_ranges, check_file_columns, conform, feature_arrays, file_columns
+from .hashing import FollowingHash
+from .matrix_stats import MatrixStats, cache_rows, image_codes
 from .refusals import ChangedSinceRead, ColumnMismatch, StoredNonFinite, UndecodableData
+from .types import spec_type_of
 
-_DECODE_BYTES = 1 << 24  # decoded feature values held at once while filling the matrix
+_DECODE_BYTES = 1 << 25  # decoded feature values held at once while filling the matrix (two pieces in flight)
 _ROW_GROUP_BYTES = 1 << 27  # ~128 MB row groups on write
 
 
-def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: np.ndarray | None,
-                  feature_ids: list[str], table: str, directory: Path | str) -> None:
-    """Write ``frame`` (columns typed by ``types``) and the feature columns of ``matrix`` as one Parquet file."""
+def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: Any,
+                  feature_ids: list[str], table: str, directory: Path | str) -> str:
+    """Write ``frame`` (columns typed by ``types``) and the feature columns of ``matrix`` as one Parquet file.
+
+    Returns the file's hex SHA-256, computed on another core while the file is written.
+    """
     arrays, schema = file_columns(frame, types, feature_ids, table, directory)
-    with pq.ParquetWriter(path, schema) as writer:
-        for start, stop in batch_ranges(len(frame), len(schema), _ROW_GROUP_BYTES):
+    # Dictionary encoding and statistics pay off for the cells columns (ids, classes, x/y ranges per
+    # row group), not for measured doubles: nearly every value is distinct, so the dictionary is
+    # abandoned only after hashing each value, and statistics cost a third of the encoding time.
+    table_columns = [c["name"] for c in types]
+    ranges = batch_ranges(len(frame), len(schema), _ROW_GROUP_BYTES)
+    buffer = np.empty((len(feature_ids), max(b - a for a, b in ranges)), dtype=np.float64) if feature_ids else None
+    writer = pq.ParquetWriter(path, schema, use_dictionary=table_columns, write_statistics=table_columns)
+    hasher = FollowingHash(path)
+    try:
+        for start, stop in ranges:
             columns = [a.slice(start, stop - start) for a in arrays]
             if feature_ids:
-                columns += feature_arrays(matrix, start, stop)
+                columns += feature_arrays(matrix, start, stop, buffer)
             writer.write_batch(pa.record_batch(columns, schema=schema), row_group_size=max(stop - start, 1))
+            hasher.wrote()
+    finally:
+        writer.close()
+        digest = hasher.finish()
+    return digest
 
 
 def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str],
-                 directory: Path | str, *, lazy: bool = False) -> tuple[pd.DataFrame, Any, dict[str, int]]:
-    """(table columns as a canonical frame, measurement matrix, stored-NaN counts per feature).
+                 directory: Path | str, *, lazy: bool = False) -> Decoded:
+    """The table columns as a canonical frame, the measurement matrix, stored-NaN counts per feature and
+    the :class:`~cellspec_sc.matrix_stats.MatrixStats` of the matrix, gathered while decoding it.
 
     ``lazy=True``: the matrix is a dask array with one block per row group (see :func:`lazy_matrix`);
-    stored NaN is then refused when a block is computed, so the counts are empty.
+    stored NaN is then refused when a block is computed, so the counts are empty and there are no stats.
     """
     file = path.name
     try:
@@ -66,31 +87,100 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
         raw = handle.read(columns=names, use_threads=True)
         columns = pa.table({c["name"]: conform(raw.column(c["name"]), c["type"], file, c["name"], directory)
                             for c in table_types}) if names else raw
+        frame = arrow_to_frame(columns, table_types)
         if lazy:
-            return arrow_to_frame(columns, table_types), lazy_matrix(path, feature_ids, directory), {}
-        filler = MatrixFiller(feature_ids, handle.metadata.num_rows)
-        row = 0
-        for index in range(handle.metadata.num_row_groups):
-            row += fill_row_group(handle, index, feature_ids, filler, row)
-        matrix = filler.finish()
+            return Decoded(frame, lazy_matrix(path, feature_ids, directory), {}, None)
+        matrix, stored_nan, stats = _decode_matrix(handle, feature_ids, _stats_for(frame, len(feature_ids)))
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"Parquet data cannot be decoded: {err}") from None
-    return arrow_to_frame(columns, table_types), matrix, filler.stored_nan
+    return Decoded(frame, matrix, stored_nan, stats)
 
 
-def fill_row_group(handle: pq.ParquetFile, index: int, feature_ids: list[str], filler: MatrixFiller,
-                   row: int) -> int:
-    """Decode the feature columns of row group ``index`` into ``filler`` at ``row``; returns its row count.
+def _stats_for(frame: pd.DataFrame, n_features: int) -> MatrixStats:
+    """Stats with per-image ranges when the cells have a character image_id (what validation uses)."""
+    image_id = frame["image_id"] if "image_id" in frame.columns else None
+    if image_id is None or isinstance(image_id, pd.DataFrame) or spec_type_of(image_id) != "character":
+        return MatrixStats(n_features)
+    codes, names = image_codes(image_id)
+    return MatrixStats(n_features, codes, len(names))
 
-    Columns are decoded a few at a time (about 16 MB of values), so a file written with one huge
-    row group (pyarrow's default is 1M rows) still never holds a second copy of the matrix.
+
+def _decode_matrix(handle: pq.ParquetFile, feature_ids: list[str],
+                   stats: MatrixStats) -> tuple[np.ndarray, dict[str, int], MatrixStats]:
+    """The feature columns as one float64 matrix, filled a row group (and batch of columns) at a time.
+
+    While one piece is copied into the matrix, a thread decodes the next (pyarrow releases the GIL).
+    Returns the matrix, the NaN values each column stores as numbers rather than null (in memory
+    both are NaN: the stats count every NaN, Arrow counts the nulls) and the stats.
+    """
+    meta = handle.metadata
+    matrix = np.empty((meta.num_rows, len(feature_ids)), dtype=np.float64)
+    nulls = np.zeros(len(feature_ids), dtype=np.int64)
+    offsets = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]).tolist()
+    pieces = [(index, first, names) for index in range(meta.num_row_groups)
+              for first, names in _column_batches(feature_ids, meta.row_group(index).num_rows)]
+
+    def decode(k: int) -> pa.Table:
+        index, _, names = pieces[k]
+        return handle.read_row_group(index, columns=names, use_threads=True)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-decode") as pool:
+        ahead = pool.submit(decode, 0) if pieces else None
+        for k, (index, first, _) in enumerate(pieces):
+            decoded = ahead.result()
+            ahead = pool.submit(decode, k + 1) if k + 1 < len(pieces) else None
+            row = offsets[index]
+            _place(decoded, matrix[row:offsets[index + 1]], first, nulls, stats, row)
+    stored = stats.nan - nulls
+    return matrix, {feature_ids[j]: int(stored[j]) for j in np.flatnonzero(stored)}, stats
+
+
+def _column_batches(feature_ids: list[str], n_rows: int) -> list[tuple[int, list[str]]]:
+    """(first column, names) of the column batches of a row group: about ``_DECODE_BYTES`` each.
+
+    A file written elsewhere with one huge row group (pyarrow's default is 1M rows) is decoded a few
+    columns at a time, so the process never holds a second copy of the matrix.
+    """
+    step = max(1, _DECODE_BYTES // max(8 * n_rows, 1))
+    return [(first, feature_ids[first:first + step]) for first in range(0, len(feature_ids), step)]
+
+
+def fill_row_group(handle: pq.ParquetFile, index: int, feature_ids: list[str], target: np.ndarray,
+                   nulls: np.ndarray) -> int:
+    """Decode the feature columns of row group ``index`` into the first rows of ``target``.
+
+    Adds each column's null count to ``nulls``; returns the row group's row count.
     """
     n = handle.metadata.row_group(index).num_rows
-    step = max(1, _DECODE_BYTES // max(8 * n, 1))
-    for first in range(0, len(feature_ids), step):
-        names = feature_ids[first:first + step]
-        filler.fill(handle.read_row_group(index, columns=names, use_threads=True), row, names)
+    for first, names in _column_batches(feature_ids, n):
+        _place(handle.read_row_group(index, columns=names, use_threads=True), target[:n], first, nulls)
     return n
+
+
+def _place(decoded: pa.Table, target: np.ndarray, first: int, nulls: np.ndarray,
+           stats: MatrixStats | None = None, row: int = 0) -> None:
+    """Copy decoded feature columns into columns ``first:`` of ``target`` in cache-sized row blocks.
+
+    Each block goes to ``stats`` (``row``: where ``target`` starts in the matrix) while it is still in
+    the cache; null counts are added to ``nulls``.
+    """
+    n, k = decoded.num_rows, decoded.num_columns
+    values = [_float_values(decoded.column(j), n) for j in range(k)]
+    nulls[first:first + k] += [decoded.column(j).null_count for j in range(k)]
+    block = target[:, first:first + k]
+    rows = cache_rows(k)
+    for start in range(0, n, rows):
+        piece = block[start:start + rows]
+        np.stack([v[start:start + rows] for v in values], axis=1, out=piece)
+        if stats is not None:
+            stats.add(row + start, piece, first)
+
+
+def _float_values(column: pa.ChunkedArray, n: int) -> np.ndarray:
+    """A decoded float64 column as numpy, null as NaN; an all-null column (type null) as NaN."""
+    if column.type == pa.float64():
+        return column.to_numpy(zero_copy_only=False)
+    return np.full(n, np.nan)
 
 
 def lazy_matrix(path: Path, feature_ids: list[str], directory: Path | str) -> Any:
@@ -129,14 +219,23 @@ def _row_group_matrix(path: str, index: int, feature_ids: tuple[str, ...], stamp
         if _file_stamp(path) != stamp:
             raise ChangedSinceRead(directory, file, "changed after read(lazy=True); read the directory again")
         handle = pq.ParquetFile(path)
-        filler = MatrixFiller(list(feature_ids), handle.metadata.row_group(index).num_rows)
-        fill_row_group(handle, index, list(feature_ids), filler, 0)
+        block = np.empty((handle.metadata.row_group(index).num_rows, len(feature_ids)), dtype=np.float64)
+        nulls = np.zeros(len(feature_ids), dtype=np.int64)
+        fill_row_group(handle, index, list(feature_ids), block, nulls)
     except FileNotFoundError:
         raise ChangedSinceRead(directory, file, "was removed after read(lazy=True)") from None
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"row group {index} cannot be decoded: {err}") from None
-    if filler.stored_nan:
-        name, count = next(iter(filler.stored_nan.items()))
+    stored = _stored_nan_in(block, nulls)
+    if stored is not None:
+        name, count = feature_ids[stored[0]], stored[1]
         raise StoredNonFinite(directory, file, f"row group {index}: feature column {name!r} stores {count} NaN "
                                                f"value(s) as numbers, not null")
-    return filler.finish()
+    return block
+
+
+def _stored_nan_in(block: np.ndarray, nulls: np.ndarray) -> tuple[int, int] | None:
+    """(column, count) of the first column holding more NaN than nulls, i.e. NaN stored as a number."""
+    stored = np.count_nonzero(np.isnan(block), axis=0) - nulls
+    bad = np.flatnonzero(stored)
+    return (int(bad[0]), int(stored[bad[0]])) if bad.size else None

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from .columns import ARROW_TYPES, MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, file_columns
+from .columns import ARROW_TYPES, Decoded, MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, file_columns
 from .refusals import UndecodableData
 
 SIGNIFICANT_DIGITS = 15
@@ -121,8 +121,8 @@ def _options(types: list[dict[str, str]]) -> dict:
 
 
 def read_tsv(path: Path, types: list[dict[str, str]], feature_ids: list[str],
-             directory: Path | str) -> tuple[pd.DataFrame, np.ndarray, dict[str, int]]:
-    """(table columns as a canonical frame, measurement matrix, stored-NaN counts per feature)."""
+             directory: Path | str) -> Decoded:
+    """The table columns as a canonical frame, the measurement matrix and stored-NaN counts per feature."""
     file = path.name
     decode_errors = (pa.ArrowException, OSError, EOFError, zlib.error, UnicodeDecodeError)
     try:
@@ -142,4 +142,4 @@ def read_tsv(path: Path, types: list[dict[str, str]], feature_ids: list[str],
         raise UndecodableData(directory, file, f"TSV data cannot be decoded: {err}") from None
     schema = pa.schema([pa.field(c["name"], ARROW_TYPES[c["type"]]) for c in table_types])
     columns = pa.Table.from_batches(batches, schema=schema)
-    return arrow_to_frame(columns, table_types), filler.finish(), filler.stored_nan
+    return Decoded(arrow_to_frame(columns, table_types), filler.finish(), filler.stored_nan)

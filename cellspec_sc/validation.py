@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,11 +23,11 @@ import numpy as np
 import pandas as pd
 
 from .errors import ValidationError
-from .types import spec_type_of
+from .matrix_stats import MatrixStats, image_codes, matrix_stats, row_blocks  # noqa: F401 - row_blocks re-exported
+from .types import PANDAS_DTYPES, spec_type_of
 from .vocabulary import Vocabulary, vocabulary
 
 MAX_ROWS_SHOWN = 5
-_BLOCK_ROWS = 1 << 15
 _STATUS_ORDER = {"fail": 0, "warn": 1, "skip": 2, "pass": 3}
 
 
@@ -168,6 +168,9 @@ class Context:
     na_max: float
     source_nonfinite: Mapping[str, int]
     broken: set[str] = field(default_factory=set)
+    given_stats: MatrixStats | None = None
+    _stats: MatrixStats | None = None
+    _columns: dict[tuple[str, str, str], Any] = field(default_factory=dict)
 
     def part(self, name: str) -> Any:
         if "object" in self.broken or name in self.broken:
@@ -188,22 +191,73 @@ class Context:
 
     def text(self, table: str, column: str) -> pd.Series:
         """A column as object strings with None for NA (skips when it is not character)."""
-        s = self.col(table, column)
-        if spec_type_of(s) != "character":
-            raise Skip(f"{table}.{column} is not character")
-        return s.astype(object).where(s.notna(), None)
+        return self._converted(table, column, "text")
+
+    def strings(self, table: str, column: str) -> pd.Series:
+        """A character column as pandas ``string`` (Arrow-backed: fast on a million ids; skips like text)."""
+        return self._converted(table, column, "strings")
 
     def number(self, table: str, column: str) -> np.ndarray:
-        s = self.col(table, column)
-        if spec_type_of(s) not in ("double", "integer"):
-            raise Skip(f"{table}.{column} is not numeric")
-        return s.to_numpy(dtype=np.float64, na_value=np.nan)
+        """A numeric column as float64 with NaN for NA (skips when it is not numeric)."""
+        return self._converted(table, column, "number")
+
+    def _converted(self, table: str, column: str, how: str) -> Any:
+        # Several checks read the same cells columns; converting a million ids once, not per check.
+        key = (table, column, how)
+        if key not in self._columns:
+            s = self.col(table, column)
+            if how in ("text", "strings"):
+                if spec_type_of(s) != "character":
+                    raise Skip(f"{table}.{column} is not character")
+                self._columns[key] = s.astype(object).where(s.notna(), None) if how == "text" \
+                    else s.astype(PANDAS_DTYPES["character"])
+            else:
+                if spec_type_of(s) not in ("double", "integer"):
+                    raise Skip(f"{table}.{column} is not numeric")
+                self._columns[key] = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        return self._columns[key]
 
     def matrix(self) -> Any:
         m = self.part("measurements")
         if "measurements_type" in self.broken:
             raise Skip("measurements is not a double matrix")
         return m
+
+    def stats(self) -> MatrixStats:
+        """Counts and per-image ranges of the matrix: one pass, shared by the four matrix checks."""
+        m = self.matrix()
+        if self._stats is None:
+            self._stats = self.given_stats if self._usable(self.given_stats, m) else self._gather(m)
+        return self._stats
+
+    def _usable(self, stats: MatrixStats | None, m: Any) -> bool:
+        return stats is not None and stats.n_features == m.shape[1] and (stats.has_ranges or not self._rows_match())
+
+    def _rows_match(self) -> bool:
+        return "measurements_rows" not in self.broken and "cells" not in self.broken
+
+    def _gather(self, m: Any) -> MatrixStats:
+        codes, n_images = None, 0
+        if self._rows_match():
+            try:
+                codes, uniques = self.image_codes()
+                n_images = len(uniques)
+            except Skip:
+                pass
+        return matrix_stats(m, codes, n_images)
+
+    def image_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(image code of each cell, -1 for NA; the image ids in order of first appearance)."""
+        key = ("cells", "image_id", "codes")
+        if key not in self._columns:
+            self._columns[key] = image_codes(self.strings("cells", "image_id"))
+        return self._columns[key]
+
+    def per_cell(self, by_image: Mapping[Any, Any], missing: Any, dtype: Any) -> np.ndarray:
+        """``by_image[image_id]`` of every cell (``missing`` for NA or unknown image ids)."""
+        codes, uniques = self.image_codes()
+        lookup = np.array([by_image.get(u, missing) for u in uniques] + [missing], dtype=dtype)
+        return lookup[codes]  # code -1 (NA) picks the trailing ``missing``
 
 
 def _rows_text(rows: np.ndarray, count: int) -> str:
@@ -221,7 +275,7 @@ def _bad_rows(table: str, column: str | None, mask: np.ndarray, what: str) -> Pr
 
 
 def _missing_or_empty(values: pd.Series) -> np.ndarray:
-    return (values.isna() | (values == "")).to_numpy(dtype=bool)
+    return (values.isna() | values.eq("")).to_numpy(dtype=bool, na_value=True)
 
 
 # -- the object --------------------------------------------------------------------------------
@@ -311,7 +365,7 @@ def _ids_present(ctx: Context, table: str, columns: tuple[str, ...]) -> Problem 
     seen = 0
     for column in columns:
         try:
-            values = ctx.text(table, column)
+            values = ctx.strings(table, column)
         except Skip:
             continue
         seen += 1
@@ -367,7 +421,7 @@ def _cells_ids(ctx: Context) -> Problem | None:
 
 @_check("cells_key_unique")
 def _cells_key(ctx: Context) -> Problem | None:
-    keys = pd.DataFrame({"image_id": ctx.text("cells", "image_id"), "cell_id": ctx.text("cells", "cell_id")})
+    keys = pd.DataFrame({"image_id": ctx.strings("cells", "image_id"), "cell_id": ctx.strings("cells", "cell_id")})
     dup = keys.duplicated(keep=False).to_numpy()
     return _bad_rows("cells", "cell_id", dup, "duplicated (image_id, cell_id)")
 
@@ -386,17 +440,20 @@ def _cells_area(ctx: Context) -> Problem | None:
 
 @_check("cells_images_known")
 def _cells_images_known(ctx: Context) -> Problem | None:
-    known = set(ctx.text("images", "image_id").dropna())
-    ids = ctx.text("cells", "image_id")
-    return _bad_rows("cells", "image_id", ~ids.isin(known).to_numpy(), "image_id not in images")
+    known = dict.fromkeys(ctx.text("images", "image_id").dropna(), True)
+    return _bad_rows("cells", "image_id", ~ctx.per_cell(known, False, bool), "image_id not in images")
 
 
 @_check("cells_sample_consistent")
 def _cells_sample(ctx: Context) -> Problem | None:
     images = dict(zip(ctx.text("images", "image_id"), ctx.text("images", "sample_id"), strict=True))
-    expected = ctx.text("cells", "image_id").map(images)
-    actual = ctx.text("cells", "sample_id")
-    mismatch = (expected.notna() & (expected != actual)).to_numpy(dtype=bool)
+    # Compared as codes: each cell's sample, and the sample its image expects, as positions in the
+    # cells' own samples (-2: a sample no cell has), so no per-cell strings are made.
+    actual, samples = image_codes(ctx.strings("cells", "sample_id"))
+    position = {sample: i for i, sample in enumerate(samples)}
+    expected = ctx.per_cell({image: position.get(sample, -2) for image, sample in images.items() if sample is not None},
+                            -3, np.int64)
+    mismatch = (expected != -3) & (expected != actual)
     return _bad_rows("cells", "sample_id", mismatch, "sample_id differs from the sample_id of its image")
 
 
@@ -428,37 +485,11 @@ def _measurements_names(ctx: Context) -> Problem | None:
     return None
 
 
-def row_blocks(m: Any, rows: int = _BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
-    """(first row, block) over a matrix in row blocks, so checks never copy the whole matrix.
-
-    A dask array (``read(path, lazy=True)``) is walked along its own row chunks, so each
-    Parquet row group is decoded once per check and only one is in memory at a time.
-    """
-    for start, stop in _row_bounds(m, rows):
-        yield start, np.asarray(m[start:stop])
-
-
-def _row_bounds(m: Any, rows: int) -> list[tuple[int, int]]:
-    chunks = getattr(m, "chunks", None)
-    if chunks and isinstance(chunks[0], tuple):  # dask: ((rows per block, ...), (columns, ...))
-        edges = np.cumsum((0, *chunks[0])).tolist()
-        return [(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
-    return [(start, min(start + rows, m.shape[0])) for start in range(0, m.shape[0], rows)]
-
-
 @_check("measurements_finite")
 def _measurements_finite(ctx: Context) -> Problem | None:
-    m = ctx.matrix()
-    ids = _feature_ids(ctx, m.shape[1])
-    infinite = np.zeros(m.shape[1], dtype=np.int64)
-    first_row = np.full(m.shape[1], -1, dtype=np.int64)
-    for start, block in row_blocks(m):
-        bad = np.isinf(block)
-        hits = bad.sum(axis=0)
-        new = (hits > 0) & (first_row < 0)
-        if new.any():
-            first_row[new] = start + bad[:, new].argmax(axis=0)
-        infinite += hits
+    stats = ctx.stats()
+    infinite, first_row = stats.infinite, stats.first_infinite
+    ids = _feature_ids(ctx, stats.n_features)
     problems = [f"{ids[j]}: {infinite[j]} infinite value(s), first at row {first_row[j]}"
                 for j in np.flatnonzero(infinite)]
     problems += [f"{f}: {n} NaN/infinite value(s) stored as numbers in the source (not as NA)"
@@ -763,17 +794,17 @@ def _centroids_within(ctx: Context) -> Problem | None:
     images = ctx.table("images")
     if "width_px" not in images.columns and "height_px" not in images.columns:
         raise Skip("images has no width_px/height_px")
-    ids = ctx.text("cells", "image_id")
-    size = pd.Series(ctx.number("images", "pixel_size"), index=ctx.text("images", "image_id"))
-    size_y = pd.Series(ctx.number("images", "pixel_size_y"), index=size.index) if "pixel_size_y" in images else size
-    size_y = size_y.fillna(size)
-    outside = np.zeros(len(ids), dtype=bool)
+    image_ids = ctx.text("images", "image_id")
+    size = ctx.number("images", "pixel_size")
+    size_y = ctx.number("images", "pixel_size_y") if "pixel_size_y" in images else size
+    size_y = np.where(np.isnan(size_y), size, size_y)
+    outside = np.zeros(len(ctx.table("cells")), dtype=bool)
     for coord, extent, px in (("x", "width_px", size), ("y", "height_px", size_y)):
         if extent not in images.columns:
             continue
-        limit = pd.Series(ctx.number("images", extent), index=size.index) * px
-        step = ids.map(px).to_numpy(dtype=np.float64)
-        upper = ids.map(limit).to_numpy(dtype=np.float64)
+        limit = ctx.number("images", extent) * px
+        step = ctx.per_cell(dict(zip(image_ids, px, strict=True)), np.nan, np.float64)
+        upper = ctx.per_cell(dict(zip(image_ids, limit, strict=True)), np.nan, np.float64)
         value = ctx.number("cells", coord)
         with np.errstate(invalid="ignore"):
             outside |= ~np.isnan(upper) & ((value < -step) | (value > upper + step))
@@ -808,61 +839,37 @@ def _per_feature_problem(ctx: Context, counts: np.ndarray, what: str) -> Problem
 
 @_check("negative_intensity")
 def _negative_intensity(ctx: Context) -> Problem | None:
-    m = ctx.matrix()
-    cols = np.flatnonzero(_dictionary_mask(ctx, kind="intensity")[: m.shape[1]])
-    counts = np.zeros(m.shape[1], dtype=np.int64)
-    if cols.size:
-        pick = _columns(cols)
-        for _, block in row_blocks(m):
-            counts[cols] += np.count_nonzero(block[:, pick] < 0, axis=0)
+    stats = ctx.stats()
+    intensity = _dictionary_mask(ctx, kind="intensity")[: stats.n_features]
+    counts = np.zeros(stats.n_features, dtype=np.int64)
+    counts[: intensity.size] = np.where(intensity, stats.negative[: intensity.size], 0)
     return _per_feature_problem(ctx, counts, "negative intensity values (count)")
-
-
-def _columns(cols: np.ndarray) -> slice | np.ndarray:
-    """A slice when the positions are contiguous (a view instead of a copy of every block)."""
-    if cols.size and cols[-1] - cols[0] + 1 == cols.size:
-        return slice(int(cols[0]), int(cols[-1]) + 1)
-    return cols
 
 
 @_check("feature_na_fraction")
 def _na_fraction(ctx: Context) -> Problem | None:
-    m = ctx.matrix()
-    na = np.zeros(m.shape[1], dtype=np.int64)
-    for _, block in row_blocks(m):
-        na += np.count_nonzero(np.isnan(block), axis=0)
-    too_many = np.where(na > ctx.na_max * max(m.shape[0], 1), na, 0)
+    m, stats = ctx.matrix(), ctx.stats()
+    too_many = np.where(stats.nan > ctx.na_max * max(m.shape[0], 1), stats.nan, 0)
     return _per_feature_problem(ctx, too_many, f"more than na_max={ctx.na_max:g} missing (count)")
 
 
 @_check("feature_support")
 def _feature_support(ctx: Context) -> Problem | None:
-    m = ctx.matrix()
+    ctx.matrix()
     if "measurements_rows" in ctx.broken:
         raise Skip("measurements rows do not match cells")
-    cols = np.flatnonzero(_dictionary_mask(ctx, kind="intensity", statistic="mean")[: m.shape[1]])
-    codes, names = pd.factorize(ctx.text("cells", "image_id"), use_na_sentinel=True)
-    low = np.full((len(names), cols.size), np.inf)
-    high = np.full((len(names), cols.size), -np.inf)
-    pick = _columns(cols)
-    for start, block in row_blocks(m):
-        sub, block_codes = block[:, pick], codes[start:start + block.shape[0]]
-        present = np.unique(block_codes)
-        for code in present[present >= 0]:
-            # cells are usually grouped by image: a block of one image needs no row selection (no copy)
-            rows = sub if present.size == 1 else sub[block_codes == code]
-            with np.errstate(invalid="ignore"):
-                low[code] = np.fmin(low[code], np.nanmin(rows, axis=0, initial=np.inf))
-                high[code] = np.fmax(high[code], np.nanmax(rows, axis=0, initial=-np.inf))
-    flat = ~(high > low)  # constant, or fewer than two non-NA values
-    counts = np.zeros(m.shape[1], dtype=np.int64)
+    ctx.strings("cells", "image_id")
+    stats = ctx.stats()
+    cols = np.flatnonzero(_dictionary_mask(ctx, kind="intensity", statistic="mean")[: stats.n_features])
+    flat = ~(stats.high[:, cols] > stats.low[:, cols])  # constant, or fewer than two non-NA values
+    counts = np.zeros(stats.n_features, dtype=np.int64)
     counts[cols] = flat.sum(axis=0)
     return _per_feature_problem(ctx, counts, "no variation within an image (images affected)")
 
 
 @_check("duplicate_centroids")
 def _duplicate_centroids(ctx: Context) -> Problem | None:
-    frame = pd.DataFrame({"i": ctx.text("cells", "image_id"), "x": ctx.number("cells", "x"),
+    frame = pd.DataFrame({"i": ctx.image_codes()[0], "x": ctx.number("cells", "x"),
                           "y": ctx.number("cells", "y")})
     return _bad_rows("cells", "x", frame.duplicated(keep=False).to_numpy(), "centroid shared with another cell")
 
@@ -874,6 +881,7 @@ def validate(
     area_range: tuple[float, float] | None = None,
     na_max: float | None = None,
     source_nonfinite: Mapping[str, int] | None = None,
+    stats: MatrixStats | None = None,
 ) -> ValidationReport:
     """Check ``x`` against every rule of section 10.
 
@@ -883,6 +891,9 @@ def validate(
     number of NaN/infinite values a file stored as numbers rather than as NA
     (readers pass it so that such values fail ``measurements_finite`` instead of
     silently becoming NA). In memory NA is NaN, so only infinities fail there.
+    ``stats`` are the :class:`~cellspec_sc.matrix_stats.MatrixStats` of
+    ``x.measurements`` when the caller gathered them already (``read`` does,
+    while decoding); otherwise one pass over the matrix gathers them.
 
     >>> from cellspec_sc import example
     >>> validate(example(), area_range=(1, 50)).status("area_range")
@@ -892,7 +903,7 @@ def validate(
     defaults = voc.defaults
     ctx = Context(x=x, voc=voc, area_range=tuple(area_range or defaults["area_range"]),
                   na_max=float(defaults["na_max"] if na_max is None else na_max),
-                  source_nonfinite=dict(source_nonfinite or {}))
+                  source_nonfinite=dict(source_nonfinite or {}), given_stats=stats)
     results = [_run(ctx, chk.name, chk.level, chk.rule) for chk in voc.checks]
     return ValidationReport(results, {"area_range": ctx.area_range, "na_max": ctx.na_max})
 

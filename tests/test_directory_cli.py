@@ -54,7 +54,9 @@ def test_refused_directory_exits_2(tmp_path, capsys):
 
 @pytest.mark.parametrize("module", ["cellspec_sc.directory", "cellspec_sc.manifest", "cellspec_sc.metadata",
                                     "cellspec_sc.tsv", "cellspec_sc.columns", "cellspec_sc.parquet_io",
-                                    "cellspec_sc.refusals", "cellspec_sc.staging", "cellspec_sc.demo"])
+                                    "cellspec_sc.refusals", "cellspec_sc.staging", "cellspec_sc.demo",
+                                    "cellspec_sc.matrix_stats", "cellspec_sc.hashing", "cellspec_sc.validation",
+                                    "cellspec_sc.example"])
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

@@ -291,3 +291,9 @@ def test_warnings_not_raised_for_listed_outlines(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         cs.read(path)
+
+
+def test_changed_file_that_no_longer_decodes_is_refused_for_its_hash(written):
+    """The data file is hashed while it is decoded; a mismatch explains the decoding error and wins."""
+    (written / "cells.parquet").write_bytes(b"PAR1 this is not parquet PAR1")
+    refused(written, r.ChecksumMismatch, "cells.parquet")

@@ -218,7 +218,7 @@ path = Path(sys.argv[1])
 doc = json.loads((path / "cellspec.json").read_text())
 types, ids = doc["column_types"]["cells"], [row["feature_id"] for row in doc["dictionary"]]
 tracemalloc.start()
-_, matrix, nan = parquet_io.read_parquet(path / "cells.parquet", types, ids, path)
+_, matrix, nan, _ = parquet_io.read_parquet(path / "cells.parquet", types, ids, path)
 print(json.dumps({"numpy_peak": tracemalloc.get_traced_memory()[1], "arrow_peak": pa.default_memory_pool().max_memory(),
                   "matrix": matrix.nbytes, "shape": list(matrix.shape), "nan": nan}))
 """

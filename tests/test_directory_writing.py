@@ -229,3 +229,21 @@ def test_killed_writer_leaves_nothing_or_a_complete_directory(tmp_path, fmt, kil
     cs.write(objects[1], target, overwrite=True)
     assert leftovers(tmp_path) == []
     print("outcomes:", sorted(outcomes))  # which ones occur depends on timing; each was checked above
+
+
+# -- file layout -------------------------------------------------------------------------------
+def test_cells_columns_dictionary_encoded_with_statistics_features_plain(tmp_path):
+    """Measured doubles are stored plain (nearly all distinct), ids and coordinates with dictionary
+    and min/max statistics, which readers use to skip row groups."""
+    import pyarrow.parquet as pq
+
+    x = cs.example(n_cells=3000, n_features=10)
+    path = cs.write(x, tmp_path / "o")
+    group = pq.ParquetFile(path / "cells.parquet").metadata.row_group(0)
+    chunks = {group.column(j).path_in_schema: group.column(j) for j in range(group.num_columns)}
+    for name in x.cells.columns:
+        encodings = chunks[name].encodings
+        assert chunks[name].is_stats_set and ("PLAIN_DICTIONARY" in encodings or "RLE_DICTIONARY" in encodings), name
+    for name in x.feature_ids:
+        assert not chunks[name].is_stats_set and not any("DICTIONARY" in e for e in chunks[name].encodings), name
+    assert cs.read(path).equals(x)

@@ -1,0 +1,89 @@
+"""SHA-256 of the data files on a second core, while the first one encodes or decodes them.
+
+Hashing a slide's Parquet file costs about as much CPU as encoding it. Both
+:class:`FollowingHash` (writing: hashes the bytes a writer has appended so far,
+following it through the file) and :func:`hash_later` (reading: hashes a file
+while the caller decodes it) run ``hashlib`` in a thread; ``hashlib`` releases
+the GIL on large buffers, so on two cores the hash comes almost for free.
+
+>>> import tempfile, pathlib, hashlib
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "f.bin"
+>>> with open(path, "wb") as out:
+...     hasher = FollowingHash(path)
+...     _ = out.write(b"abc"); out.flush(); hasher.wrote()
+...     _ = out.write(b"def")
+>>> hasher.finish() == hashlib.sha256(b"abcdef").hexdigest()
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from .provenance import sha256_file
+
+_CHUNK = 1 << 22  # 4 MB reads
+_SYNC_EVERY = 1 << 28  # start writing back every 256 MB, so the final fsync has little left to do
+
+
+class FollowingHash:
+    """Hashes a file that another thread is appending to, reading behind the writer.
+
+    Valid for files written strictly sequentially and never rewritten (a Parquet file: its footer
+    comes last). Call :meth:`wrote` after each flushed write, :meth:`finish` after closing the file;
+    the returned digest covers every byte of the finished file. The thread also flushes what it has
+    read to disk as it goes (``fdatasync``), so durability costs little at the end.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self._path = Path(path)
+        self._more = threading.Event()
+        self._closed = False
+        self._digest = hashlib.sha256()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._follow, name=f"sha256 {self._path.name}", daemon=True)
+        self._thread.start()
+
+    def wrote(self) -> None:
+        """The writer has appended (and flushed) more bytes."""
+        self._more.set()
+
+    def finish(self) -> str:
+        """Hex SHA-256 of the whole file; call after the writer closed it."""
+        self._closed = True
+        self._more.set()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._digest.hexdigest()
+
+    def _follow(self) -> None:
+        try:
+            with open(self._path, "rb") as handle:
+                synced = 0
+                while True:
+                    closed = self._closed  # read before the last pass: nothing is written after closing
+                    while chunk := handle.read(_CHUNK):
+                        self._digest.update(chunk)
+                        if handle.tell() - synced >= _SYNC_EVERY:
+                            os.fdatasync(handle.fileno())
+                            synced = handle.tell()
+                    if closed:
+                        return
+                    self._more.wait()
+                    self._more.clear()
+        except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread by finish()
+            self._error = err
+
+
+def hash_later(path: str | os.PathLike) -> Future[str]:
+    """Start hashing ``path`` in a thread; ``.result()`` is its hex SHA-256 (or raises the OSError)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha256")
+    try:
+        return pool.submit(sha256_file, path)
+    finally:
+        pool.shutdown(wait=False)

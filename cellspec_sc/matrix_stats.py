@@ -1,0 +1,136 @@
+"""What the matrix checks of section 10 need, gathered in one pass over the measurement matrix.
+
+``measurements_finite``, ``negative_intensity``, ``feature_na_fraction`` and
+``feature_support`` each need a per-feature count or range. Computing them one
+check at a time walks a slide-sized matrix four times; :class:`MatrixStats`
+gathers them all from cache-sized row blocks in one walk. A reader feeds it
+the blocks it has just decoded (hot in the cache), so reading and validating
+a directory touch the matrix once.
+
+>>> import numpy as np
+>>> m = np.array([[1.0, -2.0], [np.nan, np.inf], [3.0, 3.0]])
+>>> s = MatrixStats(2, np.array([0, 0, 1]), 2)
+>>> s.add(0, m)
+>>> s.nan.tolist(), s.infinite.tolist(), s.first_infinite.tolist(), s.negative.tolist()
+([1, 0], [0, 1], [-1, 1], [0, 1])
+>>> s.low.tolist(), s.high.tolist()
+([[1.0, -2.0], [3.0, 3.0]], [[1.0, inf], [3.0, 3.0]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+_BLOCK_ROWS = 1 << 15
+_CACHE_BYTES = 1 << 20  # rows handled at once: about 1 MB, so the five reductions read each value from the cache
+
+
+def cache_rows(n_columns: int) -> int:
+    """Rows of a block of about 1 MB of doubles (at least 64)."""
+    return max(64, _CACHE_BYTES // max(8 * n_columns, 8))
+
+
+def row_blocks(m: Any, rows: int = _BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
+    """(first row, block) over a matrix in row blocks, so checks never copy the whole matrix.
+
+    A dask array (``read(path, lazy=True)``) is walked along its own row chunks, so each
+    Parquet row group is decoded once per walk and only one is in memory at a time.
+    """
+    for start, stop in _row_bounds(m, rows):
+        yield start, np.asarray(m[start:stop])
+
+
+def _row_bounds(m: Any, rows: int) -> list[tuple[int, int]]:
+    chunks = getattr(m, "chunks", None)
+    if chunks and isinstance(chunks[0], tuple):  # dask: ((rows per block, ...), (columns, ...))
+        edges = np.cumsum((0, *chunks[0])).tolist()
+        return [(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
+    return [(start, min(start + rows, m.shape[0])) for start in range(0, m.shape[0], rows)]
+
+
+def image_codes(image_id: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(code per cell, -1 for NA; the image ids in order of first appearance).
+
+    >>> codes, names = image_codes(pd.Series(["b", "a", None, "b"]))
+    >>> codes.tolist(), list(names)
+    ([0, 1, -1, 0], ['b', 'a'])
+    """
+    codes, names = pd.factorize(image_id, use_na_sentinel=True)
+    return np.asarray(codes, dtype=np.int64), np.asarray(names, dtype=object)
+
+
+class MatrixStats:
+    """Per-feature NaN, infinite and negative counts, and per-image (min, max) of every feature.
+
+    ``codes`` gives each row's image (-1: no image); without it (``None``) no ranges are kept.
+    NaN is ignored by the ranges; an image whose values of a feature are all NaN keeps
+    ``low = inf, high = -inf``. Blocks may come in any order and cover a range of columns
+    (``first_column``), as a reader decodes a file a row group and a batch of columns at a time.
+    """
+
+    def __init__(self, n_features: int, codes: np.ndarray | None = None, n_images: int = 0):
+        self.n_features = n_features
+        self.codes = codes
+        self.nan = np.zeros(n_features, dtype=np.int64)
+        self.infinite = np.zeros(n_features, dtype=np.int64)
+        self.first_infinite = np.full(n_features, -1, dtype=np.int64)
+        self.negative = np.zeros(n_features, dtype=np.int64)
+        ranges = n_images if codes is not None else 0
+        self.low = np.full((ranges, n_features), np.inf)
+        self.high = np.full((ranges, n_features), -np.inf)
+
+    @property
+    def has_ranges(self) -> bool:
+        return self.codes is not None
+
+    def add(self, start: int, block: np.ndarray, first_column: int = 0) -> None:
+        """Account for ``block`` = rows ``start:start + len(block)``, columns from ``first_column``."""
+        step = cache_rows(block.shape[1])
+        for offset in range(0, block.shape[0], step):
+            self._add_small(start + offset, block[offset:offset + step], first_column)
+
+    def _add_small(self, start: int, block: np.ndarray, first: int) -> None:
+        cols = slice(first, first + block.shape[1])
+        self.nan[cols] += np.count_nonzero(np.isnan(block), axis=0)
+        self.negative[cols] += np.count_nonzero(block < 0, axis=0)
+        infinite = np.isinf(block)
+        hits = np.count_nonzero(infinite, axis=0)
+        if hits.any():
+            self._note_infinite(start, infinite, hits, first)
+        if self.codes is not None:
+            self._add_ranges(start, block, cols)
+
+    def _note_infinite(self, start: int, infinite: np.ndarray, hits: np.ndarray, first: int) -> None:
+        self.infinite[first:first + hits.size] += hits
+        rows = np.where(hits > 0, start + infinite.argmax(axis=0), -1)
+        seen = self.first_infinite[first:first + hits.size]
+        update = (rows >= 0) & ((seen < 0) | (rows < seen))
+        seen[update] = rows[update]
+
+    def _add_ranges(self, start: int, block: np.ndarray, cols: slice) -> None:
+        codes = self.codes[start:start + block.shape[0]]
+        if codes.size and codes[0] == codes[-1] and (codes == codes[0]).all():
+            present: Any = codes[:1]  # cells are usually grouped by image: no row selection needed
+        else:
+            present = np.unique(codes)
+        for code in present[present >= 0]:
+            rows = block if present.size == 1 else block[codes == code]
+            low, high = self.low[code, cols], self.high[code, cols]
+            np.fmin(low, np.fmin.reduce(rows, axis=0), out=low)  # fmin/fmax skip NaN
+            np.fmax(high, np.fmax.reduce(rows, axis=0), out=high)
+
+
+def matrix_stats(m: Any, codes: np.ndarray | None = None, n_images: int = 0) -> MatrixStats:
+    """:class:`MatrixStats` of a whole matrix (numpy or dask), walking it once in row blocks.
+
+    >>> matrix_stats(np.array([[1.0], [np.nan]])).nan.tolist()
+    [1]
+    """
+    stats = MatrixStats(m.shape[1], codes, n_images)
+    for start, block in row_blocks(m):
+        stats.add(start, block)
+    return stats

@@ -1,0 +1,125 @@
+"""The one-pass matrix stats: what read gathers while decoding equals what validation computes alone.
+
+The four matrix checks (measurements_finite, negative_intensity, feature_na_fraction,
+feature_support) read MatrixStats. These tests compare the stats with plain numpy computed
+per column and per image, and the report of a read (stats from decoding) with the report of
+validate() on the same object (stats from a fresh pass), over generated objects.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import cellspecs
+
+import cellspec_sc as cs
+from cellspec_sc import parquet_io
+from cellspec_sc.matrix_stats import MatrixStats, image_codes, matrix_stats
+
+
+def cells_types(path) -> list[dict[str, str]]:
+    return json.loads((path / "cellspec.json").read_text())["column_types"]["cells"]
+
+
+def expected_stats(m: np.ndarray, codes: np.ndarray, n_images: int) -> dict[str, np.ndarray]:
+    """The stats by the definition, one column and one image at a time."""
+    low = np.full((n_images, m.shape[1]), np.inf)
+    high = np.full((n_images, m.shape[1]), -np.inf)
+    for code in range(n_images):
+        for j in range(m.shape[1]):
+            values = m[codes == code, j]
+            values = values[~np.isnan(values)]
+            if values.size:
+                low[code, j], high[code, j] = values.min(), values.max()
+    first = [int(np.flatnonzero(np.isinf(m[:, j]))[0]) if np.isinf(m[:, j]).any() else -1 for j in range(m.shape[1])]
+    return {"nan": np.isnan(m).sum(axis=0), "infinite": np.isinf(m).sum(axis=0), "negative": (m < 0).sum(axis=0),
+            "first_infinite": np.array(first, dtype=np.int64), "low": low, "high": high}
+
+
+def assert_stats_equal(stats: MatrixStats, want: dict[str, np.ndarray]) -> None:
+    for name, value in want.items():
+        np.testing.assert_array_equal(getattr(stats, name), value, err_msg=name)
+
+
+matrices = st.integers(1, 300).flatmap(lambda n: st.tuples(
+    st.lists(st.sampled_from([0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 5e-324, 7.0]), min_size=n * 3,
+             max_size=n * 3).map(lambda v: np.array(v).reshape(-1, 3)),
+    st.lists(st.integers(-1, 2), min_size=n, max_size=n).map(np.array)))
+
+
+@given(matrices)
+@settings(max_examples=60, deadline=None)
+def test_stats_match_their_definition(case):
+    m, codes = case
+    stats = matrix_stats(m, codes, 3)
+    assert_stats_equal(stats, expected_stats(m, codes, 3))
+
+
+def test_blocks_in_any_order_and_column_ranges_give_the_same_stats():
+    rng = np.random.default_rng(3)
+    m = rng.normal(size=(5000, 7))
+    m[rng.random(m.shape) < 0.01] = np.nan
+    m[17, 2] = m[4000, 2] = np.inf
+    codes = np.repeat([0, 1, 2], [1000, 3000, 1000])
+    stats = MatrixStats(7, codes, 3)
+    for start in (4096, 0, 2048):  # out of order, and in two column ranges
+        stats.add(start, m[start:start + 2048, :4], 0)
+        stats.add(start, m[start:start + 2048, 4:], 4)
+    assert_stats_equal(stats, expected_stats(m, codes, 3))
+    assert stats.first_infinite[2] == 17
+
+
+def test_reader_gathers_the_stats_of_what_it_decoded(tmp_path, monkeypatch):
+    monkeypatch.setattr(parquet_io, "_ROW_GROUP_BYTES", 1 << 16)  # many row groups
+    monkeypatch.setattr(parquet_io, "_DECODE_BYTES", 1 << 12)  # and several column batches per group
+    x = cs.example(n_cells=3000, n_features=40, n_images=3)
+    x.measurements[::7, 5] = np.nan
+    x.measurements[10, 6] = -1.0
+    path = cs.write(x, tmp_path / "x")
+    decoded = parquet_io.read_parquet(path / "cells.parquet", cells_types(path), x.feature_ids, path)
+    codes, names = image_codes(x.cells["image_id"])
+    assert decoded.stats.has_ranges and len(names) == 3
+    assert_stats_equal(decoded.stats, expected_stats(x.measurements, codes, 3))
+    assert decoded.stored_nan == {}
+
+
+@given(cellspecs(max_cells=12, max_features=4))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_read_reports_what_validate_reports(tmp_path_factory, x):
+    """Stats from decoding equal a fresh pass over the read object, and give the same report."""
+    path = cs.write(x, tmp_path_factory.mktemp("s") / "x")
+    y = cs.read(path)
+    decoded = parquet_io.read_parquet(path / "cells.parquet", cells_types(path), y.feature_ids, path)
+    codes, names = image_codes(y.cells["image_id"])
+    assert_stats_equal(decoded.stats, expected_stats(y.measurements, codes, len(names)))
+    with_decoded = cs.validate(y, stats=decoded.stats)
+    fresh = cs.validate(y)
+    assert [(r.name, r.status, r.message) for r in with_decoded.results] == \
+        [(r.name, r.status, r.message) for r in fresh.results]
+
+
+def test_matrix_checks_fail_on_what_the_stats_found():
+    x = cs.example(n_cells=200, n_features=12)
+    m = x.measurements.copy()
+    m[5, 0] = np.inf
+    m[:, 1] = -m[:, 1]  # negative intensities (cell:DAPI:median)
+    m[(x.cells["image_id"] == "img1").to_numpy(), 2] = 42.0  # constant in one image (cell:CD3e:mean)
+    m[:150, 3] = np.nan  # above na_max
+    report = cs.validate(x.replace(measurements=m))
+    assert report.status("measurements_finite") == "fail" and report.result("measurements_finite").rows == (5,)
+    assert report.result("negative_intensity").column == x.feature_ids[1]
+    assert report.result("feature_support").column == x.feature_ids[2] == "cell:CD3e:mean"
+    assert report.result("feature_na_fraction").column == x.feature_ids[3]
+    assert report.result("feature_support").count == 1  # one feature (in one image)
+
+
+@pytest.mark.parametrize("n_features", [None, 50])
+def test_lazy_example_equals_the_eager_one_to_the_bit(n_features):
+    eager = cs.example(seed=4, n_cells=70_000, n_features=n_features, n_images=3)
+    lazy = cs.example(seed=4, n_cells=70_000, n_features=n_features, n_images=3, lazy=True)
+    assert hasattr(lazy.measurements, "dask") and lazy.measurements.numblocks[0] > 1
+    assert lazy.replace(measurements=np.asarray(lazy.measurements)).equals(eager)
