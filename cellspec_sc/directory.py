@@ -22,6 +22,8 @@ True
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,7 +37,7 @@ from .refusals import (ColumnMismatch, NotACellspecDirectory, OutlineMissing, Sc
                        UnlistedDataFile, UnreadableFile, UnsafePath, UnsupportedVersion)
 from .staging import clean_stale, fsync_file, fsync_tree, publish, staging_directory
 from .tsv import read_tsv, write_tsv
-from .validation import validate
+from .validation import ValidationReport, validate, validate_in_background
 
 if TYPE_CHECKING:
     from .core import CellSpec
@@ -67,7 +69,32 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
     reason = supported_version(x.spec_version)
     if reason:
         raise UnsupportedVersion(target, None, f"cannot write this object: {reason}")
-    validate(x).raise_if_failed(f"{target}: refusing to write an invalid object")
+    # Validation runs on a second core while the files are staged; nothing is published unless it
+    # passed, and when it failed its ValidationError is what the caller gets, whatever else went wrong.
+    checking = validate_in_background(x)
+    try:
+        return _write_valid(x, target, format, overwrite, _Refusal(checking, target))
+    except Exception:
+        _Refusal(checking, target).now()
+        raise
+
+
+class _Refusal:
+    """Raises the ValidationError of a background validation: ``now()`` waits for it, calling the
+    object only looks (writers call it between batches, so an invalid slide is not written whole)."""
+
+    def __init__(self, checking: Future[ValidationReport], target: Path):
+        self.checking, self.target = checking, target
+
+    def now(self) -> None:
+        self.checking.result().raise_if_failed(f"{self.target}: refusing to write an invalid object")
+
+    def __call__(self) -> None:
+        if self.checking.done():
+            self.now()
+
+
+def _write_valid(x: CellSpec, target: Path, format: str, overwrite: bool, refusal: _Refusal) -> Path:
     _check_target(target, overwrite)
     outlines = _outline_sources(x, target)
     column_types = _column_types(x, target)
@@ -77,10 +104,12 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
         raise SchemaViolation(target, METADATA, f"the document to write breaks the schema {problem}")
     target.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(target)
+    refusal()
     with staging_directory(target) as stage:
-        files = _write_contents(x, stage, format, column_types, dump_document(document, target), outlines)
+        files = _write_contents(x, stage, format, column_types, dump_document(document, target), outlines, refusal)
         fsync_tree(stage)
         write_manifest(stage, list(files), known=files)
+        refusal.now()
         try:
             publish(stage, target)
         except FileExistsError:
@@ -134,17 +163,17 @@ def _outline_sources(x: CellSpec, target: Path) -> dict[str, Path]:
 
 
 def _write_contents(x: CellSpec, stage: Path, format: str, column_types: dict, metadata: bytes,
-                    outlines: dict[str, Path]) -> dict[str, str | None]:
+                    outlines: dict[str, Path], after_batch: Callable[[], None]) -> dict[str, str | None]:
     """Write every file into ``stage``; returns {relative path: SHA-256 if the writer computed it}, in
     manifest order."""
     suffix, writer, _ = FORMATS[format]
     cells_types = column_types["cells"][:len(column_types["cells"]) - len(x.feature_ids)]
     files: dict[str, str | None] = {}
     files[f"cells{suffix}"] = writer(stage / f"cells{suffix}", x.cells, cells_types, x.measurements,
-                                     x.feature_ids, "cells", stage)
+                                     x.feature_ids, "cells", stage, after_batch)
     if x.adjacency is not None:
         files[f"adjacency{suffix}"] = writer(stage / f"adjacency{suffix}", x.adjacency, column_types["adjacency"],
-                                             None, [], "adjacency", stage)
+                                             None, [], "adjacency", stage, after_batch)
     (stage / METADATA).write_bytes(metadata)
     files[METADATA] = None
     for ref, source in outlines.items():

@@ -35,7 +35,7 @@ _CLASS_WEIGHTS = (0.45, 0.25, 0.05, 0.25)
 _COMPARTMENT_SCALE = {"cell": 1.0, "nucleus": 1.3}
 _STAT_SCALE = {"mean": 1.0, "median": 0.92}
 _IMAGE_SIZE_PX = (2000, 1500)
-_CHUNK_BYTES = 1 << 22  # rows simulated at once: about 4 MB of values
+_CHUNK_BYTES = 1 << 26  # rows simulated at once: about 64 MB of values (one dask block when lazy)
 # Fixed so that example(seed) is reproducible to the bit, provenance included.
 _CREATED_UTC = "2026-01-01T00:00:00Z"
 

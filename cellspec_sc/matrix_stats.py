@@ -37,19 +37,28 @@ def cache_rows(n_columns: int) -> int:
 def row_blocks(m: Any, rows: int = _BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
     """(first row, block) over a matrix in row blocks, so checks never copy the whole matrix.
 
-    A dask array (``read(path, lazy=True)``) is walked along its own row chunks, so each
-    Parquet row group is decoded once per walk and only one is in memory at a time.
+    A dask array (``read(path, lazy=True)``, ``example(lazy=True)``) is walked along its own row
+    chunks, each computed once (its graph is split into one task per chunk first: slicing the whole
+    array for every block would cost time in the number of blocks, per block).
     """
-    for start, stop in _row_bounds(m, rows):
-        yield start, np.asarray(m[start:stop])
-
-
-def _row_bounds(m: Any, rows: int) -> list[tuple[int, int]]:
     chunks = getattr(m, "chunks", None)
-    if chunks and isinstance(chunks[0], tuple):  # dask: ((rows per block, ...), (columns, ...))
-        edges = np.cumsum((0, *chunks[0])).tolist()
-        return [(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
-    return [(start, min(start + rows, m.shape[0])) for start in range(0, m.shape[0], rows)]
+    if chunks and isinstance(chunks[0], tuple) and hasattr(m, "to_delayed"):
+        yield from _dask_row_blocks(m)
+        return
+    for start in range(0, m.shape[0], rows):
+        yield start, np.asarray(m[start:start + rows])
+
+
+def _dask_row_blocks(m: Any) -> Iterator[tuple[int, np.ndarray]]:
+    import dask
+
+    start = 0
+    for size, parts in zip(m.chunks[0], m.to_delayed(), strict=True):
+        if size == 0:
+            continue
+        computed = dask.compute(*parts)
+        yield start, computed[0] if len(computed) == 1 else np.concatenate(computed, axis=1)
+        start += size
 
 
 def image_codes(image_id: pd.Series) -> tuple[np.ndarray, np.ndarray]:

@@ -16,6 +16,7 @@ strings as UTF-8, integers as int32. Written and read one row batch at a time.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -36,10 +37,12 @@ _ROW_GROUP_BYTES = 1 << 27  # ~128 MB row groups on write
 
 
 def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: Any,
-                  feature_ids: list[str], table: str, directory: Path | str) -> str:
+                  feature_ids: list[str], table: str, directory: Path | str,
+                  after_batch: Callable[[], None] = lambda: None) -> str:
     """Write ``frame`` (columns typed by ``types``) and the feature columns of ``matrix`` as one Parquet file.
 
     Returns the file's hex SHA-256, computed on another core while the file is written.
+    ``after_batch`` is called after each row group (the directory writer stops there if validation failed).
     """
     arrays, schema = file_columns(frame, types, feature_ids, table, directory)
     # Dictionary encoding and statistics pay off for the cells columns (ids, classes, x/y ranges per
@@ -57,6 +60,7 @@ def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], 
                 columns += feature_arrays(matrix, start, stop, buffer)
             writer.write_batch(pa.record_batch(columns, schema=schema), row_group_size=max(stop - start, 1))
             hasher.wrote()
+            after_batch()
     finally:
         writer.close()
         digest = hasher.finish()

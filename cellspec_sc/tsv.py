@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 import math
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -91,8 +92,12 @@ def _lines(columns: list[pa.Array]) -> memoryview:
 
 
 def write_tsv(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: np.ndarray | None,
-              feature_ids: list[str], table: str, directory: Path | str) -> None:
-    """Write ``frame`` and the feature columns of ``matrix`` as a gzipped TSV file, a row batch at a time."""
+              feature_ids: list[str], table: str, directory: Path | str,
+              after_batch: Callable[[], None] = lambda: None) -> None:
+    """Write ``frame`` and the feature columns of ``matrix`` as a gzipped TSV file, a row batch at a time.
+
+    ``after_batch`` is called after each batch (the directory writer stops there if validation failed).
+    """
     arrays, schema = file_columns(frame, types, feature_ids, table, directory)
     kinds = [c["type"] for c in types]
     # mtime=0: the same object gives the same bytes; level 1: zlib at level 6 took longer than formatting
@@ -106,6 +111,7 @@ def write_tsv(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matr
                 block = np.asarray(matrix[start:stop], dtype=np.float64)
                 columns += [pa.array(format_doubles(block[:, j]), type=pa.string()) for j in range(block.shape[1])]
             out.write(_lines(columns))
+            after_batch()
 
 
 def _options(types: list[dict[str, str]]) -> dict:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -906,6 +907,21 @@ def validate(
                   source_nonfinite=dict(source_nonfinite or {}), given_stats=stats)
     results = [_run(ctx, chk.name, chk.level, chk.rule) for chk in voc.checks]
     return ValidationReport(results, {"area_range": ctx.area_range, "na_max": ctx.na_max})
+
+
+def validate_in_background(x: Any, **options: Any) -> Future[ValidationReport]:
+    """Start :func:`validate` in a thread (numpy, pyarrow and hashlib release the GIL, so it runs
+    beside a writer on another core); ``.result()`` is the report.
+
+    >>> from cellspec_sc import example
+    >>> validate_in_background(example()).result().ok
+    True
+    """
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cellspec-validate")
+    try:
+        return pool.submit(validate, x, **options)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _run(ctx: Context, name: str, level: str, rule: str) -> CheckResult:

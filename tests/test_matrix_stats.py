@@ -8,6 +8,7 @@ validate() on the same object (stats from a fresh pass), over generated objects.
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
@@ -118,7 +119,10 @@ def test_matrix_checks_fail_on_what_the_stats_found():
 
 
 @pytest.mark.parametrize("n_features", [None, 50])
-def test_lazy_example_equals_the_eager_one_to_the_bit(n_features):
+def test_lazy_example_equals_the_eager_one_to_the_bit(n_features, monkeypatch):
+    example = importlib.import_module("cellspec_sc.example")  # the package exports the function under this name
+
+    monkeypatch.setattr(example, "_CHUNK_BYTES", 1 << 18)  # several blocks
     eager = cs.example(seed=4, n_cells=70_000, n_features=n_features, n_images=3)
     lazy = cs.example(seed=4, n_cells=70_000, n_features=n_features, n_images=3, lazy=True)
     assert hasattr(lazy.measurements, "dask") and lazy.measurements.numblocks[0] > 1
