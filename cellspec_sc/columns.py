@@ -23,6 +23,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .matrix_stats import cache_rows
+from .memory import empty_matrix
 from .refusals import ColumnMismatch, Unwritable
 from .types import PANDAS_DTYPES, as_spec_type, declared_type, spec_type_of
 
@@ -139,7 +140,7 @@ class MatrixFiller:
         target[:] = values
 
     def finish(self) -> np.ndarray:
-        matrix = np.empty((self._rows, len(self.feature_ids)), dtype=np.float64)
+        matrix = empty_matrix(self._rows, len(self.feature_ids))
         start = 0
         while self._blocks:
             block = self._blocks.pop(0)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .core import CellSpec
+from .memory import empty_matrix
 from .provenance import new_provenance
 from .types import canonical_frame
 from .vocabulary import SPEC_VERSION
@@ -194,7 +195,7 @@ def _measurements(seed: int, rng: np.random.Generator, dictionary: pd.DataFrame,
         blocks = [da.from_delayed(chunk(seed, a, b, levels, cls[a:b], area[a:b], k), shape=(b - a, k),
                                   dtype=np.float64) for a, b in bounds]
         return da.concatenate(blocks, axis=0) if blocks else da.zeros((0, k), dtype=np.float64)
-    out = np.empty((n, k), dtype=np.float64)
+    out = empty_matrix(n, k)
     for a, b in bounds:
         out[a:b] = _measurement_rows(seed, a, b, levels, cls[a:b], area[a:b], k)
     return out

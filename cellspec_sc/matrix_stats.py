@@ -103,34 +103,48 @@ class MatrixStats:
             self._add_small(start + offset, block[offset:offset + step], first_column)
 
     def _add_small(self, start: int, block: np.ndarray, first: int) -> None:
-        cols = slice(first, first + block.shape[1])
-        self.nan[cols] += np.count_nonzero(np.isnan(block), axis=0)
-        self.negative[cols] += np.count_nonzero(block < 0, axis=0)
-        infinite = np.isinf(block)
-        hits = np.count_nonzero(infinite, axis=0)
-        if hits.any():
-            self._note_infinite(start, infinite, hits, first)
+        # Three reductions per block; the exact counts only for the columns where they can be non-zero:
+        # a column sum is finite unless the column holds NaN or an infinity (or overflows, which just
+        # costs the exact count), and a column has negatives only if its minimum is negative.
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, or an overflowing sum
+            total = np.add.reduce(block, axis=0)
+        low, high = np.fmin.reduce(block, axis=0), np.fmax.reduce(block, axis=0)  # fmin/fmax skip NaN
+        odd = np.flatnonzero(~np.isfinite(total))
+        if odd.size:
+            self._count_nonfinite(start, block[:, odd], first + odd)
+        negative = np.flatnonzero(low < 0)
+        if negative.size:
+            self.negative[first + negative] += np.count_nonzero(block[:, negative] < 0, axis=0)
         if self.codes is not None:
-            self._add_ranges(start, block, cols)
+            self._add_ranges(start, block, slice(first, first + block.shape[1]), low, high)
 
-    def _note_infinite(self, start: int, infinite: np.ndarray, hits: np.ndarray, first: int) -> None:
-        self.infinite[first:first + hits.size] += hits
+    def _count_nonfinite(self, start: int, sub: np.ndarray, columns: np.ndarray) -> None:
+        self.nan[columns] += np.count_nonzero(np.isnan(sub), axis=0)
+        infinite = np.isinf(sub)
+        hits = np.count_nonzero(infinite, axis=0)
+        if not hits.any():
+            return
+        self.infinite[columns] += hits
         rows = np.where(hits > 0, start + infinite.argmax(axis=0), -1)
-        seen = self.first_infinite[first:first + hits.size]
+        seen = self.first_infinite[columns]
         update = (rows >= 0) & ((seen < 0) | (rows < seen))
-        seen[update] = rows[update]
+        self.first_infinite[columns[update]] = rows[update]
 
-    def _add_ranges(self, start: int, block: np.ndarray, cols: slice) -> None:
+    def _add_ranges(self, start: int, block: np.ndarray, cols: slice, low: np.ndarray, high: np.ndarray) -> None:
         codes = self.codes[start:start + block.shape[0]]
         if codes.size and codes[0] == codes[-1] and (codes == codes[0]).all():
-            present: Any = codes[:1]  # cells are usually grouped by image: no row selection needed
-        else:
-            present = np.unique(codes)
+            # cells are usually grouped by image: the block's own range is the image's
+            if codes[0] >= 0:
+                self._widen(int(codes[0]), cols, low, high)
+            return
+        present = np.unique(codes)
         for code in present[present >= 0]:
-            rows = block if present.size == 1 else block[codes == code]
-            low, high = self.low[code, cols], self.high[code, cols]
-            np.fmin(low, np.fmin.reduce(rows, axis=0), out=low)  # fmin/fmax skip NaN
-            np.fmax(high, np.fmax.reduce(rows, axis=0), out=high)
+            rows = block[codes == code]
+            self._widen(int(code), cols, np.fmin.reduce(rows, axis=0), np.fmax.reduce(rows, axis=0))
+
+    def _widen(self, code: int, cols: slice, low: np.ndarray, high: np.ndarray) -> None:
+        np.fmin(self.low[code, cols], low, out=self.low[code, cols])
+        np.fmax(self.high[code, cols], high, out=self.high[code, cols])
 
 
 def matrix_stats(m: Any, codes: np.ndarray | None = None, n_images: int = 0) -> MatrixStats:

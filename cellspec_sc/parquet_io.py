@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from .columns import Decoded, arrow_to_frame, batch_ranges, check_file_columns, conform, feature_arrays, file_columns
 from .hashing import FollowingHash
 from .matrix_stats import MatrixStats, cache_rows, image_codes
+from .memory import empty_matrix
 from .refusals import ChangedSinceRead, ColumnMismatch, StoredNonFinite, UndecodableData
 from .types import spec_type_of
 
@@ -50,7 +51,7 @@ def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], 
     # abandoned only after hashing each value, and statistics cost a third of the encoding time.
     table_columns = [c["name"] for c in types]
     ranges = batch_ranges(len(frame), len(schema), _ROW_GROUP_BYTES)
-    buffer = np.empty((len(feature_ids), max(b - a for a, b in ranges)), dtype=np.float64) if feature_ids else None
+    buffer = empty_matrix(len(feature_ids), max(b - a for a, b in ranges)) if feature_ids else None
     writer = pq.ParquetWriter(path, schema, use_dictionary=table_columns, write_statistics=table_columns)
     hasher = FollowingHash(path)
     try:
@@ -118,7 +119,7 @@ def _decode_matrix(handle: pq.ParquetFile, feature_ids: list[str],
     both are NaN: the stats count every NaN, Arrow counts the nulls) and the stats.
     """
     meta = handle.metadata
-    matrix = np.empty((meta.num_rows, len(feature_ids)), dtype=np.float64)
+    matrix = empty_matrix(meta.num_rows, len(feature_ids))
     nulls = np.zeros(len(feature_ids), dtype=np.int64)
     offsets = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]).tolist()
     pieces = [(index, first, names) for index in range(meta.num_row_groups)
