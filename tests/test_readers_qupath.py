@@ -286,3 +286,32 @@ def test_pixel_size_that_cannot_be_derived_is_asked_for(tmp_path):
                  .replace("\t60.5\t60\t", "\t0\t0\t"))
     with pytest.raises(InputError, match="cannot derive the pixel size of image 'a.tif'"):
         cs.read_qupath(path)
+
+
+def test_matrix_grows_when_the_first_megabyte_has_long_rows(tmp_path):
+    """The matrix is sized from the first MiB's mean line length; short rows after it make it grow."""
+    import pandas as pd
+
+    header = ["Image", "Object ID", "Object type", "Name", "Centroid X µm", "Centroid Y µm", "Cell: Area µm^2",
+              "Nucleus: CD3: Mean"]
+    lines = ["\t".join(header)]
+    long_rows, short_rows = 300, 40_000  # 300 rows of ~4 kB fill the first MiB, then rows of ~30 bytes
+    for i in range(long_rows + short_rows):
+        name = "x" * 4000 if i < long_rows else ""
+        cd3 = "NaN" if i % 997 == 0 else ("Infinity" if i % 991 == 0 else f"{i % 50}.5")
+        lines.append("\t".join(["s.tif", f"c{i}", "Cell", name, f"{i % 100}.25", "3", f"{1 + i % 7}", cd3]))
+    path = tmp_path / "long_then_short.tsv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    x = cs.read_qupath(path, pixel_size=0.5)
+    frame = pd.read_csv(path, sep="\t", keep_default_na=False, na_values=["", "NaN"])
+    assert x.n_cells == long_rows + short_rows
+    assert x.cells["cell_id"].tolist() == frame["Object ID"].tolist()
+    assert column(x, "cell:area").tolist() == frame["Cell: Area µm^2"].astype(float).tolist()
+    expected_cd3 = frame["Nucleus: CD3: Mean"].astype(float).replace([np.inf], np.nan).to_numpy()
+    np.testing.assert_array_equal(column(x, "nucleus:CD3:mean"), expected_cd3)
+    n_nan = sum(1 for i in range(long_rows + short_rows) if i % 997 == 0)
+    n_inf = sum(1 for i in range(long_rows + short_rows) if i % 997 != 0 and i % 991 == 0)
+    assert x.provenance["counts"]["na_converted"] == n_nan
+    assert x.provenance["counts"]["nonfinite_converted"] == n_inf
+    assert x.measurements.flags.c_contiguous

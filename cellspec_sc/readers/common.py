@@ -22,8 +22,10 @@ every step that does not depend on the tool:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -259,16 +261,20 @@ class Parsed:
     """A parsed export, rows already filtered: text and number columns, and the measurement matrix.
 
     ``rows`` holds the 0-based data-row index in the file of every kept row (None when every row was
-    kept), so errors can name file lines (data row i is line i + 2).
+    kept), so errors can name file lines (data row i is line i + 2). Text columns are held as Arrow
+    string arrays; :meth:`text` turns one into an object array on first use.
     """
 
     rows_read: int
     rows: np.ndarray | None
-    text_columns: dict[str, np.ndarray]
+    text_columns: dict[str, pa.ChunkedArray]
     number_columns: dict[str, np.ndarray]
-    unfiltered: dict[str, np.ndarray]
+    unfiltered: dict[str, pa.ChunkedArray]
     matrix: np.ndarray
     counts: dict[str, int]
+
+    def __post_init__(self) -> None:
+        self._objects: dict[str, np.ndarray] = {}
 
     @property
     def n(self) -> int:
@@ -276,50 +282,78 @@ class Parsed:
 
     def text(self, name: str) -> np.ndarray:
         """A text column of the kept rows as an object array (None for missing)."""
+        if name not in self._objects:
+            self._objects[name] = _objects(self.text_columns[name])
+        return self._objects[name]
+
+    def arrow(self, name: str) -> pa.ChunkedArray:
+        """A text column of the kept rows as Arrow strings (null for missing), without Python objects."""
         return self.text_columns[name]
+
+    def whole(self, name: str) -> np.ndarray:
+        """An ``unfiltered`` text column (every data row) as an object array."""
+        return _objects(self.unfiltered[name])
 
     def number(self, name: str) -> np.ndarray:
         """A float64 column of the kept rows (NaN for missing)."""
         return self.number_columns[name]
 
 
+def _objects(values: pa.ChunkedArray) -> np.ndarray:
+    if values.num_chunks == 0:
+        return np.zeros(0, dtype=object)
+    return values.to_numpy(zero_copy_only=False).astype(object, copy=False)
+
+
+# Bytes per block handed to pyarrow's CSV reader (one record batch each): large enough that the
+# per-batch Python work is small, small enough that a block is parsed while it is still in cache.
+BLOCK_BYTES = 1 << 21
+# Bytes read from the start of the file to estimate its number of rows.
+SAMPLE_BYTES = 1 << 20
+
+
 def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str], matrix: Sequence[str],
                    keep: tuple[str, Sequence[str]] | None = None, unfiltered: Sequence[str] = ()) -> Parsed:
     """Parse the file with pyarrow's CSV reader, batch by batch, straight into the measurement matrix.
 
-    ``text`` columns are read as strings, every other column as float64 (empty fields are null).
-    ``keep=(column, values)`` keeps only rows whose text ``column`` is one of ``values``; ``unfiltered``
-    text columns are also returned for every row. The matrix (kept rows x ``matrix`` columns, C order) is
-    allocated once from a count of the file's lines, so peak memory stays close to the result instead of
-    holding a whole Arrow table beside it. NaN and infinities become NaN (NA) and are counted:
-    ``na_converted`` (NaN written by the tool), ``nonfinite_converted`` (infinities) and
-    ``missing_in_source`` (empty fields), all over kept rows. A parse failure becomes an InputError that
-    names file, line and column.
+    ``text`` columns are read as strings (kept as Arrow arrays), every other column as float64 (empty
+    fields are null). ``keep=(column, values)`` keeps only rows whose text ``column`` is one of
+    ``values``; ``unfiltered`` text columns are also returned for every row. The matrix (kept rows x
+    ``matrix`` columns, C order) is allocated once, with room for the rows estimated from the first
+    megabyte of the file (pages never written cost no memory), and only grown if the estimate was
+    short, so peak memory stays close to the result instead of holding a whole Arrow table beside it.
+    NaN and infinities become NaN (NA) and are counted: ``na_converted`` (NaN written by the tool),
+    ``nonfinite_converted`` (infinities) and ``missing_in_source`` (empty fields), all over kept rows.
+    A parse failure becomes an InputError that names file, line and column.
     """
     types = {name: (pa.string() if name in text else pa.float64()) for name in header.names}
     convert = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
                                    quoted_strings_can_be_null=True)
-    capacity = _line_count(header.path)
-    out = np.empty((capacity, len(matrix)), dtype=np.float64)
+    out = np.empty((_estimated_rows(header.path), len(matrix)), dtype=np.float64)
+    positions = [header.names.index(name) for name in matrix]
     counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
-    parts: dict[str, list[np.ndarray]] = {name: [] for name in (*text, *numbers)}
-    whole: dict[str, list[np.ndarray]] = {name: [] for name in unfiltered}
+    parts: dict[str, list[pa.Array]] = {name: [] for name in text}
+    number_parts: dict[str, list[np.ndarray]] = {name: [] for name in numbers}
+    whole: dict[str, list[pa.Array]] = {name: [] for name in unfiltered}
     row_parts: list[np.ndarray] = []
     read = filled = 0
     try:
-        reader = pacsv.open_csv(header.path, read_options=pacsv.ReadOptions(use_threads=True, block_size=1 << 22),
+        reader = pacsv.open_csv(header.path, read_options=pacsv.ReadOptions(use_threads=True, block_size=BLOCK_BYTES),
                                 parse_options=pacsv.ParseOptions(delimiter=header.delimiter), convert_options=convert)
         for batch in reader:
             sel = _kept_in_batch(batch, keep)
             for name in unfiltered:
-                whole[name].append(batch.column(name).to_numpy(zero_copy_only=False))
+                whole[name].append(batch.column(name))
             for name in parts:
+                values = batch.column(name)
+                parts[name].append(values if sel is None else values.take(sel))
+            for name in number_parts:
                 values = batch.column(name).to_numpy(zero_copy_only=False)
-                parts[name].append(values if sel is None else values[sel])
+                number_parts[name].append(values if sel is None else values[sel])
             m = batch.num_rows if sel is None else int(sel.size)
-            if filled + m > out.shape[0]:  # only if the line count was wrong; grow
-                out = np.concatenate([out, np.empty((filled + m - out.shape[0], len(matrix)))], axis=0)
-            _fill_block(batch, matrix, sel, out[filled:filled + m], counts)
+            if filled + m > out.shape[0]:  # only if the estimate was short: grow by half
+                out = _grown(out, filled, max(filled + m, out.shape[0] + out.shape[0] // 2))
+            _fill_block(batch, positions, sel, out[filled:filled + m], counts)
             row_parts.append(np.arange(read, read + batch.num_rows) if sel is None else sel + read)
             read += batch.num_rows
             filled += m
@@ -331,22 +365,30 @@ def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str
     return Parsed(
         rows_read=read,
         rows=None if filled == read else rows,
-        text_columns={n: _joined(parts[n], object) for n in text},
-        number_columns={n: _joined(parts[n], np.float64) for n in numbers},
-        unfiltered={n: _joined(whole[n], object) for n in unfiltered},
+        text_columns={n: pa.chunked_array(parts[n], type=pa.string()) for n in text},
+        number_columns={n: _joined(number_parts[n], np.float64) for n in numbers},
+        unfiltered={n: pa.chunked_array(whole[n], type=pa.string()) for n in unfiltered},
         matrix=out[:filled],
         counts=counts,
     )
 
 
-def _line_count(path: Path, chunk: int = 1 << 24) -> int:
-    """Newlines in the file (an upper bound of the data rows plus one); a cheap byte scan."""
-    total, last = 0, b"\n"
+def _estimated_rows(path: Path, sample: int = SAMPLE_BYTES) -> int:
+    """Room for the data rows: exact for a file within ``sample`` bytes, else the file size over the mean
+    line length of the first ``sample`` bytes, plus a tenth (the matrix grows if that is short)."""
+    size = path.stat().st_size
     with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            total += block.count(b"\n")
-            last = block[-1:]
-    return max(total + (last != b"\n"), 1)
+        head = handle.read(sample)
+    lines = head.count(b"\n") + (not head.endswith(b"\n"))
+    if size <= len(head):
+        return max(lines, 1)
+    return max(int(size / (len(head) / max(lines, 1)) * 1.1) + 1024, 1)
+
+
+def _grown(out: np.ndarray, filled: int, rows: int) -> np.ndarray:
+    bigger = np.empty((rows, out.shape[1]), dtype=out.dtype)
+    bigger[:filled] = out[:filled]
+    return bigger
 
 
 def _kept_in_batch(batch: pa.RecordBatch, keep: tuple[str, Sequence[str]] | None) -> np.ndarray | None:
@@ -358,25 +400,34 @@ def _kept_in_batch(batch: pa.RecordBatch, keep: tuple[str, Sequence[str]] | None
     return None if mask.all() else np.flatnonzero(mask)
 
 
-def _fill_block(batch: pa.RecordBatch, columns: Sequence[str], sel: np.ndarray | None, block: np.ndarray,
+def _fill_block(batch: pa.RecordBatch, positions: Sequence[int], sel: np.ndarray | None, block: np.ndarray,
                 counts: dict[str, int]) -> None:
+    """Copy the matrix columns (at ``positions`` of the batch) of the kept rows into ``block`` (rows x columns).
+
+    Columns are first copied into a column-major scratch array and then transposed into ``block`` in
+    one copy, which is much faster than writing each column with a stride of a whole row.
+    """
+    scratch = np.empty((len(positions), block.shape[0]), dtype=np.float64)
     nulls = 0
-    for j, name in enumerate(columns):
-        col = batch.column(name)
+    columns = batch.columns
+    for j, position in enumerate(positions):
+        col = columns[position]
         values = col.to_numpy(zero_copy_only=False)
-        if sel is not None:
-            values = values[sel]
-        block[:, j] = values
+        scratch[j] = values if sel is None else values[sel]
         if col.null_count:
-            is_null = col.is_null().to_numpy(zero_copy_only=False)
-            nulls += int(np.count_nonzero(is_null if sel is None else is_null[sel]))
+            if sel is None:
+                nulls += col.null_count
+            else:
+                nulls += int(np.count_nonzero(col.is_null().to_numpy(zero_copy_only=False)[sel]))
+    block[...] = scratch.T
     counts["missing_in_source"] += nulls
+    n_nan = int(np.count_nonzero(np.isnan(block)))
     inf = np.isinf(block)
     n_inf = int(np.count_nonzero(inf))
     if n_inf:
         block[inf] = np.nan
     counts["nonfinite_converted"] += n_inf
-    counts["na_converted"] += int(np.count_nonzero(np.isnan(block))) - n_inf - nulls
+    counts["na_converted"] += n_nan - nulls
 
 
 def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
@@ -461,6 +512,68 @@ def check_missing_text(path: Path, values: np.ndarray, column: str, rows: np.nda
         raise InputError(f"{path.name}: line {first_line_where(bad, rows)}, column {column!r}: missing identifier")
 
 
+def has_missing_text(values: pa.ChunkedArray | pa.Array) -> bool:
+    """Whether an Arrow text column has a missing or empty value (what :func:`check_missing_text` refuses)."""
+    return bool(values.null_count) or bool(pc.any(pc.equal(values, "")).as_py())
+
+
+def ids_are_unique(image_index: np.ndarray, cell_ids: pa.ChunkedArray | pa.Array) -> bool:
+    """Whether (image, cell id) pairs are unique, hashed by Arrow (``image_index``: the image of each row
+    as a small integer). Only a quick yes; :func:`check_unique_ids` names the duplicates."""
+    if len(cell_ids) == 0:
+        return True
+    if pc.count_distinct(cell_ids, mode="all").as_py() == len(cell_ids):
+        return True  # unique over the whole file (QuPath's UUIDs), so within every image too
+    if int(image_index.min()) == int(image_index.max()):
+        return False
+    pairs = pa.table({"image": pa.array(image_index), "cell": cell_ids})
+    return pairs.group_by(["image", "cell"]).aggregate([]).num_rows == len(cell_ids)
+
+
+def string_column(values: pa.ChunkedArray | pa.Array) -> pd.arrays.ArrowStringArray:
+    """An Arrow text column as the pandas string array of the spec's ``character`` type (NA for null),
+    laid out as :func:`~cellspec_sc.types.as_spec_type` lays it out, without going through Python strings."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks else pa.array([], type=values.type)
+    return pd.arrays.ArrowStringArray(pa.chunked_array([values.cast(pa.large_string())]))
+
+
+class BackgroundInput:
+    """The provenance record of an input file (as :func:`~cellspec_sc.provenance.input_record` makes it),
+    hashed in a thread while the file is parsed: hashlib releases the GIL, so the SHA-256 of a large
+    file costs no wall time where a core is free. :meth:`cancel` stops it early (the read failed)."""
+
+    def __init__(self, path: str | os.PathLike, chunk_size: int = 1 << 22):
+        self.path = Path(path)
+        self._chunk_size = chunk_size
+        self._stop = threading.Event()
+        self._digest: str | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._hash, name="cellspec-sha256", daemon=True)
+        self._thread.start()
+
+    def _hash(self) -> None:
+        try:
+            digest = hashlib.sha256()
+            with open(self.path, "rb") as handle:
+                while not self._stop.is_set() and (chunk := handle.read(self._chunk_size)):
+                    digest.update(chunk)
+            self._digest = digest.hexdigest()
+        except BaseException as err:  # noqa: BLE001 - re-raised in record()
+            self._error = err
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    def record(self) -> dict[str, Any]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        if self._stop.is_set():
+            return input_record(self.path)
+        return {"path_basename": self.path.name, "bytes": self.path.stat().st_size, "sha256": self._digest}
+
+
 def pixel_size_for(image_ids: Sequence[str], pixel_size: float | Mapping[str, float] | None
                    ) -> dict[str, float] | None:
     """Per-image pixel size from a number or a {image_id: size} mapping (None when not given)."""
@@ -513,11 +626,17 @@ def assemble(
     counts: dict[str, int],
     parameters: dict[str, Any],
     extra_inputs: Sequence[str | os.PathLike | dict[str, Any]] = (),
+    path_record: dict[str, Any] | None = None,
 ) -> CellSpec:
-    """Build the object, then refuse it if structure validation fails (a reader bug, never user data)."""
+    """Build the object, then refuse it if structure validation fails (a reader bug, never user data).
+
+    ``path_record`` is the provenance record of ``path`` when already made (e.g. by
+    :class:`BackgroundInput`); otherwise the file is hashed here.
+    """
     provenance = new_provenance(
         producer=producer, adapter=adapter, adapter_version=adapter_version,
-        inputs=[input_record(path), *(p if isinstance(p, dict) else input_record(p) for p in extra_inputs)],
+        inputs=[path_record if path_record is not None else input_record(path),
+                *(p if isinstance(p, dict) else input_record(p) for p in extra_inputs)],
         counts=counts, parameters=parameters,
     )
     x = CellSpec(

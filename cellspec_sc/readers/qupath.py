@@ -41,6 +41,7 @@ import pyarrow.csv as pacsv
 from ..core import CellSpec
 from ..errors import InputError
 from .common import (
+    BackgroundInput,
     FeatureSpec,
     Header,
     assemble,
@@ -50,6 +51,8 @@ from .common import (
     check_missing_text,
     check_unique_ids,
     first_line_where,
+    has_missing_text,
+    ids_are_unique,
     intensity_channels,
     normalise_header,
     pixel_size_for,
@@ -57,6 +60,7 @@ from .common import (
     read_header,
     require_columns,
     stream_columns,
+    string_column,
 )
 
 ADAPTER = "qupath"
@@ -193,6 +197,17 @@ def read_qupath(
     path = Path(path)
     delimiter = "," if path.name.lower().endswith(".csv") else "\t"
     header = read_header(path, delimiter, TOOL)
+    source = BackgroundInput(path)  # SHA-256 of the input, computed while the file is parsed
+    try:
+        return _read(header, source, pixel_size=pixel_size, image_id=image_id, sample_id=sample_id,
+                     marker_map=marker_map, object_types=object_types)
+    finally:
+        source.cancel()
+
+
+def _read(header: Header, source: BackgroundInput, *, pixel_size, image_id, sample_id, marker_map, object_types
+          ) -> CellSpec:
+    path, delimiter = header.path, header.delimiter
     require_columns(header, TOOL, [(CENTROIDS_UM[0], CENTROIDS_PX[0]), (CENTROIDS_UM[1], CENTROIDS_PX[1]),
                                    IDENTITY])
     text_cols = [n for n in header.names if normalise_header(n).lower() in TEXT_COLUMNS]
@@ -208,16 +223,18 @@ def read_qupath(
                             unfiltered=[image_column] if image_column is not None and keep is not None else [])
     if parsed.n == 0:
         raise _no_kept_rows(header, type_column, object_types)
-    images = _image_ids(header, parsed, image_id)
+    images = _image_ids(header, parsed, image_id)  # Arrow strings, one per kept row
+    image_order = [str(i) for i in pc.unique(images).to_pylist()]  # in order of first appearance
+    image_index = pc.index_in(images, value_set=pa.array(image_order, type=pa.string())).to_numpy()
     cell_ids, id_source = _cell_ids(header, parsed, images)
-    check_unique_ids(path, images, cell_ids, id_source, parsed.rows)
+    if not ids_are_unique(image_index, cell_ids):
+        check_unique_ids(path, _objects(images), _objects(cell_ids), id_source, parsed.rows)
 
-    image_order = list(dict.fromkeys(images))
     sizes, size_source = _pixel_sizes(header, parsed, images, image_order, pixel_size, um_cols, px_cols)
-    per_row_size = pd.Series(images, dtype=object).map(sizes).to_numpy(dtype=np.float64)
-    cells = {"cell_id": cell_ids, "image_id": images}
+    per_row_size = np.array([sizes[i] for i in image_order], dtype=np.float64)[image_index]
+    cells = {"cell_id": string_column(cell_ids), "image_id": string_column(images)}
     samples = {i: (sample_id if sample_id is not None else i) for i in image_order}
-    cells["sample_id"] = pd.Series(images, dtype=object).map(samples).to_numpy(dtype=object)
+    cells["sample_id"] = string_column(pa.array([samples[i] for i in image_order], type=pa.string()).take(image_index))
     x, y, x_px, y_px = _centroids(header, parsed, um_cols, px_cols, has_um, has_px, per_row_size)
     cells.update({"x": x, "y": y})
 
@@ -231,7 +248,7 @@ def read_qupath(
     cells.update(_extra_text_columns(header, parsed))
 
     channel_names, markers = intensity_channels(dictionary, applied)
-    source_images = _source_images(parsed, image_column, images, image_order)
+    source_images = _source_images(parsed, image_column, image_index, image_order)
     images_table = {"image_id": image_order, "sample_id": [samples[i] for i in image_order],
                     "pixel_size": [sizes[i] for i in image_order]}
     if source_images is not None:
@@ -251,7 +268,7 @@ def read_qupath(
     return assemble(path=path, cells=cells, measurements=parsed.matrix, dictionary=dictionary, images=images_table,
                     channels=channels_frame(image_order, channel_names, markers),
                     producer={"tool": TOOL, "version": None}, adapter=ADAPTER, adapter_version=ADAPTER_VERSION,
-                    counts=counts, parameters=parameters)
+                    counts=counts, parameters=parameters, path_record=source.record())
 
 
 def _no_kept_rows(header: Header, column: str, object_types: Sequence[str]) -> InputError:
@@ -268,16 +285,28 @@ def _image_ids(header: Header, parsed: Parsed, image_id: str | None) -> np.ndarr
     n, rows = parsed.n, parsed.rows
     if column is None:
         name = image_id if image_id is not None else _stem(header.path)
-        return np.full(n, name, dtype=object)
-    values = parsed.text(column)
-    check_missing_text(header.path, values, column, rows)
-    distinct = list(dict.fromkeys(values))
+        return _constant(name, n)
+    values = parsed.arrow(column)
+    if has_missing_text(values):
+        check_missing_text(header.path, parsed.text(column), column, rows)
     if image_id is not None:
+        distinct = pc.unique(values).to_pylist()
         if len(distinct) > 1:
             raise InputError(f"{header.path.name}: image_id={image_id!r} given, but column {column!r} names "
                              f"{len(distinct)} images ({', '.join(map(repr, distinct[:4]))}); leave image_id unset")
-        return np.full(n, image_id, dtype=object)
-    return values.astype(object)
+        return _constant(image_id, n)
+    return values
+
+
+def _constant(text: str, n: int) -> pa.ChunkedArray:
+    return pa.chunked_array([pa.array([text], type=pa.string()).take(np.zeros(n, dtype=np.int64))])
+
+
+def _objects(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Arrow strings as an object array (None for null), for the slow paths that name a problem."""
+    if isinstance(values, pa.ChunkedArray) and values.num_chunks == 0:
+        return np.zeros(0, dtype=object)
+    return values.to_numpy(zero_copy_only=False).astype(object, copy=False)
 
 
 def _stem(path: Path) -> str:
@@ -288,22 +317,24 @@ def _stem(path: Path) -> str:
     return path.stem
 
 
-def _cell_ids(header: Header, parsed: Parsed, images: np.ndarray) -> tuple[np.ndarray, str]:
+def _cell_ids(header: Header, parsed: Parsed, images: pa.ChunkedArray) -> tuple[pa.ChunkedArray | pa.Array, str]:
     column = header.find("Object ID")
     if column is not None:
-        values = parsed.text(column)
-        check_missing_text(header.path, values, column, parsed.rows)
-        return values.astype(object), column
+        values = parsed.arrow(column)
+        if has_missing_text(values):
+            check_missing_text(header.path, parsed.text(column), column, parsed.rows)
+        return values, column
     # No Object ID (QuPath <= 0.3): the 1-based position of the row among the rows of its image, counted
     # over the whole file (before the object-type filter), so ids do not change with object_types.
     image_column = header.find("Image")
     if parsed.rows is None or image_column is None:
-        every = images if parsed.rows is None else np.full(parsed.rows_read, images[0], dtype=object)
+        every = _objects(images) if parsed.rows is None else np.full(parsed.rows_read, images[0].as_py(), dtype=object)
     else:
-        every = np.where(pd.isna(parsed.unfiltered[image_column]), "", parsed.unfiltered[image_column]).astype(object)
+        whole = parsed.whole(image_column)
+        every = np.where(pd.isna(whole), "", whole).astype(object)
     position = pd.Series(every, dtype=object).groupby(every, sort=False).cumcount().to_numpy() + 1
     ids = position.astype(str).astype(object)
-    return (ids if parsed.rows is None else ids[parsed.rows]), "row number within image"
+    return pa.array(ids if parsed.rows is None else ids[parsed.rows], type=pa.string()), "row number within image"
 
 
 def _pixel_sizes(header: Header, parsed: Parsed, images, image_order, pixel_size, um_cols, px_cols
@@ -324,6 +355,7 @@ def _pixel_sizes(header: Header, parsed: Parsed, images, image_order, pixel_size
 def _derived_pixel_sizes(path: Path, parsed: Parsed, images, image_order, um_cols, px_cols) -> dict[str, float]:
     um = np.concatenate([parsed.number(c) for c in um_cols])
     px = np.concatenate([parsed.number(c) for c in px_cols])
+    images = _objects(images)
     both = np.concatenate([images, images])
     ok = np.isfinite(um) & np.isfinite(px)
     frame = pd.DataFrame({"image": both[ok], "num": um[ok] * px[ok], "den": px[ok] * px[ok]})
@@ -391,15 +423,16 @@ def _extra_text_columns(header: Header, parsed: Parsed) -> dict[str, np.ndarray]
         target = TEXT_COLUMNS.get(normalise_header(name).lower())
         if target is None or target in out:
             continue
-        values = parsed.text(name)
-        if target in ("object_type", "classification", "parent") or pd.notna(values).any():
-            out[target] = values.astype(object)
+        values = parsed.arrow(name)
+        if target in ("object_type", "classification", "parent") or values.null_count < len(values):
+            out[target] = string_column(values)
     return out
 
 
-def _source_images(parsed: Parsed, column, images, image_order) -> list[str] | None:
+def _source_images(parsed: Parsed, column, image_index: np.ndarray, image_order) -> list[str] | None:
     if column is None:
         return None
-    names = pd.Series(parsed.text(column), dtype=object)
-    first = names.groupby(pd.Series(images, dtype=object), sort=False).first()
-    return [Path(str(first[i]).replace("\\", "/")).name for i in image_order]
+    # The Image value on the first row of each image (never missing: _image_ids checked it).
+    _, first_rows = np.unique(image_index, return_index=True)
+    first = parsed.arrow(column).take(first_rows).to_pylist()
+    return [Path(str(first[k]).replace("\\", "/")).name for k in range(len(image_order))]
