@@ -39,6 +39,7 @@ import pyarrow.csv as pacsv
 
 from ..core import CellSpec
 from ..errors import InputError, ValidationError
+from ..memory import empty_matrix
 from ..names import first_free_name
 from ..provenance import input_record, new_provenance
 from ..types import canonical_frame
@@ -329,7 +330,7 @@ def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str
     types = {name: (pa.string() if name in text else pa.float64()) for name in header.names}
     convert = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
                                    quoted_strings_can_be_null=True)
-    out = np.empty((_estimated_rows(header.path), len(matrix)), dtype=np.float64)
+    out = empty_matrix(_estimated_rows(header.path), len(matrix))
     positions = [header.names.index(name) for name in matrix]
     counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
     parts: dict[str, list[pa.Array]] = {name: [] for name in text}
@@ -386,7 +387,7 @@ def _estimated_rows(path: Path, sample: int = SAMPLE_BYTES) -> int:
 
 
 def _grown(out: np.ndarray, filled: int, rows: int) -> np.ndarray:
-    bigger = np.empty((rows, out.shape[1]), dtype=out.dtype)
+    bigger = empty_matrix(rows, out.shape[1])
     bigger[:filled] = out[:filled]
     return bigger
 
