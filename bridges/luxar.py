@@ -333,6 +333,26 @@ def category_colours(categories: Sequence[str], given: dict[str, str] | None = N
     return np.asarray(base, dtype=np.float32).reshape(n, 3)
 
 
+_MAX_INTENSITY = 100.0  # luxar refuses a points intensity above this
+
+
+def _windowed(values: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, float, float]:
+    """(scalars, intensity, offset) showing the window [lo, hi]: the values as they are, with the window as
+    luxar's intensity and offset, unless the window is narrower than 1/100 of a unit (luxar accepts intensities
+    up to 100); then the values are stored rescaled to the window (0 at lo, 1 at hi) and the hover text keeps
+    the measured value.
+
+    >>> _windowed(np.array([1.0, 3.0]), 1.0, 3.0)[1:]
+    (0.5, -0.5)
+    >>> _windowed(np.array([1.0, 1.001]), 1.0, 1.001)[0].tolist()
+    [0.0, 1.0]
+    """
+    span = hi - lo
+    if span * _MAX_INTENSITY >= 1.0:
+        return values.astype(np.float32), 1.0 / span, -lo / span
+    return ((values - lo) / span).astype(np.float32), 1.0, 0.0
+
+
 def robust_window(values: np.ndarray, percentiles: tuple[float, float] = (1.0, 99.0)) -> tuple[float, float]:
     """Display window from percentiles of the finite values, widened when they coincide.
 
@@ -471,8 +491,9 @@ class _SceneBuilder:
             finite = np.isfinite(values)
             lo, hi = colouring.window
             if finite.any():
-                self._points(parent, "cells", xy, rows[finite], k, labels, scalars=values[finite].astype(np.float32),
-                             colormap=colouring.colormap, intensity=1.0 / (hi - lo), offset=-lo / (hi - lo))
+                scalars, intensity, offset = _windowed(values[finite], lo, hi)
+                self._points(parent, "cells", xy, rows[finite], k, labels, scalars=scalars,
+                             colormap=colouring.colormap, intensity=intensity, offset=offset)
             if not finite.all():
                 na = rows[~finite]
                 self._points(parent, "NA", xy, na, k, labels,

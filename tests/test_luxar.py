@@ -164,6 +164,22 @@ def test_feature_scalars_match_values_within_quantisation_and_na_is_grey(tmp_pat
         np.testing.assert_allclose(na["colors"], [[0.45, 0.45, 0.45]] * n_na, atol=1 / 255)
 
 
+def test_window_narrower_than_luxar_intensity_allows_is_stored_rescaled(tmp_path, x):
+    """luxar accepts intensities up to 100: a window of 0.001 is stored as values rescaled to it."""
+    feature = "nucleus:CD3e:mean"
+    j = x.feature_ids.index(feature)
+    m = x.measurements.copy()
+    m[:, j] = 1.0 + np.linspace(0.0, 0.001, len(m))
+    path = cs.to_luxar(x.replace(measurements=m), tmp_path / "s.luxar.zarr", layers=[f"feature:{feature}"])
+    lo, hi = np.percentile(m[:, j], [1, 99])
+    node = points_node(path, "feature_nucleus_CD3e_mean/img1/cells")
+    want = (m[cells_of(x, "img1").index.get_indexer(node["keys"]), j] - lo) / (hi - lo)
+    np.testing.assert_allclose(node["scalars"], want, atol=quantum(node["group"]["scalars"]), rtol=0)
+    assert node["attrs"]["intensity"] == 1.0 and node["attrs"]["offset"] == 0.0
+    assert all(label.endswith(f"{feature}: {v:.6g}") for label, v in
+               zip(node["labels"], m[cells_of(x, "img1").index.get_indexer(node["keys"]), j]))
+
+
 def test_marker_layer_picks_the_cell_mean_feature(tmp_path, x):
     path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layers=["marker:FOXP3"])
     node = points_node(path, "marker_FOXP3/img1/cells")
