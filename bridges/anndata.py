@@ -130,7 +130,7 @@ def measurement_fingerprint(matrix: Any) -> str:
     Dense and dask matrices are hashed a row block at a time (the same digest as hashing the
     whole C-order buffer), so a dask X is never loaded whole.
     """
-    from ..validation import row_blocks
+    from ..matrix_stats import row_blocks
 
     digest = hashlib.sha256(np.asarray(matrix.shape, dtype=np.int64).tobytes())
     blocks = [(0, _dense(matrix))] if hasattr(matrix, "toarray") else row_blocks(matrix)

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .matrix_stats import cache_rows
+from .matrix_stats import MatrixStats, cache_rows
 from .memory import empty_matrix
 from .refusals import ColumnMismatch, Unwritable
 from .types import PANDAS_DTYPES, as_spec_type, declared_type, spec_type_of
@@ -39,7 +39,7 @@ class Decoded(NamedTuple):
     frame: pd.DataFrame
     matrix: Any
     stored_nan: dict[str, int]
-    stats: Any = None
+    stats: MatrixStats | None = None
 
 
 def column_types_of(frame: pd.DataFrame, table: str, directory: Path | str) -> list[dict[str, str]]:
@@ -102,9 +102,9 @@ def arrow_to_frame(table: pa.Table, types: list[dict[str, str]]) -> pd.DataFrame
 class MatrixFiller:
     """Copies feature columns of successive record batches (the TSV reader's) into one float64 matrix.
 
-    Each batch is kept as one block and :meth:`finish` moves the blocks into a fresh ``np.empty``
-    matrix, dropping each block as soon as it is copied (pages of ``np.empty`` are committed on first
-    write), so the process never holds two full copies. Values stored as NaN (not null) are counted
+    Each batch is kept as one block and :meth:`finish` moves the blocks into a fresh matrix
+    (:func:`~cellspec_sc.memory.empty_matrix`), dropping each block as soon as it is copied (its pages
+    are committed on first write), so the process never holds two full copies. Values stored as NaN (not null) are counted
     per feature, because in memory they would be indistinguishable from NA. (The Parquet reader
     knows its row count and fills a preallocated matrix instead: ``parquet_io.fill_row_group``.)
 

@@ -108,7 +108,7 @@ def _write_valid(x: CellSpec, target: Path, format: str, overwrite: bool, refusa
     with staging_directory(target) as stage:
         files = _write_contents(x, stage, format, column_types, dump_document(document, target), outlines, refusal)
         fsync_tree(stage)
-        write_manifest(stage, list(files), known=files)
+        write_manifest(stage, files)
         refusal.now()
         try:
             publish(stage, target)

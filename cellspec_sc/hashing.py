@@ -21,10 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-
-from .provenance import sha256_file
 
 _CHUNK = 1 << 22  # 4 MB reads
 _SYNC_EVERY = 1 << 28  # start writing back every 256 MB, so the final fsync has little left to do
@@ -80,10 +77,38 @@ class FollowingHash:
             self._error = err
 
 
-def hash_later(path: str | os.PathLike) -> Future[str]:
-    """Start hashing ``path`` in a thread; ``.result()`` is its hex SHA-256 (or raises the OSError)."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha256")
-    try:
-        return pool.submit(sha256_file, path)
-    finally:
-        pool.shutdown(wait=False)
+class BackgroundHash:
+    """SHA-256 of a file computed in a thread while the caller decodes or parses it.
+
+    :meth:`result` waits for the hex digest (re-raising the thread's OSError); :meth:`cancel` stops
+    the thread early, for when the caller failed and will never ask.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._stop = threading.Event()
+        self._digest: str | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._hash, name=f"sha256 {self.path.name}", daemon=True)
+        self._thread.start()
+
+    def _hash(self) -> None:
+        try:
+            digest = hashlib.sha256()
+            with open(self.path, "rb") as handle:
+                while not self._stop.is_set() and (chunk := handle.read(_CHUNK)):
+                    digest.update(chunk)
+            self._digest = digest.hexdigest()
+        except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread by result()
+            self._error = err
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    def result(self) -> str:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        if self._stop.is_set() or self._digest is None:
+            raise RuntimeError(f"hashing {self.path.name} was cancelled")
+        return self._digest

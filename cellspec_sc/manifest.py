@@ -13,11 +13,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Collection, Mapping
-from concurrent.futures import Future
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from .hashing import hash_later
+from .hashing import BackgroundHash
 from .provenance import sha256_file
 from .refusals import (ChecksumMismatch, DoneMismatch, IncompleteDirectory, ListedFileMissing, ManifestInvalid,
                        UnlistedDataFile, UnsafePath, warn_unlisted)
@@ -28,12 +27,11 @@ DATA_FILES = ("cells.parquet", "cells.tsv.gz", "adjacency.parquet", "adjacency.t
 _LINE = re.compile(r"([0-9a-fA-F]{64}) [ *](.+)")
 
 
-def write_manifest(stage: Path, files: list[str], known: Mapping[str, str | None] | None = None) -> str:
-    """Write MANIFEST.sha256 for ``files`` (relative paths), then DONE; both fsynced. Returns the manifest hash.
-
-    ``known`` holds digests the writers computed while writing (the others are hashed here).
+def write_manifest(stage: Path, files: Sequence[str] | Mapping[str, str | None]) -> str:
+    """Write MANIFEST.sha256 for ``files`` (relative paths, in order), then DONE; both fsynced. Returns the
+    manifest hash. A mapping gives the digest a writer computed while writing (None: hashed here).
     """
-    known = known or {}
+    known = files if isinstance(files, Mapping) else {}
     lines = "".join(f"{known.get(name) or sha256_file(stage / name)}  {name}\n" for name in files)
     manifest = stage / MANIFEST
     manifest.write_bytes(lines.encode("utf-8"))
@@ -118,7 +116,7 @@ def verify_listed(directory: Path, entries: dict[str, str], deferred: Collection
             raise ListedFileMissing(directory, name, "listed in MANIFEST.sha256 but missing or not a regular file")
         checked_relative(directory, name, name)
         if name in deferred:
-            pending.add(name, digest, hash_later(path))
+            pending.add(name, digest, BackgroundHash(path))
         else:
             _compare(directory, name, sha256_file(path), digest)
     return pending
@@ -134,16 +132,16 @@ class PendingHashes:
 
     def __init__(self, directory: Path):
         self.directory = directory
-        self._pending: list[tuple[str, str, Future[str]]] = []
+        self._pending: list[tuple[str, str, BackgroundHash]] = []
 
-    def add(self, name: str, digest: str, future: Future[str]) -> None:
-        self._pending.append((name, digest, future))
+    def add(self, name: str, digest: str, hashing: BackgroundHash) -> None:
+        self._pending.append((name, digest, hashing))
 
     def check(self) -> None:
         """Raise ChecksumMismatch for the first file whose hash differs (OSError if it became unreadable)."""
         while self._pending:
-            name, digest, future = self._pending.pop(0)
-            _compare(self.directory, name, future.result(), digest)
+            name, digest, hashing = self._pending.pop(0)
+            _compare(self.directory, name, hashing.result(), digest)
 
 
 def check_unlisted(directory: Path, entries: dict[str, str]) -> None:

@@ -61,14 +61,15 @@ def _dask_row_blocks(m: Any) -> Iterator[tuple[int, np.ndarray]]:
         start += size
 
 
-def image_codes(image_id: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(code per cell, -1 for NA; the image ids in order of first appearance).
+def first_seen_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(code of each value, -1 for NA; the distinct values in order of first appearance), e.g. the image of
+    each cell.
 
-    >>> codes, names = image_codes(pd.Series(["b", "a", None, "b"]))
+    >>> codes, names = first_seen_codes(pd.Series(["b", "a", None, "b"]))
     >>> codes.tolist(), list(names)
     ([0, 1, -1, 0], ['b', 'a'])
     """
-    codes, names = pd.factorize(image_id, use_na_sentinel=True)
+    codes, names = pd.factorize(values, use_na_sentinel=True)
     return np.asarray(codes, dtype=np.int64), np.asarray(names, dtype=object)
 
 

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from .columns import Decoded, arrow_to_frame, batch_ranges, check_file_columns, conform, feature_arrays, file_columns
 from .hashing import FollowingHash
-from .matrix_stats import MatrixStats, cache_rows, image_codes
+from .matrix_stats import MatrixStats, cache_rows, first_seen_codes
 from .memory import empty_matrix
 from .refusals import ChangedSinceRead, ColumnMismatch, StoredNonFinite, UndecodableData
 from .types import spec_type_of
@@ -106,7 +106,7 @@ def _stats_for(frame: pd.DataFrame, n_features: int) -> MatrixStats:
     image_id = frame["image_id"] if "image_id" in frame.columns else None
     if image_id is None or isinstance(image_id, pd.DataFrame) or spec_type_of(image_id) != "character":
         return MatrixStats(n_features)
-    codes, names = image_codes(image_id)
+    codes, names = first_seen_codes(image_id)
     return MatrixStats(n_features, codes, len(names))
 
 
@@ -115,8 +115,7 @@ def _decode_matrix(handle: pq.ParquetFile, feature_ids: list[str],
     """The feature columns as one float64 matrix, filled a row group (and batch of columns) at a time.
 
     While one piece is copied into the matrix, a thread decodes the next (pyarrow releases the GIL).
-    Returns the matrix, the NaN values each column stores as numbers rather than null (in memory
-    both are NaN: the stats count every NaN, Arrow counts the nulls) and the stats.
+    Returns the matrix, the NaN each column stores as numbers rather than null, and the stats.
     """
     meta = handle.metadata
     matrix = empty_matrix(meta.num_rows, len(feature_ids))
@@ -136,8 +135,14 @@ def _decode_matrix(handle: pq.ParquetFile, feature_ids: list[str],
             ahead = pool.submit(decode, k + 1) if k + 1 < len(pieces) else None
             row = offsets[index]
             _place(decoded, matrix[row:offsets[index + 1]], first, nulls, stats, row)
+    return matrix, _stored_nan(stats, nulls, feature_ids), stats
+
+
+def _stored_nan(stats: MatrixStats, nulls: np.ndarray, feature_ids: list[str] | tuple[str, ...]) -> dict[str, int]:
+    """NaN each column stores as a number rather than null: in memory both are NaN, the stats count
+    every NaN and Arrow counted the nulls."""
     stored = stats.nan - nulls
-    return matrix, {feature_ids[j]: int(stored[j]) for j in np.flatnonzero(stored)}, stats
+    return {feature_ids[j]: int(stored[j]) for j in np.flatnonzero(stored)}
 
 
 def _column_batches(feature_ids: list[str], n_rows: int) -> list[tuple[int, list[str]]]:
@@ -151,14 +156,15 @@ def _column_batches(feature_ids: list[str], n_rows: int) -> list[tuple[int, list
 
 
 def fill_row_group(handle: pq.ParquetFile, index: int, feature_ids: list[str], target: np.ndarray,
-                   nulls: np.ndarray) -> int:
+                   nulls: np.ndarray, stats: MatrixStats | None = None) -> int:
     """Decode the feature columns of row group ``index`` into the first rows of ``target``.
 
-    Adds each column's null count to ``nulls``; returns the row group's row count.
+    Adds each column's null count to ``nulls`` and the values to ``stats`` (rows counted from the
+    row group's start); returns the row group's row count.
     """
     n = handle.metadata.row_group(index).num_rows
     for first, names in _column_batches(feature_ids, n):
-        _place(handle.read_row_group(index, columns=names, use_threads=True), target[:n], first, nulls)
+        _place(handle.read_row_group(index, columns=names, use_threads=True), target[:n], first, nulls, stats)
     return n
 
 
@@ -224,23 +230,17 @@ def _row_group_matrix(path: str, index: int, feature_ids: tuple[str, ...], stamp
         if _file_stamp(path) != stamp:
             raise ChangedSinceRead(directory, file, "changed after read(lazy=True); read the directory again")
         handle = pq.ParquetFile(path)
-        block = np.empty((handle.metadata.row_group(index).num_rows, len(feature_ids)), dtype=np.float64)
+        block = empty_matrix(handle.metadata.row_group(index).num_rows, len(feature_ids))
         nulls = np.zeros(len(feature_ids), dtype=np.int64)
-        fill_row_group(handle, index, list(feature_ids), block, nulls)
+        stats = MatrixStats(len(feature_ids))
+        fill_row_group(handle, index, list(feature_ids), block, nulls, stats)
     except FileNotFoundError:
         raise ChangedSinceRead(directory, file, "was removed after read(lazy=True)") from None
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"row group {index} cannot be decoded: {err}") from None
-    stored = _stored_nan_in(block, nulls)
-    if stored is not None:
-        name, count = feature_ids[stored[0]], stored[1]
+    stored = _stored_nan(stats, nulls, feature_ids)
+    if stored:
+        name, count = next(iter(stored.items()))
         raise StoredNonFinite(directory, file, f"row group {index}: feature column {name!r} stores {count} NaN "
                                                f"value(s) as numbers, not null")
     return block
-
-
-def _stored_nan_in(block: np.ndarray, nulls: np.ndarray) -> tuple[int, int] | None:
-    """(column, count) of the first column holding more NaN than nulls, i.e. NaN stored as a number."""
-    stored = np.count_nonzero(np.isnan(block), axis=0) - nulls
-    bad = np.flatnonzero(stored)
-    return (int(bad[0]), int(stored[bad[0]])) if bad.size else None

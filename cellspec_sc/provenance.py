@@ -40,10 +40,14 @@ def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
     return digest.hexdigest()
 
 
-def input_record(path: str | os.PathLike, *, keep_path: bool = False) -> dict[str, Any]:
-    """The provenance entry of one input file: basename, size and SHA-256 (full path only on request)."""
+def input_record(path: str | os.PathLike, *, keep_path: bool = False, sha256: str | None = None) -> dict[str, Any]:
+    """The provenance entry of one input file: basename, size and SHA-256 (full path only on request).
+
+    ``sha256``: the digest when it was computed already (e.g. while the file was parsed).
+    """
     p = Path(path)
-    record: dict[str, Any] = {"path_basename": p.name, "bytes": p.stat().st_size, "sha256": sha256_file(p)}
+    record: dict[str, Any] = {"path_basename": p.name, "bytes": p.stat().st_size,
+                              "sha256": sha256 or sha256_file(p)}
     if keep_path:
         record["path"] = str(p.resolve())
     return record

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import ValidationError
-from .matrix_stats import MatrixStats, image_codes, matrix_stats, row_blocks  # noqa: F401 - row_blocks re-exported
+from .matrix_stats import MatrixStats, first_seen_codes, matrix_stats
 from .types import PANDAS_DTYPES, spec_type_of
 from .vocabulary import Vocabulary, vocabulary
 
@@ -251,7 +251,7 @@ class Context:
         """(image code of each cell, -1 for NA; the image ids in order of first appearance)."""
         key = ("cells", "image_id", "codes")
         if key not in self._columns:
-            self._columns[key] = image_codes(self.strings("cells", "image_id"))
+            self._columns[key] = first_seen_codes(self.strings("cells", "image_id"))
         return self._columns[key]
 
     def per_cell(self, by_image: Mapping[Any, Any], missing: Any, dtype: Any) -> np.ndarray:
@@ -450,7 +450,7 @@ def _cells_sample(ctx: Context) -> Problem | None:
     images = dict(zip(ctx.text("images", "image_id"), ctx.text("images", "sample_id"), strict=True))
     # Compared as codes: each cell's sample, and the sample its image expects, as positions in the
     # cells' own samples (-2: a sample no cell has), so no per-cell strings are made.
-    actual, samples = image_codes(ctx.strings("cells", "sample_id"))
+    actual, samples = first_seen_codes(ctx.strings("cells", "sample_id"))
     position = {sample: i for i, sample in enumerate(samples)}
     expected = ctx.per_cell({image: position.get(sample, -2) for image, sample in images.items() if sample is not None},
                             -3, np.int64)

@@ -5,12 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import scanpy as sc
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.anndata import AnnDataBridgeWarning
-
-sc = pytest.importorskip("scanpy")
-pytest.importorskip("igraph")  # sc.tl.leiden(flavor="igraph")
 
 
 def scanpy_workflow(adata):

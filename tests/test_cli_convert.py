@@ -5,7 +5,6 @@ from __future__ import annotations
 import anndata as ad
 import numpy as np
 import pandas as pd
-import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.cli import main

@@ -91,7 +91,7 @@ def test_interrupted_two_rename_swap_is_restored(tmp_path):
     cs.write(old, tmp_path / "o")
     pid = dead_pid()
     os.rename(tmp_path / "o", tmp_path / f".o.cellspec-old-{pid}-00000000")
-    cs.write(cs.example(n_cells=9), tmp_path / f"new")
+    cs.write(cs.example(n_cells=9), tmp_path / "new")
     os.rename(tmp_path / "new", tmp_path / f".o.cellspec-staging-{pid}-11111111")
     staging.clean_stale(tmp_path / "o")
     assert cs.read(tmp_path / "o").equals(old) and leftovers(tmp_path) == []

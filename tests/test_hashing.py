@@ -11,7 +11,7 @@ import pytest
 
 import cellspec_sc as cs
 from cellspec_sc import hashing, parquet_io
-from cellspec_sc.hashing import FollowingHash, hash_later
+from cellspec_sc.hashing import BackgroundHash, FollowingHash
 
 
 def test_following_a_writer_thread_gives_the_digest_of_the_whole_file(tmp_path, monkeypatch):
@@ -39,7 +39,17 @@ def test_errors_of_the_hashing_thread_reach_the_caller(tmp_path):
     with pytest.raises(FileNotFoundError):
         hasher.finish()
     with pytest.raises(FileNotFoundError):
-        hash_later(tmp_path / "missing").result()
+        BackgroundHash(tmp_path / "missing").result()
+
+
+def test_background_hash_is_the_files_digest_and_can_be_cancelled(tmp_path):
+    path = tmp_path / "data.bin"
+    path.write_bytes(os.urandom(3 * (1 << 22) + 17))  # several chunks and a short tail
+    assert BackgroundHash(path).result() == hashlib.sha256(path.read_bytes()).hexdigest()
+    cancelled = BackgroundHash(path)
+    cancelled.cancel()
+    with pytest.raises(RuntimeError, match="cancelled"):
+        cancelled.result()
 
 
 def test_written_manifest_digest_is_the_files_digest(tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ from strategies import cellspecs
 
 import cellspec_sc as cs
 from cellspec_sc import parquet_io
-from cellspec_sc.matrix_stats import MatrixStats, image_codes, matrix_stats
+from cellspec_sc.matrix_stats import MatrixStats, first_seen_codes, matrix_stats
 
 
 def cells_types(path) -> list[dict[str, str]]:
@@ -82,7 +82,7 @@ def test_reader_gathers_the_stats_of_what_it_decoded(tmp_path, monkeypatch):
     x.measurements[10, 6] = -1.0
     path = cs.write(x, tmp_path / "x")
     decoded = parquet_io.read_parquet(path / "cells.parquet", cells_types(path), x.feature_ids, path)
-    codes, names = image_codes(x.cells["image_id"])
+    codes, names = first_seen_codes(x.cells["image_id"])
     assert decoded.stats.has_ranges and len(names) == 3
     assert_stats_equal(decoded.stats, expected_stats(x.measurements, codes, 3))
     assert decoded.stored_nan == {}
@@ -95,7 +95,7 @@ def test_read_reports_what_validate_reports(tmp_path_factory, x):
     path = cs.write(x, tmp_path_factory.mktemp("s") / "x")
     y = cs.read(path)
     decoded = parquet_io.read_parquet(path / "cells.parquet", cells_types(path), y.feature_ids, path)
-    codes, names = image_codes(y.cells["image_id"])
+    codes, names = first_seen_codes(y.cells["image_id"])
     assert_stats_equal(decoded.stats, expected_stats(y.measurements, codes, len(names)))
     with_decoded = cs.validate(y, stats=decoded.stats)
     fresh = cs.validate(y)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tifffile
 
 import cellspec_sc as cs
 from cellspec_sc.errors import CellspecError, InputError
@@ -71,7 +72,6 @@ def test_without_a_pixel_size_the_reader_says_how_to_pass_it():
 
 
 def test_pixel_size_from_an_ome_tiff(tmp_path):
-    tifffile = pytest.importorskip("tifffile")
     image = tmp_path / "exemplar-001.ome.tif"
     data = np.zeros((4, 40, 64), dtype=np.uint16)
     tifffile.imwrite(image, data, ome=True, metadata={
@@ -89,7 +89,6 @@ def test_pixel_size_from_an_ome_tiff(tmp_path):
 
 
 def test_a_tiff_without_ome_metadata_is_refused(tmp_path):
-    tifffile = pytest.importorskip("tifffile")
     image = tmp_path / "plain.tif"
     tifffile.imwrite(image, np.zeros((8, 8), dtype=np.uint8))
     with pytest.raises(InputError, match="no OME-XML"):

@@ -22,10 +22,8 @@ every step that does not depend on the tool:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -539,42 +537,6 @@ def string_column(values: pa.ChunkedArray | pa.Array) -> pd.arrays.ArrowStringAr
     return pd.arrays.ArrowStringArray(pa.chunked_array([values.cast(pa.large_string())]))
 
 
-class BackgroundInput:
-    """The provenance record of an input file (as :func:`~cellspec_sc.provenance.input_record` makes it),
-    hashed in a thread while the file is parsed: hashlib releases the GIL, so the SHA-256 of a large
-    file costs no wall time where a core is free. :meth:`cancel` stops it early (the read failed)."""
-
-    def __init__(self, path: str | os.PathLike, chunk_size: int = 1 << 22):
-        self.path = Path(path)
-        self._chunk_size = chunk_size
-        self._stop = threading.Event()
-        self._digest: str | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._hash, name="cellspec-sha256", daemon=True)
-        self._thread.start()
-
-    def _hash(self) -> None:
-        try:
-            digest = hashlib.sha256()
-            with open(self.path, "rb") as handle:
-                while not self._stop.is_set() and (chunk := handle.read(self._chunk_size)):
-                    digest.update(chunk)
-            self._digest = digest.hexdigest()
-        except BaseException as err:  # noqa: BLE001 - re-raised in record()
-            self._error = err
-
-    def cancel(self) -> None:
-        self._stop.set()
-
-    def record(self) -> dict[str, Any]:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        if self._stop.is_set():
-            return input_record(self.path)
-        return {"path_basename": self.path.name, "bytes": self.path.stat().st_size, "sha256": self._digest}
-
-
 def pixel_size_for(image_ids: Sequence[str], pixel_size: float | Mapping[str, float] | None
                    ) -> dict[str, float] | None:
     """Per-image pixel size from a number or a {image_id: size} mapping (None when not given)."""
@@ -631,8 +593,8 @@ def assemble(
 ) -> CellSpec:
     """Build the object, then refuse it if structure validation fails (a reader bug, never user data).
 
-    ``path_record`` is the provenance record of ``path`` when already made (e.g. by
-    :class:`BackgroundInput`); otherwise the file is hashed here.
+    ``path_record`` is the provenance record of ``path`` when already made (hashed while the file
+    was parsed: :class:`cellspec_sc.hashing.BackgroundHash`); otherwise the file is hashed here.
     """
     provenance = new_provenance(
         producer=producer, adapter=adapter, adapter_version=adapter_version,

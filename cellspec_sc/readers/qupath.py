@@ -40,8 +40,9 @@ import pyarrow.csv as pacsv
 
 from ..core import CellSpec
 from ..errors import InputError
+from ..hashing import BackgroundHash
+from ..provenance import input_record
 from .common import (
-    BackgroundInput,
     FeatureSpec,
     Header,
     assemble,
@@ -197,7 +198,7 @@ def read_qupath(
     path = Path(path)
     delimiter = "," if path.name.lower().endswith(".csv") else "\t"
     header = read_header(path, delimiter, TOOL)
-    source = BackgroundInput(path)  # SHA-256 of the input, computed while the file is parsed
+    source = BackgroundHash(path)  # SHA-256 of the input, computed while the file is parsed
     try:
         return _read(header, source, pixel_size=pixel_size, image_id=image_id, sample_id=sample_id,
                      marker_map=marker_map, object_types=object_types)
@@ -205,7 +206,7 @@ def read_qupath(
         source.cancel()
 
 
-def _read(header: Header, source: BackgroundInput, *, pixel_size, image_id, sample_id, marker_map, object_types
+def _read(header: Header, source: BackgroundHash, *, pixel_size, image_id, sample_id, marker_map, object_types
           ) -> CellSpec:
     path, delimiter = header.path, header.delimiter
     require_columns(header, TOOL, [(CENTROIDS_UM[0], CENTROIDS_PX[0]), (CENTROIDS_UM[1], CENTROIDS_PX[1]),
@@ -268,7 +269,7 @@ def _read(header: Header, source: BackgroundInput, *, pixel_size, image_id, samp
     return assemble(path=path, cells=cells, measurements=parsed.matrix, dictionary=dictionary, images=images_table,
                     channels=channels_frame(image_order, channel_names, markers),
                     producer={"tool": TOOL, "version": None}, adapter=ADAPTER, adapter_version=ADAPTER_VERSION,
-                    counts=counts, parameters=parameters, path_record=source.record())
+                    counts=counts, parameters=parameters, path_record=input_record(path, sha256=source.result()))
 
 
 def _no_kept_rows(header: Header, column: str, object_types: Sequence[str]) -> InputError:
