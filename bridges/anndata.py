@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.core import CellSpec, _drop_missing_pairs, contact_positions
+from cellspec_sc.model.cellspec import CellSpec, _drop_missing_pairs, contact_positions
 from cellspec_sc.errors import InputError
-from cellspec_sc.names import first_free_name
-from cellspec_sc.provenance import with_history_step
-from cellspec_sc.types import as_spec_type, column_spec_types
-from cellspec_sc.vocabulary import vocabulary
+from cellspec_sc.model.names import first_free_name
+from cellspec_sc.model.provenance import with_history_step
+from cellspec_sc.spec.types import as_spec_type, column_spec_types
+from cellspec_sc.spec.vocabulary import vocabulary
 
-from .uns_tables import decode_table, encode_table, from_json_text, to_json_text
+from cellspec_sc.bridges.uns_tables import decode_table, encode_table, from_json_text, to_json_text
 
 if TYPE_CHECKING:
     import anndata
@@ -130,7 +130,7 @@ def measurement_fingerprint(matrix: Any) -> str:
     Dense and dask matrices are hashed a row block at a time (the same digest as hashing the
     whole C-order buffer), so a dask X is never loaded whole.
     """
-    from ..matrix_stats import row_blocks
+    from cellspec_sc.validation.matrix_stats import row_blocks
 
     digest = hashlib.sha256(np.asarray(matrix.shape, dtype=np.int64).tobytes())
     blocks = [(0, _dense(matrix))] if hasattr(matrix, "toarray") else row_blocks(matrix)
@@ -198,7 +198,7 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     <StringDtype(na_value=<NA>)>
     """
     if UNS_KEY not in adata.uns:
-        from .anndata_foreign import from_foreign_anndata
+        from cellspec_sc.bridges.anndata_foreign import from_foreign_anndata
 
         return from_foreign_anndata(adata, allow_modified=allow_modified, **foreign)
     if foreign:

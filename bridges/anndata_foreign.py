@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.core import CellSpec
+from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.errors import InputError
-from cellspec_sc.provenance import new_provenance, with_history_step
-from cellspec_sc.types import as_spec_type, canonical_frame
-from cellspec_sc.vocabulary import SPEC_VERSION, vocabulary
+from cellspec_sc.model.provenance import new_provenance, with_history_step
+from cellspec_sc.spec.types import as_spec_type, canonical_frame
+from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
 
-from .anndata import BRIDGE_VERSION, FUNCTION, _dense, carry_obs_columns, warn_not_carried
+from cellspec_sc.bridges.anndata import BRIDGE_VERSION, FUNCTION, _dense, carry_obs_columns, warn_not_carried
 
 if TYPE_CHECKING:
     import anndata

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 
 from cellspec_sc.errors import InputError
 
-from .anndata import AnnDataBridgeWarning, from_anndata, to_anndata
+from cellspec_sc.bridges.anndata import AnnDataBridgeWarning, from_anndata, to_anndata
 
 if TYPE_CHECKING:
-    from cellspec_sc.core import CellSpec
+    from cellspec_sc.model.cellspec import CellSpec
 
 
 def is_h5ad(source: str | Path) -> bool:

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..provenance import source_line
-from .luxar_input import SceneInput, scene_input
+from cellspec_sc.errors import InputError
+from cellspec_sc.model.provenance import source_line
+from cellspec_sc.bridges.luxar_input import SceneInput, scene_input
 
 NAMED_LAYERS = ("cells", "adjacency", "outlines")
 PARAMETERISED_LAYERS = ("feature", "marker", "category", "embedding")
@@ -571,7 +571,7 @@ class _SceneBuilder:
         """Outline rings (exteriors; holes are not drawn) as closed lines, one vertex key per cell_id."""
         import shapely
 
-        from ..outlines import image_outlines
+        from cellspec_sc.io.outlines import image_outlines
 
         outlines = image_outlines(self.src.cellspec)
         group = self._layer_group(spec, order=20)  # drawn over the cells

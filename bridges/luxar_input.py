@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core import CellSpec
-from ..errors import InputError
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.errors import InputError
 
 
 @dataclass
@@ -136,7 +136,7 @@ def _contacts_from_table(adjacency: pd.DataFrame | None, cells: pd.DataFrame) ->
 # -- AnnData ---------------------------------------------------------------------------------------
 
 def _from_anndata(adata: Any) -> SceneInput:
-    from .anndata import CONNECTIVITIES_KEY, SPATIAL_KEY, UNS_KEY
+    from cellspec_sc.bridges.anndata import CONNECTIVITIES_KEY, SPATIAL_KEY, UNS_KEY
 
     obs = adata.obs
     for column in ("cell_id", "image_id"):
@@ -164,7 +164,7 @@ def _from_anndata(adata: Any) -> SceneInput:
 
 def _stored_images_and_provenance(record: Any) -> tuple[pd.DataFrame | None, dict[str, Any]]:
     """The images table and provenance that ``to_anndata`` keeps as JSON text in ``uns['cellspec']``."""
-    from .uns_tables import decode_table, from_json_text
+    from cellspec_sc.bridges.uns_tables import decode_table, from_json_text
 
     if not hasattr(record, "get"):
         return None, {}

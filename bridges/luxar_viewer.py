@@ -21,7 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from ..errors import CellspecError, InputError
+from cellspec_sc.errors import CellspecError, InputError
 
 HOST = "127.0.0.1"
 

@@ -5,7 +5,7 @@ See ``docs/spatialdata.md`` for the mapping. In short, for every image with cell
 * a circles element named after the image (sanitised, :mod:`.sd_names`): centroids with
   radius ``sqrt(area / pi)`` (the spatialdata-io xenium convention);
 * a polygons element ``<name>_outlines`` when ``images.geometry_ref`` names a readable
-  GeoJSON file of outlines (:mod:`cellspec_sc.outlines`);
+  GeoJSON file of outlines (:mod:`cellspec_sc.io.outlines`);
 * two coordinate systems: ``<name>`` in micrometres (shapes unchanged) and ``<name>_px``,
   the image's full-resolution pixel grid (shapes scaled by ``1 / pixel_size``), where an
   image added later with its intrinsic pixels (identity transform) overlays the cells.
@@ -35,16 +35,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.core import CellSpec
+from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.errors import InputError
-from cellspec_sc.provenance import package_version, with_history_step
-from cellspec_sc.staging import clean_stale, fsync_tree, publish, staging_directory
+from cellspec_sc.model.provenance import package_version, with_history_step
+from cellspec_sc.io.staging import clean_stale, fsync_tree, publish, staging_directory
 
-from cellspec_sc.outlines import image_outlines, materialise_outline_files, outline_files
+from cellspec_sc.io.outlines import image_outlines, materialise_outline_files, outline_files
 
-from .anndata import from_anndata, to_anndata
-from .sd_names import allocate
-from .uns_tables import from_json_text, to_json_text
+from cellspec_sc.bridges.anndata import from_anndata, to_anndata
+from cellspec_sc.bridges.sd_names import allocate
+from cellspec_sc.bridges.uns_tables import from_json_text, to_json_text
 
 if TYPE_CHECKING:
     import anndata
@@ -422,7 +422,7 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
     """Write ``to_spatialdata(x, **options)`` as a zarr store and return its path.
 
     The store is written under a hidden name next to ``path`` and renamed at the end (the
-    staging of the directory writer, :mod:`cellspec_sc.staging`). An
+    staging of the directory writer, :mod:`cellspec_sc.io.staging`). An
     existing ``path`` is replaced only with ``overwrite=True`` and only if it is a SpatialData
     store.
     """
@@ -488,7 +488,7 @@ def from_foreign_spatialdata(sdata: SpatialData, *, table_key: str | None = None
     """
     from spatialdata.models import get_table_keys
 
-    from .anndata_foreign import from_foreign_anndata
+    from cellspec_sc.bridges.anndata_foreign import from_foreign_anndata
 
     key = _table_key(sdata, table_key)
     table = sdata.tables[key]

@@ -11,19 +11,19 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from .core import CellSpec
-from .errors import CellspecError, FormatError, InputError, ValidationError
-from .example import example
-from .provenance import package_version
-from .validation import ValidationReport, validate
-from .vocabulary import SPEC_VERSION, vocabulary
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.errors import CellspecError, FormatError, InputError, ValidationError
+from cellspec_sc.model.example import example
+from cellspec_sc.model.provenance import package_version
+from cellspec_sc.validation.checks import ValidationReport, validate
+from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
 
 __version__ = package_version()
 
 # Heavier parts are imported on first use, so `import cellspec_sc` stays fast.
 _LAZY = {
-    "read": "cellspec_sc.directory",
-    "write": "cellspec_sc.directory",
+    "read": "cellspec_sc.io.directory",
+    "write": "cellspec_sc.io.directory",
     "read_qupath": "cellspec_sc.readers.qupath",
     "read_mcmicro": "cellspec_sc.readers.mcmicro",
     "to_luxar": "cellspec_sc.bridges.luxar",

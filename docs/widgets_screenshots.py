@@ -44,7 +44,7 @@ def lab_screenshots(tmp: Path) -> None:
 
 
 def snapshot_screenshot(tmp: Path) -> None:
-    from cellspec_sc.cli import main
+    from cellspec_sc.cli.main import main
 
     report = tmp / "report.html"
     main(["preview", "example", "-o", str(report), "--max-features", "4"])

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 import cellspec_sc as cs
-from cellspec_sc.cli import main
-from cellspec_sc.cli_convert import target_writer
+from cellspec_sc.cli.main import main
+from cellspec_sc.cli.convert import target_writer
 
 
 def test_directory_h5ad_zarr_directory_is_lossless(tmp_path, capsys):
@@ -54,10 +54,10 @@ def test_refusals_exit_2(tmp_path, capsys):
 
 
 def test_target_table_picks_the_longest_suffix(monkeypatch):
-    from cellspec_sc import cli_convert
+    from cellspec_sc.cli import convert as cli_convert
 
     monkeypatch.setattr(cli_convert, "TARGETS", [*cli_convert.TARGETS,
-                                                 (".other.zarr", "cellspec_sc.cli_convert:target_writer", "other")])
+                                                 (".other.zarr", "cellspec_sc.cli.convert:target_writer", "other")])
     assert target_writer("a.other.zarr")[1] == "other"
     assert target_writer("a.spatialdata.zarr")[1] == "SpatialData .zarr store"
     assert target_writer("a.zarr/")[1] == "AnnData .zarr store"

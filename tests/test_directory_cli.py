@@ -11,7 +11,7 @@ import pytest
 from dirhelpers import reseal
 
 import cellspec_sc as cs
-from cellspec_sc.cli import main
+from cellspec_sc.cli.main import main
 
 
 def test_demo_writes_reads_back_and_validates(tmp_path, capsys):
@@ -52,17 +52,17 @@ def test_refused_directory_exits_2(tmp_path, capsys):
     assert "DONE: file is missing" in err and str(path) in err
 
 
-@pytest.mark.parametrize("module", ["cellspec_sc.directory", "cellspec_sc.manifest", "cellspec_sc.metadata",
-                                    "cellspec_sc.tsv", "cellspec_sc.columns", "cellspec_sc.parquet_io",
-                                    "cellspec_sc.refusals", "cellspec_sc.staging", "cellspec_sc.demo",
-                                    "cellspec_sc.matrix_stats", "cellspec_sc.hashing", "cellspec_sc.validation",
-                                    "cellspec_sc.example"])
+@pytest.mark.parametrize("module", ["cellspec_sc.io.directory", "cellspec_sc.io.manifest", "cellspec_sc.io.metadata",
+                                    "cellspec_sc.io.tsv", "cellspec_sc.io.columns", "cellspec_sc.io.parquet",
+                                    "cellspec_sc.io.refusals", "cellspec_sc.io.staging", "cellspec_sc.cli.demo",
+                                    "cellspec_sc.validation.matrix_stats", "cellspec_sc.io.hashing", "cellspec_sc.validation.checks",
+                                    "cellspec_sc.model.example"])
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
 
 
 def test_docs_page_is_current():
-    from cellspec_sc.docgen import DOCS, render_all
+    from cellspec_sc.docgen.render import DOCS, render_all
     assert (DOCS / "directory.md").read_text(encoding="utf-8") == render_all()["directory.md"], \
         "run `python -m cellspec_sc.docgen`"

@@ -14,7 +14,7 @@ import pytest
 from dirhelpers import edit_json, reseal
 
 import cellspec_sc as cs
-from cellspec_sc import refusals as r
+from cellspec_sc.io import refusals as r
 
 
 @pytest.fixture

@@ -10,8 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import cellspec_sc as cs
-from cellspec_sc import hashing, parquet_io
-from cellspec_sc.hashing import BackgroundHash, FollowingHash
+from cellspec_sc.io import hashing
+from cellspec_sc.io import parquet as parquet_io
+from cellspec_sc.io.hashing import BackgroundHash, FollowingHash
 
 
 def test_following_a_writer_thread_gives_the_digest_of_the_whole_file(tmp_path, monkeypatch):

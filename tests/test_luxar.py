@@ -16,7 +16,7 @@ from strategies import cellspecs
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.luxar import cell_radii, category_colours, parse_layer
-from cellspec_sc.cli import main
+from cellspec_sc.cli.main import main
 
 DECODER = ArrayDecoder()
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from strategies import cellspecs
 
 import cellspec_sc as cs
-from cellspec_sc import parquet_io
-from cellspec_sc.matrix_stats import MatrixStats, first_seen_codes, matrix_stats
+from cellspec_sc.io import parquet as parquet_io
+from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes, matrix_stats
 
 
 def cells_types(path) -> list[dict[str, str]]:
@@ -120,7 +120,7 @@ def test_matrix_checks_fail_on_what_the_stats_found():
 
 @pytest.mark.parametrize("n_features", [None, 50])
 def test_lazy_example_equals_the_eager_one_to_the_bit(n_features, monkeypatch):
-    example = importlib.import_module("cellspec_sc.example")  # the package exports the function under this name
+    example = importlib.import_module("cellspec_sc.model.example")  # the package exports the function under this name
 
     monkeypatch.setattr(example, "_CHUNK_BYTES", 1 << 18)  # several blocks
     eager = cs.example(seed=4, n_cells=70_000, n_features=n_features, n_images=3)

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 import cellspec_sc as cs
-from cellspec_sc import docgen, errors
+from cellspec_sc import errors
+from cellspec_sc.docgen import render as docgen
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -210,7 +211,7 @@ def test_every_exception_class_derives_from_cellspec_error():
 
 # -- command line -----------------------------------------------------------------------------
 def run_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "cellspec_sc.cli", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "cellspec_sc.cli.main", *args], capture_output=True, text=True, cwd=cwd)
 
 
 def test_cli_validate_and_info_example():

@@ -18,7 +18,7 @@ from strategies import cellspecs
 import cellspec_sc as cs
 from cellspec_sc.bridges.spatialdata import UNS_KEY
 from cellspec_sc.errors import CellspecError
-from cellspec_sc.outlines import OutlineWarning
+from cellspec_sc.io.outlines import OutlineWarning
 
 
 def through_zarr(sdata, path):
@@ -408,8 +408,8 @@ def test_a_foreign_table_row_without_a_shape_is_left_out_with_a_warning():
 # -- files and sources ---------------------------------------------------------------------------
 def test_a_spatialdata_store_is_a_source_for_validate_and_info(xa, tmp_path):
     from cellspec_sc.bridges.spatialdata import is_spatialdata_zarr, write_spatialdata
-    from cellspec_sc.cli import main
-    from cellspec_sc.sources import load
+    from cellspec_sc.cli.main import main
+    from cellspec_sc.io.sources import load
 
     path = tmp_path / "x.spatialdata.zarr"
     write_spatialdata(xa, path)
@@ -427,7 +427,7 @@ def test_a_spatialdata_store_is_a_source_for_validate_and_info(xa, tmp_path):
 
 
 def test_cellspec_convert_directory_to_spatialdata_and_back_with_outlines(tmp_path):
-    from cellspec_sc.cli import main
+    from cellspec_sc.cli.main import main
 
     (tmp_path / "src").mkdir()
     source = with_outlines(tmp_path / "src", cs.example(adjacency=True))

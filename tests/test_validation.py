@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import cellspec_sc as cs
-from cellspec_sc.validation import implemented_checks
+from cellspec_sc.validation.checks import implemented_checks
 
 
 def base() -> cs.CellSpec:

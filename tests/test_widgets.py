@@ -16,7 +16,7 @@ from matplotlib import image as mpimg
 
 import cellspec_sc as cs
 from cellspec_sc.errors import InputError
-from cellspec_sc.types import canonical_frame
+from cellspec_sc.spec.types import canonical_frame
 from cellspec_sc.widgets import Preview, compute, preview
 from cellspec_sc.widgets.preview import DENSITY, FEATURE
 from strategies import cellspecs
@@ -344,7 +344,7 @@ def test_save_html_features_all_and_unknown(x, tmp_path):
 
 
 def test_cli_preview(tmp_path, capsys):
-    from cellspec_sc.cli import main
+    from cellspec_sc.cli.main import main
 
     out = tmp_path / "report.html"
     assert main(["preview", "example", "-o", str(out), "--feature", "cell:area", "--colour-by", "classification",
@@ -358,7 +358,7 @@ def test_cli_preview(tmp_path, capsys):
 
 
 def test_cli_preview_of_a_directory(tmp_path):
-    from cellspec_sc.cli import main
+    from cellspec_sc.cli.main import main
 
     x = cs.example(region_layers=("tissue",))
     cs.write(x, tmp_path / "slide")
@@ -419,7 +419,7 @@ def test_feature_colour_option_is_first(x):
 
 @pytest.mark.parametrize("module", ["cellspec_sc.widgets", "cellspec_sc.widgets.compute", "cellspec_sc.widgets.data",
                                     "cellspec_sc.widgets.figures", "cellspec_sc.widgets.preview",
-                                    "cellspec_sc.widgets.snapshot", "cellspec_sc.cli_preview"])
+                                    "cellspec_sc.widgets.snapshot", "cellspec_sc.cli.preview"])
 def test_docstring_examples(module):
     import doctest
     import importlib
@@ -430,7 +430,7 @@ def test_docstring_examples(module):
 
 def test_cli_preview_of_an_h5ad(tmp_path):
     from cellspec_sc.bridges.anndata import to_anndata
-    from cellspec_sc.cli import main
+    from cellspec_sc.cli.main import main
 
     to_anndata(cs.example()).write_h5ad(tmp_path / "slide.h5ad")
     out = tmp_path / "report.html"

@@ -126,7 +126,7 @@ def test_preview_in_jupyterlab(tmp_path):
 
 
 def test_snapshot_opens_offline(tmp_path):
-    from cellspec_sc.cli import main
+    from cellspec_sc.cli.main import main
 
     report = tmp_path / "report.html"
     assert main(["preview", "example", "-o", str(report), "--max-features", "6", "--colour-by", "feature"]) == 0

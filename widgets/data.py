@@ -24,11 +24,11 @@ import pandas as pd
 
 from cellspec_sc.errors import InputError
 
-from . import compute
+from cellspec_sc.widgets import compute
 
 if TYPE_CHECKING:
-    from cellspec_sc.core import CellSpec
-    from cellspec_sc.validation import ValidationReport
+    from cellspec_sc.model.cellspec import CellSpec
+    from cellspec_sc.validation.checks import ValidationReport
 
 ID_COLUMNS = ("cell_id", "image_id", "sample_id")
 _FEATURE_CACHE = 4
@@ -39,7 +39,7 @@ def as_cellspec(obj: Any) -> CellSpec:
 
     ``allow_modified=True``: a preview shows an AnnData as it is, also after ``sc.pp.log1p`` changed X in place.
     """
-    from cellspec_sc.core import CellSpec
+    from cellspec_sc.model.cellspec import CellSpec
 
     if isinstance(obj, CellSpec):
         return obj
@@ -202,7 +202,7 @@ class PreviewData:
     def report(self) -> ValidationReport:
         """The validation report (computed once, on first use)."""
         if self._report is None:
-            from cellspec_sc.validation import validate
+            from cellspec_sc.validation.checks import validate
 
             self._report = validate(self.x)
         return self._report

@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from . import compute
+from cellspec_sc.widgets import compute
 
 DPI = 100
 _PNG_METADATA = {"Software": None}  # no tool URL inside the exported images

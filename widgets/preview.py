@@ -28,8 +28,8 @@ import pandas as pd
 
 from cellspec_sc.errors import InputError
 
-from . import compute, figures
-from .data import PreviewData, as_cellspec
+from cellspec_sc.widgets import compute, figures
+from cellspec_sc.widgets.data import PreviewData, as_cellspec
 
 TABS = ("Features", "Channels", "Space", "Validation")
 FEATURE = "__feature__"  # colour_by value: the selected feature
@@ -106,7 +106,7 @@ class Preview(W.VBox):
                           titles=TABS)
         selectors = W.HBox([self.kind, self.marker, self.compartment, self.statistic, self.image],
                            layout=W.Layout(flex_flow="row wrap"))
-        from cellspec_sc.summary import format_html
+        from cellspec_sc.model.summary import format_html
 
         super().__init__([W.HTML(format_html(d.x)), selectors, self.tabs])
         self.add_class("cellspec-preview")
@@ -313,7 +313,7 @@ class Preview(W.VBox):
 
     def save_html(self, path: str | Path, *, features: Any = None, max_features: int = 24) -> Path:
         """Write a standalone HTML snapshot (no kernel, no internet); see :mod:`cellspec_sc.widgets.snapshot`."""
-        from .snapshot import write_snapshot
+        from cellspec_sc.widgets.snapshot import write_snapshot
 
         return write_snapshot(self, path, features=features, max_features=max_features)
 

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from cellspec_sc.errors import InputError
 
-from . import figures
+from cellspec_sc.widgets import figures
 
 if TYPE_CHECKING:
-    from .preview import Preview
+    from cellspec_sc.widgets.preview import Preview
 
 STATE_ID = "cellspec-state"
 
@@ -57,7 +57,7 @@ def snapshot_features(w: Preview, features: Any = None, max_features: int = 24) 
 
 def snapshot_state(w: Preview, features: Sequence[str]) -> dict[str, Any]:
     """The embedded state: per feature its histogram, summary table and map; per categorical column its map."""
-    from .preview import FEATURE, _summary_html, _unit
+    from cellspec_sc.widgets.preview import FEATURE, _summary_html, _unit
 
     state: dict[str, Any] = {"image": w.image_id, "scale": w.scale.value, "features": {}, "maps": {}}
     for f in features:
@@ -81,7 +81,7 @@ def _space_png(w: Preview, colour_by: str, feature: str | None) -> bytes:
 
 
 def _colourings(w: Preview) -> list[tuple[str, str]]:
-    from .preview import FEATURE
+    from cellspec_sc.widgets.preview import FEATURE
 
     options = [(value, label) for label, value in w.colour_by.options]
     return options if w.data.x.feature_ids else [o for o in options if o[0] != FEATURE]
@@ -89,9 +89,9 @@ def _colourings(w: Preview) -> list[tuple[str, str]]:
 
 def render_snapshot(w: Preview, *, features: Any = None, max_features: int = 24, title: str | None = None) -> str:
     """The snapshot page as a string."""
-    from cellspec_sc.summary import format_html
+    from cellspec_sc.model.summary import format_html
 
-    from .preview import FEATURE, _channels_html, _overview_html
+    from cellspec_sc.widgets.preview import FEATURE, _channels_html, _overview_html
 
     chosen = snapshot_features(w, features, max_features)
     state = snapshot_state(w, chosen)

@@ -35,14 +35,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..core import CellSpec
-from ..errors import InputError, ValidationError
-from ..memory import empty_matrix
-from ..names import first_free_name
-from ..provenance import input_record, new_provenance
-from ..types import canonical_frame
-from ..validation import validate
-from ..vocabulary import SPEC_VERSION, vocabulary
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.errors import InputError, ValidationError
+from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.model.names import first_free_name
+from cellspec_sc.model.provenance import input_record, new_provenance
+from cellspec_sc.spec.types import canonical_frame
+from cellspec_sc.validation.checks import validate
+from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
 
 MARKER_COLON_REPLACEMENT = "_"
 _SEPARATORS = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}
@@ -120,7 +120,7 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
                      ) -> tuple[pd.DataFrame, dict[str, str]]:
     """The dictionary of ``specs`` and the marker map actually applied (source marker -> marker).
 
-    Feature ids come from :meth:`~cellspec_sc.vocabulary.FeatureIdRule.format`. A spec whose
+    Feature ids come from :meth:`~cellspec_sc.spec.vocabulary.FeatureIdRule.format`. A spec whose
     compartment, statistic or unit is outside the vocabulary, or whose id is already taken, is kept
     as kind ``other``; ``other`` ids are made unique with ``_2``, ``_3``, ...
 
@@ -531,7 +531,7 @@ def ids_are_unique(image_index: np.ndarray, cell_ids: pa.ChunkedArray | pa.Array
 
 def string_column(values: pa.ChunkedArray | pa.Array) -> pd.arrays.ArrowStringArray:
     """An Arrow text column as the pandas string array of the spec's ``character`` type (NA for null),
-    laid out as :func:`~cellspec_sc.types.as_spec_type` lays it out, without going through Python strings."""
+    laid out as :func:`~cellspec_sc.spec.types.as_spec_type` lays it out, without going through Python strings."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks else pa.array([], type=values.type)
     return pd.arrays.ArrowStringArray(pa.chunked_array([values.cast(pa.large_string())]))
@@ -594,7 +594,7 @@ def assemble(
     """Build the object, then refuse it if structure validation fails (a reader bug, never user data).
 
     ``path_record`` is the provenance record of ``path`` when already made (hashed while the file
-    was parsed: :class:`cellspec_sc.hashing.BackgroundHash`); otherwise the file is hashed here.
+    was parsed: :class:`cellspec_sc.io.hashing.BackgroundHash`); otherwise the file is hashed here.
     """
     provenance = new_provenance(
         producer=producer, adapter=adapter, adapter_version=adapter_version,

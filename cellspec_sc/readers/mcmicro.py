@@ -28,10 +28,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ..core import CellSpec
-from ..errors import InputError
-from ..provenance import input_record
-from .common import (
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.errors import InputError
+from cellspec_sc.model.provenance import input_record
+from cellspec_sc.readers.common import (
     FeatureSpec,
     Header,
     assemble,
@@ -49,7 +49,7 @@ from .common import (
     require_columns,
     stream_columns,
 )
-from .ome import OmePixels, read_ome_pixels
+from cellspec_sc.readers.ome import OmePixels, read_ome_pixels
 
 ADAPTER = "mcmicro"
 # Bump whenever the output for the same input changes (spec section 11).

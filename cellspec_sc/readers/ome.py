@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
+from cellspec_sc.errors import InputError
 
 # Length units of OME's UnitsLength that microscopes use, in micrometres.
 _MICROMETRES = {"µm": 1.0, "μm": 1.0, "um": 1.0, "micron": 1.0, "nm": 1e-3, "Å": 1e-4, "mm": 1e3, "cm": 1e4,

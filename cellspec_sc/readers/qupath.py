@@ -38,11 +38,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..core import CellSpec
-from ..errors import InputError
-from ..hashing import BackgroundHash
-from ..provenance import input_record
-from .common import (
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.errors import InputError
+from cellspec_sc.io.hashing import BackgroundHash
+from cellspec_sc.model.provenance import input_record
+from cellspec_sc.readers.common import (
     FeatureSpec,
     Header,
     assemble,

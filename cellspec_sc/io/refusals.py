@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import warnings
 
-from .errors import FormatError
+from cellspec_sc.errors import FormatError
 
 
 class DirectoryRefusal(FormatError):

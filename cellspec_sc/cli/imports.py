@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from .errors import InputError
+from cellspec_sc.errors import InputError
 
 
 def _marker_map(pairs: list[str] | None) -> dict[str, str]:
@@ -26,8 +26,8 @@ def _marker_map(pairs: list[str] | None) -> dict[str, str]:
 
 
 def _write_and_report(x, args: argparse.Namespace) -> int:
-    from .directory import write
-    from .validation import validate
+    from cellspec_sc.io.directory import write
+    from cellspec_sc.validation.checks import validate
 
     path = write(x, args.out_dir, format=args.format, overwrite=args.overwrite)
     report = validate(x)
@@ -41,7 +41,7 @@ def _write_and_report(x, args: argparse.Namespace) -> int:
 
 
 def cmd_import_qupath(args: argparse.Namespace) -> int:
-    from .readers.qupath import read_qupath
+    from cellspec_sc.readers.qupath import read_qupath
 
     x = read_qupath(args.file, pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
                     marker_map=_marker_map(args.marker),
@@ -50,7 +50,7 @@ def cmd_import_qupath(args: argparse.Namespace) -> int:
 
 
 def cmd_import_mcmicro(args: argparse.Namespace) -> int:
-    from .readers.mcmicro import read_mcmicro
+    from cellspec_sc.readers.mcmicro import read_mcmicro
 
     x = read_mcmicro(args.file, pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
                      marker_map=_marker_map(args.marker), markers_csv=args.markers, image=args.image)

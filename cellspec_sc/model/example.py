@@ -16,11 +16,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .core import CellSpec
-from .memory import empty_matrix
-from .provenance import new_provenance
-from .types import canonical_frame
-from .vocabulary import SPEC_VERSION
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.model.provenance import new_provenance
+from cellspec_sc.spec.types import canonical_frame
+from cellspec_sc.spec.vocabulary import SPEC_VERSION
 
 SIMULATOR_VERSION = "1.0.0"
 SPEC_MARKERS = ("DAPI", "CD3e", "Pan-Cytokeratin", "FOXP3")

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .compare import frame_differences, matrix_differences, value_differences
-from .errors import InputError
-from .provenance import with_history_step
-from .vocabulary import SPEC_VERSION
+from cellspec_sc.model.compare import frame_differences, matrix_differences, value_differences
+from cellspec_sc.errors import InputError
+from cellspec_sc.model.provenance import with_history_step
+from cellspec_sc.spec.vocabulary import SPEC_VERSION
 
 if TYPE_CHECKING:
-    from .validation import ValidationReport
+    from cellspec_sc.validation.checks import ValidationReport
 
 COMPONENTS = ("spec_version", "cells", "measurements", "dictionary", "images", "channels", "provenance", "adjacency")
 
@@ -203,35 +203,35 @@ class CellSpec:
     # -- delegations ---------------------------------------------------------------------------
     def validate(self, **options: Any) -> ValidationReport:
         """Run every check of section 10; see :func:`cellspec_sc.validate`."""
-        from .validation import validate
+        from cellspec_sc.validation.checks import validate
 
         return validate(self, **options)
 
     def preview(self, *, image: str | None = None, feature: str | None = None) -> Any:
         """An interactive notebook preview; see :func:`cellspec_sc.widgets.preview`."""
-        from .widgets import preview
+        from cellspec_sc.widgets import preview
 
         return preview(self, image=image, feature=feature)
 
     def write(self, path: str | Path, **options: Any) -> Path:
         """Write a cellspec directory; see :func:`cellspec_sc.write`."""
-        from .directory import write
+        from cellspec_sc.io.directory import write
 
         return write(self, path, **options)
 
     def summary(self) -> dict[str, Any]:
         """The facts printed by ``repr`` as a dict."""
-        from .summary import summarise
+        from cellspec_sc.model.summary import summarise
 
         return summarise(self)
 
     def __repr__(self) -> str:
-        from .summary import format_text
+        from cellspec_sc.model.summary import format_text
 
         return format_text(self)
 
     def _repr_html_(self) -> str:
-        from .summary import format_html
+        from cellspec_sc.model.summary import format_html
 
         return format_html(self)
 
@@ -288,7 +288,7 @@ def _objects(column: pd.Series) -> np.ndarray:
 
 
 def example(*args: Any, **kwargs: Any) -> CellSpec:
-    """Alias of :func:`cellspec_sc.example` for doctests in this module."""
-    from .example import example as _example
+    """Alias of :func:`cellspec_sc.model.example` for doctests in this module."""
+    from cellspec_sc.model.example import example as _example
 
     return _example(*args, **kwargs)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .types import spec_type_of
+from cellspec_sc.spec.types import spec_type_of
 
 _MAX_SHOWN = 5
 

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .refusals import ColumnMismatch, InvalidJson, SchemaViolation, UnsupportedVersion, Unwritable
-from .types import as_spec_type, declared_type
-from .vocabulary import SPEC_VERSION
+from cellspec_sc.io.refusals import ColumnMismatch, InvalidJson, SchemaViolation, UnsupportedVersion, Unwritable
+from cellspec_sc.spec.types import as_spec_type, declared_type
+from cellspec_sc.spec.vocabulary import SPEC_VERSION
 
 if TYPE_CHECKING:
-    from .core import CellSpec
+    from cellspec_sc.model.cellspec import CellSpec
 
 SCHEMA_FILE = f"cellspec-{SPEC_VERSION}.schema.json"
 KNOWN_KEYS = ("spec_version", "column_types", "dictionary", "images", "channels", "provenance")
@@ -37,7 +37,7 @@ JSON_TABLES = ("dictionary", "images", "channels")
 @cache
 def schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of cellspec.json shipped with the package."""
-    return json.loads(files("cellspec_sc").joinpath("schema", SCHEMA_FILE).read_text(encoding="utf-8"))
+    return json.loads(files("cellspec_sc.spec").joinpath("schema", SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
 def _jsonschema() -> Any:

@@ -1,6 +1,6 @@
 """The header-mapping tables of ``docs/readers.md``, rendered from the tables the readers use.
 
-``python -m cellspec_sc.readers.docs`` rewrites the generated block of ``docs/readers.md`` (between
+``python -m cellspec_sc.docgen.readers`` rewrites the generated block of ``docs/readers.md`` (between
 ``<!-- begin generated -->`` and ``<!-- end generated -->``); a test fails when the block is stale.
 
 >>> "| `Nucleus: CD3: Mean` |" in render_tables()
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import mcmicro, qupath
-from .common import build_dictionary
+from cellspec_sc.readers import mcmicro, qupath
+from cellspec_sc.readers.common import build_dictionary
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "readers.md"
 BEGIN, END = "<!-- begin generated -->", "<!-- end generated -->"
@@ -79,7 +79,7 @@ def render_document(current: str) -> str:
     """``current`` with its generated block replaced by :func:`render_tables`."""
     head, _, rest = current.partition(BEGIN)
     _, _, tail = rest.partition(END)
-    return f"{head}{BEGIN}\n<!-- rendered by `python -m cellspec_sc.readers.docs`; do not edit -->\n\n" \
+    return f"{head}{BEGIN}\n<!-- rendered by `python -m cellspec_sc.docgen.readers`; do not edit -->\n\n" \
            f"{render_tables()}\n\n{END}{tail}"
 
 

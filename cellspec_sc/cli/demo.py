@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .directory import read, write
-from .example import example
-from .validation import validate
+from cellspec_sc.io.directory import read, write
+from cellspec_sc.model.example import example
+from cellspec_sc.validation.checks import validate
 
 
 def run_demo(out: str | Path) -> int:

@@ -1,6 +1,6 @@
 """``cellspec convert SOURCE TARGET``: between cellspec directories, AnnData and SpatialData files.
 
-SOURCE is anything ``cellspec validate`` opens (see :mod:`cellspec_sc.sources`).
+SOURCE is anything ``cellspec validate`` opens (see :mod:`cellspec_sc.io.sources`).
 The writer is chosen from TARGET's name by :data:`TARGETS`, longest suffix
 first, so a bridge can add a more specific suffix (``.spatialdata.zarr``) next
 to ``.zarr`` with one line.
@@ -24,7 +24,7 @@ TARGETS: list[tuple[str, str, str]] = [
     (".h5ad", "cellspec_sc.bridges.anndata_io:write_h5ad", "AnnData .h5ad file"),
     (".spatialdata.zarr", "cellspec_sc.bridges.spatialdata:write_spatialdata", "SpatialData .zarr store"),
     (".zarr", "cellspec_sc.bridges.anndata_io:write_anndata_zarr", "AnnData .zarr store"),
-    ("", "cellspec_sc.directory:write", "cellspec directory"),
+    ("", "cellspec_sc.io.directory:write", "cellspec directory"),
 ]
 
 
@@ -39,7 +39,7 @@ def target_writer(target: str) -> tuple[Any, str]:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from .sources import load
+    from cellspec_sc.io.sources import load
 
     x = load(args.source)
     writer, description = target_writer(args.target)

@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from .columns import ARROW_TYPES, Decoded, MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, file_columns
-from .refusals import UndecodableData
+from cellspec_sc.io.columns import ARROW_TYPES, Decoded, MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, file_columns
+from cellspec_sc.io.refusals import UndecodableData
 
 SIGNIFICANT_DIGITS = 15
 _NEEDS_QUOTES = ("\t", "\n", "\r", '"', "\\")

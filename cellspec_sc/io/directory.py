@@ -27,20 +27,20 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .columns import Decoded, column_types_of
-from .errors import InputError
-from .manifest import DATA_FILES, METADATA, checked_relative, verify_directory, write_manifest
-from .metadata import JSON_TABLES, KNOWN_KEYS, build_document, dump_document, frame_of_rows, load_document, \
+from cellspec_sc.io.columns import Decoded, column_types_of
+from cellspec_sc.errors import InputError
+from cellspec_sc.io.manifest import DATA_FILES, METADATA, checked_relative, verify_directory, write_manifest
+from cellspec_sc.io.metadata import JSON_TABLES, KNOWN_KEYS, build_document, dump_document, frame_of_rows, load_document, \
     schema_problem, supported_version
-from .parquet_io import read_parquet, write_parquet
-from .refusals import (ColumnMismatch, NotACellspecDirectory, OutlineMissing, SchemaViolation, TargetExists,
+from cellspec_sc.io.parquet import read_parquet, write_parquet
+from cellspec_sc.io.refusals import (ColumnMismatch, NotACellspecDirectory, OutlineMissing, SchemaViolation, TargetExists,
                        UnlistedDataFile, UnreadableFile, UnsafePath, UnsupportedVersion)
-from .staging import clean_stale, fsync_file, fsync_tree, publish, staging_directory
-from .tsv import read_tsv, write_tsv
-from .validation import ValidationReport, validate, validate_in_background
+from cellspec_sc.io.staging import clean_stale, fsync_file, fsync_tree, publish, staging_directory
+from cellspec_sc.io.tsv import read_tsv, write_tsv
+from cellspec_sc.validation.checks import ValidationReport, validate, validate_in_background
 
 if TYPE_CHECKING:
-    from .core import CellSpec
+    from cellspec_sc.model.cellspec import CellSpec
 
 FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
 _MARKERS = ("DONE", "MANIFEST.sha256", METADATA)
@@ -197,7 +197,7 @@ def read(path: str | Path, *, lazy: bool = False) -> CellSpec:
     on such an object.
 
     Every refusal of the format raises its own :class:`cellspec_sc.FormatError`
-    subclass (see :mod:`cellspec_sc.refusals`) before anything is returned; an
+    subclass (see :mod:`cellspec_sc.io.refusals`) before anything is returned; an
     object that fails structure validation raises
     :class:`cellspec_sc.ValidationError` with the report. ``source_dir`` of the
     result is the absolute directory.
@@ -227,7 +227,7 @@ def _read(directory: Path, lazy: bool = False) -> CellSpec:
 
 
 def _load(directory: Path, entries: dict[str, str], lazy: bool) -> tuple[CellSpec, Decoded]:
-    from .core import CellSpec
+    from cellspec_sc.model.cellspec import CellSpec
 
     if METADATA not in entries:
         raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")

@@ -4,7 +4,7 @@ The page opens in any browser without Jupyter, a kernel or internet access
 (images are embedded, nothing is loaded from a CDN).
 
 >>> import tempfile, pathlib
->>> from cellspec_sc.cli import main
+>>> from cellspec_sc.cli.main import main
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "report.html"
 >>> main(["preview", "example", "-o", str(out), "--max-features", "2"])
 0
@@ -19,8 +19,8 @@ import sys
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    from .sources import load
-    from .widgets.preview import preview
+    from cellspec_sc.io.sources import load
+    from cellspec_sc.widgets.preview import preview
 
     x = load(args.source)
     w = preview(x, image=args.image, feature=args.feature)

@@ -8,7 +8,7 @@ Conventions (shared by the SpatialData bridge and the Luxar scene builder):
 
 * **Path**: relative to the directory; an absolute path, ``..``, or a symlink
   that leads out of the directory is refused with
-  :class:`~cellspec_sc.refusals.UnsafePath` (a :class:`~cellspec_sc.CellspecError`),
+  :class:`~cellspec_sc.io.refusals.UnsafePath` (a :class:`~cellspec_sc.CellspecError`),
   by the same check the directory reader applies. When the directory has a
   ``MANIFEST.sha256`` the file must be listed in it.
 * **Missing or unreadable file** (not there, not listed in the manifest, not
@@ -46,12 +46,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from .errors import CellspecError, InputError
+from cellspec_sc.errors import CellspecError, InputError
 
 if TYPE_CHECKING:
     from shapely.geometry.base import BaseGeometry
 
-    from .core import CellSpec
+    from cellspec_sc.model.cellspec import CellSpec
 
 Units = Literal["px", "um"]
 _POLYGONAL = ("Polygon", "MultiPolygon")
@@ -91,14 +91,14 @@ class Outlines:
 
 def outline_path(source_dir: str | os.PathLike, geometry_ref: str) -> Path:
     """The file a ``geometry_ref`` names, refusing paths that leave ``source_dir``
-    (:func:`cellspec_sc.manifest.checked_relative`: absolute, ``..``, or a symlink out).
+    (:func:`cellspec_sc.io.manifest.checked_relative`: absolute, ``..``, or a symlink out).
 
     >>> outline_path("/data/run1", "../secret.geojson")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cellspec_sc.refusals.UnsafePath: /data/run1: images.geometry_ref: path '../secret.geojson' leaves the directory...
+    cellspec_sc.io.refusals.UnsafePath: /data/run1: images.geometry_ref: path '../secret.geojson' leaves the directory...
     """
-    from .manifest import checked_relative
+    from cellspec_sc.io.manifest import checked_relative
 
     return checked_relative(Path(source_dir), str(geometry_ref), "images.geometry_ref", must_exist=False)
 
@@ -140,7 +140,7 @@ def outline_files(x: CellSpec, *, source_dir: str | os.PathLike | None = None) -
     ``source_dir`` defaults to ``x.source_dir``. A file that is missing or not listed in the
     directory's manifest is left out with an :class:`OutlineWarning`, as is everything when no
     directory is known or its manifest is damaged; a path that leaves the directory raises
-    :class:`~cellspec_sc.refusals.UnsafePath`.
+    :class:`~cellspec_sc.io.refusals.UnsafePath`.
     """
     if "geometry_ref" not in x.images.columns:
         return {}
@@ -247,7 +247,7 @@ def _feature_outline(feature: Any) -> tuple[str | None, str, Any]:
 def _manifest_paths(root: Path) -> set[str] | None:
     """Paths listed in the directory's manifest (checked as the directory reader does), or None
     when there is no manifest (a folder of files that is not a cellspec directory)."""
-    from .manifest import MANIFEST, read_manifest
+    from cellspec_sc.io.manifest import MANIFEST, read_manifest
 
     if not (root / MANIFEST).is_file():
         return None

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .vocabulary import vocabulary
+from cellspec_sc.spec.vocabulary import vocabulary
 
 PANDAS_DTYPES = {
     "character": pd.StringDtype(na_value=pd.NA),

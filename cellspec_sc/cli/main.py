@@ -13,12 +13,12 @@ import sys
 from collections.abc import Sequence
 from importlib import import_module
 
-from .errors import CellspecError, ValidationError
+from cellspec_sc.errors import CellspecError, ValidationError
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
-COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli", "cellspec_sc.cli_import", "cellspec_sc.cli_convert",
-                                     "cellspec_sc.cli_luxar", "cellspec_sc.cli_preview")
+COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli.main", "cellspec_sc.cli.imports", "cellspec_sc.cli.convert",
+                                     "cellspec_sc.cli.luxar", "cellspec_sc.cli.preview")
 
 
 def _print_report(report, *, out=None) -> int:
@@ -28,8 +28,8 @@ def _print_report(report, *, out=None) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .sources import load
-    from .validation import validate
+    from cellspec_sc.io.sources import load
+    from cellspec_sc.validation.checks import validate
 
     try:
         x = load(args.source)
@@ -39,14 +39,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from .sources import load
+    from cellspec_sc.io.sources import load
 
     print(repr(load(args.source)))
     return EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
+    from cellspec_sc.cli.demo import run_demo
 
     return run_demo(args.out)
 
@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .provenance import package_version
+    from cellspec_sc.model.provenance import package_version
 
     parser = argparse.ArgumentParser(prog="cellspec", description="cellspec 1.0 tables for segmented cells")
     parser.add_argument("--version", action="version", version=f"cellspec_sc {package_version()}")

@@ -14,10 +14,10 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import InputError
+from cellspec_sc.errors import InputError
 
 if TYPE_CHECKING:
-    from .core import CellSpec
+    from cellspec_sc.model.cellspec import CellSpec
 
 
 def _is_example(source: str) -> bool:
@@ -25,7 +25,7 @@ def _is_example(source: str) -> bool:
 
 
 def _load_example(source: str) -> CellSpec:
-    from .example import example
+    from cellspec_sc.model.example import example
 
     return example()
 
@@ -55,8 +55,8 @@ def _is_spatialdata_zarr(source: str) -> bool:
 
 # (test, "module:function", description) in the order they are tried
 SOURCES: list[tuple[Callable[[str], bool], str, str]] = [
-    (_is_example, "cellspec_sc.sources:_load_example", "example (the simulated spec example)"),
-    (_is_cellspec_dir, "cellspec_sc.directory:read", "a cellspec directory"),
+    (_is_example, "cellspec_sc.io.sources:_load_example", "example (the simulated spec example)"),
+    (_is_cellspec_dir, "cellspec_sc.io.directory:read", "a cellspec directory"),
     (_is_h5ad, "cellspec_sc.bridges.anndata_io:read_h5ad", "an AnnData .h5ad file"),
     (_is_spatialdata_zarr, "cellspec_sc.bridges.spatialdata:read_spatialdata", "a SpatialData .zarr store"),
     (_is_anndata_zarr, "cellspec_sc.bridges.anndata_io:read_anndata_zarr", "an AnnData .zarr store"),

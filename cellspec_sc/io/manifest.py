@@ -16,11 +16,11 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from .hashing import BackgroundHash
-from .provenance import sha256_file
-from .refusals import (ChecksumMismatch, DoneMismatch, IncompleteDirectory, ListedFileMissing, ManifestInvalid,
+from cellspec_sc.io.hashing import BackgroundHash
+from cellspec_sc.model.provenance import sha256_file
+from cellspec_sc.io.refusals import (ChecksumMismatch, DoneMismatch, IncompleteDirectory, ListedFileMissing, ManifestInvalid,
                        UnlistedDataFile, UnsafePath, warn_unlisted)
-from .staging import fsync_file
+from cellspec_sc.io.staging import fsync_file
 
 MANIFEST, DONE, METADATA = "MANIFEST.sha256", "DONE", "cellspec.json"
 DATA_FILES = ("cells.parquet", "cells.tsv.gz", "adjacency.parquet", "adjacency.tsv.gz")

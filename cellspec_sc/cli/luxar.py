@@ -6,12 +6,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from cellspec_sc.errors import InputError
 
 
 def load_for_scene(source: str) -> Any:
     """An ``.h5ad`` is read as AnnData (so obsm embeddings and scanpy colours stay available);
-    everything else goes through :func:`cellspec_sc.sources.load`."""
+    everything else goes through :func:`cellspec_sc.io.sources.load`."""
     if source.endswith(".h5ad"):
         if not Path(source).is_file():
             raise InputError(f"{source}: no such file")
@@ -21,14 +21,14 @@ def load_for_scene(source: str) -> Any:
             return anndata.read_h5ad(source)
         except (OSError, ValueError, KeyError) as err:
             raise InputError(f"{source}: not a readable .h5ad file ({err})") from err
-    from .sources import load
+    from cellspec_sc.io.sources import load
 
     return load(source)
 
 
 def cmd_luxar(args: argparse.Namespace) -> int:
-    from .bridges.luxar import to_luxar
-    from .bridges.luxar_viewer import LuxarViewer
+    from cellspec_sc.bridges.luxar import to_luxar
+    from cellspec_sc.bridges.luxar_viewer import LuxarViewer
 
     obj = load_for_scene(args.source)
     out = to_luxar(obj, args.out, layers=args.layer or None, layout=args.layout, title=args.title,

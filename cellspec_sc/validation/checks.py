@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import ValidationError
-from .matrix_stats import MatrixStats, first_seen_codes, matrix_stats
-from .types import PANDAS_DTYPES, spec_type_of
-from .vocabulary import Vocabulary, vocabulary
+from cellspec_sc.errors import ValidationError
+from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes, matrix_stats
+from cellspec_sc.spec.types import PANDAS_DTYPES, spec_type_of
+from cellspec_sc.spec.vocabulary import Vocabulary, vocabulary
 
 MAX_ROWS_SHOWN = 5
 _STATUS_ORDER = {"fail": 0, "warn": 1, "skip": 2, "pass": 3}
@@ -282,7 +282,7 @@ def _missing_or_empty(values: pd.Series) -> np.ndarray:
 # -- the object --------------------------------------------------------------------------------
 @_check("object_class")
 def _object_class(ctx: Context) -> Problem | None:
-    from .core import CellSpec
+    from cellspec_sc.model.cellspec import CellSpec
 
     if isinstance(ctx.x, CellSpec):
         return None
@@ -892,7 +892,7 @@ def validate(
     number of NaN/infinite values a file stored as numbers rather than as NA
     (readers pass it so that such values fail ``measurements_finite`` instead of
     silently becoming NA). In memory NA is NaN, so only infinities fail there.
-    ``stats`` are the :class:`~cellspec_sc.matrix_stats.MatrixStats` of
+    ``stats`` are the :class:`~cellspec_sc.validation.matrix_stats.MatrixStats` of
     ``x.measurements`` when the caller gathered them already (``read`` does,
     while decoding); otherwise one pass over the matrix gathers them.
 

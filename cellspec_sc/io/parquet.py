@@ -26,12 +26,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .columns import Decoded, arrow_to_frame, batch_ranges, check_file_columns, conform, feature_arrays, file_columns
-from .hashing import FollowingHash
-from .matrix_stats import MatrixStats, cache_rows, first_seen_codes
-from .memory import empty_matrix
-from .refusals import ChangedSinceRead, ColumnMismatch, StoredNonFinite, UndecodableData
-from .types import spec_type_of
+from cellspec_sc.io.columns import Decoded, arrow_to_frame, batch_ranges, check_file_columns, conform, feature_arrays, file_columns
+from cellspec_sc.io.hashing import FollowingHash
+from cellspec_sc.validation.matrix_stats import MatrixStats, cache_rows, first_seen_codes
+from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.io.refusals import ChangedSinceRead, ColumnMismatch, StoredNonFinite, UndecodableData
+from cellspec_sc.spec.types import spec_type_of
 
 _DECODE_BYTES = 1 << 25  # decoded feature values held at once while filling the matrix (two pieces in flight)
 _ROW_GROUP_BYTES = 1 << 27  # ~128 MB row groups on write
@@ -71,7 +71,7 @@ def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], 
 def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str],
                  directory: Path | str, *, lazy: bool = False) -> Decoded:
     """The table columns as a canonical frame, the measurement matrix, stored-NaN counts per feature and
-    the :class:`~cellspec_sc.matrix_stats.MatrixStats` of the matrix, gathered while decoding it.
+    the :class:`~cellspec_sc.validation.matrix_stats.MatrixStats` of the matrix, gathered while decoding it.
 
     ``lazy=True``: the matrix is a dask array with one block per row group (see :func:`lazy_matrix`);
     stored NaN is then refused when a block is computed, so the counts are empty and there are no stats.

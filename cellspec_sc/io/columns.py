@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .matrix_stats import MatrixStats, cache_rows
-from .memory import empty_matrix
-from .refusals import ColumnMismatch, Unwritable
-from .types import PANDAS_DTYPES, as_spec_type, declared_type, spec_type_of
+from cellspec_sc.validation.matrix_stats import MatrixStats, cache_rows
+from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.io.refusals import ColumnMismatch, Unwritable
+from cellspec_sc.spec.types import PANDAS_DTYPES, as_spec_type, declared_type, spec_type_of
 
 ARROW_TYPES = {"character": pa.string(), "double": pa.float64(), "integer": pa.int32(), "logical": pa.bool_()}
 _PANDAS_OF_ARROW = {pa.string(): PANDAS_DTYPES["character"], pa.int32(): PANDAS_DTYPES["integer"],
@@ -103,7 +103,7 @@ class MatrixFiller:
     """Copies feature columns of successive record batches (the TSV reader's) into one float64 matrix.
 
     Each batch is kept as one block and :meth:`finish` moves the blocks into a fresh matrix
-    (:func:`~cellspec_sc.memory.empty_matrix`), dropping each block as soon as it is copied (its pages
+    (:func:`~cellspec_sc.model.memory.empty_matrix`), dropping each block as soon as it is copied (its pages
     are committed on first write), so the process never holds two full copies. Values stored as NaN (not null) are counted
     per feature, because in memory they would be indistinguishable from NA. (The Parquet reader
     knows its row count and fills a preallocated matrix instead: ``parquet_io.fill_row_group``.)

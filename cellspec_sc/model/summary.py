@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .provenance import source_line
+from cellspec_sc.model.provenance import source_line
 
 if TYPE_CHECKING:
-    from .core import CellSpec
+    from cellspec_sc.model.cellspec import CellSpec
 
 _MAX_MARKERS = 8
 

@@ -1,0 +1,7 @@
+"""``python -m cellspec_sc.docgen`` rewrites the generated tables in ``docs/``."""
+
+import sys
+
+from cellspec_sc.docgen.render import main
+
+sys.exit(main())
