@@ -18,7 +18,8 @@ from cellspec_sc.errors import CellspecError, ValidationError
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli.main", "cellspec_sc.cli.imports", "cellspec_sc.cli.convert",
-                                     "cellspec_sc.cli.luxar", "cellspec_sc.cli.preview")
+                                     "cellspec_sc.cli.luxar", "cellspec_sc.cli.preview",
+                                     "cellspec_sc.cli.cohort")
 
 
 def _print_report(report, *, out=None) -> int:

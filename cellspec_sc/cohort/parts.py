@@ -112,19 +112,15 @@ def feature_block(member: Member, part: Part, features: list[str], nulls: np.nda
     own = set(member.feature_ids)
     present = [j for j, f in enumerate(features) if f in own]
     names = [features[j] for j in present]
-    block = empty_matrix(part.rows, len(names))
-    counts = np.zeros(len(names), dtype=np.int64)
     try:
-        fill_row_group(handle, part.row_group, names, block, counts)
         mask = _kept_rows(member, part, handle)
+        block, counts = _decoded(handle, part, names, mask)
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(member.root, part.file, f"row group {part.row_group} cannot be decoded: {err}") \
             from None
     check_stamp(member, part.file)
     if nulls is not None:
         nulls[present] += counts
-    if mask is not None:
-        block = block[mask]
     if len(names) == len(features):
         return block
     out = np.full((block.shape[0], len(features)), np.nan)
@@ -152,3 +148,20 @@ def part_table(member: Member, part: Part, features: list[str]) -> pa.Table:
     for f in features:
         columns[f] = raw.column(f).cast(pa.float64()) if f in own else pa.nulls(cells.num_rows, pa.float64())
     return pa.table(columns)
+
+
+def _decoded(handle: pq.ParquetFile, part: Part, names: list[str],
+             mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The kept rows of columns ``names`` as float64 (null as NaN) and each column's null count there."""
+    counts = np.zeros(len(names), dtype=np.int64)
+    if mask is None:  # the read path's decoder: column batches of ~32 MB straight into the block
+        block = empty_matrix(part.rows, len(names))
+        fill_row_group(handle, part.row_group, names, block, counts)
+        return block, counts
+    table = handle.read_row_group(part.row_group, columns=names).filter(pa.array(mask))
+    block = empty_matrix(table.num_rows, len(names))
+    for j, name in enumerate(names):
+        column = table.column(name)
+        counts[j] = column.null_count
+        block[:, j] = column.to_numpy(zero_copy_only=False) if column.type == pa.float64() else np.nan
+    return block, counts
