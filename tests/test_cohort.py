@@ -248,3 +248,13 @@ def test_select_keeps_the_rows_of_the_chosen_images(client, slides, cohort):
     assert by_sample.images["image_id"].tolist() == ["slide01_img1"]
     with pytest.raises(CohortError, match="unknown image_id"):
         cohort.select(images=["nope"])
+
+
+def test_cli_runs_on_the_scheduler_address_it_is_given(client, slides, tmp_path, capsys):
+    from cellspec_sc.cli.main import main
+
+    address = client.scheduler.address
+    assert main(["cohort", "validate", *map(str, slides), "--scheduler", address]) == 0
+    assert "cohort validation: OK (3 directories, 0 failures)" in capsys.readouterr().out
+    assert main(["cohort", "dataset", *map(str, slides), str(tmp_path / "ds"), "--scheduler", address]) == 0
+    assert cs.open_cohort(tmp_path / "ds").n_cells == 450
