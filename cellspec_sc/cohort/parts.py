@@ -18,6 +18,8 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import unquote
 
 import numpy as np
@@ -47,6 +49,20 @@ def _handle(member: Member, part: Part) -> pq.ParquetFile:
         raise UndecodableData(member.root, part.file, f"not a readable Parquet file: {err}") from None
 
 
+@contextmanager
+def reading(member: Member, part: Part) -> Iterator[pq.ParquetFile]:
+    """The part's Parquet file, checked unchanged since the cohort was opened before and after the block;
+    a decoding error becomes UndecodableData naming the file and row group."""
+    check_stamp(member, part.file)
+    handle = _handle(member, part)
+    try:
+        yield handle
+    except (pa.ArrowException, OSError) as err:
+        raise UndecodableData(member.root, part.file, f"row group {part.row_group} cannot be decoded: {err}") \
+            from None
+    check_stamp(member, part.file)
+
+
 def _kept_rows(member: Member, part: Part, handle: pq.ParquetFile) -> np.ndarray | None:
     """Mask of the rows of the member's images (None: every row)."""
     if member.image_filter is None or part.kept == part.rows:
@@ -68,26 +84,20 @@ def count_kept(member: Member, part: Part) -> int:
 def cells_table(member: Member, part: Part, columns: list[str] | None = None) -> pa.Table:
     """The cells columns (all, or ``columns``) of one part as Arrow, in column_types order and types (hive
     columns restored)."""
-    check_stamp(member, part.file)
-    handle = _handle(member, part)
     constants = dict(part.constants)
     types = [c for c in member.table_types if columns is None or c["name"] in columns]
     stored = [c["name"] for c in types if c["name"] not in constants]
-    try:
+    with reading(member, part) as handle:
         raw = handle.read_row_group(part.row_group, columns=stored)
         mask = _kept_rows(member, part, handle)
-    except (pa.ArrowException, OSError) as err:
-        raise UndecodableData(member.root, part.file, f"row group {part.row_group} cannot be decoded: {err}") \
-            from None
-    out = {}
-    for c in types:
-        name, kind = c["name"], c["type"]
-        if name in constants:  # partition columns are character (write_dataset refuses others)
-            out[name] = pa.array([constants[name]] * part.rows, pa.string())
-        else:
-            out[name] = conform(raw.column(name), kind, part.file, name, member.root)
+        out = {}
+        for c in types:
+            name, kind = c["name"], c["type"]
+            if name in constants:  # partition columns are character (write_dataset refuses others)
+                out[name] = pa.array([constants[name]] * part.rows, pa.string())
+            else:
+                out[name] = conform(raw.column(name), kind, part.file, name, member.root)
     table = pa.table(out) if out else pa.table({"_": pa.nulls(part.rows)}).select([])
-    check_stamp(member, part.file)
     return table if mask is None else table.filter(pa.array(mask))
 
 
@@ -107,18 +117,11 @@ def feature_block(member: Member, part: Part, features: list[str], nulls: np.nda
     ``nulls`` (one count per entry of ``features``) gets each column's stored nulls added, so that a
     caller can tell NaN stored as numbers from NA.
     """
-    check_stamp(member, part.file)
-    handle = _handle(member, part)
     own = set(member.feature_ids)
     present = [j for j, f in enumerate(features) if f in own]
     names = [features[j] for j in present]
-    try:
-        mask = _kept_rows(member, part, handle)
-        block, counts = _decoded(handle, part, names, mask)
-    except (pa.ArrowException, OSError) as err:
-        raise UndecodableData(member.root, part.file, f"row group {part.row_group} cannot be decoded: {err}") \
-            from None
-    check_stamp(member, part.file)
+    with reading(member, part) as handle:
+        block, counts = _decoded(handle, part, names, _kept_rows(member, part, handle))
     if nulls is not None:
         nulls[present] += counts
     if len(names) == len(features):
@@ -132,16 +135,11 @@ def part_table(member: Member, part: Part, features: list[str]) -> pa.Table:
     """The kept rows of ``part`` as stored: cells columns, then ``features`` (null where the member
     lacks a feature), values untouched (what :meth:`Cohort.write_dataset` writes)."""
     cells = cells_table(member, part)
-    handle = _handle(member, part)
     own = set(member.feature_ids)
     present = [f for f in features if f in own]
-    try:
+    with reading(member, part) as handle:
         raw = handle.read_row_group(part.row_group, columns=present)
         mask = _kept_rows(member, part, handle)
-    except (pa.ArrowException, OSError) as err:
-        raise UndecodableData(member.root, part.file, f"row group {part.row_group} cannot be decoded: {err}") \
-            from None
-    check_stamp(member, part.file)
     if mask is not None:
         raw = raw.filter(pa.array(mask))
     columns = {name: cells.column(name) for name in cells.column_names}
