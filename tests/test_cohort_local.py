@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import json
 import shutil
 
@@ -18,17 +16,6 @@ from cellspec_sc.cli.main import main
 from cellspec_sc.cohort import CohortError
 from cellspec_sc.cohort.example import prefixed, write_example_cohort
 from cellspec_sc.io.refusals import IncompleteDirectory
-
-MODULES = ["members", "parts", "features", "failures", "run", "example", "open", "cohort", "selection",
-           "dataset_read", "dataset", "load", "validate", "summary", "anndata", "map"]
-
-
-@pytest.mark.parametrize("module", [f"cellspec_sc.cohort.{m}" for m in MODULES] +
-                         ["cellspec_sc.cohort", "cellspec_sc.cli.cohort", "cellspec_sc.widgets.cohort"])
-def test_doctests(module):
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
-
 
 @pytest.fixture
 def slides(tmp_path):

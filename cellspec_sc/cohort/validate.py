@@ -36,7 +36,8 @@ from cellspec_sc.cohort.load import member_object
 from cellspec_sc.cohort.members import Member, verify_member
 from cellspec_sc.cohort.run import run
 from cellspec_sc.cohort.selection import find_member
-from cellspec_sc.validation.checks import ValidationReport, validate
+from cellspec_sc.validation.report import ValidationReport
+from cellspec_sc.validation.runner import validate
 
 if TYPE_CHECKING:
     from cellspec_sc.cohort.cohort import Cohort
