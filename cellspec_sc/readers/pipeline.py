@@ -39,7 +39,7 @@ from cellspec_sc.readers.headers import Header, read_header, require_columns
 from cellspec_sc.readers.parsing import Parsed, stream_columns
 from cellspec_sc.spec.types import canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
-from cellspec_sc.validation.checks import validate
+from cellspec_sc.validation.runner import validate
 
 
 @dataclass(frozen=True)
