@@ -56,7 +56,8 @@ def test_refused_directory_exits_2(tmp_path, capsys):
                                     "cellspec_sc.io.tsv", "cellspec_sc.io.columns", "cellspec_sc.io.parquet",
                                     "cellspec_sc.io.refusals", "cellspec_sc.io.staging", "cellspec_sc.cli.demo",
                                     "cellspec_sc.validation.matrix_stats", "cellspec_sc.io.hashing", "cellspec_sc.validation.checks",
-                                    "cellspec_sc.model.example"])
+                                    "cellspec_sc.model.example", "cellspec_sc.io.publish", "cellspec_sc.cli.convert",
+                                    "cellspec_sc.errors"])
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
