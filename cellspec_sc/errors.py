@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cellspec_sc.validation.checks import ValidationReport
+    from cellspec_sc.validation.report import ValidationReport
 
 
 class CellspecError(Exception):

@@ -39,7 +39,8 @@ from cellspec_sc.io.refusals import (ChangedSinceRead, ColumnMismatch, NotACells
 from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target, publishing
 from cellspec_sc.io.staging import fsync_file, fsync_tree
 from cellspec_sc.io.tsv import read_tsv, write_tsv
-from cellspec_sc.validation.checks import ValidationReport, validate, validate_in_background
+from cellspec_sc.validation.report import ValidationReport
+from cellspec_sc.validation.runner import validate, validate_in_background
 
 if TYPE_CHECKING:
     from cellspec_sc.model.cellspec import CellSpec
