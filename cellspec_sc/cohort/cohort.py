@@ -114,11 +114,12 @@ class Cohort:
         return cohort_anndata(self)
 
     def write_dataset(self, path: str | Path, partition_by: Sequence[str] = ("sample_id",), client: Any = None, *,
-                      progress: bool | None = None) -> Path:
+                      progress: bool | None = None, overwrite: bool = False) -> Path:
         """Write one hive-partitioned Parquet dataset with cohort.json, manifest and DONE; see :mod:`.dataset`."""
         from cellspec_sc.cohort.dataset import write_dataset
 
-        return write_dataset(self, path, partition_by=partition_by, client=client, progress=progress)
+        return write_dataset(self, path, partition_by=partition_by, client=client, progress=progress,
+                             overwrite=overwrite)
 
     def map(self, fn: Callable[[Any], Any], client: Any = None, *, progress: bool | None = None) -> list[Any]:
         """``fn(CellSpec)`` of every directory on the workers, results in order; see :mod:`.map`."""

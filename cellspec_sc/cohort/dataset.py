@@ -41,36 +41,31 @@ from cellspec_sc.cohort.run import run
 from cellspec_sc.io.columns import column_types_of
 from cellspec_sc.io.metadata import dump_document, rows_of
 from cellspec_sc.io.manifest import write_manifest
-from cellspec_sc.io.refusals import TargetExists
-from cellspec_sc.io.staging import clean_stale, fsync_file, fsync_tree, publish, staging_directory
+from cellspec_sc.io.publish import TargetKind, publishing
+from cellspec_sc.io.staging import fsync_file, fsync_tree
 from cellspec_sc.model.provenance import package_version, sha256_file, utc_now
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 
 if TYPE_CHECKING:
     from cellspec_sc.cohort.cohort import Cohort
 
+COHORT_DATASET = TargetKind("a cohort dataset", True, lambda path: path.is_dir() and (path / COHORT_FILE).is_file())
+
 
 def write_dataset(cohort: Cohort, path: str | Path, *, partition_by: Sequence[str] = ("sample_id",),
-                  client: Any = None, progress: bool | None = None) -> Path:
-    """Write ``cohort`` as a dataset at ``path`` (which must not exist); returns the path."""
-    target = Path(path)
+                  client: Any = None, progress: bool | None = None, overwrite: bool = False) -> Path:
+    """Write ``cohort`` as a dataset at ``path``; returns the path. ``overwrite=True`` replaces an existing
+    cohort dataset (never another kind of folder) once the new one is complete."""
     partition_by = tuple(partition_by)
     _check_partitions(cohort, partition_by)
-    if target.exists() or target.is_symlink():
-        raise TargetExists(target, None, "already exists; write_dataset never replaces a path")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(target)
-    with staging_directory(target) as stage:
-        files = _write_parts(cohort, stage, partition_by, client, progress)
-        document = _document(cohort, partition_by, files, target)
-        (stage / COHORT_FILE).write_bytes(dump_document(document, target))
-        fsync_tree(stage)
-        write_manifest(stage, {COHORT_FILE: None, **{f: digest for rows in files for f, digest in rows}})
-        try:
-            publish(stage, target)
-        except FileExistsError:
-            raise TargetExists(target, None, "appeared while writing; nothing was replaced") from None
-    return target
+    with publishing(path, COHORT_DATASET, overwrite=overwrite) as payload:
+        payload.mkdir()
+        files = _write_parts(cohort, payload, partition_by, client, progress)
+        document = _document(cohort, partition_by, files, Path(path))
+        (payload / COHORT_FILE).write_bytes(dump_document(document, path))
+        fsync_tree(payload)
+        write_manifest(payload, {COHORT_FILE: None, **{f: digest for rows in files for f, digest in rows}})
+    return Path(path)
 
 
 def _check_partitions(cohort: Cohort, partition_by: tuple[str, ...]) -> None:
