@@ -16,8 +16,9 @@ to ``.zarr`` with one line.
 from __future__ import annotations
 
 import argparse
-from importlib import import_module
 from typing import Any
+
+from cellspec_sc.io.sources import load, resolve
 
 # (suffix of TARGET, "module:function" writing (x, path, overwrite=...), description); "" = anything else
 TARGETS: list[tuple[str, str, str]] = [
@@ -33,14 +34,11 @@ def target_writer(target: str) -> tuple[Any, str]:
     name = str(target).rstrip("/").lower()
     for suffix, where, description in sorted(TARGETS, key=lambda row: -len(row[0])):
         if name.endswith(suffix):
-            module, function = where.split(":")
-            return getattr(import_module(module), function), description
+            return resolve(where), description
     raise AssertionError("TARGETS has a catch-all entry")  # pragma: no cover
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from cellspec_sc.io.sources import load
-
     x = load(args.source)
     writer, description = target_writer(args.target)
     path = writer(x, args.target, overwrite=args.overwrite)

@@ -13,6 +13,10 @@ from __future__ import annotations
 import argparse
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.directory import write
+from cellspec_sc.readers.mcmicro import read_mcmicro
+from cellspec_sc.readers.qupath import read_qupath
+from cellspec_sc.validation.runner import validate
 
 
 def _marker_map(pairs: list[str] | None) -> dict[str, str]:
@@ -26,9 +30,6 @@ def _marker_map(pairs: list[str] | None) -> dict[str, str]:
 
 
 def _write_and_report(x, args: argparse.Namespace) -> int:
-    from cellspec_sc.io.directory import write
-    from cellspec_sc.validation.runner import validate
-
     path = write(x, args.out_dir, format=args.format, overwrite=args.overwrite)
     report = validate(x)
     counts = x.provenance["counts"]
@@ -41,8 +42,6 @@ def _write_and_report(x, args: argparse.Namespace) -> int:
 
 
 def cmd_import_qupath(args: argparse.Namespace) -> int:
-    from cellspec_sc.readers.qupath import read_qupath
-
     x = read_qupath(args.file, pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
                     marker_map=_marker_map(args.marker),
                     object_types=None if args.all_objects else tuple(args.object_types))
@@ -50,8 +49,6 @@ def cmd_import_qupath(args: argparse.Namespace) -> int:
 
 
 def cmd_import_mcmicro(args: argparse.Namespace) -> int:
-    from cellspec_sc.readers.mcmicro import read_mcmicro
-
     x = read_mcmicro(args.file, pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
                      marker_map=_marker_map(args.marker), markers_csv=args.markers, image=args.image)
     return _write_and_report(x, args)

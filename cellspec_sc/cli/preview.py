@@ -17,10 +17,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cellspec_sc.io.sources import load
+
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    from cellspec_sc.io.sources import load
-    from cellspec_sc.widgets.preview import preview
+    from cellspec_sc.widgets.preview import preview  # ipywidgets and matplotlib: loaded for this command only
 
     x = load(args.source)
     w = preview(x, image=args.image, feature=args.feature)

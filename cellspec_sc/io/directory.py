@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from cellspec_sc.io.columns import Decoded, column_types_of
 from cellspec_sc.errors import InputError
@@ -37,11 +37,9 @@ from cellspec_sc.io.refusals import (ColumnMismatch, NotACellspecDirectory, Outl
                        UnlistedDataFile, UnreadableFile, UnsafePath, UnsupportedVersion)
 from cellspec_sc.io.staging import clean_stale, fsync_file, fsync_tree, publish, staging_directory
 from cellspec_sc.io.tsv import read_tsv, write_tsv
+from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.validation.report import ValidationReport
 from cellspec_sc.validation.runner import validate, validate_in_background
-
-if TYPE_CHECKING:
-    from cellspec_sc.model.cellspec import CellSpec
 
 FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
 _MARKERS = ("DONE", "MANIFEST.sha256", METADATA)
@@ -228,8 +226,6 @@ def _read(directory: Path, lazy: bool = False) -> CellSpec:
 
 
 def _load(directory: Path, entries: dict[str, str], lazy: bool) -> tuple[CellSpec, Decoded]:
-    from cellspec_sc.model.cellspec import CellSpec
-
     if METADATA not in entries:
         raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")
     document = load_document(directory / METADATA, directory)
