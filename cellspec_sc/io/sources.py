@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.manifest import has_markers
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.example import example
 
@@ -30,8 +31,7 @@ def load_example(source: str) -> CellSpec:
 
 
 def is_cellspec_dir(source: str) -> bool:
-    path = Path(source)
-    return path.is_dir() and any((path / name).exists() for name in ("cellspec.json", "DONE", "MANIFEST.sha256"))
+    return has_markers(Path(source))
 
 
 # ("module:function" test, "module:function" loader, description) in the order they are tried
@@ -47,7 +47,7 @@ SOURCES: list[tuple[str, str, str]] = [
 
 
 def resolve(target: str) -> Any:
-    """The object named by ``"module:function"``, importing its module.
+    """The object named by ``"module:name"`` (a function, a constant...), importing its module.
 
     >>> resolve("cellspec_sc.io.sources:is_example")("example")
     True
