@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.model.cellspec import CellSpec, _drop_missing_pairs, contact_positions
+from cellspec_sc.model.cellspec import CellSpec, drop_missing_pairs, contact_positions
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.names import first_free_name
 from cellspec_sc.model.provenance import with_history_step
 from cellspec_sc.spec.types import as_spec_type, column_spec_types
 from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.validation.matrix_stats import row_blocks
 
 from cellspec_sc.bridges.uns_tables import decode_table, encode_table, from_json_text, to_json_text
 
@@ -130,10 +131,8 @@ def measurement_fingerprint(matrix: Any) -> str:
     Dense and dask matrices are hashed a row block at a time (the same digest as hashing the
     whole C-order buffer), so a dask X is never loaded whole.
     """
-    from cellspec_sc.validation.matrix_stats import row_blocks
-
     digest = hashlib.sha256(np.asarray(matrix.shape, dtype=np.int64).tobytes())
-    blocks = [(0, _dense(matrix))] if hasattr(matrix, "toarray") else row_blocks(matrix)
+    blocks = [(0, dense(matrix))] if hasattr(matrix, "toarray") else row_blocks(matrix)
     for _, block in blocks:
         block = np.ascontiguousarray(block, dtype=np.float64)
         digest.update(memoryview(block.reshape(-1).view(np.uint8)))
@@ -400,7 +399,7 @@ def _dictionary_from_var(var: pd.DataFrame, meta: Mapping[str, Any], changes: di
 
 def _measurements_from_x(adata: anndata.AnnData, meta: Mapping[str, Any], allow_modified: bool,
                          changes: dict[str, Any]) -> np.ndarray:
-    matrix = _dense(adata.X) if adata.X is not None else np.zeros((adata.n_obs, adata.n_vars))
+    matrix = dense(adata.X) if adata.X is not None else np.zeros((adata.n_obs, adata.n_vars))
     raw = _raw_measurements(adata, meta)
     if raw is not None:
         return raw
@@ -429,7 +428,7 @@ def _raw_measurements(adata: anndata.AnnData, meta: Mapping[str, Any]) -> np.nda
     raw = adata.raw
     if raw is None or raw.X is None or list(raw.shape) != list(meta["measurements_shape"]):
         return None
-    matrix = _dense(raw.X)
+    matrix = dense(raw.X)
     if matrix.dtype != np.float64 or measurement_fingerprint(matrix) != meta["measurements_sha256"]:
         return None
     positions = pd.Index(list(map(str, raw.var_names))).get_indexer(list(map(str, adata.var_names)))
@@ -438,7 +437,8 @@ def _raw_measurements(adata: anndata.AnnData, meta: Mapping[str, Any]) -> np.nda
     return matrix if np.array_equal(positions, np.arange(matrix.shape[1])) else np.ascontiguousarray(matrix[:, positions])
 
 
-def _dense(matrix: Any) -> np.ndarray:
+def dense(matrix: Any) -> np.ndarray:
+    """A scipy sparse or a dense matrix as a numpy array."""
     if hasattr(matrix, "toarray"):
         return matrix.toarray()
     return np.asarray(matrix)
@@ -451,7 +451,7 @@ def _adjacency_from_record(record: Mapping[str, Any], cells: pd.DataFrame,
     stored = _table(record, "adjacency")
     if not {"image_id", "cell_id"} <= set(cells.columns):
         raise InputError("obs has lost image_id or cell_id, so adjacency cannot be matched to cells")
-    kept = _drop_missing_pairs(stored, cells)
+    kept = drop_missing_pairs(stored, cells)
     if len(kept) != len(stored):
         changes["contacts_dropped"] = int(len(stored) - len(kept))
     return kept

@@ -30,7 +30,7 @@ from cellspec_sc.model.provenance import new_provenance, with_history_step
 from cellspec_sc.spec.types import as_spec_type, canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
 
-from cellspec_sc.bridges.anndata import BRIDGE_VERSION, FUNCTION, _dense, carry_obs_columns, warn_not_carried
+from cellspec_sc.bridges.anndata import BRIDGE_VERSION, FUNCTION, carry_obs_columns, dense, warn_not_carried
 
 if TYPE_CHECKING:
     import anndata
@@ -177,7 +177,7 @@ def _coordinates(adata: anndata.AnnData, obs: pd.DataFrame, coordinates: str | t
     if isinstance(coordinates, tuple):
         return np.column_stack([as_spec_type(obs[c], "double").to_numpy(np.float64, na_value=np.nan)
                                 for c in coordinates])
-    xy = np.asarray(_dense(adata.obsm[coordinates]), dtype=np.float64)
+    xy = np.asarray(dense(adata.obsm[coordinates]), dtype=np.float64)
     if xy.ndim != 2 or xy.shape[1] < 2:
         raise InputError(f"obsm[{coordinates!r}] has shape {xy.shape}; expected (n_cells, 2) centroids")
     return xy[:, :2]
@@ -209,7 +209,7 @@ def _dictionary(names: list[str], rule: FeatureRule) -> pd.DataFrame:
 
 
 def _raw_matrix(x: Any, n_obs: int, n_vars: int) -> tuple[np.ndarray, dict[str, int]]:
-    matrix = np.zeros((n_obs, n_vars)) if x is None else np.array(_dense(x), dtype=np.float64, order="C")
+    matrix = np.zeros((n_obs, n_vars)) if x is None else np.array(dense(x), dtype=np.float64, order="C")
     nonfinite = ~np.isfinite(matrix)
     matrix[nonfinite] = np.nan  # spec section 3: NaN and infinite source values become NA and are counted
     return matrix, {"na_converted": 0, "nonfinite_converted": int(nonfinite.sum())}

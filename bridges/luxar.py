@@ -27,6 +27,7 @@ from cellspec_sc.display.colors import NA_COLOUR, UNCOLOURED, category_rgb, hex_
 from cellspec_sc.display.html import swatch
 from cellspec_sc.display.ranges import robust_window
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.outlines import image_outlines
 from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.model.provenance import source_line
 from cellspec_sc.bridges.luxar_input import SceneInput, scene_input
@@ -542,8 +543,6 @@ class _SceneBuilder:
     def _outlines_layer(self, spec: LayerSpec) -> None:
         """Outline rings (exteriors; holes are not drawn) as closed lines, one vertex key per cell_id."""
         import shapely
-
-        from cellspec_sc.io.outlines import image_outlines
 
         outlines = image_outlines(self.src.cellspec)
         group = self._layer_group(spec, order=20)  # drawn over the cells

@@ -25,8 +25,10 @@ True
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,13 +38,14 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.model.provenance import package_version, with_history_step
 from cellspec_sc.io.publish import TargetKind, check_target, publishing
 
 from cellspec_sc.io.outlines import image_outlines, materialise_outline_files, outline_files
 
 from cellspec_sc.bridges.anndata import from_anndata, to_anndata
+from cellspec_sc.bridges.anndata_foreign import from_foreign_anndata
 from cellspec_sc.bridges.sd_names import allocate
 from cellspec_sc.bridges.uns_tables import from_json_text, to_json_text
 
@@ -436,9 +439,6 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
 
 
 def _temporary_directory() -> Path:
-    import atexit
-    import tempfile
-
     directory = Path(tempfile.mkdtemp(prefix="cellspec-outlines-"))
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
     return directory
@@ -450,8 +450,6 @@ def _read_zarr(path: str | os.PathLike) -> SpatialData:
     try:
         return spatialdata.read_zarr(str(path))
     except Exception as err:  # noqa: BLE001 - zarr, anndata and geopandas raise many types on a damaged store
-        from cellspec_sc.errors import FormatError
-
         raise FormatError(f"{path}: not a readable SpatialData zarr store ({type(err).__name__}: {err})") from None
 
 
@@ -479,8 +477,6 @@ def from_foreign_spatialdata(sdata: SpatialData, *, table_key: str | None = None
     cellspec_sc.errors.InputError: ...sample_id='<id>' or sample_key='<obs column>'...
     """
     from spatialdata.models import get_table_keys
-
-    from cellspec_sc.bridges.anndata_foreign import from_foreign_anndata
 
     key = _table_key(sdata, table_key)
     table = sdata.tables[key]

@@ -13,7 +13,11 @@ from __future__ import annotations
 import argparse
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.directory import write
 from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target
+from cellspec_sc.readers.mcmicro import read_mcmicro
+from cellspec_sc.readers.qupath import read_qupath
+from cellspec_sc.validation.runner import validate
 
 
 def _marker_map(pairs: list[str] | None) -> dict[str, str]:
@@ -27,9 +31,6 @@ def _marker_map(pairs: list[str] | None) -> dict[str, str]:
 
 
 def _write_and_report(x, args: argparse.Namespace) -> int:
-    from cellspec_sc.io.directory import write
-    from cellspec_sc.validation.runner import validate
-
     path = write(x, args.out_dir, format=args.format, overwrite=args.overwrite)
     report = validate(x)
     counts = x.provenance["counts"]
@@ -47,8 +48,6 @@ def _check_out_dir(args: argparse.Namespace) -> None:
 
 
 def cmd_import_qupath(args: argparse.Namespace) -> int:
-    from cellspec_sc.readers.qupath import read_qupath
-
     _check_out_dir(args)
     x = read_qupath(args.file, pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
                     marker_map=_marker_map(args.marker),
@@ -57,8 +56,6 @@ def cmd_import_qupath(args: argparse.Namespace) -> int:
 
 
 def cmd_import_mcmicro(args: argparse.Namespace) -> int:
-    from cellspec_sc.readers.mcmicro import read_mcmicro
-
     _check_out_dir(args)
     x = read_mcmicro(args.file, pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
                      marker_map=_marker_map(args.marker), markers_csv=args.markers, image=args.image)

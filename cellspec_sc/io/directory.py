@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from cellspec_sc.io.columns import Decoded, column_types_of
 from cellspec_sc.errors import CellspecError, InputError
@@ -39,11 +39,9 @@ from cellspec_sc.io.refusals import (ChangedSinceRead, ColumnMismatch, NotACells
 from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target, publishing
 from cellspec_sc.io.staging import fsync_file, fsync_tree
 from cellspec_sc.io.tsv import read_tsv, write_tsv
+from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.validation.report import ValidationReport
 from cellspec_sc.validation.runner import validate, validate_in_background
-
-if TYPE_CHECKING:
-    from cellspec_sc.model.cellspec import CellSpec
 
 FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
 
@@ -229,8 +227,6 @@ def _read(directory: Path, lazy: bool = False) -> CellSpec:
 
 
 def _load(directory: Path, entries: dict[str, str], lazy: bool) -> tuple[CellSpec, Decoded]:
-    from cellspec_sc.model.cellspec import CellSpec
-
     if METADATA not in entries:
         raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")
     document = load_document(directory / METADATA, directory)
