@@ -230,15 +230,15 @@ def _load(directory: Path, entries: dict[str, str], lazy: bool) -> tuple[CellSpe
     if METADATA not in entries:
         raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")
     document = load_document(directory / METADATA, directory)
-    fmt = _listed_format(directory, entries)
+    fmt = listed_format(directory, entries)
     suffix, _, reader = FORMATS[fmt]
     if lazy and fmt != "parquet":
         raise InputError(f"{directory}: read(lazy=True) needs the Parquet variant; this directory holds "
                          f"cells{suffix} (read it without lazy=True, or write it again as Parquet)")
     types = document["column_types"]
     tables = {t: frame_of_rows(document[t], t, types.get(t), directory) for t in JSON_TABLES}
-    _check_outlines_listed(directory, tables["images"], entries)
-    feature_ids = _feature_ids(tables["dictionary"], directory)
+    check_outlines_listed(directory, tables["images"], entries)
+    feature_ids = feature_ids_of(tables["dictionary"], directory)
     options = {"lazy": True} if lazy else {}
     decoded = reader(directory / f"cells{suffix}", types["cells"], feature_ids, directory, **options)
     adjacency = _read_adjacency(directory, entries, suffix, reader, types)
@@ -248,7 +248,7 @@ def _load(directory: Path, entries: dict[str, str], lazy: bool) -> tuple[CellSpe
     return x, decoded
 
 
-def _listed_format(directory: Path, entries: dict[str, str]) -> str:
+def listed_format(directory: Path, entries: dict[str, str]) -> str:
     listed = [fmt for fmt, (suffix, _, _) in FORMATS.items() if f"cells{suffix}" in entries]
     if len(listed) != 1:
         detail = "both cells.parquet and cells.tsv.gz are listed" if listed else "no cells file is listed"
@@ -268,7 +268,7 @@ def _read_adjacency(directory: Path, entries: dict, suffix: str, reader: Any, ty
     return reader(directory / name, types["adjacency"], [], directory).frame
 
 
-def _feature_ids(dictionary: Any, directory: Path) -> list[str]:
+def feature_ids_of(dictionary: Any, directory: Path) -> list[str]:
     if "feature_id" not in dictionary.columns:
         return []
     ids = dictionary["feature_id"]
@@ -278,7 +278,7 @@ def _feature_ids(dictionary: Any, directory: Path) -> list[str]:
     return [str(f) for f in ids]
 
 
-def _check_outlines_listed(directory: Path, images: Any, entries: dict[str, str]) -> None:
+def check_outlines_listed(directory: Path, images: Any, entries: dict[str, str]) -> None:
     for ref in _geometry_refs(images):
         checked_relative(directory, ref, "images.geometry_ref", must_exist=False)
         if ref not in entries:

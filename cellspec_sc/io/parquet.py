@@ -83,12 +83,7 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
         stored = handle.schema_arrow
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"not a readable Parquet file: {err}") from None
-    table_types = check_file_columns(stored.names, types, feature_ids, directory, file)
-    kinds = dict(zip(stored.names, stored.types, strict=True))  # one pass: by-name lookups cost O(columns) each
-    for name in feature_ids:
-        kind = kinds[name]
-        if kind != pa.float64() and not pa.types.is_null(kind):
-            raise ColumnMismatch(directory, file, f"feature column {name!r} is stored as {kind}, not double")
+    table_types = check_stored_columns(stored, types, feature_ids, directory, file)
     try:
         names = [c["name"] for c in table_types]
         raw = handle.read(columns=names, use_threads=True)
@@ -97,13 +92,26 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
         frame = arrow_to_frame(columns, table_types)
         if lazy:
             return Decoded(frame, lazy_matrix(path, feature_ids, directory), {}, None)
-        matrix, stored_nan, stats = _decode_matrix(handle, feature_ids, _stats_for(frame, len(feature_ids)))
+        matrix, stored_nan, stats = _decode_matrix(handle, feature_ids, stats_for(frame, len(feature_ids)))
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"Parquet data cannot be decoded: {err}") from None
     return Decoded(frame, matrix, stored_nan, stats)
 
 
-def _stats_for(frame: pd.DataFrame, n_features: int) -> MatrixStats:
+def check_stored_columns(stored: pa.Schema, types: list[dict[str, str]], feature_ids: list[str],
+                         directory: Path | str, file: str) -> list[dict[str, str]]:
+    """Compare a file's schema with column_types (features stored as double or all-null); returns the
+    types of the table columns (see :func:`~cellspec_sc.io.columns.check_file_columns`)."""
+    table_types = check_file_columns(stored.names, types, feature_ids, directory, file)
+    kinds = dict(zip(stored.names, stored.types, strict=True))  # one pass: by-name lookups cost O(columns) each
+    for name in feature_ids:
+        kind = kinds[name]
+        if kind != pa.float64() and not pa.types.is_null(kind):
+            raise ColumnMismatch(directory, file, f"feature column {name!r} is stored as {kind}, not double")
+    return table_types
+
+
+def stats_for(frame: pd.DataFrame, n_features: int) -> MatrixStats:
     """Stats with per-image ranges when the cells have a character image_id (what validation uses)."""
     image_id = frame["image_id"] if "image_id" in frame.columns else None
     if image_id is None or isinstance(image_id, pd.DataFrame) or spec_type_of(image_id) != "character":
