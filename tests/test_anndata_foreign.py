@@ -45,13 +45,14 @@ def test_missing_facts_are_named(scimap_like):
 def test_scimap_like_anndata_becomes_a_valid_cellspec(scimap_like, tmp_path):
     with pytest.warns(AnnDataBridgeWarning, match="'Area' -> 'area_2'"):
         x = cs.from_anndata(scimap_like, image_key="imageid", sample_key="imageid", pixel_size=0.65,
-                            coordinates=("X_centroid", "Y_centroid"), coordinate_unit="px", cell_key="CellID",
-                            features=intensity_features(others=("Area_px",)))
+                            coordinates=("X_centroid", "Y_centroid"), coordinate_unit="px", pixel_origin="center",
+                            cell_key="CellID", features=intensity_features(others=("Area_px",)))
     assert x.validate().ok, x.validate().format(only_problems=True)
     assert x.cells["cell_id"].tolist() == ["1", "2", "3", "4", "5", "6"]
     assert x.cells["image_id"].tolist()[2:4] == ["exemplar-001", "exemplar-002"]
-    assert x.cells["x"].tolist() == [10.0 * 0.65, 20.0 * 0.65, 30.0 * 0.65, 40.0 * 0.65, 50.0 * 0.65, 60.0 * 0.65]
-    assert x.cells["x_px"].tolist()[0] == 10.0
+    # regionprops centroids: pixel i has its centre at i, the spec puts it at i + 0.5 (section 8)
+    assert x.cells["x"].tolist() == [10.5 * 0.65, 20.5 * 0.65, 30.5 * 0.65, 40.5 * 0.65, 50.5 * 0.65, 60.5 * 0.65]
+    assert x.cells["x_px"].tolist()[0] == 10.5
     assert list(x.cells.columns) == ["cell_id", "image_id", "sample_id", "x", "y", "x_px", "y_px", "area_2",
                                      "phenotype"]
     assert x.cells["phenotype"].isna().tolist() == [False] * 4 + [True, False]
