@@ -30,12 +30,13 @@ import pandas as pd
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.names import first_free_name
 from cellspec_sc.model.provenance import new_provenance, with_history_step
 from cellspec_sc.readers.mcmicro import SHAPES
 from cellspec_sc.spec.types import as_spec_type, canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
 
-from cellspec_sc.bridges.anndata import BRIDGE_VERSION, FUNCTION, dense, carry_obs_columns, warn_not_carried
+from cellspec_sc.bridges.anndata import BRIDGE_VERSION, FUNCTION, carry_obs_columns, dense, warn, warn_not_carried
 from cellspec_sc.bridges.anndata_layers import measurement_layer
 
 if TYPE_CHECKING:
@@ -263,9 +264,21 @@ def _centroids(xy: np.ndarray, scale: np.ndarray, o: ForeignOptions) -> dict[str
 
 
 def _extra_columns(obs: pd.DataFrame, used: set[Any], taken: set[str]) -> dict[str, pd.Series]:
+    """The other obs columns as cells columns; one named like a column built from the arguments (an obs
+    ``sample_id`` when ``sample_id=`` was given) is kept beside it as ``<name>_2``, never over it."""
     names = [name for name in obs.columns if name not in used]
     converted, _, _ = carry_obs_columns(obs, names, taken | set(map(str, obs.columns)))
-    return dict(converted.values())
+    out: dict[str, pd.Series] = {}
+    moved = {}
+    for new_name, column in converted.values():
+        if new_name in taken:
+            kept_as = first_free_name(new_name, taken | set(out) | set(map(str, obs.columns)))
+            moved[new_name], new_name = kept_as, kept_as
+        out[new_name] = column
+    if moved:
+        warn(f"obs columns {sorted(moved)} are kept as {[moved[k] for k in sorted(moved)]}: the cellspec's own "
+             "columns of those names come from the arguments (image_id=, sample_id=, coordinates=, ...)")
+    return out
 
 
 def _dictionary(names: list[str], rule: FeatureRule) -> pd.DataFrame:

@@ -360,12 +360,12 @@ def _cellspec_tables(sdata: SpatialData) -> list[str]:
 
 
 def _refuse_lost_record(table: anndata.AnnData, key: str) -> None:
-    """A table of ``to_spatialdata`` (it has ``cs__region``) without its records cannot give a valid, complete
-    cellspec: images, channels, dictionary, adjacency and provenance were only there."""
-    if REGION_KEY in table.obs.columns:
+    """A table of ``to_spatialdata`` (it has ``cs__region``) that lost both records, as anndata's concat drops
+    ``uns``, cannot give a valid, complete cellspec: images, channels, dictionary and adjacency were only there."""
+    if REGION_KEY in table.obs.columns and ANNDATA_UNS_KEY not in table.uns and UNS_KEY not in table.uns:
         raise InputError(
             f"table {key!r} was made by cellspec_sc.to_spatialdata (it has obs[{REGION_KEY!r}]) but has lost "
-            f"uns[{ANNDATA_UNS_KEY!r}] or uns[{UNS_KEY!r}], which hold the images, channels, dictionary, "
+            f"uns[{ANNDATA_UNS_KEY!r}] and uns[{UNS_KEY!r}], which hold the images, channels, dictionary, "
             "adjacency and provenance: spatialdata.concatenate(..., concatenate_tables=True) drops them "
             "(anndata.concat keeps no uns by default). Concatenate without concatenate_tables=True and join the "
             "tables with from_spatialdata(sdata), or convert each object with from_spatialdata before "
