@@ -301,7 +301,7 @@ def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restri
     (``preset="spatialdata-io:steinbock"``, ...).
     """
     ours = _cellspec_tables(sdata)
-    if table_key is None and len(ours) > 1 and _bridge_table(sdata) not in sdata.tables:
+    if table_key is None and len(ours) > 1 and _bridge_table(sdata) not in sdata.tables and _disjoint(sdata, ours):
         from cellspec_sc.bridges.sd_concat import from_concatenated
 
         if foreign:
@@ -357,6 +357,20 @@ def _bridge_table(sdata: SpatialData) -> str | None:
 def _cellspec_tables(sdata: SpatialData) -> list[str]:
     """Keys of the tables that carry both records of ``to_spatialdata``."""
     return [k for k, t in sdata.tables.items() if ANNDATA_UNS_KEY in t.uns and UNS_KEY in t.uns]
+
+
+def _disjoint(sdata: SpatialData, keys: list[str]) -> bool:
+    """Whether the tables annotate different elements (as after spatialdata.concatenate), not the same ones."""
+    from spatialdata.models import get_table_keys
+
+    seen: set[str] = set()
+    for key in keys:
+        region = get_table_keys(sdata.tables[key])[0]
+        regions = {region} if isinstance(region, str) else set(region)
+        if regions & seen:
+            return False
+        seen |= regions
+    return True
 
 
 def _refuse_lost_record(table: anndata.AnnData, key: str) -> None:
