@@ -76,13 +76,39 @@ def to_anndata(x: CellSpec) -> anndata.AnnData:
     if matrix.dtype != np.float64:
         matrix = matrix.astype(np.float64)
     names = pd.Index(obs_names(x.cells), dtype=object)
-    obs = x.cells.set_axis(names, axis=0)
+    obs = scverse_obs(x.cells).set_axis(names, axis=0)
     var = x.dictionary.set_axis(pd.Index(x.feature_ids, dtype=object), axis=0)
     obsm = {SPATIAL_KEY: np.column_stack([_double(x.cells, "x"), _double(x.cells, "y")])}
     adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns={UNS_KEY: _uns_record(x, matrix)})
     if x.adjacency is not None:
         adata.obsp[CONNECTIVITIES_KEY], adata.obsp[SHARED_BOUNDARY_KEY] = adjacency_matrices(x.cells, x.adjacency)
     return adata
+
+
+CATEGORICAL_COLUMNS = ("image_id", "sample_id", "classification")
+
+
+def scverse_obs(cells: pd.DataFrame) -> pd.DataFrame:
+    """``cells`` with the text columns squidpy, scimap and spatialdata-plot group by as categoricals:
+    ``image_id``, ``sample_id``, ``classification``, ``region__*`` and any other text column (but
+    ``cell_id``) with at most half as many distinct values as rows. ``from_anndata`` restores them to
+    text from the stored spec types, so the round trip stays exact.
+
+    >>> cells = pd.DataFrame({"cell_id": ["1", "2", "3"], "image_id": ["a", "a", "b"], "note": ["x", "y", "z"]},
+    ...                      dtype="string")
+    >>> scverse_obs(cells).dtypes.astype(str).tolist()
+    ['string', 'category', 'string']
+    """
+    out = {}
+    for name in cells.columns:
+        column = cells[name]
+        if name != "cell_id" and isinstance(column.dtype, pd.StringDtype) and (
+                name in CATEGORICAL_COLUMNS or str(name).startswith("region__")
+                or column.nunique(dropna=True) <= len(column) // 2):
+            column = pd.Series(pd.Categorical(column.astype(object).where(column.notna(), None)),
+                               index=column.index, name=name)
+        out[name] = column
+    return pd.DataFrame(out, index=cells.index, columns=cells.columns)
 
 
 def obs_names(cells: pd.DataFrame) -> list[str]:
@@ -209,6 +235,7 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     dictionary = _dictionary_from_var(adata.var, meta, changes)
     measurements = _measurements_from_x(adata, meta, allow_modified, changes)
     adjacency = _adjacency_from_record(record, cells, changes)
+    warn_replaced_graph(adata, cells, adjacency)
     warn_not_carried(adata, obsm={SPATIAL_KEY}, obsp={CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY})
     provenance = _read_json(record, "provenance")
     if changes:
@@ -438,7 +465,7 @@ def _raw_measurements(adata: anndata.AnnData, meta: Mapping[str, Any]) -> np.nda
 
 
 def dense(matrix: Any) -> np.ndarray:
-    """A scipy sparse or a dense matrix as a numpy array."""
+    """A sparse or array-like matrix as a numpy array (no copy when it is one already)."""
     if hasattr(matrix, "toarray"):
         return matrix.toarray()
     return np.asarray(matrix)
@@ -457,9 +484,31 @@ def _adjacency_from_record(record: Mapping[str, Any], cells: pd.DataFrame,
     return kept
 
 
-def warn_not_carried(adata: anndata.AnnData, obsm: set[str] = frozenset(), obsp: set[str] = frozenset()) -> None:
+def warn_replaced_graph(adata: anndata.AnnData, cells: pd.DataFrame, adjacency: pd.DataFrame | None) -> None:
+    """Warn when ``obsp["spatial_connectivities"]`` is no longer the graph of the cellspec's contacts
+    (``sq.gr.spatial_neighbors`` writes its own graph under that key): it is not carried."""
+    from scipy import sparse
+
+    if CONNECTIVITIES_KEY not in adata.obsp:
+        return
+    graph = sparse.csr_matrix(adata.obsp[CONNECTIVITIES_KEY])
+    if adjacency is not None:
+        expected, _ = adjacency_matrices(cells, adjacency)
+        if graph.shape == expected.shape and (graph != expected).nnz == 0:
+            return
+    stored = "no adjacency" if adjacency is None else f"its {len(adjacency)} stored contacts"
+    warn(f"obsp[{CONNECTIVITIES_KEY!r}] is not the cellspec adjacency any more ({graph.nnz} non-zero entries; "
+         "replaced, e.g. by squidpy's spatial_neighbors) and is not carried into the cellspec, which keeps "
+         f"{stored}. To keep both, build squidpy's graph with key_added='<name>' (the bridge's graph stays); keep "
+         "what you computed from it as obs columns (they become cells columns); or replace the contacts with "
+         "x.replace(adjacency=<table with method 'mask_touching', 'polygon_intersection' or 'delaunay'>), as "
+         "docs/anndata.md shows")
+
+
+def warn_not_carried(adata: anndata.AnnData, obsm: set[str] = frozenset(), obsp: set[str] = frozenset(),
+                     layers: set[str] = frozenset()) -> None:
     """Warn about ``obsm``/``layers``/``obsp``/``varm`` entries that are not the given ones (the bridge's own)."""
-    own = {"obsm": obsm, "obsp": obsp, "layers": set(), "varm": set()}
+    own = {"obsm": obsm, "obsp": obsp, "layers": layers, "varm": set()}
     left = [f"{slot}[{key!r}]" for slot, mine in own.items() for key in getattr(adata, slot).keys()
             if key is not None and key not in mine]
     if left:

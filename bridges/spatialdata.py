@@ -297,12 +297,26 @@ def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restri
     ``cs.write`` can put them into a cellspec directory again (without it, ``source_dir`` is
     None and ``cs.write`` refuses an object whose ``geometry_ref`` files it cannot find).
 
-    A SpatialData not made here is converted by :func:`from_foreign_spatialdata` with the
-    keyword arguments in ``foreign``.
+    A SpatialData made by ``spatialdata.concatenate`` of several such objects (one table per
+    object) gives one cellspec of all tables (:mod:`.sd_concat`); a table whose records were
+    dropped (``concatenate_tables=True``) is refused. A SpatialData not made here is converted
+    by :func:`from_foreign_spatialdata` with the keyword arguments in ``foreign``
+    (``preset="spatialdata-io:steinbock"``, ...).
     """
+    ours = _cellspec_tables(sdata)
+    if table_key is None and len(ours) > 1 and _bridge_table(sdata) not in sdata.tables and _disjoint(sdata, ours):
+        from cellspec_sc.bridges.sd_concat import from_concatenated
+
+        if foreign:
+            raise InputError(f"from_spatialdata: {sorted(foreign)} only apply to a SpatialData not made by "
+                             "cellspec_sc.to_spatialdata")
+        return from_concatenated(sdata, ours, lambda key: from_spatialdata(
+            sdata, table_key=key, restrict_to_shapes=restrict_to_shapes, allow_modified=allow_modified,
+            outline_dir=outline_dir))
     key = _table_key(sdata, table_key)
     table = sdata.tables[key]
     if ANNDATA_UNS_KEY not in table.uns or UNS_KEY not in table.uns:
+        _refuse_lost_record(table, key)
         return from_foreign_spatialdata(sdata, table_key=key, allow_modified=allow_modified, **foreign)
     if foreign:
         raise InputError(f"from_spatialdata: {sorted(foreign)} only apply to a SpatialData not made by "
@@ -327,7 +341,7 @@ def _table_key(sdata: SpatialData, table_key: str | None) -> str:
         if table_key not in sdata.tables:
             raise InputError(f"SpatialData has no table {table_key!r} (tables: {tables or 'none'})")
         return table_key
-    ours = (sdata.attrs.get(ATTRS_KEY) or {}).get("table") if isinstance(sdata.attrs, Mapping) else None
+    ours = _bridge_table(sdata)
     if ours in sdata.tables:
         return str(ours)
     if len(tables) == 1:
@@ -336,6 +350,43 @@ def _table_key(sdata: SpatialData, table_key: str | None) -> str:
         raise InputError("SpatialData has no table; a cellspec needs one table with the cells (a spatialdata "
                          "query that keeps no cell drops the table too)")
     raise InputError(f"SpatialData has {len(tables)} tables {tables}; say which holds the cells with table_key=")
+
+
+def _bridge_table(sdata: SpatialData) -> str | None:
+    """The table named in ``sdata.attrs["cellspec_sc"]`` (spatialdata.concatenate drops attrs)."""
+    return (sdata.attrs.get(ATTRS_KEY) or {}).get("table") if isinstance(sdata.attrs, Mapping) else None
+
+
+def _cellspec_tables(sdata: SpatialData) -> list[str]:
+    """Keys of the tables that carry both records of ``to_spatialdata``."""
+    return [k for k, t in sdata.tables.items() if ANNDATA_UNS_KEY in t.uns and UNS_KEY in t.uns]
+
+
+def _disjoint(sdata: SpatialData, keys: list[str]) -> bool:
+    """Whether the tables annotate different elements (as after spatialdata.concatenate), not the same ones."""
+    from spatialdata.models import get_table_keys
+
+    seen: set[str] = set()
+    for key in keys:
+        region = get_table_keys(sdata.tables[key])[0]
+        regions = {region} if isinstance(region, str) else set(region)
+        if regions & seen:
+            return False
+        seen |= regions
+    return True
+
+
+def _refuse_lost_record(table: anndata.AnnData, key: str) -> None:
+    """A table of ``to_spatialdata`` (it has ``cs__region``) that lost both records, as anndata's concat drops
+    ``uns``, cannot give a valid, complete cellspec: images, channels, dictionary and adjacency were only there."""
+    if REGION_KEY in table.obs.columns and ANNDATA_UNS_KEY not in table.uns and UNS_KEY not in table.uns:
+        raise InputError(
+            f"table {key!r} was made by cellspec_sc.to_spatialdata (it has obs[{REGION_KEY!r}]) but has lost "
+            f"uns[{ANNDATA_UNS_KEY!r}] and uns[{UNS_KEY!r}], which hold the images, channels, dictionary, "
+            "adjacency and provenance: spatialdata.concatenate(..., concatenate_tables=True) drops them "
+            "(anndata.concat keeps no uns by default). Concatenate without concatenate_tables=True and join the "
+            "tables with from_spatialdata(sdata), or convert each object with from_spatialdata before "
+            "concatenating")
 
 
 def _read_record(table: anndata.AnnData) -> dict[str, Any]:
@@ -484,10 +535,11 @@ def from_foreign_spatialdata(sdata: SpatialData, *, table_key: str | None = None
         return from_foreign_anndata(table, **options)
     _, region_key, instance_key = get_table_keys(table)
     table = table.copy()  # gets centroids and loses the SpatialData annotation below
-    options.setdefault("cell_key", instance_key)
-    if options.get("image_id") is None:
-        options.setdefault("image_key", region_key)
-    if "coordinates" not in options:
+    if options.get("preset") is None:  # a preset knows its table's keys and coordinates
+        options.setdefault("cell_key", instance_key)
+        if options.get("image_id") is None:
+            options.setdefault("image_key", region_key)
+    if "coordinates" not in options and options.get("preset") is None:
         table = _with_shape_centroids(sdata, table, region_key, instance_key, coordinate_system)
         options["coordinates"] = _CENTROIDS
     del table.uns["spatialdata_attrs"]
@@ -496,7 +548,7 @@ def from_foreign_spatialdata(sdata: SpatialData, *, table_key: str | None = None
     except InputError as err:
         raise InputError(f"SpatialData table {key!r} was not made by cellspec_sc.to_spatialdata: {err}") from None
     details = {"table": key, "region_key": region_key, "instance_key": instance_key,
-               "centroids": "from shapes" if options["coordinates"] == _CENTROIDS else "from the table",
+               "centroids": "from shapes" if options.get("coordinates") == _CENTROIDS else "from the table",
                "coordinate_system": coordinate_system}
     return x.replace(provenance=with_history_step(x.provenance, "from_spatialdata", FUNCTION, details))
 
