@@ -23,6 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.display.colors import NA_COLOUR, UNCOLOURED, category_rgb, hex_colour
+from cellspec_sc.display.html import swatch
+from cellspec_sc.display.ranges import robust_window
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.provenance import source_line
 from cellspec_sc.bridges.luxar_input import SceneInput, scene_input
@@ -31,8 +34,6 @@ NAMED_LAYERS = ("cells", "adjacency", "outlines")
 PARAMETERISED_LAYERS = ("feature", "marker", "category", "embedding")
 DEFAULT_LAYERS = ("cells",)
 LAYOUTS = ("side", "stack")
-NA_COLOUR = (0.45, 0.45, 0.45)  # neutral grey for NA values and cells without a class
-UNCOLOURED = (0.85, 0.85, 0.85)  # cells layer of an object without classification
 LINE_COLOUR = (0.4, 0.4, 0.4)
 OUTLINE_COLOUR = (0.9, 0.9, 0.9)
 FALLBACK_RADIUS_UM = 5.0  # radius when no cell of the object has an area
@@ -311,28 +312,6 @@ def _hover_base(cells: pd.DataFrame) -> list[str]:
 
 # -- colourings ------------------------------------------------------------------------------------
 
-def category_colours(categories: Sequence[str], given: dict[str, str] | None = None) -> np.ndarray:
-    """One RGB colour per category: scanpy's colours when given, else tab10/tab20, else evenly spaced hues.
-    The colour depends only on the category's position in the (sorted) category list.
-
-    >>> category_colours(["a", "b"]).shape
-    (2, 3)
-    """
-    from matplotlib import colormaps
-    from matplotlib.colors import to_rgb
-
-    n = len(categories)
-    if given and all(c in given for c in categories):
-        return np.array([to_rgb(given[c]) for c in categories], dtype=np.float32).reshape(n, 3)
-    if n <= 10:
-        base = colormaps["tab10"].colors[:n]
-    elif n <= 20:
-        base = colormaps["tab20"].colors[:n]
-    else:
-        base = colormaps["hsv"](np.linspace(0.0, 1.0, n, endpoint=False))[:, :3]
-    return np.asarray(base, dtype=np.float32).reshape(n, 3)
-
-
 _MAX_INTENSITY = 100.0  # luxar refuses a points intensity above this
 
 
@@ -353,30 +332,10 @@ def _windowed(values: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, flo
     return ((values - lo) / span).astype(np.float32), 1.0, 0.0
 
 
-def robust_window(values: np.ndarray, percentiles: tuple[float, float] = (1.0, 99.0)) -> tuple[float, float]:
-    """Display window from percentiles of the finite values, widened when they coincide.
-
-    >>> robust_window(np.arange(101.0), (1, 99))
-    (1.0, 99.0)
-    """
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        return (0.0, 1.0)
-    lo, hi = (float(v) for v in np.percentile(finite, percentiles))
-    if not hi - lo > 1e-9 * max(1.0, abs(lo), abs(hi)):  # equal (or subnormally close): widen around them
-        pad = max(abs(lo) * 0.5, 0.5)
-        lo, hi = lo - pad, hi + pad
-    return (lo, hi)
-
-
-def _hex(rgb: Sequence[float]) -> str:
-    return "#" + "".join(f"{int(round(float(c) * 255)):02x}" for c in rgb)
-
-
 def _category_colouring(src: SceneInput, column: str) -> Colouring:
     values = src.category_column(column)
     categories = list(values.categories)
-    colours = category_colours(categories, src.palettes.get(column))
+    colours = category_rgb(categories, src.palettes.get(column))
     codes = np.asarray(values.codes)
     rgb = np.vstack([colours, np.asarray([NA_COLOUR], dtype=np.float32)])[codes]  # code -1 -> NA grey
     text = np.asarray([*categories, "NA"], dtype=object)[codes]
@@ -387,12 +346,12 @@ def _category_colouring(src: SceneInput, column: str) -> Colouring:
 
 def _category_legend(column: str, categories: list[str], colours: np.ndarray, counts: np.ndarray, n_na: int,
                      limit: int = 24) -> str:
-    rows = [f'<span style="color:{_hex(c)}">&#9679;</span> {escape(name)} ({int(k):,})'
+    rows = [f"{swatch(hex_colour(c))} {escape(name)} ({int(k):,})"
             for name, c, k in zip(categories[:limit], colours[:limit], counts[:limit], strict=True)]
     if len(categories) > limit:
         rows.append(f"... {len(categories) - limit} more")
     if n_na:
-        rows.append(f'<span style="color:{_hex(NA_COLOUR)}">&#9679;</span> NA ({n_na:,})')
+        rows.append(f"{swatch(hex_colour(NA_COLOUR))} NA ({n_na:,})")
     return f"<b>{escape(column)}</b><br>" + "<br>".join(rows)
 
 
@@ -407,7 +366,7 @@ def _feature_colouring(src: SceneInput, feature_id: str, colormap: str,
     legend = (f"<b>{escape(title or feature_id)}</b><br>{escape(colormap)}, window {window[0]:.4g} to {window[1]:.4g}"
               f" (percentiles {percentiles[0]:g}-{percentiles[1]:g})")
     if n_na:
-        legend += f'<br><span style="color:{_hex(NA_COLOUR)}">&#9679;</span> NA ({n_na:,})'
+        legend += f"<br>{swatch(hex_colour(NA_COLOUR))} NA ({n_na:,})"
     return Colouring(title=feature_id, scalars=shown, colormap=colormap, window=window, hover=text, legend=legend)
 
 
