@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.progress import progress
 
 from cellspec_sc.bridges.anndata import AnnDataBridgeWarning, from_anndata, to_anndata
 
@@ -80,7 +81,9 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Pat
     _check_target(target, overwrite, is_h5ad)
     stage = target.with_name(f".{target.name}.cellspec-staging-{os.getpid()}-{secrets.token_hex(4)}")
     try:
-        to_anndata(x).write_h5ad(stage)
+        adata = to_anndata(x)
+        with progress(1, f"writing {target.name}", unit="file", size=adata.X.size):  # anndata has no progress
+            adata.write_h5ad(stage)
         os.replace(stage, target)
     finally:
         stage.unlink(missing_ok=True)
@@ -94,7 +97,9 @@ def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False
     stage = target.with_name(f".{target.name}.cellspec-staging-{os.getpid()}-{secrets.token_hex(4)}")
     old = target.with_name(f".{target.name}.cellspec-old-{secrets.token_hex(4)}")
     try:
-        to_anndata(x).write_zarr(stage)
+        adata = to_anndata(x)
+        with progress(1, f"writing {target.name}", unit="file", size=adata.X.size):
+            adata.write_zarr(stage)
         if target.exists():
             target.rename(old)
         stage.rename(target)

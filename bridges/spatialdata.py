@@ -440,7 +440,8 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
     clean_stale(target)
     with staging_directory(target) as stage:
         store = stage / "store"  # spatialdata writes only to a path that does not exist yet
-        sdata.write(str(store))
+        with progress(1, f"writing {target.name}", unit="file", size=np.size(x.measurements)):
+            sdata.write(str(store))
         fsync_tree(store)
         publish(store, target)  # a replaced store ends up inside the stage, which is removed
     return target

@@ -12,10 +12,12 @@ import sys
 import termios
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 import cellspec_sc as cs
 import cellspec_sc.progress
+from cellspec_sc.cli.main import main
 from cellspec_sc.spec.vocabulary import vocabulary
 
 WRITE_EXAMPLE = """
@@ -113,3 +115,43 @@ def test_notebook_shows_a_widget_bar(tmp_path):
     NotebookClient(nb, timeout=240, kernel_name="python3").execute()
     kinds = [kind for out in nb.cells[0].outputs for kind in out.get("data", {})]
     assert "application/vnd.jupyter.widget-view+json" in kinds, nb.cells[0].outputs
+
+
+@pytest.mark.parametrize("argv", [["-v", "convert", "example", "{out}"], ["convert", "example", "{out}", "-v"]])
+def test_cli_verbose_logs_each_step_on_stderr(tmp_path, capsys, argv):
+    out = str(tmp_path / "run1")
+    assert main([a.format(out=out) for a in argv]) == 0
+    captured = capsys.readouterr()
+    assert "cellspec: writing cells.parquet: 80 rows in " in captured.err
+    assert captured.out.startswith(f"wrote {out} (cellspec directory)")
+    assert not logging.getLogger("cellspec_sc").handlers[1:], "the command's log handler was left behind"
+
+
+def test_cli_quiet_and_default_log_nothing(tmp_path, capsys):
+    assert main(["convert", "example", str(tmp_path / "a")]) == 0
+    assert main(["-q", "convert", "example", str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_quiet_and_verbose_exclude_each_other(capsys):
+    assert main(["-q", "-v", "info", "example"]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_cli_verbose_shows_a_bar_on_a_terminal(tmp_path):
+    cli = ["-m", "cellspec_sc.cli.main"]
+    code, shown = run_on_terminal([*cli, "convert", "example", str(tmp_path / "a"), "-v"])
+    assert code == 0 and "writing cells.parquet:" in shown and "rows/s]" in shown
+    code, shown = run_on_terminal([*cli, "convert", "example", str(tmp_path / "b")])
+    assert code == 0 and shown == ""
+
+
+def test_validate_problems_prints_only_what_failed_or_warned(capsys):
+    assert main(["validate", "example", "--area-range", "1", "50"]) == 0
+    full = capsys.readouterr().out.splitlines()
+    assert main(["validate", "example", "--area-range", "1", "50", "--problems"]) == 0
+    problems = capsys.readouterr().out.splitlines()
+    assert problems[0] == full[0] and "1 warn" in problems[0]
+    assert [line.split()[0] for line in problems[1:]] == ["WARN"]
+    assert problems[1].split() in [line.split() for line in full]  # the same line (columns are narrower)
+    assert any(line.split()[0] == "PASS" for line in full[1:])
