@@ -418,17 +418,6 @@ def test_feature_colour_option_is_first(x):
     assert preview(x).colour_by.value == FEATURE
 
 
-@pytest.mark.parametrize("module", ["cellspec_sc.widgets", "cellspec_sc.widgets.compute", "cellspec_sc.widgets.data",
-                                    "cellspec_sc.widgets.figures", "cellspec_sc.widgets.preview",
-                                    "cellspec_sc.widgets.snapshot", "cellspec_sc.cli.preview"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_cli_preview_of_an_h5ad(tmp_path):
     from cellspec_sc.bridges.anndata import to_anndata
     from cellspec_sc.cli.main import main

@@ -29,7 +29,7 @@ from cellspec_sc.widgets import compute
 
 if TYPE_CHECKING:
     from cellspec_sc.model.cellspec import CellSpec
-    from cellspec_sc.validation.checks import ValidationReport
+    from cellspec_sc.validation.report import ValidationReport
 
 ID_COLUMNS = ("cell_id", "image_id", "sample_id")
 _FEATURE_CACHE = 4
@@ -212,7 +212,7 @@ class PreviewData:
     def report(self) -> ValidationReport:
         """The validation report (computed once, on first use)."""
         if self._report is None:
-            from cellspec_sc.validation.checks import validate
+            from cellspec_sc.validation.runner import validate
 
             self._report = validate(self.x)
         return self._report

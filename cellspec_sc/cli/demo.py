@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cellspec_sc.io.directory import read, write
 from cellspec_sc.model.example import example
-from cellspec_sc.validation.checks import validate
+from cellspec_sc.validation.runner import validate
 
 
 def run_demo(out: str | Path) -> int:

@@ -16,7 +16,8 @@ from typing import TextIO
 from cellspec_sc.cli.main import EXIT_INVALID, EXIT_OK
 from cellspec_sc.errors import ValidationError
 from cellspec_sc.io.sources import load
-from cellspec_sc.validation.checks import ValidationReport, validate
+from cellspec_sc.validation.report import ValidationReport
+from cellspec_sc.validation.runner import validate
 
 
 def print_report(report: ValidationReport, *, out: TextIO | None = None, only_problems: bool = False) -> int:
