@@ -27,6 +27,7 @@ from cellspec_sc.model.cellspec import CellSpec, drop_missing_pairs, contact_pos
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.names import first_free_name
 from cellspec_sc.model.provenance import with_history_step
+from cellspec_sc.progress import progress
 from cellspec_sc.spec.types import as_spec_type, column_spec_types
 from cellspec_sc.spec.vocabulary import vocabulary
 from cellspec_sc.validation.matrix_stats import row_blocks
@@ -75,13 +76,17 @@ def to_anndata(x: CellSpec) -> anndata.AnnData:
     matrix = x.measurements if _is_dask(x.measurements) else np.asarray(x.measurements)
     if matrix.dtype != np.float64:
         matrix = matrix.astype(np.float64)
-    names = pd.Index(obs_names(x.cells), dtype=object)
-    obs = scverse_obs(x.cells).set_axis(names, axis=0)
-    var = x.dictionary.set_axis(pd.Index(x.feature_ids, dtype=object), axis=0)
-    obsm = {SPATIAL_KEY: np.column_stack([_double(x.cells, "x"), _double(x.cells, "y")])}
-    adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns={UNS_KEY: _uns_record(x, matrix)})
-    if x.adjacency is not None:
-        adata.obsp[CONNECTIVITIES_KEY], adata.obsp[SHARED_BOUNDARY_KEY] = adjacency_matrices(x.cells, x.adjacency)
+    with progress(3, "to_anndata", unit="steps", size=matrix.size) as bar:
+        names = pd.Index(obs_names(x.cells), dtype=object)
+        obs = scverse_obs(x.cells).set_axis(names, axis=0)
+        var = x.dictionary.set_axis(pd.Index(x.feature_ids, dtype=object), axis=0)
+        obsm = {SPATIAL_KEY: np.column_stack([_double(x.cells, "x"), _double(x.cells, "y")])}
+        bar.update(1)
+        adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns={UNS_KEY: _uns_record(x, matrix)})
+        bar.update(1)
+        if x.adjacency is not None:
+            adata.obsp[CONNECTIVITIES_KEY], adata.obsp[SHARED_BOUNDARY_KEY] = adjacency_matrices(x.cells, x.adjacency)
+        bar.update(1)
     return adata
 
 
@@ -159,9 +164,11 @@ def measurement_fingerprint(matrix: Any) -> str:
     """
     digest = hashlib.sha256(np.asarray(matrix.shape, dtype=np.int64).tobytes())
     blocks = [(0, dense(matrix))] if hasattr(matrix, "toarray") else row_blocks(matrix)
-    for _, block in blocks:
-        block = np.ascontiguousarray(block, dtype=np.float64)
-        digest.update(memoryview(block.reshape(-1).view(np.uint8)))
+    with progress(matrix.shape[0], "fingerprinting the measurements", size=np.prod(matrix.shape)) as bar:
+        for _, block in blocks:
+            block = np.ascontiguousarray(block, dtype=np.float64)
+            digest.update(memoryview(block.reshape(-1).view(np.uint8)))
+            bar.update(block.shape[0])
     return digest.hexdigest()
 
 

@@ -41,6 +41,7 @@ from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.model.provenance import package_version, with_history_step
 from cellspec_sc.io.publish import TargetKind, check_target, publishing
+from cellspec_sc.progress import progress
 
 from cellspec_sc.io.outlines import image_outlines, materialise_outline_files, outline_files
 
@@ -100,13 +101,15 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
     cell_ids = table.obs[INSTANCE_KEY]
     shapes: dict[str, gpd.GeoDataFrame] = {}
     fallback: dict[str, int] = {}
-    for image_id, rows in groups.items():
-        name, transforms = names[image_id], _transformations(x.images, image_id, names[image_id])
-        shapes[name], n_fallback = _circles(x, rows, cell_ids, transforms)
-        if n_fallback:
-            fallback[image_id] = n_fallback
-    files = outline_files(x, source_dir=source_dir) if outlines else {}
-    outline_record = _add_outlines(x, groups, names, cell_ids, shapes, files, outline_units)
+    with progress(x.n_cells, "to_spatialdata shapes", unit="cells", size=np.size(x.measurements)) as bar:
+        for image_id, rows in groups.items():
+            name, transforms = names[image_id], _transformations(x.images, image_id, names[image_id])
+            shapes[name], n_fallback = _circles(x, rows, cell_ids, transforms)
+            if n_fallback:
+                fallback[image_id] = n_fallback
+            bar.update(len(rows))
+        files = outline_files(x, source_dir=source_dir) if outlines else {}
+        outline_record = _add_outlines(x, groups, names, cell_ids, shapes, files, outline_units)
     if files:
         table.uns[OUTLINE_FILES_KEY] = _encode_files(files)
     renamed = _make_obs_names_valid(table)
@@ -484,7 +487,8 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
     """
     check_target(path, SPATIALDATA_ZARR, overwrite=overwrite)
     sdata = to_spatialdata(x, **options)
-    with publishing(path, SPATIALDATA_ZARR, overwrite=overwrite) as payload:
+    with publishing(path, SPATIALDATA_ZARR, overwrite=overwrite) as payload, \
+            progress(1, f"writing {Path(path).name}", unit="file", size=np.size(x.measurements)):
         sdata.write(str(payload))  # spatialdata writes only to a path that does not exist yet
     return Path(path)
 
