@@ -18,7 +18,7 @@ from cellspec_sc.errors import CellspecError, ValidationError
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli.main", "cellspec_sc.cli.imports", "cellspec_sc.cli.convert",
-                                     "cellspec_sc.cli.luxar", "cellspec_sc.cli.preview")
+                                     "cellspec_sc.cli.luxar", "cellspec_sc.cli.view", "cellspec_sc.cli.preview")
 
 
 def _print_report(report, *, out=None) -> int:
