@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.bridges.luxar_colour import (
-    Colouring, category_colouring, category_colours, feature_colouring, plain_colouring, robust_window)
+from cellspec_sc.bridges.luxar_colour import Colouring, category_colouring, feature_colouring, plain_colouring
 from cellspec_sc.bridges.luxar_input import SceneInput, scene_input
 from cellspec_sc.bridges.luxar_layout import (
     ALL_CATEGORIES, HiddenDims, Layout, category_dim_name, embedding_x0, hidden_dims, image_layout, unique_node_names,
@@ -35,7 +34,7 @@ from cellspec_sc.bridges.luxar_scene import ColourLayer, SceneBuilder
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.provenance import source_line
 
-__all__ = ["to_luxar", "parse_layer", "cell_radii", "category_colours", "robust_window", "LayerSpec"]
+__all__ = ["to_luxar", "parse_layer", "cell_radii", "LayerSpec"]
 
 NAMED_LAYERS = ("cells", "adjacency", "outlines")
 PARAMETERISED_LAYERS = ("feature", "marker", "category", "embedding")

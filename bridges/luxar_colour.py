@@ -26,10 +26,10 @@ from html import escape
 
 import numpy as np
 
+from cellspec_sc.display.colors import NA_COLOUR, UNCOLOURED, category_rgb, hex_colour
+from cellspec_sc.display.ranges import robust_window
 from cellspec_sc.errors import InputError
 
-NA_COLOUR = (0.45, 0.45, 0.45)  # neutral grey: NA values and cells without a class
-UNCOLOURED = (0.85, 0.85, 0.85)  # cells layer of an object without classification
 FLOAT32_MAX = float(np.finfo(np.float32).max)  # luxar stores scalars as float32
 MAX_INTENSITY, MAX_OFFSET = 100.0, 10.0  # luxar's limits on a node's intensity and |offset|
 LEGEND_ROWS = 24  # categories listed in a legend before "... n more"
@@ -93,49 +93,6 @@ def colormap_rgb(colormap: str, fractions: np.ndarray) -> np.ndarray:
     return np.asarray(colormaps[colormap](np.clip(fractions, 0.0, 1.0)))[..., :3]
 
 
-def category_colours(categories: Sequence[str], given: dict[str, str] | None = None) -> np.ndarray:
-    """One RGB colour per category: scanpy's colours when given, else tab10/tab20, else evenly spaced hues.
-    The colour depends only on the category's position in the (sorted) category list.
-
-    >>> category_colours(["a", "b"]).shape
-    (2, 3)
-    """
-    from matplotlib import colormaps
-    from matplotlib.colors import to_rgb
-
-    n = len(categories)
-    if given and all(c in given for c in categories):
-        return np.array([to_rgb(given[c]) for c in categories], dtype=np.float32).reshape(n, 3)
-    if n <= 10:
-        base = colormaps["tab10"].colors[:n]
-    elif n <= 20:
-        base = colormaps["tab20"].colors[:n]
-    else:
-        base = colormaps["hsv"](np.linspace(0.0, 1.0, n, endpoint=False))[:, :3]
-    return np.asarray(base, dtype=np.float32).reshape(n, 3)
-
-
-def robust_window(values: np.ndarray, percentiles: tuple[float, float] = (1.0, 99.0)) -> tuple[float, float]:
-    """Display window from percentiles of the finite values, widened when they coincide.
-
-    >>> robust_window(np.arange(101.0), (1, 99))
-    (1.0, 99.0)
-    """
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        return (0.0, 1.0)
-    lo, hi = (float(v) for v in np.percentile(finite, percentiles))
-    return widened(lo, hi)
-
-
-def widened(lo: float, hi: float) -> tuple[float, float]:
-    """The window itself, or one around it when its ends coincide (a window needs a width)."""
-    if not hi - lo > 1e-9 * max(1.0, abs(lo), abs(hi)):
-        pad = max(abs(lo) * 0.5, 0.5)
-        return (lo - pad, hi + pad)
-    return (lo, hi)
-
-
 def check_window(window: Sequence[float]) -> tuple[float, float]:
     """A user's ``window=(lo, hi)``: two finite numbers with lo < hi."""
     try:
@@ -174,7 +131,7 @@ def stored_scalars(values: np.ndarray, window: tuple[float, float]) -> tuple[np.
 def category_colouring(column: str, categories: list[str], codes: np.ndarray,
                        palette: dict[str, str] | None = None) -> Colouring:
     """Colours of a categorical column (code -1 = NA, grey)."""
-    colours = category_colours(categories, palette)
+    colours = category_rgb(categories, palette)
     rgb = np.vstack([colours, np.asarray([NA_COLOUR], dtype=np.float32)])[codes]
     text = np.asarray([*categories, "NA"], dtype=object)[codes]
     return Colouring(title=column, value_text=[f"{column}: {t}" for t in text.tolist()], rgb=rgb.astype(np.float32),
@@ -202,15 +159,6 @@ def plain_colouring(n: int) -> Colouring:
 
 
 # -- legends ---------------------------------------------------------------------------------------
-
-def hex_colour(rgb: Sequence[float]) -> str:
-    """'#rrggbb' of an sRGB colour with channels in 0-1.
-
-    >>> hex_colour((1.0, 0.5, 0.0))
-    '#ff8000'
-    """
-    return "#" + "".join(f"{int(round(float(c) * 255)):02x}" for c in rgb)
-
 
 def _swatch(rgb: Sequence[float]) -> str:
     return (f'<span style="display:inline-block;width:10px;height:10px;margin-right:5px;'

@@ -15,7 +15,8 @@ from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.errors import CellspecError, FormatError, InputError, ValidationError
 from cellspec_sc.model.example import example
 from cellspec_sc.model.provenance import package_version
-from cellspec_sc.validation.checks import ValidationReport, validate
+from cellspec_sc.validation.report import ValidationReport
+from cellspec_sc.validation.runner import validate
 from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
 
 __version__ = package_version()

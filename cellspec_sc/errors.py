@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cellspec_sc.validation.checks import ValidationReport
+    from cellspec_sc.validation.report import ValidationReport
 
 
 class CellspecError(Exception):

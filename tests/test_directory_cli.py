@@ -1,13 +1,10 @@
-"""The command line on directories: demo, validate, info; and the doctests of the directory modules."""
+"""The command line on directories: demo, validate, info."""
 
 from __future__ import annotations
 
-import doctest
-import importlib
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 from dirhelpers import reseal
 
 import cellspec_sc as cs
@@ -50,16 +47,6 @@ def test_refused_directory_exits_2(tmp_path, capsys):
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert "DONE: file is missing" in err and str(path) in err
-
-
-@pytest.mark.parametrize("module", ["cellspec_sc.io.directory", "cellspec_sc.io.manifest", "cellspec_sc.io.metadata",
-                                    "cellspec_sc.io.tsv", "cellspec_sc.io.columns", "cellspec_sc.io.parquet",
-                                    "cellspec_sc.io.refusals", "cellspec_sc.io.staging", "cellspec_sc.cli.demo",
-                                    "cellspec_sc.validation.matrix_stats", "cellspec_sc.io.hashing", "cellspec_sc.validation.checks",
-                                    "cellspec_sc.model.example"])
-def test_docstring_examples(module):
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
 
 
 def test_docs_page_is_current():

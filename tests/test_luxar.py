@@ -15,11 +15,12 @@ from luxar.encoding import ArrayDecoder
 from strategies import cellspecs
 
 import cellspec_sc as cs
-from cellspec_sc.bridges.luxar import cell_radii, category_colours, parse_layer
+from cellspec_sc.bridges.luxar import cell_radii, parse_layer
 from cellspec_sc.bridges.luxar_colour import NA_COLOUR, colormap_rgb, linear_lut, linear_rgb, stored_scalars
 from cellspec_sc.bridges.luxar_scene import DISC_SCALE, SHARPNESS
 from luxar_scenes import FEATURE, cells_object, ramp, ramp_object
 from cellspec_sc.cli.main import main
+from cellspec_sc.display.colors import category_rgb
 
 DECODER = ArrayDecoder()
 
@@ -241,7 +242,7 @@ def test_image_names_are_drawn_as_glyphs_above_each_image(tmp_path, x):
 def test_category_colours_are_linearised_for_the_viewer(tmp_path):
     x = cs.example(region_layers=("tissue",))
     path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layers=["category:region__tissue"])
-    palette = dict(zip(["stroma", "tumor"], category_colours(["stroma", "tumor"])))  # sorted byte order
+    palette = dict(zip(["stroma", "tumor"], category_rgb(["stroma", "tumor"])))  # sorted byte order
     assert np.allclose(palette["stroma"], (0.12156863, 0.46666667, 0.70588235))  # tab10 blue, first category
     for image in ("img1", "img2"):
         node = points_node(path, f"{image}/{image}.category_region__tissue")
@@ -250,7 +251,7 @@ def test_category_colours_are_linearised_for_the_viewer(tmp_path):
 
 
 def test_categories_with_na_are_grey_and_more_than_twenty_get_distinct_colours():
-    colours = category_colours([f"c{i}" for i in range(30)])
+    colours = category_rgb([f"c{i}" for i in range(30)])
     assert len({tuple(c) for c in colours.round(4)}) == 30
 
 

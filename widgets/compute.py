@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.display.colors import EMPTY, NA_GREY, OTHER_GREY, category_hex
+
 LEVELS = ("kind", "marker", "compartment", "statistic")
 NONE = ""  # stands for NA in a dictionary level (a dropdown cannot hold NA)
 QUANTILES = (0.01, 0.25, 0.5, 0.75, 0.99)
@@ -321,23 +323,6 @@ def category_raster(index: np.ndarray, codes: np.ndarray, labels: Sequence[str],
     return CategoryRaster(winner.reshape(grid.ny, grid.nx), list(labels), np.bincount(codes, minlength=n_categories))
 
 
-def robust_range(values: np.ndarray, quantiles: tuple[float, float] = (0.02, 0.98)) -> tuple[float, float]:
-    """Colour range from the 2nd to the 98th percentile of the finite values (never empty).
-
-    >>> robust_range(np.arange(101.0))
-    (2.0, 98.0)
-    """
-    finite = values[np.isfinite(values)]
-    if not finite.size:
-        return 0.0, 1.0
-    lo, hi = (float(v) for v in np.quantile(finite, quantiles))
-    if hi <= lo:
-        lo, hi = float(finite.min()), float(finite.max())
-    if hi <= lo:
-        lo, hi = lo - 0.5, hi + 0.5
-    return lo, hi
-
-
 @dataclass(frozen=True)
 class LegendEntry:
     label: str
@@ -345,27 +330,16 @@ class LegendEntry:
     colour: str  # "#rrggbb"
 
 
-NA_GREY = "#b0b0b0"
-EMPTY = "#ffffff"
+CATEGORY_FIXED = {NA_LABEL: NA_GREY, OTHER: OTHER_GREY}  # colours of the pooled labels
 
 
 def category_colours(labels: Sequence[str]) -> list[str]:
-    """tab20 colours in order, grey for ``NA``, a dark grey for ``(other)``."""
-    from matplotlib import colormaps
-    from matplotlib.colors import to_hex
+    """One ``"#rrggbb"`` per map label: tab20 in order, grey for ``NA``, a dark grey for ``(other)``.
 
-    palette = [to_hex(c) for c in colormaps["tab20"].colors]
-    palette = palette[0::2] + palette[1::2]  # the strong ten first
-    out, i = [], 0
-    for label in labels:
-        if label == NA_LABEL:
-            out.append(NA_GREY)
-        elif label == OTHER:
-            out.append("#555555")
-        else:
-            out.append(palette[i % len(palette)])
-            i += 1
-    return out
+    >>> category_colours(["T cell", OTHER, NA_LABEL])
+    ['#1f77b4', '#555555', '#b0b0b0']
+    """
+    return category_hex(labels, CATEGORY_FIXED)
 
 
 def legend_entries(labels: Sequence[str], counts: np.ndarray) -> list[LegendEntry]:

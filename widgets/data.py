@@ -22,16 +22,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.display.ranges import robust_range
 from cellspec_sc.errors import InputError
 
 from cellspec_sc.widgets import compute
 
 if TYPE_CHECKING:
     from cellspec_sc.model.cellspec import CellSpec
-    from cellspec_sc.validation.checks import ValidationReport
+    from cellspec_sc.validation.report import ValidationReport
 
 ID_COLUMNS = ("cell_id", "image_id", "sample_id")
 _FEATURE_CACHE = 4
+FEATURE = "__feature__"  # colour_by value of the Space panel: the selected feature
+DENSITY = "__density__"  # colour_by value of the Space panel: cells per bin
 
 
 def as_cellspec(obj: Any) -> CellSpec:
@@ -145,6 +148,13 @@ class PreviewData:
             self._features.popitem(last=False)
         return column
 
+    def unit(self, feature_id: str | None) -> str:
+        """The dictionary unit of a feature ("" for none or no feature)."""
+        if feature_id is None:
+            return ""
+        unit = self.x.dictionary["unit"].iloc[self.x._feature_position(feature_id)]
+        return "" if pd.isna(unit) else str(unit)
+
     def per_image(self, feature_id: str) -> dict[str, np.ndarray]:
         """The values of a feature split by image (images without cells left out)."""
         v = self.values(feature_id)
@@ -160,7 +170,7 @@ class PreviewData:
         """Raster of one feature over one image and its robust colour range."""
         grid, index = self.bins(image_id)
         values = self.values(feature_id)[self.rows(image_id)]
-        return grid, compute.value_raster(index, values, grid), compute.robust_range(values)
+        return grid, compute.value_raster(index, values, grid), robust_range(values)
 
     def category_map(self, column: str, image_id: str) -> tuple[compute.Grid, compute.CategoryRaster,
                                                                   list[compute.LegendEntry]]:
@@ -202,7 +212,7 @@ class PreviewData:
     def report(self) -> ValidationReport:
         """The validation report (computed once, on first use)."""
         if self._report is None:
-            from cellspec_sc.validation.checks import validate
+            from cellspec_sc.validation.runner import validate
 
             self._report = validate(self.x)
         return self._report

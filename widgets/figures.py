@@ -20,6 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from cellspec_sc.display.colors import NA_GREY, image_colours
 from cellspec_sc.widgets import compute
 
 DPI = 100
@@ -31,15 +32,6 @@ def to_png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, metadata=_PNG_METADATA)
     return buf.getvalue()
-
-
-def image_colours(image_ids: Sequence[str]) -> dict[str, str]:
-    """A stable colour per image (tab10 order)."""
-    from matplotlib import colormaps
-    from matplotlib.colors import to_hex
-
-    palette = colormaps["tab10"].colors
-    return {image_id: to_hex(palette[i % len(palette)]) for i, image_id in enumerate(image_ids)}
 
 
 def draw_histogram(ax, hist: compute.Histogram, *, title: str, unit: str = "") -> None:
@@ -96,7 +88,7 @@ def draw_space(fig: Figure, ax, grid: compute.Grid, rgba: np.ndarray, *, title: 
                else fig.colorbar(mappable, ax=ax, extend="both", shrink=0.85))
         bar.set_label(label, fontsize=8)
         bar.ax.tick_params(labelsize=7)
-        ax.legend(handles=[Patch(color=compute.NA_GREY, label="NA")], loc="upper right", fontsize=7,
+        ax.legend(handles=[Patch(color=NA_GREY, label="NA")], loc="upper right", fontsize=7,
                   framealpha=0.8)
     if legend:
         ax.legend(handles=[Patch(color=e.colour, label=f"{e.label} ({e.cells})") for e in legend],

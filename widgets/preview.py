@@ -17,7 +17,6 @@ methods so tests (and users) can check what is drawn.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,14 +25,15 @@ import ipywidgets as W
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.display.html import channels_html, overview_html, table_html
+from cellspec_sc.display.ranges import robust_range
 from cellspec_sc.errors import InputError
-
+from cellspec_sc.model.summary import format_html
 from cellspec_sc.widgets import compute, figures
-from cellspec_sc.widgets.data import PreviewData, as_cellspec
+from cellspec_sc.widgets.data import DENSITY, FEATURE, PreviewData, as_cellspec
+from cellspec_sc.widgets.snapshot import write_snapshot
 
 TABS = ("Features", "Channels", "Space", "Validation")
-FEATURE = "__feature__"  # colour_by value: the selected feature
-DENSITY = "__density__"  # colour_by value: cells per bin
 NONE_LABEL = "—"
 _MEMO_SIZE = 32
 
@@ -94,7 +94,7 @@ class Preview(W.VBox):
 
         self.histogram_image = W.Image(format="png", layout=W.Layout(max_width="640px"))
         self.summary_html = W.HTML()
-        self.overview_html = W.HTML(_overview_html(compute.marker_compartment_overview(d.x.dictionary)))
+        self.overview_html = W.HTML(overview_html(compute.marker_compartment_overview(d.x.dictionary)))
         self.channels_html = W.HTML()
         self.space_image = W.Image(format="png", layout=W.Layout(max_width="680px"))
         self.validation_html = W.HTML("<i>validation runs when this tab is opened</i>")
@@ -106,8 +106,6 @@ class Preview(W.VBox):
                           titles=TABS)
         selectors = W.HBox([self.kind, self.marker, self.compartment, self.statistic, self.image],
                            layout=W.Layout(flex_flow="row wrap"))
-        from cellspec_sc.model.summary import format_html
-
         super().__init__([W.HTML(format_html(d.x)), selectors, self.tabs])
         self.add_class("cellspec-preview")
 
@@ -259,7 +257,7 @@ class Preview(W.VBox):
                 grid, index = d.bins(image)
                 raster = compute.value_raster(index, np.ones(index.size), grid)
                 raster = compute.ValueRaster(raster.cells.astype(float), raster.cells, raster.finite, raster.sum)
-                lo, hi = compute.robust_range(raster.mean[raster.cells > 0].astype(float))
+                lo, hi = robust_range(raster.mean[raster.cells > 0].astype(float))
                 label, title = "cells per bin", f"{image}: cell density"
             lo, hi = (lo, hi) if hi > lo else (lo - 0.5, lo + 0.5)
             return SpaceView(image, colour_by, grid, compute.value_rgba(raster, lo, hi), f"{title}, {n} cells",
@@ -274,7 +272,7 @@ class Preview(W.VBox):
         hist = self.histogram_data()
         if hist is None:
             return _message_png("this object has no features")
-        return figures.histogram_png(hist, title=self.feature, unit=_unit(self.data, self.feature))
+        return figures.histogram_png(hist, title=self.feature, unit=self.data.unit(self.feature))
 
     def space_png(self) -> bytes:
         view = self.space_data()
@@ -286,14 +284,14 @@ class Preview(W.VBox):
     def _draw_features(self) -> None:
         self.histogram_image.value = self.histogram_png()
         summary = self.summary_data()
-        self.summary_html.value = _summary_html(summary) if summary is not None else ""
-        self.overview_html.value = _overview_html(self.overview_data(), self._choice.selected)
+        self.summary_html.value = table_html(summary) if summary is not None else ""
+        self.overview_html.value = overview_html(self.overview_data(), self._choice.selected)
 
     def _draw_space(self) -> None:
         self.space_image.value = self.space_png()
 
     def _draw_channels(self) -> None:
-        self.channels_html.value = _channels_html(self.image_id, self.channel_data(),
+        self.channels_html.value = channels_html(self.image_id, self.channel_data(),
                                                   self.data.unmatched_markers(self.image_id) if self.image_id else [])
 
     def _draw_validation(self) -> None:
@@ -306,15 +304,13 @@ class Preview(W.VBox):
         space = None if view is None else {"grid": view.grid, "rgba": view.rgba, "title": view.title,
                                            "colour_range": view.colour_range, "legend": view.legend}
         png = figures.view_png(self.histogram_data(), space, title=self.feature or "",
-                               unit=_unit(self.data, self.feature))
+                               unit=self.data.unit(self.feature))
         path = Path(path)
         path.write_bytes(png)
         return path
 
     def save_html(self, path: str | Path, *, features: Any = None, max_features: int = 24) -> Path:
         """Write a standalone HTML snapshot (no kernel, no internet); see :mod:`cellspec_sc.widgets.snapshot`."""
-        from cellspec_sc.widgets.snapshot import write_snapshot
-
         return write_snapshot(self, path, features=features, max_features=max_features)
 
 
@@ -325,15 +321,8 @@ def _offered(value: str, allowed: list[str], what: str, shown: list[str] | None 
     return value
 
 
-def _unit(d: PreviewData, feature: str | None) -> str:
-    if feature is None:
-        return ""
-    unit = d.x.dictionary["unit"].iloc[d.x._feature_position(feature)]
-    return "" if pd.isna(unit) else str(unit)
-
-
 def _unit_label(d: PreviewData, feature: str) -> str:
-    unit = _unit(d, feature)
+    unit = d.unit(feature)
     return f"{feature} ({unit})" if unit else feature
 
 
@@ -343,55 +332,3 @@ def _message_png(text: str) -> bytes:
     fig = Figure(figsize=(5, 1.2))
     fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=11, color="#555555")
     return figures.to_png(fig)
-
-
-_TABLE = "border-collapse:collapse;font-size:12px;margin:4px 0"
-_CELL = "padding:2px 8px;border-bottom:1px solid #ddd;text-align:right"
-
-
-def table_html(frame: pd.DataFrame, *, index: bool = True, row_styles: list[str] | None = None) -> str:
-    """A compact HTML table with inline styles (works in any front end and in the snapshot)."""
-    head_cells = ([frame.index.name or ""] if index else []) + [str(c) for c in frame.columns]
-    head = "".join(f"<th style='{_CELL};font-weight:bold'>{html.escape(c)}</th>" for c in head_cells)
-    body = []
-    for i, (label, row) in enumerate(frame.iterrows()):
-        cells = ([label] if index else []) + list(row)
-        style = row_styles[i] if row_styles else ""
-        body.append(f"<tr style='{style}'>" + "".join(f"<td style='{_CELL}'>{html.escape(_fmt(v))}</td>"
-                                                       for v in cells) + "</tr>")
-    return f"<table style='{_TABLE}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "no"
-    if isinstance(value, (float, np.floating)):
-        return "NA" if np.isnan(value) else f"{value:.4g}"
-    if value is None or value is pd.NA:
-        return "NA"
-    return str(value)
-
-
-def _summary_html(summary: pd.DataFrame) -> str:
-    return table_html(summary)
-
-
-def _overview_html(overview: pd.DataFrame, selected: dict[str, str] | None = None) -> str:
-    styles = None
-    if selected is not None:
-        row = "(shape)" if selected.get("kind") == "shape" else selected.get("marker")
-        styles = ["background:#fff3c4" if label == row else "" for label in overview.index]
-    return table_html(overview, row_styles=styles) if len(overview) else "<i>no intensity or shape features</i>"
-
-
-def _channels_html(image_id: str | None, table: pd.DataFrame, unmatched: list[str]) -> str:
-    if image_id is None:
-        return "<i>no images</i>"
-    styles = ["" if m else "color:#888;font-style:italic" for m in table.get("measured", [])]
-    note = (f"<p style='color:#c62828'>markers measured but not among this image's channels: "
-            f"{html.escape(', '.join(unmatched))}</p>") if unmatched else ""
-    n_free = int((~table["measured"]).sum()) if len(table) else 0
-    legend = (f"<p style='font-size:12px;color:#555'>{n_free} channel(s) without measurements shown in grey "
-              f"italics.</p>") if n_free else ""
-    return (f"<b>Channels of {html.escape(image_id)}</b>" + table_html(table, index=False, row_styles=styles)
-            + legend + note)

@@ -24,9 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cellspec_sc.display.html import channels_html, overview_html, table_html
 from cellspec_sc.errors import InputError
+from cellspec_sc.model.summary import format_html
 
 from cellspec_sc.widgets import figures
+from cellspec_sc.widgets.data import FEATURE
 
 if TYPE_CHECKING:
     from cellspec_sc.widgets.preview import Preview
@@ -57,13 +60,11 @@ def snapshot_features(w: Preview, features: Any = None, max_features: int = 24) 
 
 def snapshot_state(w: Preview, features: Sequence[str]) -> dict[str, Any]:
     """The embedded state: per feature its histogram, summary table and map; per categorical column its map."""
-    from cellspec_sc.widgets.preview import FEATURE, _summary_html, _unit
-
     state: dict[str, Any] = {"image": w.image_id, "scale": w.scale.value, "features": {}, "maps": {}}
     for f in features:
         hist = w.data.histogram(f, scale=w.scale.value)
-        entry = {"histogram": data_uri(figures.histogram_png(hist, title=f, unit=_unit(w.data, f))),
-                 "summary": _summary_html(w.data.summary(f))}
+        entry = {"histogram": data_uri(figures.histogram_png(hist, title=f, unit=w.data.unit(f))),
+                 "summary": table_html(w.data.summary(f))}
         if w.image_id is not None:
             entry["map"] = data_uri(_space_png(w, FEATURE, f))
         state["features"][f] = entry
@@ -81,18 +82,12 @@ def _space_png(w: Preview, colour_by: str, feature: str | None) -> bytes:
 
 
 def _colourings(w: Preview) -> list[tuple[str, str]]:
-    from cellspec_sc.widgets.preview import FEATURE
-
     options = [(value, label) for label, value in w.colour_by.options]
     return options if w.data.x.feature_ids else [o for o in options if o[0] != FEATURE]
 
 
 def render_snapshot(w: Preview, *, features: Any = None, max_features: int = 24, title: str | None = None) -> str:
     """The snapshot page as a string."""
-    from cellspec_sc.model.summary import format_html
-
-    from cellspec_sc.widgets.preview import FEATURE, _channels_html, _overview_html
-
     chosen = snapshot_features(w, features, max_features)
     state = snapshot_state(w, chosen)
     first = state["features"].get(chosen[0]) if chosen else None
@@ -104,7 +99,7 @@ def render_snapshot(w: Preview, *, features: Any = None, max_features: int = 24,
         map_src = state["maps"].get(current_colour, "")
     omitted = len(w.data.x.feature_ids) - len(chosen)
     title = title or f"cellspec preview ({w.data.x.n_cells} cells)"
-    channels = "".join(_channels_html(i, w.data.channels(i), w.data.unmatched_markers(i)) for i in w.data.image_ids)
+    channels = "".join(channels_html(i, w.data.channels(i), w.data.unmatched_markers(i)) for i in w.data.image_ids)
     report = w.data.report()._repr_html_()
 
     feature_select = "".join(f"<option value='{html.escape(f, quote=True)}'>{html.escape(f)}</option>" for f in chosen)
@@ -125,7 +120,7 @@ def render_snapshot(w: Preview, *, features: Any = None, max_features: int = 24,
 <a href='#validation'>Validation</a></nav>
 <section id='features'><h2>Features</h2>
 {features_section}
-<h3>Features by marker and compartment</h3>{_overview_html(w.overview_data())}
+<h3>Features by marker and compartment</h3>{overview_html(w.overview_data())}
 </section>
 <section id='channels'><h2>Channels</h2>{channels}</section>
 <section id='space'><h2>Space: {html.escape(str(w.image_id))}</h2>

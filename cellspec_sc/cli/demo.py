@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from cellspec_sc.io.directory import read, write
 from cellspec_sc.model.example import example
-from cellspec_sc.validation.checks import validate
+from cellspec_sc.validation.runner import validate
 
 
 def run_demo(out: str | Path) -> int:
@@ -34,3 +35,13 @@ def run_demo(out: str | Path) -> int:
     report = validate(y)
     print(report.format())
     return 0 if report.ok and not differences else 1
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    return run_demo(args.out)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="build the example, write and read it back, validate it, print its summary")
+    p.add_argument("--out", default="demo-output", help="folder for the demo's files (default: ./demo-output)")
+    p.set_defaults(func=cmd_demo)

@@ -27,7 +27,7 @@ def _marker_map(pairs: list[str] | None) -> dict[str, str]:
 
 def _write_and_report(x, args: argparse.Namespace) -> int:
     from cellspec_sc.io.directory import write
-    from cellspec_sc.validation.checks import validate
+    from cellspec_sc.validation.runner import validate
 
     path = write(x, args.out_dir, format=args.format, overwrite=args.overwrite)
     report = validate(x)

@@ -14,63 +14,17 @@ from collections.abc import Sequence
 from importlib import import_module
 
 from cellspec_sc.errors import CellspecError, ValidationError
+from cellspec_sc.model.provenance import package_version
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
-COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli.main", "cellspec_sc.cli.imports", "cellspec_sc.cli.convert",
-                                     "cellspec_sc.cli.luxar", "cellspec_sc.cli.view", "cellspec_sc.cli.preview")
-
-
-def _print_report(report, *, out=None) -> int:
-    # sys.stdout looked up at call time (a default argument would pin the stream at import)
-    print(report.format(), file=out or sys.stdout)
-    return EXIT_OK if report.ok else EXIT_INVALID
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    from cellspec_sc.io.sources import load
-    from cellspec_sc.validation.checks import validate
-
-    try:
-        x = load(args.source)
-    except ValidationError as err:  # a reader that refuses an invalid object hands its report over
-        return _print_report(err.report)
-    return _print_report(validate(x, area_range=args.area_range, na_max=args.na_max))
-
-
-def cmd_info(args: argparse.Namespace) -> int:
-    from cellspec_sc.io.sources import load
-
-    print(repr(load(args.source)))
-    return EXIT_OK
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from cellspec_sc.cli.demo import run_demo
-
-    return run_demo(args.out)
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="build the example, write and read it back, validate it, print its summary")
-    p.add_argument("--out", default="demo-output", help="folder for the demo's files (default: ./demo-output)")
-    p.set_defaults(func=cmd_demo)
-
-    p = sub.add_parser("validate", help="validate a cellspec (a directory, a supported file, or 'example')")
-    p.add_argument("source", help="PATH or 'example'")
-    p.add_argument("--area-range", nargs=2, type=float, metavar=("LOW", "HIGH"), default=None,
-                   help="plausible whole-cell area in um2 (default 1 10000)")
-    p.add_argument("--na-max", type=float, default=None, help="largest plausible NA fraction per feature (default 0.5)")
-    p.set_defaults(func=cmd_validate)
-
-    p = sub.add_parser("info", help="print the summary of a cellspec")
-    p.add_argument("source", help="PATH or 'example'")
-    p.set_defaults(func=cmd_info)
+# in the order ``cellspec --help`` lists them
+COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli.demo", "cellspec_sc.cli.validate", "cellspec_sc.cli.info",
+                                     "cellspec_sc.cli.imports", "cellspec_sc.cli.convert", "cellspec_sc.cli.luxar",
+                                     "cellspec_sc.cli.view", "cellspec_sc.cli.preview")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cellspec_sc.model.provenance import package_version
-
     parser = argparse.ArgumentParser(prog="cellspec", description="cellspec 1.0 tables for segmented cells")
     parser.add_argument("--version", action="version", version=f"cellspec_sc {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

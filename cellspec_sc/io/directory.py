@@ -37,7 +37,8 @@ from cellspec_sc.io.refusals import (ColumnMismatch, NotACellspecDirectory, Outl
                        UnlistedDataFile, UnreadableFile, UnsafePath, UnsupportedVersion)
 from cellspec_sc.io.staging import clean_stale, fsync_file, fsync_tree, publish, staging_directory
 from cellspec_sc.io.tsv import read_tsv, write_tsv
-from cellspec_sc.validation.checks import ValidationReport, validate, validate_in_background
+from cellspec_sc.validation.report import ValidationReport
+from cellspec_sc.validation.runner import validate, validate_in_background
 
 if TYPE_CHECKING:
     from cellspec_sc.model.cellspec import CellSpec

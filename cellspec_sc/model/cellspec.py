@@ -15,7 +15,7 @@ from cellspec_sc.model.provenance import with_history_step
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 
 if TYPE_CHECKING:
-    from cellspec_sc.validation.checks import ValidationReport
+    from cellspec_sc.validation.report import ValidationReport
 
 COMPONENTS = ("spec_version", "cells", "measurements", "dictionary", "images", "channels", "provenance", "adjacency")
 
@@ -203,7 +203,7 @@ class CellSpec:
     # -- delegations ---------------------------------------------------------------------------
     def validate(self, **options: Any) -> ValidationReport:
         """Run every check of section 10; see :func:`cellspec_sc.validate`."""
-        from cellspec_sc.validation.checks import validate
+        from cellspec_sc.validation.runner import validate
 
         return validate(self, **options)
 

@@ -17,7 +17,6 @@ import html
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from cellspec_sc.model.provenance import source_line
 
@@ -97,7 +96,3 @@ def format_html(x: CellSpec) -> str:
     return (f"<div class='cellspec-summary'><strong>&lt;cellspec&gt;</strong> spec {html.escape(str(x.spec_version))}"
             f"<table>{body}</table></div>")
 
-
-def frame_preview_html(frame: pd.DataFrame, rows: int = 5) -> str:
-    """First rows of a table as HTML (used by widgets and reports)."""
-    return frame.head(rows).to_html(index=False, na_rep="NA", border=0)

@@ -41,7 +41,7 @@ from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.model.names import first_free_name
 from cellspec_sc.model.provenance import input_record, new_provenance
 from cellspec_sc.spec.types import canonical_frame
-from cellspec_sc.validation.checks import validate
+from cellspec_sc.validation.runner import validate
 from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
 
 MARKER_COLON_REPLACEMENT = "_"

@@ -1,0 +1,44 @@
+"""``cellspec validate SOURCE``: print the validation report; exit 0 when valid, 1 when not.
+
+>>> from cellspec_sc.cli.main import main
+>>> main(["validate", "example"])  # doctest: +ELLIPSIS
+cellspec validation: OK (47 pass, 0 fail, 0 warn, 4 skip)
+...
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from cellspec_sc.cli.main import EXIT_INVALID, EXIT_OK
+from cellspec_sc.errors import ValidationError
+from cellspec_sc.io.sources import load
+from cellspec_sc.validation.report import ValidationReport
+from cellspec_sc.validation.runner import validate
+
+
+def print_report(report: ValidationReport, *, out: TextIO | None = None) -> int:
+    """Print ``report`` and return the exit code it stands for (0 valid, 1 not)."""
+    # sys.stdout looked up at call time (a default argument would pin the stream at import)
+    print(report.format(), file=out or sys.stdout)
+    return EXIT_OK if report.ok else EXIT_INVALID
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    try:
+        x = load(args.source)
+    except ValidationError as err:  # a reader that refuses an invalid object hands its report over
+        return print_report(err.report)
+    return print_report(validate(x, area_range=args.area_range, na_max=args.na_max))
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="validate a cellspec (a directory, a supported file, or 'example')")
+    p.add_argument("source", help="PATH or 'example'")
+    p.add_argument("--area-range", nargs=2, type=float, metavar=("LOW", "HIGH"), default=None,
+                   help="plausible whole-cell area in um2 (default 1 10000)")
+    p.add_argument("--na-max", type=float, default=None, help="largest plausible NA fraction per feature (default 0.5)")
+    p.set_defaults(func=cmd_validate)

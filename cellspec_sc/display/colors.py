@@ -1,0 +1,88 @@
+"""Colours shared by the widgets and the Luxar bridge: palettes for categories and images, the NA greys.
+
+Colours are ``"#rrggbb"`` strings (widgets, HTML) or RGB float triples in 0..1 (Luxar);
+:func:`hex_colour` turns the second into the first.
+
+>>> hex_colour((1.0, 0.5, 0.0))
+'#ff8000'
+>>> category_hex(["T cell", "NA"], fixed={"NA": NA_GREY})
+['#1f77b4', '#b0b0b0']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+NA_GREY = "#b0b0b0"  # widgets: bins whose cells are all NA, the NA category
+OTHER_GREY = "#555555"  # widgets: categories pooled as "(other)"
+EMPTY = "#ffffff"  # widgets: bins without cells
+NA_COLOUR = (0.45, 0.45, 0.45)  # Luxar: neutral grey for NA values and cells without a class
+UNCOLOURED = (0.85, 0.85, 0.85)  # Luxar: cells layer of an object without classification
+
+
+def hex_colour(rgb: Sequence[float]) -> str:
+    """``"#rrggbb"`` of an RGB triple in 0..1."""
+    return "#" + "".join(f"{int(round(float(c) * 255)):02x}" for c in rgb)
+
+
+def category_hex(labels: Sequence[str], fixed: Mapping[str, str] | None = None) -> list[str]:
+    """One ``"#rrggbb"`` per label: tab20 in order with its ten strong colours first; a label in ``fixed``
+    gets its colour there instead (NA, "(other)") and does not use up a palette colour.
+
+    >>> category_hex(["a", "(other)", "b"], fixed={"(other)": OTHER_GREY})
+    ['#1f77b4', '#555555', '#ff7f0e']
+    """
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    palette = [to_hex(c) for c in colormaps["tab20"].colors]
+    palette = palette[0::2] + palette[1::2]  # the strong ten first
+    fixed = fixed or {}
+    out, i = [], 0
+    for label in labels:
+        if label in fixed:
+            out.append(fixed[label])
+        else:
+            out.append(palette[i % len(palette)])
+            i += 1
+    return out
+
+
+def category_rgb(categories: Sequence[str], given: Mapping[str, str] | None = None) -> np.ndarray:
+    """One RGB colour (float32, shape (n, 3)) per category: scanpy's colours when ``given`` covers every
+    category, else tab10/tab20, else evenly spaced hues. The colour depends only on the category's position
+    in the (sorted) category list.
+
+    >>> category_rgb(["a", "b"]).shape
+    (2, 3)
+    >>> category_rgb(["a"], {"a": "#ff0000"}).tolist()
+    [[1.0, 0.0, 0.0]]
+    """
+    from matplotlib import colormaps
+    from matplotlib.colors import to_rgb
+
+    n = len(categories)
+    if given and all(c in given for c in categories):
+        return np.array([to_rgb(given[c]) for c in categories], dtype=np.float32).reshape(n, 3)
+    if n <= 10:
+        base = colormaps["tab10"].colors[:n]
+    elif n <= 20:
+        base = colormaps["tab20"].colors[:n]
+    else:
+        base = colormaps["hsv"](np.linspace(0.0, 1.0, n, endpoint=False))[:, :3]
+    return np.asarray(base, dtype=np.float32).reshape(n, 3)
+
+
+def image_colours(image_ids: Sequence[str]) -> dict[str, str]:
+    """A stable ``"#rrggbb"`` per image (tab10 order).
+
+    >>> image_colours(["img1", "img2"])
+    {'img1': '#1f77b4', 'img2': '#ff7f0e'}
+    """
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    palette = colormaps["tab10"].colors
+    return {image_id: to_hex(palette[i % len(palette)]) for i, image_id in enumerate(image_ids)}

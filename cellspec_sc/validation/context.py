@@ -1,0 +1,151 @@
+"""What a check sees and returns: the :class:`Context` (the object, the options, components found unusable,
+columns converted once and shared), :class:`Problem` (what a check found), :class:`Skip` (its input is
+missing), and the :func:`check` decorator that registers an implementation under its section 10 name.
+
+>>> from cellspec_sc import example, vocabulary
+>>> ctx = Context(example(), vocabulary(), (1.0, 1e4), 0.5, {})
+>>> ctx.number("cells", "area")[:2].round(1).tolist(), ctx.image_codes()[1].tolist()
+([99.2, 80.8], ['img1', 'img2'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cellspec_sc.spec.types import PANDAS_DTYPES, spec_type_of
+from cellspec_sc.spec.vocabulary import Vocabulary
+from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes, matrix_stats
+
+
+class Skip(Exception):
+    """Raised inside a check when its input is missing."""
+
+
+@dataclass
+class Problem:
+    """What a check found wrong."""
+
+    message: str
+    column: str | None = None
+    rows: np.ndarray | list[int] | None = None
+    count: int | None = None
+
+
+CheckFn = Callable[["Context"], Problem | str | None]
+IMPLEMENTATIONS: dict[str, CheckFn] = {}  # check name -> function, filled by @check in checks/
+
+
+def check(name: str) -> Callable[[CheckFn], CheckFn]:
+    """Register the decorated function as the implementation of the section 10 check ``name``."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        IMPLEMENTATIONS[name] = fn
+        return fn
+    return register
+
+
+@dataclass
+class Context:
+    """What the checks look at: the object, options, and components found unusable."""
+
+    x: Any
+    voc: Vocabulary
+    area_range: tuple[float, float]
+    na_max: float
+    source_nonfinite: Mapping[str, int]
+    broken: set[str] = field(default_factory=set)
+    given_stats: MatrixStats | None = None
+    _stats: MatrixStats | None = None
+    _columns: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+
+    def part(self, name: str) -> Any:
+        if "object" in self.broken or name in self.broken:
+            raise Skip(f"{name} is missing or not usable")
+        return getattr(self.x, name)
+
+    def table(self, name: str) -> pd.DataFrame:
+        return self.part(name)
+
+    def col(self, table: str, column: str) -> pd.Series:
+        frame = self.table(table)
+        if column not in frame.columns:
+            raise Skip(f"{table} has no column {column!r}")
+        values = frame[column]
+        if isinstance(values, pd.DataFrame):
+            raise Skip(f"{table} has duplicated column {column!r}")
+        return values
+
+    def text(self, table: str, column: str) -> pd.Series:
+        """A column as object strings with None for NA (skips when it is not character)."""
+        return self._converted(table, column, "text")
+
+    def strings(self, table: str, column: str) -> pd.Series:
+        """A character column as pandas ``string`` (Arrow-backed: fast on a million ids; skips like text)."""
+        return self._converted(table, column, "strings")
+
+    def number(self, table: str, column: str) -> np.ndarray:
+        """A numeric column as float64 with NaN for NA (skips when it is not numeric)."""
+        return self._converted(table, column, "number")
+
+    def _converted(self, table: str, column: str, how: str) -> Any:
+        # Several checks read the same cells columns; converting a million ids once, not per check.
+        key = (table, column, how)
+        if key not in self._columns:
+            s = self.col(table, column)
+            if how in ("text", "strings"):
+                if spec_type_of(s) != "character":
+                    raise Skip(f"{table}.{column} is not character")
+                self._columns[key] = s.astype(object).where(s.notna(), None) if how == "text" \
+                    else s.astype(PANDAS_DTYPES["character"])
+            else:
+                if spec_type_of(s) not in ("double", "integer"):
+                    raise Skip(f"{table}.{column} is not numeric")
+                self._columns[key] = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        return self._columns[key]
+
+    def matrix(self) -> Any:
+        m = self.part("measurements")
+        if "measurements_type" in self.broken:
+            raise Skip("measurements is not a double matrix")
+        return m
+
+    def stats(self) -> MatrixStats:
+        """Counts and per-image ranges of the matrix: one pass, shared by the four matrix checks."""
+        m = self.matrix()
+        if self._stats is None:
+            self._stats = self.given_stats if self._usable(self.given_stats, m) else self._gather(m)
+        return self._stats
+
+    def _usable(self, stats: MatrixStats | None, m: Any) -> bool:
+        return stats is not None and stats.n_features == m.shape[1] and (stats.has_ranges or not self._rows_match())
+
+    def _rows_match(self) -> bool:
+        return "measurements_rows" not in self.broken and "cells" not in self.broken
+
+    def _gather(self, m: Any) -> MatrixStats:
+        codes, n_images = None, 0
+        if self._rows_match():
+            try:
+                codes, uniques = self.image_codes()
+                n_images = len(uniques)
+            except Skip:
+                pass
+        return matrix_stats(m, codes, n_images)
+
+    def image_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(image code of each cell, -1 for NA; the image ids in order of first appearance)."""
+        key = ("cells", "image_id", "codes")
+        if key not in self._columns:
+            self._columns[key] = first_seen_codes(self.strings("cells", "image_id"))
+        return self._columns[key]
+
+    def per_cell(self, by_image: Mapping[Any, Any], missing: Any, dtype: Any) -> np.ndarray:
+        """``by_image[image_id]`` of every cell (``missing`` for NA or unknown image ids)."""
+        codes, uniques = self.image_codes()
+        lookup = np.array([by_image.get(u, missing) for u in uniques] + [missing], dtype=dtype)
+        return lookup[codes]  # code -1 (NA) picks the trailing ``missing``

@@ -1,0 +1,121 @@
+"""Helpers shared by the checks of several sections: offending rows as a :class:`Problem`, the required
+columns and column types of a table, missing ids, per-feature counts.
+
+>>> import numpy as np
+>>> bad_rows("cells", "area", np.array([False, True, True]), "area not positive").message
+'cells.area: area not positive in 2 row(s) (1, 2)'
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from cellspec_sc.spec.types import spec_type_of
+from cellspec_sc.validation.context import Context, Problem, Skip
+from cellspec_sc.validation.report import MAX_ROWS_SHOWN
+
+
+def rows_text(rows: np.ndarray, count: int) -> str:
+    shown = ", ".join(str(int(r)) for r in rows[:MAX_ROWS_SHOWN])
+    more = ", …" if count > MAX_ROWS_SHOWN else ""
+    return f"{count} row(s) ({shown}{more})"
+
+
+def bad_rows(table: str, column: str | None, mask: np.ndarray, what: str) -> Problem | None:
+    rows = np.flatnonzero(mask)
+    if rows.size == 0:
+        return None
+    where = f"{table}.{column}" if column else table
+    return Problem(f"{where}: {what} in {rows_text(rows, rows.size)}", column, rows, int(rows.size))
+
+
+def missing_or_empty(values: pd.Series) -> np.ndarray:
+    return (values.isna() | values.eq("")).to_numpy(dtype=bool, na_value=True)
+
+
+def required_columns(ctx: Context, table: str, check_duplicates: bool = False) -> Problem | None:
+    frame = ctx.table(table)
+    missing = [c for c in ctx.voc.required(table) if c not in frame.columns]
+    dups = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1}) if check_duplicates else []
+    parts = []
+    if missing:
+        parts.append(f"{table} lacks MUST column(s) {', '.join(missing)}")
+    if dups:
+        parts.append(f"{table} has duplicated column name(s) {', '.join(map(str, dups))}")
+    return Problem("; ".join(parts), missing[0] if missing else None) if parts else None
+
+
+def column_types(ctx: Context, table: str, only_declared: bool = True) -> Problem | None:
+    frame = ctx.table(table)
+    bad = []
+    for name in dict.fromkeys(frame.columns):
+        values = frame[name]
+        if isinstance(values, pd.DataFrame):
+            continue
+        col = ctx.voc.column(table, str(name))
+        actual = spec_type_of(values)
+        if col is not None and actual != col.type:
+            bad.append(f"{name} is {values.dtype} ({actual or 'no spec type'}), expected {col.type}")
+        elif col is None and not only_declared and actual is None:
+            bad.append(f"{name} is {values.dtype}, which is none of {', '.join(('character', 'double', 'integer', 'logical'))}")
+    if bad:
+        return Problem(f"{table}: " + "; ".join(bad), bad[0].split(" ", 1)[0])
+    return None
+
+
+def ids_present(ctx: Context, table: str, columns: tuple[str, ...]) -> Problem | None:
+    problems = []
+    seen = 0
+    for column in columns:
+        try:
+            values = ctx.strings(table, column)
+        except Skip:
+            continue
+        seen += 1
+        problem = bad_rows(table, column, missing_or_empty(values), "missing or empty value")
+        if problem:
+            problems.append(problem)
+    if not seen:
+        raise Skip(f"{table} has none of {', '.join(columns)} as character columns")
+    return merge(problems)
+
+
+def merge(problems: list[Problem]) -> Problem | None:
+    if not problems:
+        return None
+    first = problems[0]
+    return Problem("; ".join(p.message for p in problems), first.column, first.rows, first.count)
+
+
+def feature_ids(ctx: Context, n: int) -> list[str]:
+    try:
+        ids = [str(v) for v in ctx.col("dictionary", "feature_id")]
+    except Skip:
+        ids = []
+    return ids + [f"column {j}" for j in range(len(ids), n)] if len(ids) < n else ids
+
+
+def kind_rows(ctx: Context, kind: str) -> np.ndarray:
+    return (ctx.text("dictionary", "kind") == kind).to_numpy(dtype=bool)
+
+
+def absent(values: pd.Series) -> np.ndarray:
+    return values.isna().to_numpy()
+
+
+def dictionary_mask(ctx: Context, **match: str) -> np.ndarray:
+    mask = np.ones(len(ctx.table("dictionary")), dtype=bool)
+    for column, value in match.items():
+        mask &= (ctx.text("dictionary", column) == value).to_numpy(dtype=bool)
+    return mask
+
+
+def per_feature_problem(ctx: Context, counts: np.ndarray, what: str) -> Problem | None:
+    ids = feature_ids(ctx, counts.size)
+    bad = np.flatnonzero(counts)
+    if bad.size == 0:
+        return None
+    shown = ", ".join(f"{ids[j]} ({counts[j]})" for j in bad[:MAX_ROWS_SHOWN])
+    more = f", … ({bad.size} features)" if bad.size > MAX_ROWS_SHOWN else ""
+    return Problem(f"measurements: {what}: {shown}{more}", ids[bad[0]], None, int(bad.size))

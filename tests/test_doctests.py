@@ -1,0 +1,39 @@
+"""Every doctest of cellspec_sc, cellspec_sc.bridges and cellspec_sc.widgets runs here, module by module.
+
+Modules are found by walking the three installed packages, so a new module's examples run without
+being listed anywhere.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+PACKAGES = ("cellspec_sc", "cellspec_sc.bridges", "cellspec_sc.widgets")
+NOT_IMPORTED = {"cellspec_sc.docgen.__main__"}  # runs the generator when imported
+
+
+def package_modules() -> list[str]:
+    """Every module of the three packages (each package's own __init__ included)."""
+    names = set(PACKAGES)
+    for package in PACKAGES:
+        path = importlib.import_module(package).__path__
+        names.update(info.name for info in pkgutil.walk_packages(path, prefix=f"{package}."))
+    return sorted(names - NOT_IMPORTED)
+
+
+def test_every_package_is_walked():
+    modules = package_modules()
+    for expected in ("cellspec_sc.validation.checks.cells", "cellspec_sc.bridges.luxar", "cellspec_sc.widgets.compute",
+                     "cellspec_sc.display.colors", "cellspec_sc.cli.main"):
+        assert expected in modules
+    assert not any(".bridges.bridges" in m or ".widgets.widgets" in m for m in modules)
+
+
+@pytest.mark.parametrize("module", package_modules())
+def test_doctests(module):
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
