@@ -132,6 +132,8 @@ def write_scene(path: Path, src: SceneInput, specs: list[LayerSpec], geometry: L
             luxar.LuxarZarrCompiler(path, atomic=True) as compiler:
         # every node extends over 'go to' (it only moves the camera); luxar warns that no data sits on it
         warnings.filterwarnings("ignore", message="Dimension .* has range ending at")
+        # frames, names and colour layers sit at one value of a hidden dimension on purpose
+        warnings.filterwarnings("ignore", message=r"(?s).*Set extend_to_all explicitly")
         scene = compiler.create_scene(dimensions=dims.luxar(), viewer_config=config, citation=_citation(src.provenance))
         builder = SceneBuilder(scene, src, geometry, dims, colour_layers, cell_radii(src.cells), link)
         builder.add_colour_layers()

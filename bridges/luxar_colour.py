@@ -66,7 +66,7 @@ def linear_rgb(srgb: np.ndarray | Sequence[float]) -> np.ndarray:
     """sRGB colours (0-1) in linear light, float32: what luxar's viewer must be given to show ``srgb`` (it treats
     stored colours as linear and encodes the frame as sRGB).
 
-    >>> linear_rgb([1.0, 0.5, 0.0]).round(4).tolist()
+    >>> [round(float(c), 4) for c in linear_rgb([1.0, 0.5, 0.0])]
     [1.0, 0.214, 0.0]
     """
     c = np.asarray(srgb, dtype=np.float64)

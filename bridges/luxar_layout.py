@@ -184,7 +184,7 @@ def camera_facing(box: tuple[float, float, float, float], depth: float, zoom: fl
 
 
 VIEW_ASPECT = 1.4  # narrowest browser window (width / height) a waypoint frames its image for
-VIEW_MARGIN = 1.15  # room around a framed image
+VIEW_MARGIN = 1.45  # room around a framed image, the viewer's dimension panel included
 
 
 def waypoints(geometry: Layout, right: float) -> list[object]:

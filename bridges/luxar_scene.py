@@ -59,17 +59,27 @@ class SceneBuilder:
         self.image_groups = [self._image_group(k) for k in range(len(geometry.image_ids))]
 
     # -- placement
-    def _coordinates(self, rows: np.ndarray, xy: np.ndarray, k: int, extra: dict[str, float]) -> tuple[np.ndarray, list[str]]:
-        """Positions (x, y, then the hidden dimensions given) and their dim_order; others extend to all values."""
-        columns, order = [xy[rows, 0], xy[rows, 1]], ["x", "y"]
+    def _coordinates(self, rows: np.ndarray, xy: np.ndarray, k: int, extra: dict[str, Any]
+                     ) -> tuple[np.ndarray, list[str], dict[str, Any]]:
+        """Positions (x, y, then the hidden dimensions given), their dim_order and the node's nd_transform;
+        dimensions not given extend to all values.
+
+        A colour layer's points are stored at 'colour by' = 0 and moved to the layer's index by a permutation
+        of the dimension's categories (``nd_transform``): the positions of colour layers with the same cells
+        are then byte-identical, and luxar stores them once (an ``array_ref``)."""
+        columns, order, moves = [xy[rows, 0], xy[rows, 1]], ["x", "y"], {}
         if self.geometry.mode == "stack":
             columns.append(np.full(rows.size, float(k)))
             order.append(self.geometry.stack_dim)
         for dim, value in extra.items():
-            if dim in self.dims.categories:
-                columns.append(np.broadcast_to(np.asarray(value, dtype=np.float64), rows.shape))
-                order.append(dim)
-        return np.column_stack(columns).astype(np.float32), order
+            if dim not in self.dims.categories:
+                continue
+            if dim == COLOUR_DIM and value:
+                moves[dim] = {"permutation": swap_first(len(self.dims.categories[dim]), int(value))}
+                value = 0
+            columns.append(np.broadcast_to(np.asarray(value, dtype=np.float64), rows.shape))
+            order.append(dim)
+        return np.column_stack(columns).astype(np.float32), order, moves
 
     def _image_group(self, k: int) -> Any:
         import luxar
@@ -84,13 +94,13 @@ class SceneBuilder:
         vertices, indices = frame_lines(float(self.geometry.widths[k]), float(self.geometry.heights[k]))
         label = f"image {self.geometry.image_ids[k]}"
         width = 0.0015 * max(self.geometry.height, 1.0)
-        pos, order = self._coordinates(np.arange(4), vertices, k, {})
+        pos, order, _ = self._coordinates(np.arange(4), vertices, k, {})
         group.add_lines("frame", pos, widths=width, colors=tuple(linear_rgb(FRAME_COLOUR).tolist()), indices=indices, line_type="indexed",
                         dim_order=order, labels=[label] * 4)
         glyphs, faces = text_mesh(self.geometry.image_ids[k], name_height(self.geometry))
         if len(faces):
             glyphs = glyphs + np.array([0.0, -0.4 * name_height(self.geometry)])
-            pos, order = self._coordinates(np.arange(len(glyphs)), glyphs, k, {})
+            pos, order, _ = self._coordinates(np.arange(len(glyphs)), glyphs, k, {})
             group.add_mesh("name", pos, faces, colors=np.tile(linear_rgb(NAME_COLOUR), (len(pos), 1)),
                            shading="none", dim_order=order, labels=[label] * len(pos))
 
@@ -136,11 +146,11 @@ class SceneBuilder:
 
     def _points(self, parent: Any, name: str, layer: ColourLayer, rows: np.ndarray, xy: np.ndarray, k: int,
                 extra: dict[str, Any], **appearance: Any) -> None:
-        pos, order = self._coordinates(rows, xy, k, extra)
+        pos, order, moves = self._coordinates(rows, xy, k, extra)
         text = layer.colouring.value_text
         labels = [f"{self.base[i]} · {text[i]}" if text[i] else self.base[i] for i in rows.tolist()]
         parent.add_points(name, pos, radii=self.radii[rows], sharpness=SHARPNESS, dim_order=order, labels=labels,
-                          keys=self.keys[rows].tolist(), **self._actions(rows), **appearance)
+                          keys=self.keys[rows].tolist(), **self._actions(rows), **_moved(moves), **appearance)
 
     def _actions(self, rows: np.ndarray) -> dict[str, str]:
         """Right-click: copy the cell id; with a link template, open it (one image per node, so {image_id} is
@@ -190,7 +200,7 @@ class SceneBuilder:
             parent = group.add_group(self.geometry.node_names[k],
                                      transform=luxar.translate(float(self.geometry.offsets[k]), 0.0, 0.0))
             indices = np.column_stack([local[a[pairs]], local[b[pairs]]]).astype(np.uint32)
-            pos, order = self._coordinates(rows, self.xy, k, {})
+            pos, order, _ = self._coordinates(rows, self.xy, k, {})
             parent.add_lines("contacts", pos, widths=width, colors=tuple(linear_rgb(LINE_COLOUR).tolist()), indices=indices, line_type="indexed",
                              dim_order=order, keys=self.keys[rows].tolist(),
                              labels=[f"{self.base[i]} · {degree[i]} contacts" for i in rows.tolist()])
@@ -213,11 +223,11 @@ class SceneBuilder:
             parent = group.add_group(self.geometry.node_names[k],
                                      transform=luxar.translate(float(self.geometry.offsets[k]), 0.0, 0.0))
             for layer in self.layers:
-                pos, order = self._coordinates(np.arange(len(coords)), coords, k, {COLOUR_DIM: layer.index})
+                pos, order, moves = self._coordinates(np.arange(len(coords)), coords, k, {COLOUR_DIM: layer.index})
                 text = layer.colouring.value_text
                 parent.add_lines(node_name(f"outlines.{layer.name}", "outlines"), pos, widths=width,
                                  colors=tuple(linear_rgb(OUTLINE_COLOUR).tolist()), indices=indices, line_type="indexed", dim_order=order,
-                                 keys=self.keys[cell_rows].tolist(), copy="{hover_key}",
+                                 keys=self.keys[cell_rows].tolist(), copy="{hover_key}", **_moved(moves),
                                  labels=[f"{self.base[i]} · {text[i]}" if text[i] else self.base[i]
                                          for i in cell_rows.tolist()])
 
@@ -238,6 +248,22 @@ class SceneBuilder:
         # the hover text sits bottom left, clear of the legend (top right) and the title (top left)
         scene.add_text("{hover_label}", position=(0.08, 0.97), font_size=0.02, anchor="bottom-left", hover=True,
                        background="rgba(0,0,0,0.7)", name="hover")
+
+
+def swap_first(n: int, index: int) -> list[int]:
+    """The permutation of n categories that exchanges the first and ``index`` (luxar: effective index =
+    permutation[stored index]).
+
+    >>> swap_first(4, 2)
+    [2, 1, 0, 3]
+    """
+    order = list(range(n))
+    order[0], order[index] = index, 0
+    return order
+
+
+def _moved(moves: dict[str, Any]) -> dict[str, Any]:
+    return {"nd_transform": moves} if moves else {}
 
 
 def _hover_base(cells: pd.DataFrame) -> list[str]:

@@ -219,6 +219,24 @@ def test_colour_layers_are_values_of_one_dimension_each_with_its_legend(tmp_path
     assert hover["hover"] is True and hover["position"][1] > 0.9  # bottom, clear of the legend at the top
 
 
+def test_colour_layers_of_the_same_cells_share_their_positions(tmp_path):
+    """Colour layers sit at 'colour by' 0, moved to their index by a permutation, so luxar stores the
+    positions once (an array_ref) and the viewer still shows each layer at its own index."""
+    x = ramp_object([1.0, 2.0, 3.0])
+    path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layers=["cells", "marker:CD3e", f"feature:{FEATURE}"])
+    root = zarr.open_group(str(path), mode="r")
+    stored = {name: dict(root[f"ramp/{name}/positions"].attrs)["encoding"] for name in
+              ("ramp.cells", "ramp.marker_CD3e/cells", "ramp.feature_cell_CD3e_mean/cells")}
+    assert stored["ramp.cells"]["name"] != "array_ref"
+    assert stored["ramp.marker_CD3e/cells"] == stored["ramp.feature_cell_CD3e_mean/cells"] \
+        and stored["ramp.marker_CD3e/cells"]["name"] == "array_ref" \
+        and stored["ramp.marker_CD3e/cells"]["target"] == "ramp/ramp.cells/positions"
+    moved = {name: dict(root[f"ramp/{name}"].attrs).get("nd_transform") for name in
+             ("ramp.cells", "ramp.marker_CD3e/cells", "ramp.feature_cell_CD3e_mean/cells")}
+    assert moved == {"ramp.cells": None, "ramp.marker_CD3e/cells": {"colour by": {"permutation": [1, 0, 2]}},
+                     "ramp.feature_cell_CD3e_mean/cells": {"colour by": {"permutation": [2, 1, 0]}}}
+
+
 def test_copy_and_link_actions(tmp_path):
     x = ramp_object([1.0, 2.0], image="slide 1")
     path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", link="https://omero.example/{image_id}/{cell_id}")
@@ -531,3 +549,55 @@ def test_extreme_feature_values_and_areas_still_compile(tmp_path, x):
     node = points_node(path, f"img1/img1.{parse_layer('feature:' + x.feature_ids[1]).text.replace(':', '_')}/cells")
     assert np.isfinite(node["scalars"]).all()
     assert any(label.endswith("= 1.79769e+308") for label in node["labels"])
+
+
+# -- serving ---------------------------------------------------------------------------------------
+
+def _served_scene(args: list[str], timeout: float = 120.0) -> tuple[dict, str]:
+    """Run ``cellspec ARGS`` (which serves a scene), return the zarr.json its data server answers and what it
+    printed, then stop it."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from cellspec_sc.bridges.luxar_viewer import free_port
+
+    data_port = free_port()
+    cmd = [sys.executable, "-m", "cellspec_sc.cli.main", *args, "--no-browser", "--port", str(free_port()),
+           "--data-port", str(data_port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{data_port}/zarr.json", timeout=2) as r:
+                    served = json.loads(r.read())
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            raise AssertionError(f"nothing served: {proc.stdout.read().decode() if proc.poll() is not None else ''}")
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        out = proc.communicate(timeout=30)[0].decode()
+    return served, out
+
+
+def test_cellspec_view_serves_an_existing_scene_without_compiling(tmp_path):
+    path = cs.to_luxar(ramp_object([1.0, 2.0]), tmp_path / "s.luxar.zarr")
+    before = {p: p.stat().st_mtime_ns for p in path.rglob("*")}
+    served, out = _served_scene(["view", str(path)])
+    assert served["attributes"]["content_hash"] == luxar.LuxarScene.load(path).root_attrs["content_hash"]
+    assert {p: p.stat().st_mtime_ns for p in path.rglob("*")} == before  # nothing rewritten
+    assert f"serving {path} at http://127.0.0.1:" in out
+
+
+def test_cellspec_luxar_open_serves_the_scene_it_just_wrote(tmp_path):
+    out_path = tmp_path / "cli.luxar.zarr"
+    served, out = _served_scene(["luxar", "example", str(out_path), "--layer", "marker:CD3e", "--open"])
+    assert f"wrote {out_path}" in out and f"serving {out_path}" in out
+    assert served["attributes"]["content_hash"] == luxar.LuxarScene.load(out_path).root_attrs["content_hash"]
