@@ -32,6 +32,7 @@ from cellspec_sc.bridges.luxar_layout import (
     waypoints)
 from cellspec_sc.bridges.luxar_scene import ColourLayer, SceneBuilder
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.model.provenance import source_line
 
 __all__ = ["to_luxar", "parse_layer", "cell_radii", "LayerSpec"]
@@ -86,6 +87,7 @@ def to_luxar(
     percentiles: tuple[float, float] = (1.0, 99.0),
     link: str | None = None,
     stack_by: str = "image_id",
+    overwrite: bool = True,
 ) -> Path:
     """Compile a CellSpec (or an AnnData from ``to_anndata``) into a Luxar scene directory.
 
@@ -98,13 +100,15 @@ def to_luxar(
     layers map ``window=(lo, hi)`` (default: the ``percentiles`` of the non-NA values) onto the
     matplotlib ``colormap``. ``link``: a URL template with ``{image_id}`` and ``{cell_id}``, offered
     on right-click beside copying the cell id. An existing scene at ``path`` is replaced once the
-    new one is complete.
+    new one is complete (never anything else; ``overwrite=False`` refuses it), see
+    :mod:`cellspec_sc.io.publish`.
 
     >>> import cellspec_sc as cs, tempfile, pathlib
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "s.luxar.zarr"
     >>> cs.to_luxar(cs.example(), out, layout="stack").exists()
     True
     """
+    check_target(path, LUXAR_SCENE, overwrite=overwrite)
     specs = [parse_layer(t) for t in (layers if layers is not None else DEFAULT_LAYERS)]
     if not specs:
         raise InputError("no layer selected")
@@ -119,17 +123,18 @@ def to_luxar(
     category_dims = {layer.category_dim: _category_labels(layer.colouring) for layer in colour_layers
                      if layer.category_dim}
     dims = hidden_dims(geometry, [layer.colouring.title for layer in colour_layers], category_dims)
-    return write_scene(Path(path), src, specs, geometry, dims, colour_layers, title or _default_title(src), link)
+    return write_scene(Path(path), src, specs, geometry, dims, colour_layers, title or _default_title(src), link,
+                       overwrite)
 
 
 def write_scene(path: Path, src: SceneInput, specs: list[LayerSpec], geometry: Layout, dims: HiddenDims,
-                colour_layers: list[ColourLayer], title: str, link: str | None) -> Path:
-    """Compile the scene into ``path`` (atomically: the previous scene stays until the new one is complete)."""
+                colour_layers: list[ColourLayer], title: str, link: str | None, overwrite: bool = True) -> Path:
+    """Compile the scene and publish it at ``path`` (the previous scene stays until the new one is complete)."""
     import luxar
 
     config = _viewer_config(title, geometry, _right_edge(geometry, specs))
-    with warnings.catch_warnings(), luxar.verbosity("silent"), \
-            luxar.LuxarZarrCompiler(path, atomic=True) as compiler:
+    with warnings.catch_warnings(), publishing(path, LUXAR_SCENE, overwrite=overwrite) as payload, \
+            luxar.verbosity("silent"), luxar.LuxarZarrCompiler(payload, atomic=False) as compiler:
         # every node extends over 'go to' (it only moves the camera); luxar warns that no data sits on it
         warnings.filterwarnings("ignore", message="Dimension .* has range ending at")
         # frames, names and colour layers sit at one value of a hidden dimension on purpose
@@ -151,6 +156,14 @@ def write_scene(path: Path, src: SceneInput, specs: list[LayerSpec], geometry: L
                                    "images": geometry.image_ids, "image_nodes": geometry.node_names,
                                    "colour_layers": [layer.colouring.title for layer in colour_layers]}
     return path
+
+
+def is_luxar_scene(path: str | Path) -> bool:
+    """A directory whose root zarr attributes say ``type: scene``, as luxar writes it."""
+    return zarr_root_attributes(path).get("type") == "scene"
+
+
+LUXAR_SCENE = TargetKind("a Luxar scene", True, is_luxar_scene)
 
 
 def _right_edge(geometry: Layout, specs: list[LayerSpec]) -> float:

@@ -12,6 +12,8 @@ import importlib
 import json
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -86,6 +88,32 @@ def test_reader_gathers_the_stats_of_what_it_decoded(tmp_path, monkeypatch):
     assert decoded.stats.has_ranges and len(names) == 3
     assert_stats_equal(decoded.stats, expected_stats(x.measurements, codes, 3))
     assert decoded.stored_nan == {}
+
+
+@pytest.mark.parametrize("threaded_rows", [1, 1 << 30], ids=["column by column", "one Arrow conversion"])
+def test_both_decode_paths_give_the_matrix_nulls_and_stored_nan(tmp_path, monkeypatch, threaded_rows):
+    """Long row groups are copied column by column, short ones converted by Arrow in one go; both give
+    the same matrix, stats and stored-NaN counts, also for a foreign file's NaN and null-typed column."""
+    monkeypatch.setattr(parquet_io, "_THREADED_ROWS", threaded_rows)
+    monkeypatch.setattr(parquet_io, "_DECODE_BYTES", 1 << 14)  # several column batches
+    x = cs.example(n_cells=3000, n_features=40, n_images=3)
+    x.measurements[::7, 5] = np.nan  # NA: stored as null
+    path = cs.write(x, tmp_path / "x")
+    table = pq.read_table(path / "cells.parquet")
+    stored = table.column(x.feature_ids[3]).to_numpy(zero_copy_only=False).copy()
+    stored[[10, 2500]] = np.nan  # NaN stored as a number (another writer)
+    table = table.set_column(table.schema.get_field_index(x.feature_ids[3]), x.feature_ids[3], pa.array(stored))
+    table = table.set_column(table.schema.get_field_index(x.feature_ids[8]), x.feature_ids[8], pa.nulls(3000))
+    pq.write_table(table, path / "cells.parquet", row_group_size=1000)
+    decoded = parquet_io.read_parquet(path / "cells.parquet", cells_types(path), x.feature_ids, path)
+    want = x.measurements.copy()
+    want[[10, 2500], 3] = np.nan
+    want[:, 8] = np.nan
+    np.testing.assert_array_equal(decoded.matrix, want)
+    assert decoded.matrix.flags.c_contiguous
+    assert decoded.stored_nan == {x.feature_ids[3]: 2}
+    codes, _ = first_seen_codes(x.cells["image_id"])
+    assert_stats_equal(decoded.stats, expected_stats(want, codes, 3))
 
 
 @given(cellspecs(max_cells=12, max_features=4))

@@ -161,8 +161,8 @@ def file_columns(frame: pd.DataFrame, types: list[dict[str, str]], feature_ids: 
                  directory: Path | str) -> tuple[list[pa.Array], pa.Schema]:
     """Arrow arrays of the table columns and the schema of the whole file (table columns, then features)."""
     names = [c["name"] for c in types] + list(feature_ids)
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
+    dup = first_duplicate(names)
+    if dup is not None:
         raise Unwritable(directory, table, f"column name {dup!r} is used twice (cells columns and feature ids "
                                            "share one file)")
     arrays = [arrow_column(frame[c["name"]], c["type"], table, directory) for c in types]
@@ -189,6 +189,20 @@ def feature_arrays(matrix: Any, start: int, stop: int, buffer: np.ndarray) -> li
             for col, suspect in zip(columns, has_nan, strict=True)]
 
 
+def first_duplicate(names: Iterable[Any]) -> Any:
+    """The first name seen a second time, or None (in one pass, so wide tables stay linear).
+
+    >>> first_duplicate(["a", "b", "b", "a"]), first_duplicate(["a"])
+    ('b', None)
+    """
+    seen: set[Any] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def check_file_columns(stored: list[str], types: list[dict[str, str]], feature_ids: list[str],
                        directory: Path | str, file: str) -> list[dict[str, str]]:
     """Compare the columns a file stores with ``column_types``; returns the non-feature column types.
@@ -198,14 +212,15 @@ def check_file_columns(stored: list[str], types: list[dict[str, str]], feature_i
     """
     listed = [c["name"] for c in types]
     for names, what in ((stored, "the file"), (listed, f"column_types for {file}")):
-        dup = next((n for n in names if names.count(n) > 1), None)
+        dup = first_duplicate(names)
         if dup is not None:
             raise ColumnMismatch(directory, file, f"{what} names column {dup!r} twice")
-    missing = [n for n in listed if n not in set(stored)]
+    stored_set, listed_set = set(stored), set(listed)
+    missing = [n for n in listed if n not in stored_set]
     if missing:
         raise ColumnMismatch(directory, file, f"column {missing[0]!r} listed in column_types is missing from the file"
                              + (f" ({len(missing)} missing)" if len(missing) > 1 else ""))
-    unlisted = [n for n in stored if n not in set(listed)]
+    unlisted = [n for n in stored if n not in listed_set]
     if unlisted:
         raise ColumnMismatch(directory, file, f"column {unlisted[0]!r} is stored but not listed in column_types")
     n_table = len(types) - len(feature_ids)

@@ -14,6 +14,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -61,8 +62,38 @@ def _jsonschema() -> Any:
     return jsonschema
 
 
+@cache
+def fast_schema_check() -> Callable[[Any], Any]:
+    """The schema compiled to Python code by fastjsonschema: raises ``JsonSchemaException`` when invalid.
+
+    jsonschema walks a 100,000-feature document (two arrays of 100,000 objects) in about 40 s;
+    the compiled check takes about 1 s. The schema only uses keywords that mean the same in
+    fastjsonschema's drafts and in 2020-12 (tests/test_metadata_schema.py holds it to that).
+
+    >>> import fastjsonschema
+    >>> try:
+    ...     fast_schema_check()({"spec_version": "1.0.0"})
+    ... except fastjsonschema.JsonSchemaException as err:
+    ...     print(err.message[:17])
+    data must contain
+    """
+    import fastjsonschema
+
+    return fastjsonschema.compile(schema())
+
+
 def schema_problem(document: Any) -> str | None:
-    """The most relevant schema violation of ``document`` as text, or None when it is valid."""
+    """The most relevant schema violation of ``document`` as text, or None when it is valid.
+
+    The compiled check decides; jsonschema, slower, words the problem of a document that fails it.
+    """
+    import fastjsonschema
+
+    try:
+        fast_schema_check()(document)
+        return None
+    except fastjsonschema.JsonSchemaException:
+        pass
     jsonschema = _jsonschema()
     validator = jsonschema.Draft202012Validator(schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
@@ -121,12 +152,41 @@ def build_document(x: CellSpec, column_types: dict[str, list[dict[str, str]]], d
 
 
 def dump_document(document: dict, directory: Path | str) -> bytes:
-    """UTF-8 JSON text; refuses values JSON cannot hold (NaN, infinity, arbitrary objects)."""
+    """UTF-8 JSON text; refuses values JSON cannot hold (NaN, infinity, arbitrary objects).
+
+    Objects are indented, and each row of a table (an object in an array) takes one line:
+
+    >>> print(dump_document({"a": [{"b": 1}, {"b": None}], "c": {"d": "é"}}, ".").decode())
+    {
+     "a": [
+      {"b": 1},
+      {"b": null}
+     ],
+     "c": {
+      "d": "é"
+     }
+    }
+    <BLANKLINE>
+    """
+    # json's C encoder runs only without indent; indenting only above the rows keeps the file readable
+    # and writes 100,000 dictionary rows in a fraction of a second instead of about 10 s.
+    encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=_numpy_scalar).encode
     try:
-        text = json.dumps(document, indent=1, ensure_ascii=False, allow_nan=False, default=_numpy_scalar)
+        text = _json_text(document, 0, encode)
     except (TypeError, ValueError) as err:
         raise Unwritable(directory, "cellspec.json", f"a value cannot be written as JSON: {err}") from None
     return (text + "\n").encode("utf-8")
+
+
+def _json_text(value: Any, depth: int, encode: Callable[[Any], str]) -> str:
+    pad, end = " " * (depth + 1), "\n" + " " * depth
+    if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
+        items = (f"{pad}{encode(k)}: {_json_text(v, depth + 1, encode)}" for k, v in value.items())
+        return "{\n" + ",\n".join(items) + end + "}"
+    if isinstance(value, list) and value:
+        return "[\n" + ",\n".join(pad + encode(v) if isinstance(v, dict) else pad + _json_text(v, depth + 1, encode)
+                                   for v in value) + end + "]"
+    return encode(value)
 
 
 def _numpy_scalar(value: Any) -> Any:

@@ -35,6 +35,7 @@ from cellspec_sc.spec.types import spec_type_of
 
 _DECODE_BYTES = 1 << 25  # decoded feature values held at once while filling the matrix (two pieces in flight)
 _ROW_GROUP_BYTES = 1 << 27  # ~128 MB row groups on write
+_THREADED_ROWS = 1 << 12  # row groups at least this long are decoded with pyarrow's threads, column by column
 
 
 def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: Any,
@@ -83,8 +84,9 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"not a readable Parquet file: {err}") from None
     table_types = check_file_columns(stored.names, types, feature_ids, directory, file)
+    kinds = dict(zip(stored.names, stored.types, strict=True))  # one pass: by-name lookups cost O(columns) each
     for name in feature_ids:
-        kind = stored.field(name).type
+        kind = kinds[name]
         if kind != pa.float64() and not pa.types.is_null(kind):
             raise ColumnMismatch(directory, file, f"feature column {name!r} is stored as {kind}, not double")
     try:
@@ -126,7 +128,7 @@ def _decode_matrix(handle: pq.ParquetFile, feature_ids: list[str],
 
     def decode(k: int) -> pa.Table:
         index, _, names = pieces[k]
-        return handle.read_row_group(index, columns=names, use_threads=True)
+        return _read_piece(handle, index, names)
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-decode") as pool:
         ahead = pool.submit(decode, 0) if pieces else None
@@ -164,8 +166,16 @@ def fill_row_group(handle: pq.ParquetFile, index: int, feature_ids: list[str], t
     """
     n = handle.metadata.row_group(index).num_rows
     for first, names in _column_batches(feature_ids, n):
-        _place(handle.read_row_group(index, columns=names, use_threads=True), target[:n], first, nulls, stats)
+        _place(_read_piece(handle, index, names), target[:n], first, nulls, stats)
     return n
+
+
+def _read_piece(handle: pq.ParquetFile, index: int, names: list[str]) -> pa.Table:
+    """Columns ``names`` of row group ``index``; pyarrow's threads only for long columns (for short
+    ones, as in a table of a few cells and 100,000 features, a task per column costs more than it
+    decodes)."""
+    long_columns = handle.metadata.row_group(index).num_rows >= _THREADED_ROWS
+    return handle.read_row_group(index, columns=names, use_threads=long_columns)
 
 
 def _place(decoded: pa.Table, target: np.ndarray, first: int, nulls: np.ndarray,
@@ -176,15 +186,31 @@ def _place(decoded: pa.Table, target: np.ndarray, first: int, nulls: np.ndarray,
     the cache; null counts are added to ``nulls``.
     """
     n, k = decoded.num_rows, decoded.num_columns
-    values = [_float_values(decoded.column(j), n) for j in range(k)]
-    nulls[first:first + k] += [decoded.column(j).null_count for j in range(k)]
+    nulls[first:first + k] += [column.null_count for column in decoded.columns]
     block = target[:, first:first + k]
+    if n < _THREADED_ROWS:  # short columns: one conversion in Arrow, not a numpy array per column
+        block[:] = _row_major(decoded)
+        if stats is not None:
+            stats.add(row, block, first)
+        return
+    values = [_float_values(decoded.column(j), n) for j in range(k)]
     rows = cache_rows(k)
     for start in range(0, n, rows):
         piece = block[start:start + rows]
         np.stack([v[start:start + rows] for v in values], axis=1, out=piece)
         if stats is not None:
             stats.add(row + start, piece, first)
+
+
+def _row_major(decoded: pa.Table) -> np.ndarray:
+    """Decoded float64 (or all-null) columns as one row-major matrix, null as NaN (converted by Arrow)."""
+    if any(kind != pa.float64() for kind in decoded.schema.types):  # all-null columns are typed null
+        decoded = pa.table([c if c.type == pa.float64() else pa.nulls(len(c), pa.float64()) for c in decoded.columns],
+                           schema=pa.schema([(name, pa.float64()) for name in decoded.column_names]))
+    batches = decoded.combine_chunks().to_batches()
+    if not batches or not decoded.num_columns:
+        return np.full((decoded.num_rows, decoded.num_columns), np.nan)
+    return np.asarray(batches[0].to_tensor(null_to_nan=True, row_major=True))
 
 
 def _float_values(column: pa.ChunkedArray, n: int) -> np.ndarray:
@@ -217,12 +243,12 @@ def lazy_matrix(path: Path, feature_ids: list[str], directory: Path | str) -> An
     return da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
 
 
-def _file_stamp(path: Path | str) -> tuple[int, int]:
+def _file_stamp(path: Path | str) -> tuple[int, ...]:
     info = os.stat(path)
-    return info.st_size, info.st_mtime_ns
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
 
-def _row_group_matrix(path: str, index: int, feature_ids: tuple[str, ...], stamp: tuple[int, int],
+def _row_group_matrix(path: str, index: int, feature_ids: tuple[str, ...], stamp: tuple[int, ...],
                       directory: str) -> np.ndarray:
     """Row group ``index`` of the feature columns as a float64 matrix (a block of :func:`lazy_matrix`)."""
     file = Path(path).name
