@@ -29,7 +29,7 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 # in the order ``cellspec --help`` lists them
 COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli.demo", "cellspec_sc.cli.validate", "cellspec_sc.cli.info",
                                      "cellspec_sc.cli.imports", "cellspec_sc.cli.convert", "cellspec_sc.cli.luxar",
-                                     "cellspec_sc.cli.preview", "cellspec_sc.cli.cohort")
+                                     "cellspec_sc.cli.view", "cellspec_sc.cli.preview", "cellspec_sc.cli.cohort")
 
 
 def build_parser() -> argparse.ArgumentParser:
