@@ -1,8 +1,9 @@
 """cellspec objects as AnnData files: ``.h5ad`` and AnnData ``.zarr`` stores.
 
-Writers publish atomically (a hidden sibling is renamed at the end), refuse an
-existing target unless ``overwrite=True``, and never replace something that is
-not an AnnData store. Readers wrap anndata's errors in :class:`~cellspec_sc.InputError`.
+Writers publish through :func:`cellspec_sc.io.publish.publishing` (staged next to
+the target, published atomically), refuse an existing target unless
+``overwrite=True``, and never replace something that is not an AnnData store of
+the same kind. Readers wrap anndata's errors in :class:`~cellspec_sc.InputError`.
 
 >>> import cellspec_sc as cs, tempfile, pathlib
 >>> path = write_h5ad(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "x.h5ad")
@@ -12,15 +13,12 @@ True
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
-import shutil
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
 
 from cellspec_sc.bridges.anndata import AnnDataBridgeWarning, from_anndata, to_anndata
 
@@ -35,16 +33,7 @@ def is_h5ad(source: str | Path) -> bool:
 
 def is_anndata_zarr(source: str | Path) -> bool:
     """A zarr store (v2 or v3) whose root group is an AnnData (``encoding-type: anndata``)."""
-    path = Path(source)
-    for name, key in (("zarr.json", "attributes"), (".zattrs", None)):
-        try:
-            document = json.loads((path / name).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        attrs = document.get(key, {}) if key else document
-        if isinstance(attrs, dict) and attrs.get("encoding-type") == "anndata":
-            return True
-    return False
+    return zarr_root_attributes(source).get("encoding-type") == "anndata"
 
 
 def read_h5ad(path: str | Path) -> CellSpec:
@@ -74,41 +63,23 @@ def _from_store(path: str | Path, reader) -> CellSpec:
         raise InputError(f"{path}: {err}") from None
 
 
+H5AD_FILE = TargetKind("an AnnData .h5ad file", False, is_h5ad)
+ANNDATA_ZARR = TargetKind("an AnnData .zarr store", True, is_anndata_zarr)
+
+
 def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``x`` as an ``.h5ad`` file (via :func:`cellspec_sc.to_anndata`) and return the path."""
-    target = Path(path)
-    _check_target(target, overwrite, is_h5ad)
-    stage = target.with_name(f".{target.name}.cellspec-staging-{os.getpid()}-{secrets.token_hex(4)}")
-    try:
-        to_anndata(x).write_h5ad(stage)
-        os.replace(stage, target)
-    finally:
-        stage.unlink(missing_ok=True)
-    return target
+    check_target(path, H5AD_FILE, overwrite=overwrite)
+    adata = to_anndata(x)
+    with publishing(path, H5AD_FILE, overwrite=overwrite) as payload:
+        adata.write_h5ad(payload)
+    return Path(path)
 
 
 def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``x`` as an AnnData ``.zarr`` store and return the path."""
-    target = Path(path)
-    _check_target(target, overwrite, is_anndata_zarr)
-    stage = target.with_name(f".{target.name}.cellspec-staging-{os.getpid()}-{secrets.token_hex(4)}")
-    old = target.with_name(f".{target.name}.cellspec-old-{secrets.token_hex(4)}")
-    try:
-        to_anndata(x).write_zarr(stage)
-        if target.exists():
-            target.rename(old)
-        stage.rename(target)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
-    return target
-
-
-def _check_target(target: Path, overwrite: bool, is_same_kind) -> None:
-    if not (target.exists() or target.is_symlink()):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        return
-    if not overwrite:
-        raise InputError(f"{target}: already exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    if target.is_symlink() or not is_same_kind(target):
-        raise InputError(f"{target}: exists and is not an AnnData store; refusing to replace it")
+    check_target(path, ANNDATA_ZARR, overwrite=overwrite)
+    adata = to_anndata(x)
+    with publishing(path, ANNDATA_ZARR, overwrite=overwrite) as payload:
+        adata.write_zarr(payload)
+    return Path(path)

@@ -27,6 +27,7 @@ from cellspec_sc.display.colors import NA_COLOUR, UNCOLOURED, category_rgb, hex_
 from cellspec_sc.display.html import swatch
 from cellspec_sc.display.ranges import robust_window
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.model.provenance import source_line
 from cellspec_sc.bridges.luxar_input import SceneInput, scene_input
 
@@ -112,6 +113,7 @@ def to_luxar(
     title: str | None = None,
     colormap: str = "viridis",
     percentiles: tuple[float, float] = (1.0, 99.0),
+    overwrite: bool = True,
 ) -> Path:
     """Compile a CellSpec (or an AnnData from ``to_anndata``) into a Luxar scene directory.
 
@@ -120,7 +122,8 @@ def to_luxar(
     coloured by classification when present). ``layout``: ``"side"`` puts images side by side
     from left to right in ``images`` order; ``"stack"`` puts them on a categorical ``image``
     dimension picked in the viewer. Feature windows span the ``percentiles`` of the non-NA values.
-    An existing scene at ``path`` is replaced once the new one is complete.
+    An existing scene at ``path`` is replaced once the new one is complete (never anything else;
+    ``overwrite=False`` refuses it), see :mod:`cellspec_sc.io.publish`.
 
     >>> import cellspec_sc as cs, tempfile, pathlib
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "s.luxar.zarr"
@@ -129,6 +132,7 @@ def to_luxar(
     """
     import luxar
 
+    check_target(path, LUXAR_SCENE, overwrite=overwrite)
     if layout not in LAYOUTS:
         raise InputError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     specs = [parse_layer(t) for t in (layers if layers is not None else DEFAULT_LAYERS)]
@@ -139,7 +143,8 @@ def to_luxar(
     geometry = _layout(src, layout)
     title = title or _default_title(src)
     path = Path(path)
-    with luxar.verbosity("silent"), luxar.LuxarZarrCompiler(path, atomic=True) as compiler:
+    with publishing(path, LUXAR_SCENE, overwrite=overwrite) as payload, luxar.verbosity("silent"), \
+            luxar.LuxarZarrCompiler(payload, atomic=False) as compiler:
         scene = compiler.create_scene(dimensions=_dimensions(geometry), viewer_config=_viewer_config(title),
                                       citation=_citation(src.provenance))
         built = _SceneBuilder(scene, src, geometry, colormap, percentiles)
@@ -147,6 +152,14 @@ def to_luxar(
             built.add(spec)
         built.finish(title)
     return path
+
+
+def is_luxar_scene(path: str | Path) -> bool:
+    """A directory whose root zarr attributes say ``type: scene``, as luxar writes it."""
+    return zarr_root_attributes(path).get("type") == "scene"
+
+
+LUXAR_SCENE = TargetKind("a Luxar scene", True, is_luxar_scene)
 
 
 def _check_layers(src: SceneInput, specs: list[LayerSpec]) -> None:

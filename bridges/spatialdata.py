@@ -38,7 +38,7 @@ import pandas as pd
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.provenance import package_version, with_history_step
-from cellspec_sc.io.staging import clean_stale, fsync_tree, publish, staging_directory
+from cellspec_sc.io.publish import TargetKind, check_target, publishing
 
 from cellspec_sc.io.outlines import image_outlines, materialise_outline_files, outline_files
 
@@ -403,6 +403,9 @@ def is_spatialdata_zarr(path: str | os.PathLike) -> bool:
         return False
 
 
+SPATIALDATA_ZARR = TargetKind("a SpatialData .zarr store", True, is_spatialdata_zarr)
+
+
 def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
     """Read a SpatialData zarr store and convert it with :func:`from_spatialdata` (``options`` as there).
 
@@ -421,26 +424,15 @@ def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
 def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool = False, **options: Any) -> Path:
     """Write ``to_spatialdata(x, **options)`` as a zarr store and return its path.
 
-    The store is written under a hidden name next to ``path`` and renamed at the end (the
-    staging of the directory writer, :mod:`cellspec_sc.io.staging`). An
-    existing ``path`` is replaced only with ``overwrite=True`` and only if it is a SpatialData
-    store.
+    The store is written under a hidden name next to ``path`` and published atomically
+    (:func:`cellspec_sc.io.publish.publishing`). An existing ``path`` is replaced only with
+    ``overwrite=True`` and only if it is a SpatialData store.
     """
-    target = Path(path)
-    if target.exists() or target.is_symlink():
-        if not overwrite:
-            raise InputError(f"{target}: already exists; pass overwrite=True (CLI: --overwrite) to replace it")
-        if target.is_symlink() or not is_spatialdata_zarr(target):
-            raise InputError(f"{target}: exists and is not a SpatialData store; refusing to replace it")
+    check_target(path, SPATIALDATA_ZARR, overwrite=overwrite)
     sdata = to_spatialdata(x, **options)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(target)
-    with staging_directory(target) as stage:
-        store = stage / "store"  # spatialdata writes only to a path that does not exist yet
-        sdata.write(str(store))
-        fsync_tree(store)
-        publish(store, target)  # a replaced store ends up inside the stage, which is removed
-    return target
+    with publishing(path, SPATIALDATA_ZARR, overwrite=overwrite) as payload:
+        sdata.write(str(payload))  # spatialdata writes only to a path that does not exist yet
+    return Path(path)
 
 
 def _temporary_directory() -> Path:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno as errno_module
+import os
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,3 +38,23 @@ class InputError(CellspecError):
 
 class FormatError(CellspecError):
     """A file or directory that does not follow the cellspec directory format."""
+
+
+class WriteFailed(CellspecError):
+    """The operating system refused a write (disk full, read-only file system, permissions, too
+    many open files). Nothing was published: the target holds what it held before and no staging
+    is left behind. ``.target``, ``.file`` (relative to the target, when known) and ``.errno``.
+
+    >>> import errno
+    >>> print(WriteFailed("/data/run1", OSError(errno.ENOSPC, "No space left on device"), "cells.parquet"))
+    /data/run1: cells.parquet: cannot write: No space left on device (ENOSPC); nothing was published, the target is as it was
+    """
+
+    def __init__(self, target: str | os.PathLike, err: OSError, file: str | None = None):
+        found = re.search(r"errno (\d+)", str(err))  # pyarrow's OSErrors carry it only in the text
+        self.target, self.file = str(target), file
+        self.errno = err.errno or (int(found.group(1)) if found else None)
+        code = f" ({errno_module.errorcode.get(self.errno, self.errno)})" if self.errno else ""
+        where = f"{self.target}: {file}: " if file else f"{self.target}: "
+        super().__init__(f"{where}cannot write: {err.strerror or err}{code}; nothing was published, "
+                         "the target is as it was")

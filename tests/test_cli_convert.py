@@ -57,7 +57,8 @@ def test_target_table_picks_the_longest_suffix(monkeypatch):
     from cellspec_sc.cli import convert as cli_convert
 
     monkeypatch.setattr(cli_convert, "TARGETS", [*cli_convert.TARGETS,
-                                                 (".other.zarr", "cellspec_sc.cli.convert:target_writer", "other")])
+                                                 (".other.zarr", "cellspec_sc.cli.convert:target_writer",
+                                                  "cellspec_sc.io.publish:HTML_FILE", "other")])
     assert target_writer("a.other.zarr")[1] == "other"
     assert target_writer("a.spatialdata.zarr")[1] == "SpatialData .zarr store"
     assert target_writer("a.zarr/")[1] == "AnnData .zarr store"

@@ -28,6 +28,7 @@ import pandas as pd
 from cellspec_sc.display.html import channels_html, overview_html, table_html
 from cellspec_sc.display.ranges import robust_range
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.publish import PNG_FILE, check_target, publishing
 from cellspec_sc.model.summary import format_html
 from cellspec_sc.widgets import compute, figures
 from cellspec_sc.widgets.data import DENSITY, FEATURE, PreviewData, as_cellspec
@@ -298,20 +299,26 @@ class Preview(W.VBox):
         self.validation_html.value = self.data.report()._repr_html_()
 
     # -- exports ---------------------------------------------------------------------------------
-    def save_png(self, path: str | Path) -> Path:
-        """Write the current view (histogram of the selected feature next to the map of the image) as PNG."""
+    def save_png(self, path: str | Path, *, overwrite: bool = True) -> Path:
+        """Write the current view (histogram of the selected feature next to the map of the image) as PNG.
+
+        An existing PNG file at ``path`` is replaced (never any other file; ``overwrite=False`` refuses
+        it), see :mod:`cellspec_sc.io.publish`."""
+        check_target(path, PNG_FILE, overwrite=overwrite)
         view = self.space_data()
         space = None if view is None else {"grid": view.grid, "rgba": view.rgba, "title": view.title,
                                            "colour_range": view.colour_range, "legend": view.legend}
         png = figures.view_png(self.histogram_data(), space, title=self.feature or "",
                                unit=self.data.unit(self.feature))
-        path = Path(path)
-        path.write_bytes(png)
-        return path
+        with publishing(path, PNG_FILE, overwrite=overwrite) as payload:
+            payload.write_bytes(png)
+        return Path(path)
 
-    def save_html(self, path: str | Path, *, features: Any = None, max_features: int = 24) -> Path:
-        """Write a standalone HTML snapshot (no kernel, no internet); see :mod:`cellspec_sc.widgets.snapshot`."""
-        return write_snapshot(self, path, features=features, max_features=max_features)
+    def save_html(self, path: str | Path, *, features: Any = None, max_features: int = 24,
+                  overwrite: bool = True) -> Path:
+        """Write a standalone HTML snapshot (no kernel, no internet); see :mod:`cellspec_sc.widgets.snapshot`.
+        An existing HTML file at ``path`` is replaced (never any other file; ``overwrite=False`` refuses it)."""
+        return write_snapshot(self, path, features=features, max_features=max_features, overwrite=overwrite)
 
 
 # -- small helpers ---------------------------------------------------------------------------------

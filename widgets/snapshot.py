@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from cellspec_sc.display.html import channels_html, overview_html, table_html
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.publish import HTML_FILE, check_target, publishing
 from cellspec_sc.model.summary import format_html
 
 from cellspec_sc.widgets import figures
@@ -136,11 +137,15 @@ def render_snapshot(w: Preview, *, features: Any = None, max_features: int = 24,
 """
 
 
-def write_snapshot(w: Preview, path: str | Path, *, features: Any = None, max_features: int = 24) -> Path:
-    """Write :func:`render_snapshot` to ``path`` (UTF-8)."""
-    path = Path(path)
-    path.write_text(render_snapshot(w, features=features, max_features=max_features), encoding="utf-8")
-    return path
+def write_snapshot(w: Preview, path: str | Path, *, features: Any = None, max_features: int = 24,
+                   overwrite: bool = True) -> Path:
+    """Write :func:`render_snapshot` to ``path`` (UTF-8), replacing an existing HTML file only (and only
+    with ``overwrite=True``), see :mod:`cellspec_sc.io.publish`."""
+    check_target(path, HTML_FILE, overwrite=overwrite)
+    page = render_snapshot(w, features=features, max_features=max_features)
+    with publishing(path, HTML_FILE, overwrite=overwrite) as payload:
+        payload.write_text(page, encoding="utf-8")
+    return Path(path)
 
 
 def _json_for_script(state: dict[str, Any]) -> str:

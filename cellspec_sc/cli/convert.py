@@ -3,7 +3,9 @@
 SOURCE is anything ``cellspec validate`` opens (see :mod:`cellspec_sc.io.sources`).
 The writer is chosen from TARGET's name by :data:`TARGETS`, longest suffix
 first, so a bridge can add a more specific suffix (``.spatialdata.zarr``) next
-to ``.zarr`` with one line.
+to ``.zarr`` with one line. A name without a suffix (or ending in ``.cellspec``)
+is a cellspec directory; any other suffix is refused. TARGET is checked
+before SOURCE is read.
 
 >>> target_writer("out.h5ad")[1]
 'AnnData .h5ad file'
@@ -11,45 +13,65 @@ to ``.zarr`` with one line.
 'SpatialData .zarr store'
 >>> target_writer("run2")[1]
 'cellspec directory'
+>>> target_writer("x.txt")
+Traceback (most recent call last):
+...
+cellspec_sc.errors.InputError: x.txt: unknown target suffix '.txt'; known: .h5ad (AnnData .h5ad file), .spatialdata.zarr (SpatialData .zarr store), .zarr (AnnData .zarr store), .cellspec (cellspec directory), or no suffix (cellspec directory)
 """
 
 from __future__ import annotations
 
 import argparse
 from importlib import import_module
+from pathlib import PurePath
 from typing import Any
 
-# (suffix of TARGET, "module:function" writing (x, path, overwrite=...), description); "" = anything else
-TARGETS: list[tuple[str, str, str]] = [
-    (".h5ad", "cellspec_sc.bridges.anndata_io:write_h5ad", "AnnData .h5ad file"),
-    (".spatialdata.zarr", "cellspec_sc.bridges.spatialdata:write_spatialdata", "SpatialData .zarr store"),
-    (".zarr", "cellspec_sc.bridges.anndata_io:write_anndata_zarr", "AnnData .zarr store"),
-    ("", "cellspec_sc.io.directory:write", "cellspec directory"),
+from cellspec_sc.errors import InputError
+from cellspec_sc.io.publish import check_target
+
+# (suffix of TARGET, "module:function" writing (x, path, overwrite=...), "module:TargetKind" it publishes,
+# description); "" = a name without a suffix
+TARGETS: list[tuple[str, str, str, str]] = [
+    (".h5ad", "cellspec_sc.bridges.anndata_io:write_h5ad", "cellspec_sc.bridges.anndata_io:H5AD_FILE",
+     "AnnData .h5ad file"),
+    (".spatialdata.zarr", "cellspec_sc.bridges.spatialdata:write_spatialdata",
+     "cellspec_sc.bridges.spatialdata:SPATIALDATA_ZARR", "SpatialData .zarr store"),
+    (".zarr", "cellspec_sc.bridges.anndata_io:write_anndata_zarr", "cellspec_sc.bridges.anndata_io:ANNDATA_ZARR",
+     "AnnData .zarr store"),
+    (".cellspec", "cellspec_sc.io.directory:write", "cellspec_sc.io.publish:CELLSPEC_DIRECTORY", "cellspec directory"),
+    ("", "cellspec_sc.io.directory:write", "cellspec_sc.io.publish:CELLSPEC_DIRECTORY", "cellspec directory"),
 ]
 
 
-def target_writer(target: str) -> tuple[Any, str]:
-    """(writer function, description) for a TARGET path, by its longest matching suffix."""
+def _attribute(where: str) -> Any:
+    module, name = where.split(":")
+    return getattr(import_module(module), name)
+
+
+def target_writer(target: str) -> tuple[Any, str, Any]:
+    """(writer function, description, TargetKind) for a TARGET path, by its longest matching suffix."""
     name = str(target).rstrip("/").lower()
-    for suffix, where, description in sorted(TARGETS, key=lambda row: -len(row[0])):
-        if name.endswith(suffix):
-            module, function = where.split(":")
-            return getattr(import_module(module), function), description
-    raise AssertionError("TARGETS has a catch-all entry")  # pragma: no cover
+    for suffix, writer, kind, description in sorted(TARGETS, key=lambda row: -len(row[0])):
+        if (name.endswith(suffix) and suffix) or (not suffix and not PurePath(name).suffix):
+            return _attribute(writer), description, _attribute(kind)
+    known = ", ".join(f"{s} ({d})" for s, _, _, d in TARGETS if s)
+    raise InputError(f"{target}: unknown target suffix {PurePath(name).suffix!r}; known: {known}, "
+                     "or no suffix (cellspec directory)")
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from cellspec_sc.io.sources import load
 
+    writer, description, kind = target_writer(args.target)
+    check_target(args.target, kind, overwrite=args.overwrite)  # before SOURCE is read, however big it is
     x = load(args.source)
-    writer, description = target_writer(args.target)
     path = writer(x, args.target, overwrite=args.overwrite)
     print(f"wrote {path} ({description}): {x.n_cells} cells, {len(x.dictionary)} features")
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    kinds = ", ".join(f"{suffix or 'other names'}: {description}" for suffix, _, description in TARGETS)
+    kinds = ", ".join(f"{suffix or 'no suffix'}: {description}" for suffix, _, _, description in TARGETS)
     p = sub.add_parser("convert", help="convert between cellspec directories, AnnData and SpatialData files",
                        description="Read SOURCE (a cellspec directory, .h5ad, AnnData or SpatialData .zarr, or "
                                    f"'example') and write it to TARGET, whose name picks the format ({kinds}).")

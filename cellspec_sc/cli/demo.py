@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from cellspec_sc.io.directory import read, write
+from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target
 from cellspec_sc.model.example import example
 from cellspec_sc.validation.runner import validate
 
@@ -22,8 +23,9 @@ def run_demo(out: str | Path) -> int:
     ...
     0
     """
+    target = check_target(Path(out) / "example.cellspec", CELLSPEC_DIRECTORY, overwrite=True)
     x = example(adjacency=True, region_layers=("tumor",))
-    path = write(x, Path(out) / "example.cellspec", overwrite=True)
+    path = write(x, target, overwrite=True)
     y = read(path)
     print(repr(y))
     print(f"written to {path}: {', '.join(sorted(p.name for p in path.iterdir()))}")

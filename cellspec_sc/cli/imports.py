@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target
 
 
 def _marker_map(pairs: list[str] | None) -> dict[str, str]:
@@ -40,9 +41,15 @@ def _write_and_report(x, args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_out_dir(args: argparse.Namespace) -> None:
+    """Refuse OUT_DIR before the export is read, however big it is."""
+    check_target(args.out_dir, CELLSPEC_DIRECTORY, overwrite=args.overwrite)
+
+
 def cmd_import_qupath(args: argparse.Namespace) -> int:
     from cellspec_sc.readers.qupath import read_qupath
 
+    _check_out_dir(args)
     x = read_qupath(args.file, pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
                     marker_map=_marker_map(args.marker),
                     object_types=None if args.all_objects else tuple(args.object_types))
@@ -52,6 +59,7 @@ def cmd_import_qupath(args: argparse.Namespace) -> int:
 def cmd_import_mcmicro(args: argparse.Namespace) -> int:
     from cellspec_sc.readers.mcmicro import read_mcmicro
 
+    _check_out_dir(args)
     x = read_mcmicro(args.file, pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
                      marker_map=_marker_map(args.marker), markers_csv=args.markers, image=args.image)
     return _write_and_report(x, args)

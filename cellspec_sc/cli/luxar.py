@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.publish import check_target
 
 
 def load_for_scene(source: str) -> Any:
@@ -27,9 +28,10 @@ def load_for_scene(source: str) -> Any:
 
 
 def cmd_luxar(args: argparse.Namespace) -> int:
-    from cellspec_sc.bridges.luxar import to_luxar
+    from cellspec_sc.bridges.luxar import LUXAR_SCENE, to_luxar
     from cellspec_sc.bridges.luxar_viewer import LuxarViewer
 
+    check_target(args.out, LUXAR_SCENE, overwrite=True)  # before SOURCE is read
     obj = load_for_scene(args.source)
     out = to_luxar(obj, args.out, layers=args.layer or None, layout=args.layout, title=args.title,
                    colormap=args.colormap)
@@ -46,7 +48,8 @@ def cmd_luxar(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("luxar", help="compile cells into a Luxar scene for the browser viewer")
     p.add_argument("source", help="a cellspec directory, an .h5ad written from to_anndata, or 'example'")
-    p.add_argument("out", help="scene directory to write, e.g. cells.luxar.zarr (replaced when it exists)")
+    p.add_argument("out", help="scene directory to write, e.g. cells.luxar.zarr (a Luxar scene there is replaced, "
+                                     "anything else refused)")
     p.add_argument("--layer", action="append", metavar="LAYER",
                    help="cells, adjacency, outlines, feature:<feature_id>, marker:<marker>, category:<column>, "
                         "embedding:<obsm key>; repeat for several (default: cells)")

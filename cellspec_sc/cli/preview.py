@@ -17,11 +17,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cellspec_sc.io.publish import HTML_FILE, PNG_FILE, check_target
+
 
 def cmd_preview(args: argparse.Namespace) -> int:
     from cellspec_sc.io.sources import load
     from cellspec_sc.widgets.preview import preview
 
+    check_target(args.output, HTML_FILE, overwrite=True)  # before SOURCE is read; only our kind is replaced
+    if args.png:
+        check_target(args.png, PNG_FILE, overwrite=True)
     x = load(args.source)
     w = preview(x, image=args.image, feature=args.feature)
     if args.colour_by:
@@ -39,7 +44,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("preview", help="write a standalone HTML preview (features, channels, space, validation)")
     p.add_argument("source", help="a cellspec directory, a supported file, or 'example'")
-    p.add_argument("-o", "--output", required=True, help="HTML file to write, e.g. report.html")
+    p.add_argument("-o", "--output", required=True, help="HTML file to write, e.g. report.html (an HTML file there is replaced, "
+                                                        "anything else refused)")
     p.add_argument("--image", default=None, help="image_id shown in the Space section (default: the first)")
     p.add_argument("--feature", default=None, help="feature_id selected first (default: the first)")
     p.add_argument("--features", nargs="+", default=None, metavar="FEATURE_ID",
@@ -49,5 +55,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--colour-by", default=None,
                    help="'feature', 'density' or a categorical cells column such as classification")
     p.add_argument("--log", action="store_true", help="log-scaled histograms")
-    p.add_argument("--png", default=None, help="also write the current view as PNG")
+    p.add_argument("--png", default=None, help="also write the current view as PNG (replaces a PNG file only)")
     p.set_defaults(func=cmd_preview)

@@ -82,14 +82,23 @@ _WRITING = """## Writing: crash-safe, nothing lost
   its `spec_version` must be one this package reads.
 - Everything is written under a hidden sibling `.<name>.cellspec-staging-<pid>-<token>`, each file is
   fsynced, `MANIFEST.sha256` then `DONE` are written last, and the staging directory is renamed to
-  the target (`renameat2(RENAME_NOREPLACE)` on Linux). A crash or Ctrl-C at any moment leaves either
-  no target or a complete one; a test kills writing processes at random points.
-- `overwrite=False` (default) refuses an existing path. `overwrite=True` replaces only a cellspec
-  directory (one holding `DONE`, `MANIFEST.sha256` or `cellspec.json`) or an empty directory, never
-  another folder or a file. The old directory stays intact until the new one is complete; then the
-  two are swapped atomically (`renameat2(RENAME_EXCHANGE)`), and the old one is removed. Where that
-  call is missing, the old directory is first renamed to `.<name>.cellspec-old-<pid>-<token>`; if the
-  process dies between the two renames, the next write moves it back.
+  the target. A crash, `kill -9` or Ctrl-C at any moment leaves either no target or a complete one
+  (the old one, or the new one); a test kills writing processes at random points.
+- `overwrite=False` (default) refuses an existing path, and the final rename refuses one too
+  (`renameat2(RENAME_NOREPLACE)` on Linux; elsewhere `rename()`, which fails on a non-empty
+  directory): when several writers race for the same new path, exactly one wins and every other gets
+  `TargetExists`, with nothing of the winner's replaced or deleted (a test races real processes).
+- `overwrite=True` replaces only a cellspec directory (one holding `DONE`, `MANIFEST.sha256` or
+  `cellspec.json`) or an empty directory, never another folder, a file or a symbolic link. The old
+  directory stays intact until the new one is complete; then the two are swapped atomically
+  (`renameat2(RENAME_EXCHANGE)`), and the old one is removed, so the path holds one complete directory
+  at every moment, also with several writers at once. Where that call is missing, the old directory is
+  first renamed to `.<name>.cellspec-old-<pid>-<token>`; if the process dies between the two renames,
+  the next write moves it back.
+- The same publishing path (`cellspec_sc.io.publish`) writes `.h5ad` files, AnnData and SpatialData
+  `.zarr` stores, Luxar scenes and the preview's HTML and PNG files: each replaces only its own kind
+  (an `.h5ad` file, a store whose root says it is AnnData / SpatialData, a Luxar scene, an HTML page,
+  a PNG image), and the command line checks its target before it reads its input.
 - Staging directories of writers that are no longer running (by process id) are removed by the next
   write to the same target; those of running writers are left alone.
 - Outline files named by `images.geometry_ref` are copied from `x.source_dir` (set by `read` and by

@@ -28,14 +28,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from cellspec_sc.io.columns import Decoded, column_types_of
-from cellspec_sc.errors import InputError
-from cellspec_sc.io.manifest import DATA_FILES, METADATA, checked_relative, verify_directory, write_manifest
+from cellspec_sc.errors import CellspecError, InputError
+from cellspec_sc.io.manifest import (DATA_FILES, MARKERS, METADATA, checked_relative, directory_stamp, verify_directory,
+                                     write_manifest)
 from cellspec_sc.io.metadata import JSON_TABLES, KNOWN_KEYS, build_document, dump_document, frame_of_rows, load_document, \
     schema_problem, supported_version
 from cellspec_sc.io.parquet import read_parquet, write_parquet
-from cellspec_sc.io.refusals import (ColumnMismatch, NotACellspecDirectory, OutlineMissing, SchemaViolation, TargetExists,
+from cellspec_sc.io.refusals import (ChangedSinceRead, ColumnMismatch, NotACellspecDirectory, OutlineMissing, SchemaViolation,
                        UnlistedDataFile, UnreadableFile, UnsafePath, UnsupportedVersion)
-from cellspec_sc.io.staging import clean_stale, fsync_file, fsync_tree, publish, staging_directory
+from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target, publishing
+from cellspec_sc.io.staging import fsync_file, fsync_tree
 from cellspec_sc.io.tsv import read_tsv, write_tsv
 from cellspec_sc.validation.report import ValidationReport
 from cellspec_sc.validation.runner import validate, validate_in_background
@@ -44,7 +46,6 @@ if TYPE_CHECKING:
     from cellspec_sc.model.cellspec import CellSpec
 
 FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
-_MARKERS = ("DONE", "MANIFEST.sha256", METADATA)
 
 
 # -- write -------------------------------------------------------------------------------------
@@ -96,38 +97,21 @@ class _Refusal:
 
 
 def _write_valid(x: CellSpec, target: Path, format: str, overwrite: bool, refusal: _Refusal) -> Path:
-    _check_target(target, overwrite)
+    check_target(target, CELLSPEC_DIRECTORY, overwrite=overwrite)
     outlines = _outline_sources(x, target)
     column_types = _column_types(x, target)
     document = build_document(x, column_types, target)
     problem = schema_problem(document)
     if problem:  # a bug here, or extensions that clash with the schema: never write such a file
         raise SchemaViolation(target, METADATA, f"the document to write breaks the schema {problem}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(target)
     refusal()
-    with staging_directory(target) as stage:
+    with publishing(target, CELLSPEC_DIRECTORY, overwrite=overwrite) as stage:
+        stage.mkdir()
         files = _write_contents(x, stage, format, column_types, dump_document(document, target), outlines, refusal)
         fsync_tree(stage)
         write_manifest(stage, files)
         refusal.now()
-        try:
-            publish(stage, target)
-        except FileExistsError:
-            raise TargetExists(target, None, "appeared while writing; nothing was replaced") from None
     return target
-
-
-def _check_target(target: Path, overwrite: bool) -> None:
-    if not (target.exists() or target.is_symlink()):
-        return
-    if not overwrite:
-        raise TargetExists(target, None, "already exists; pass overwrite=True to replace it")
-    if target.is_symlink() or not target.is_dir():
-        raise TargetExists(target, None, "exists and is not a directory; refusing to replace it")
-    if any(target.iterdir()) and not any((target / m).exists() for m in _MARKERS):
-        raise TargetExists(target, None, "is a non-empty directory that is not a cellspec directory; "
-                                         "refusing to replace it")
 
 
 def _column_types(x: CellSpec, target: Path) -> dict[str, list[dict[str, str]]]:
@@ -149,7 +133,7 @@ def _geometry_refs(images: Any) -> list[str]:
 def _outline_sources(x: CellSpec, target: Path) -> dict[str, Path]:
     """{geometry_ref: source file} for every outline file the directory must hold."""
     refs = _geometry_refs(x.images)
-    reserved = {*_MARKERS, *DATA_FILES}
+    reserved = {*MARKERS, *DATA_FILES}
     out = {}
     for ref in refs:
         checked_relative(target, ref, "images.geometry_ref", must_exist=False)
@@ -206,11 +190,28 @@ def read(path: str | Path, *, lazy: bool = False) -> CellSpec:
     directory = Path(path)
     if not directory.is_dir():
         raise NotACellspecDirectory(directory, None, "is not a directory")
+    stamp = directory_stamp(directory)
+    try:
+        x = _read_or_refuse(directory, lazy)
+    except CellspecError:
+        _refuse_if_replaced(directory, stamp)  # what looked corrupt was another writer's directory
+        raise
+    _refuse_if_replaced(directory, stamp)
+    return x
+
+
+def _read_or_refuse(directory: Path, lazy: bool) -> CellSpec:
     try:
         return _read(directory, lazy)
     except OSError as err:  # permissions, a directory where a file belongs, I/O errors
         name = Path(err.filename).name if err.filename else None
         raise UnreadableFile(directory, name, err.strerror or str(err)) from None
+
+
+def _refuse_if_replaced(directory: Path, stamp: tuple[int, ...] | None) -> None:
+    if stamp is not None and directory_stamp(directory) != stamp:
+        raise ChangedSinceRead(directory, None, "was replaced by another writer while it was being read; "
+                                                "read it again") from None
 
 
 def _read(directory: Path, lazy: bool = False) -> CellSpec:

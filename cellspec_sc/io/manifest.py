@@ -24,7 +24,23 @@ from cellspec_sc.io.staging import fsync_file
 
 MANIFEST, DONE, METADATA = "MANIFEST.sha256", "DONE", "cellspec.json"
 DATA_FILES = ("cells.parquet", "cells.tsv.gz", "adjacency.parquet", "adjacency.tsv.gz")
+MARKERS = (DONE, MANIFEST, METADATA)
 _LINE = re.compile(r"([0-9a-fA-F]{64}) [ *](.+)")
+
+
+def has_markers(path: Path) -> bool:
+    """Whether the directory ``path`` holds a file only a cellspec directory has (complete or not)."""
+    return path.is_dir() and any((path / name).exists() for name in MARKERS)
+
+
+def directory_stamp(directory: Path) -> tuple[int, ...] | None:
+    """Identity of a directory and its DONE (device, inodes, DONE's size and time); a writer that publishes
+    a new directory at the same path changes it. None when the directory or DONE cannot be looked at."""
+    try:
+        folder, done = os.stat(directory), os.stat(directory / DONE, follow_symlinks=False)
+    except OSError:
+        return None
+    return folder.st_dev, folder.st_ino, done.st_ino, done.st_size, done.st_mtime_ns
 
 
 def write_manifest(stage: Path, files: Sequence[str] | Mapping[str, str | None]) -> str:

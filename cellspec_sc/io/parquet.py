@@ -243,12 +243,12 @@ def lazy_matrix(path: Path, feature_ids: list[str], directory: Path | str) -> An
     return da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
 
 
-def _file_stamp(path: Path | str) -> tuple[int, int]:
+def _file_stamp(path: Path | str) -> tuple[int, ...]:
     info = os.stat(path)
-    return info.st_size, info.st_mtime_ns
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
 
-def _row_group_matrix(path: str, index: int, feature_ids: tuple[str, ...], stamp: tuple[int, int],
+def _row_group_matrix(path: str, index: int, feature_ids: tuple[str, ...], stamp: tuple[int, ...],
                       directory: str) -> np.ndarray:
     """Row group ``index`` of the feature columns as a float64 matrix (a block of :func:`lazy_matrix`)."""
     file = Path(path).name

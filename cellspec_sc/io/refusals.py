@@ -90,7 +90,8 @@ class UnreadableFile(DirectoryRefusal):
 
 
 class TargetExists(DirectoryRefusal):
-    rule = "write() does not replace an existing path unless overwrite=True, and then only a cellspec directory"
+    rule = ("a writer does not replace an existing path unless overwrite=True, and then only one of its own kind "
+            "(for write(): a cellspec directory or an empty directory)")
 
 
 class OutlineMissing(DirectoryRefusal):
@@ -102,7 +103,8 @@ class Unwritable(DirectoryRefusal):
 
 
 class ChangedSinceRead(DirectoryRefusal):
-    rule = "a lazily read directory must not change while its measurements are in use (read(path, lazy=True))"
+    rule = ("a directory must not be replaced while it is read, nor while the measurements of a lazy read "
+            "(read(path, lazy=True)) are in use")
 
 
 class StoredNonFinite(DirectoryRefusal):

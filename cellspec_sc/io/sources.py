@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.manifest import has_markers
 
 if TYPE_CHECKING:
     from cellspec_sc.model.cellspec import CellSpec
@@ -31,8 +32,7 @@ def _load_example(source: str) -> CellSpec:
 
 
 def _is_cellspec_dir(source: str) -> bool:
-    path = Path(source)
-    return path.is_dir() and any((path / name).exists() for name in ("cellspec.json", "DONE", "MANIFEST.sha256"))
+    return has_markers(Path(source))
 
 
 def _is_h5ad(source: str) -> bool:

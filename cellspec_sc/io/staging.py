@@ -1,14 +1,17 @@
-"""Crash-safe publication of a directory: stage under a sibling name, fsync, rename.
+"""Crash-safe publication primitives: a sibling staging directory, fsync, atomic renames.
 
 A writer builds everything in ``.<name>.cellspec-staging-<pid>-<token>`` next to
 the target and renames it to the target only when complete. Replacing an
 existing directory swaps the two atomically (``renameat2(RENAME_EXCHANGE)`` on
 Linux), so the target name always holds a complete directory or nothing.
 Leftovers of writers that died are recognised by their name and removed by the
-next write to the same target.
+next write to the same target. Writers use these through
+:func:`cellspec_sc.io.publish.publishing`, which also checks the target.
 
 >>> staging_prefix(Path("/data/run1"))
 '.run1.cellspec-staging-'
+>>> len(staging_prefix(Path("/data/" + "n" * 250)))
+48
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import hashlib
 import os
 import secrets
 import shutil
@@ -27,13 +31,22 @@ _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 _BACKUP = "cellspec-old-"
 
 
+def _short_name(target: Path) -> str:
+    """``target``'s name, cut and tagged with a hash when a sibling name built on it would pass the
+    file system's 255-byte limit."""
+    name = target.name
+    if len(os.fsencode(name)) <= 32:
+        return name
+    return f"{name[:16]}~{hashlib.sha256(os.fsencode(name)).hexdigest()[:12]}"
+
+
 def staging_prefix(target: Path) -> str:
     """Name prefix of the staging directories of ``target``."""
-    return f".{target.name}.cellspec-staging-"
+    return f".{_short_name(target)}.cellspec-staging-"
 
 
 def _backup_prefix(target: Path) -> str:
-    return f".{target.name}.{_BACKUP}"
+    return f".{_short_name(target)}.{_BACKUP}"
 
 
 def fsync_file(path: Path) -> None:
@@ -135,19 +148,49 @@ def _renameat2(src: Path, dst: Path, flags: int) -> bool:
 USE_RENAMEAT2 = True
 
 
-def publish(stage: Path, target: Path) -> None:
-    """Move the complete ``stage`` to ``target``; an existing ``target`` is swapped out and left at ``stage``.
+def publish(payload: Path, target: Path, *, replace: bool) -> None:
+    """Move the complete ``payload`` (a file or a directory) to ``target`` in one step.
 
-    Raises FileExistsError when ``target`` appears while it was expected absent.
+    ``replace=False``: raises FileExistsError if anything is at ``target``, also something that
+    appeared a moment ago (``renameat2(RENAME_NOREPLACE)``; else ``link()`` for a file, and for a
+    directory ``rename()``, which POSIX lets fail on a file or a non-empty directory).
+    ``replace=True``: an existing directory is swapped with ``payload`` (the old one is left at
+    ``payload``'s name for the caller to remove), an existing file replaced (``rename()``).
     """
-    fsync_dir(stage)
-    if target.exists() or target.is_symlink():
-        _swap(stage, target)
-    elif not (USE_RENAMEAT2 and _renameat2(stage, target, _RENAME_NOREPLACE)):
-        if target.exists():
-            raise FileExistsError(errno.EEXIST, "exists", str(target))
-        os.rename(stage, target)
+    if payload.is_dir():
+        fsync_dir(payload)
+    if replace and (target.exists() or target.is_symlink()):
+        _replace(payload, target)
+    else:
+        try:
+            _rename_noreplace(payload, target)
+        except FileExistsError:
+            if not replace:
+                raise
+            _replace(payload, target)
     fsync_dir(target.parent)
+
+
+def _rename_noreplace(source: Path, target: Path) -> None:
+    if USE_RENAMEAT2 and _renameat2(source, target, _RENAME_NOREPLACE):
+        return
+    if not source.is_dir():
+        os.link(source, target)  # FileExistsError when anything is there
+        os.unlink(source)
+        return
+    try:
+        os.rename(source, target)
+    except OSError as err:
+        if err.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+            raise FileExistsError(errno.EEXIST, "exists", str(target)) from None
+        raise
+
+
+def _replace(payload: Path, target: Path) -> None:
+    if payload.is_dir():
+        _swap(payload, target)
+    else:
+        os.replace(payload, target)
 
 
 def _swap(stage: Path, target: Path) -> None:
