@@ -48,7 +48,7 @@ FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.g
 
 # -- write -------------------------------------------------------------------------------------
 def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = "parquet",
-          overwrite: bool = False) -> Path:
+          overwrite: bool = False, report: ValidationReport | None = None) -> Path:
     """Write ``x`` as a cellspec directory at ``path`` and return the path.
 
     The directory is built under a hidden sibling name, fsynced and renamed at
@@ -57,7 +57,9 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
     another kind of folder) only once the new one is complete. The object must
     pass structure validation (else :class:`cellspec_sc.ValidationError`).
     Outline files named by ``images.geometry_ref`` are copied from
-    ``x.source_dir``.
+    ``x.source_dir``. ``report``: the validation report of ``x`` when the
+    caller has just made it (``cellspec import`` validates once), so it is not
+    validated again.
 
     >>> import cellspec_sc as cs, tempfile, pathlib
     >>> cs.write(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "run1", format="tsv").name
@@ -71,12 +73,18 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
         raise UnsupportedVersion(target, None, f"cannot write this object: {reason}")
     # Validation runs on a second core while the files are staged; nothing is published unless it
     # passed, and when it failed its ValidationError is what the caller gets, whatever else went wrong.
-    checking = validate_in_background(x)
+    checking = validate_in_background(x) if report is None else _finished(report)
     try:
         return _write_valid(x, target, format, overwrite, _Refusal(checking, target))
     except Exception:
         _Refusal(checking, target).now()
         raise
+
+
+def _finished(report: ValidationReport) -> Future[ValidationReport]:
+    done: Future[ValidationReport] = Future()
+    done.set_result(report)
+    return done
 
 
 class _Refusal:
