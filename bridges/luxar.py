@@ -132,6 +132,7 @@ def to_luxar(
     """
     import luxar
 
+    path = scene_path(path)
     check_target(path, LUXAR_SCENE, overwrite=overwrite)
     if layout not in LAYOUTS:
         raise InputError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
@@ -142,7 +143,6 @@ def to_luxar(
     _check_layers(src, specs)
     geometry = _layout(src, layout)
     title = title or _default_title(src)
-    path = Path(path)
     with publishing(path, LUXAR_SCENE, overwrite=overwrite) as payload, luxar.verbosity("silent"), \
             luxar.LuxarZarrCompiler(payload, atomic=False) as compiler:
         scene = compiler.create_scene(dimensions=_dimensions(geometry), viewer_config=_viewer_config(title),
@@ -152,6 +152,17 @@ def to_luxar(
             built.add(spec)
         built.finish(title)
     return path
+
+
+def scene_path(path: str | Path) -> Path:
+    """Where luxar puts a scene asked for at ``path``: its name always ends in ``.luxar.zarr``.
+
+    >>> scene_path("out/cells"), scene_path("out/s.luxar.zarr")
+    (PosixPath('out/cells.luxar.zarr'), PosixPath('out/s.luxar.zarr'))
+    """
+    from luxar.utils.paths import normalize_zarr_path
+
+    return Path(normalize_zarr_path(Path(path), ".luxar.zarr"))
 
 
 def is_luxar_scene(path: str | Path) -> bool:

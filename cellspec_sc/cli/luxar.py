@@ -28,10 +28,10 @@ def load_for_scene(source: str) -> Any:
 
 
 def cmd_luxar(args: argparse.Namespace) -> int:
-    from cellspec_sc.bridges.luxar import LUXAR_SCENE, to_luxar
+    from cellspec_sc.bridges.luxar import LUXAR_SCENE, scene_path, to_luxar
     from cellspec_sc.bridges.luxar_viewer import LuxarViewer
 
-    check_target(args.out, LUXAR_SCENE, overwrite=True)  # before SOURCE is read
+    check_target(scene_path(args.out), LUXAR_SCENE, overwrite=True)  # before SOURCE is read
     obj = load_for_scene(args.source)
     out = to_luxar(obj, args.out, layers=args.layer or None, layout=args.layout, title=args.title,
                    colormap=args.colormap)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from cellspec_sc.io.columns import ARROW_TYPES, Decoded, MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, file_columns
+from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION, INFLATION_FLOOR_BYTES, InflationGuard, open_regular
 from cellspec_sc.io.refusals import UndecodableData
 
 SIGNIFICANT_DIGITS = 15
@@ -126,13 +128,21 @@ def _options(types: list[dict[str, str]]) -> dict:
     }
 
 
+def _inflating(path: Path, directory: Path | str, ratio: float) -> InflationGuard:
+    compressed = open_regular(path, directory, path.name)
+    limit = max(INFLATION_FLOOR_BYTES, int(ratio * os.fstat(compressed.fileno()).st_size))
+    return InflationGuard(gzip.GzipFile(fileobj=compressed, mode="rb"), limit, directory, path.name, ratio)
+
+
 def read_tsv(path: Path, types: list[dict[str, str]], feature_ids: list[str],
-             directory: Path | str) -> Decoded:
-    """The table columns as a canonical frame, the measurement matrix and stored-NaN counts per feature."""
+             directory: Path | str, *, max_inflation: float = DEFAULT_MAX_INFLATION) -> Decoded:
+    """The table columns as a canonical frame, the measurement matrix and stored-NaN counts per feature.
+
+    The file may inflate to ``max_inflation`` times its size (at least 64 MiB), else FileTooLarge."""
     file = path.name
     decode_errors = (pa.ArrowException, OSError, EOFError, zlib.error, UnicodeDecodeError)
     try:
-        reader = pacsv.open_csv(path, **_options(types))
+        reader = pacsv.open_csv(_inflating(path, directory, max_inflation), **_options(types))
         stored = reader.schema.names
     except decode_errors as err:
         raise UndecodableData(directory, file, f"not a readable gzipped TSV file: {err}") from None
