@@ -122,8 +122,9 @@ def to_luxar(
     coloured by classification when present). ``layout``: ``"side"`` puts images side by side
     from left to right in ``images`` order; ``"stack"`` puts them on a categorical ``image``
     dimension picked in the viewer. Feature windows span the ``percentiles`` of the non-NA values.
-    An existing scene at ``path`` is replaced once the new one is complete (never anything else;
-    ``overwrite=False`` refuses it), see :mod:`cellspec_sc.io.publish`.
+    The scene goes to :func:`scene_path` of ``path`` (luxar's naming: the name ends in ``.luxar.zarr``),
+    which is returned. An existing scene there is replaced once the new one is complete (never
+    anything else; ``overwrite=False`` refuses it), see :mod:`cellspec_sc.io.publish`.
 
     >>> import cellspec_sc as cs, tempfile, pathlib
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "s.luxar.zarr"
