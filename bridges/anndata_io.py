@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.validation.portability import refuse_unstorable
 from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.progress import progress
 
@@ -71,6 +72,7 @@ ANNDATA_ZARR = TargetKind("an AnnData .zarr store", True, is_anndata_zarr)
 def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``x`` as an ``.h5ad`` file (via :func:`cellspec_sc.to_anndata`) and return the path."""
     check_target(path, H5AD_FILE, overwrite=overwrite)
+    refuse_unstorable(x, path, "an .h5ad file (h5py)", text=True, names=False)
     adata = to_anndata(x)
     with publishing(path, H5AD_FILE, overwrite=overwrite) as payload, \
             progress(1, f"writing {Path(path).name}", unit="file", size=adata.X.size):  # anndata shows none
@@ -81,6 +83,7 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Pat
 def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``x`` as an AnnData ``.zarr`` store and return the path."""
     check_target(path, ANNDATA_ZARR, overwrite=overwrite)
+    refuse_unstorable(x, path, "an AnnData .zarr store", text=False, names=True)
     adata = to_anndata(x)
     with publishing(path, ANNDATA_ZARR, overwrite=overwrite) as payload, \
             progress(1, f"writing {Path(path).name}", unit="file", size=adata.X.size):

@@ -40,6 +40,7 @@ import pandas as pd
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.model.provenance import package_version, with_history_step
+from cellspec_sc.validation.portability import refuse_unstorable
 from cellspec_sc.io.publish import TargetKind, check_target, publishing
 from cellspec_sc.progress import progress
 
@@ -486,6 +487,7 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
     ``overwrite=True`` and only if it is a SpatialData store.
     """
     check_target(path, SPATIALDATA_ZARR, overwrite=overwrite)
+    refuse_unstorable(x, path, "a SpatialData .zarr store", text=False, names=True)
     sdata = to_spatialdata(x, **options)
     with publishing(path, SPATIALDATA_ZARR, overwrite=overwrite) as payload, \
             progress(1, f"writing {Path(path).name}", unit="file", size=np.size(x.measurements)):

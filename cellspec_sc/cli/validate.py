@@ -2,7 +2,7 @@
 
 >>> from cellspec_sc.cli.main import main
 >>> main(["validate", "example"])  # doctest: +ELLIPSIS
-cellspec validation: OK (47 pass, 0 fail, 0 warn, 4 skip)
+cellspec validation: OK (48 pass, 0 fail, 0 warn, 4 skip)
 ...
 0
 """

@@ -257,7 +257,7 @@ def lazy_matrix(path: Path, feature_ids: list[str], directory: Path | str) -> An
     return da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
 
 
-def _file_stamp(path: Path | str) -> tuple[int, ...]:
+def _file_stamp(path: Path | str | int) -> tuple[int, ...]:
     info = os.stat(path)
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
@@ -267,15 +267,22 @@ def _row_group_matrix(path: str, index: int, feature_ids: tuple[str, ...], stamp
     """Row group ``index`` of the feature columns as a float64 matrix (a block of :func:`lazy_matrix`)."""
     file = Path(path).name
     try:
-        if _file_stamp(path) != stamp:
+        opened = open(path, "rb")  # noqa: SIM115 - closed below; stamped through the open descriptor
+    except FileNotFoundError:
+        raise ChangedSinceRead(directory, file, "was removed after read(lazy=True)") from None
+    with opened:
+        if _file_stamp(opened.fileno()) != stamp:
             raise ChangedSinceRead(directory, file, "changed after read(lazy=True); read the directory again")
-        handle = pq.ParquetFile(path)
+        return _decode_block(opened, index, feature_ids, directory, file)
+
+
+def _decode_block(opened: Any, index: int, feature_ids: tuple[str, ...], directory: str, file: str) -> np.ndarray:
+    try:
+        handle = pq.ParquetFile(opened)
         block = empty_matrix(handle.metadata.row_group(index).num_rows, len(feature_ids))
         nulls = np.zeros(len(feature_ids), dtype=np.int64)
         stats = MatrixStats(len(feature_ids))
         fill_row_group(handle, index, list(feature_ids), block, nulls, stats)
-    except FileNotFoundError:
-        raise ChangedSinceRead(directory, file, "was removed after read(lazy=True)") from None
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"row group {index} cannot be decoded: {err}") from None
     stored = _stored_nan(stats, nulls, feature_ids)

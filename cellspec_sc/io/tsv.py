@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from cellspec_sc.io.columns import ARROW_TYPES, Decoded, MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, file_columns
+from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION, INFLATION_FLOOR_BYTES, InflationGuard, open_regular
 from cellspec_sc.io.refusals import UndecodableData
 from cellspec_sc.progress import progress
 
@@ -131,13 +134,22 @@ def _options(types: list[dict[str, str]]) -> dict:
     }
 
 
+def _inflating(path: Path, directory: Path | str, ratio: float) -> tuple[Any, InflationGuard]:
+    """The compressed file (its position drives the progress bar) and the bounded inflating stream over it."""
+    compressed = open_regular(path, directory, path.name)
+    limit = max(INFLATION_FLOOR_BYTES, int(ratio * os.fstat(compressed.fileno()).st_size))
+    return compressed, InflationGuard(gzip.GzipFile(fileobj=compressed, mode="rb"), limit, directory, path.name, ratio)
+
+
 def read_tsv(path: Path, types: list[dict[str, str]], feature_ids: list[str],
-             directory: Path | str) -> Decoded:
-    """The table columns as a canonical frame, the measurement matrix and stored-NaN counts per feature."""
+             directory: Path | str, *, max_inflation: float = DEFAULT_MAX_INFLATION) -> Decoded:
+    """The table columns as a canonical frame, the measurement matrix and stored-NaN counts per feature.
+
+    The file may inflate to ``max_inflation`` times its size (at least 64 MiB), else FileTooLarge."""
     file = path.name
     try:
-        raw = pa.OSFile(str(path))  # its position (compressed bytes consumed) drives the progress bar
-        reader = pacsv.open_csv(pa.CompressedInputStream(raw, "gzip"), **_options(types))
+        raw, stream = _inflating(path, directory, max_inflation)
+        reader = pacsv.open_csv(stream, **_options(types))
         stored = reader.schema.names
     except _DECODE_ERRORS as err:
         raise UndecodableData(directory, file, f"not a readable gzipped TSV file: {err}") from None
@@ -147,7 +159,7 @@ def read_tsv(path: Path, types: list[dict[str, str]], feature_ids: list[str],
         filler = MatrixFiller(feature_ids)
         batches = []
         try:
-            size = raw.size()  # the row count is unknown until the end: the bar counts compressed bytes
+            size = os.fstat(raw.fileno()).st_size  # the row count is unknown until the end: the bar counts compressed bytes
             with progress(size, f"reading {file}", unit="B", size=size / _COMPRESSED_BYTES_PER_VALUE) as bar:
                 for batch in reader:
                     filler.add(batch)
