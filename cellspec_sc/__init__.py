@@ -34,6 +34,8 @@ _LAZY = {
     "to_spatialdata": "cellspec_sc.bridges.spatialdata",
     "from_spatialdata": "cellspec_sc.bridges.spatialdata",
     "preview": "cellspec_sc.widgets",
+    "open_cohort": "cellspec_sc.cohort",
+    "Cohort": "cellspec_sc.cohort",
 }
 
 
