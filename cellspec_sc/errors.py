@@ -62,3 +62,8 @@ class WriteFailed(CellspecError):
         where = f"{self.target}: {file}: " if file else f"{self.target}: "
         super().__init__(f"{where}cannot write: {err.strerror or err}{code}; nothing was published, "
                          "the target is as it was")
+
+
+class Unstorable(InputError):
+    """A value the spec allows but the target format cannot store (a NUL character in text for
+    ``.h5ad``, a name longer than a file name may be for zarr); refused before anything is written."""

@@ -25,8 +25,9 @@ import shutil
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION, DEFAULT_MAX_METADATA_BYTES, ReadLimits
 from cellspec_sc.io.columns import Decoded, column_types_of
 from cellspec_sc.errors import CellspecError, InputError
 from cellspec_sc.io.manifest import (DATA_FILES, MARKERS, METADATA, checked_relative, directory_stamp, verify_directory,
@@ -39,11 +40,9 @@ from cellspec_sc.io.refusals import (ChangedSinceRead, ColumnMismatch, NotACells
 from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target, publishing
 from cellspec_sc.io.staging import fsync_file, fsync_tree
 from cellspec_sc.io.tsv import read_tsv, write_tsv
+from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.validation.report import ValidationReport
 from cellspec_sc.validation.runner import validate, validate_in_background
-
-if TYPE_CHECKING:
-    from cellspec_sc.model.cellspec import CellSpec
 
 FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
 
@@ -179,7 +178,8 @@ def _write_contents(x: CellSpec, stage: Path, format: str, column_types: dict, m
 
 
 # -- read --------------------------------------------------------------------------------------
-def read(path: str | Path, *, lazy: bool = False) -> CellSpec:
+def read(path: str | Path, *, lazy: bool = False, max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
+         max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
     """Read a cellspec directory written by this or any other implementation of the spec.
 
     ``lazy=True`` (Parquet variant only) leaves the measurements on disk: they
@@ -194,13 +194,18 @@ def read(path: str | Path, *, lazy: bool = False) -> CellSpec:
     object that fails structure validation raises
     :class:`cellspec_sc.ValidationError` with the report. ``source_dir`` of the
     result is the absolute directory.
+
+    Files are read only if they are regular files within their size bounds
+    (docs/directory.md): ``max_metadata_bytes`` bounds cellspec.json, ``max_inflation``
+    how far a gzipped TSV file may inflate (times its size, at least 64 MiB).
     """
+    limits = ReadLimits(max_metadata_bytes, max_inflation)
     directory = Path(path)
     if not directory.is_dir():
         raise NotACellspecDirectory(directory, None, "is not a directory")
     stamp = directory_stamp(directory)
     try:
-        x = _read_or_refuse(directory, lazy)
+        x = _read_or_refuse(directory, lazy, limits)
     except CellspecError:
         _refuse_if_replaced(directory, stamp)  # what looked corrupt was another writer's directory
         raise
@@ -208,9 +213,9 @@ def read(path: str | Path, *, lazy: bool = False) -> CellSpec:
     return x
 
 
-def _read_or_refuse(directory: Path, lazy: bool) -> CellSpec:
+def _read_or_refuse(directory: Path, lazy: bool, limits: ReadLimits) -> CellSpec:
     try:
-        return _read(directory, lazy)
+        return _read(directory, lazy, limits)
     except OSError as err:  # permissions, a directory where a file belongs, I/O errors
         name = Path(err.filename).name if err.filename else None
         raise UnreadableFile(directory, name, err.strerror or str(err)) from None
@@ -222,12 +227,12 @@ def _refuse_if_replaced(directory: Path, stamp: tuple[int, ...] | None) -> None:
                                                 "read it again") from None
 
 
-def _read(directory: Path, lazy: bool = False) -> CellSpec:
+def _read(directory: Path, lazy: bool = False, limits: ReadLimits = ReadLimits()) -> CellSpec:
     # The data files are hashed on another core while they are decoded; a file that does not
     # match its manifest entry is refused before anything else that went wrong with it.
-    entries, pending = verify_directory(directory, deferred=() if lazy else DATA_FILES)
+    entries, pending = verify_directory(directory, deferred=() if lazy else DATA_FILES, limits=limits)
     try:
-        x, decoded = _load(directory, entries, lazy)
+        x, decoded = _load(directory, entries, lazy, limits)
     except BaseException:
         pending.check()
         raise
@@ -236,12 +241,10 @@ def _read(directory: Path, lazy: bool = False) -> CellSpec:
     return x
 
 
-def _load(directory: Path, entries: dict[str, str], lazy: bool) -> tuple[CellSpec, Decoded]:
-    from cellspec_sc.model.cellspec import CellSpec
-
+def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimits) -> tuple[CellSpec, Decoded]:
     if METADATA not in entries:
         raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")
-    document = load_document(directory / METADATA, directory)
+    document = load_document(directory / METADATA, directory, limits.max_metadata_bytes)
     fmt = listed_format(directory, entries)
     suffix, _, reader = FORMATS[fmt]
     if lazy and fmt != "parquet":
@@ -251,9 +254,10 @@ def _load(directory: Path, entries: dict[str, str], lazy: bool) -> tuple[CellSpe
     tables = {t: frame_of_rows(document[t], t, types.get(t), directory) for t in JSON_TABLES}
     check_outlines_listed(directory, tables["images"], entries)
     feature_ids = feature_ids_of(tables["dictionary"], directory)
-    options = {"lazy": True} if lazy else {}
+    bounds = {"max_inflation": limits.max_inflation} if fmt == "tsv" else {}
+    options = {"lazy": True, **bounds} if lazy else bounds
     decoded = reader(directory / f"cells{suffix}", types["cells"], feature_ids, directory, **options)
-    adjacency = _read_adjacency(directory, entries, suffix, reader, types)
+    adjacency = _read_adjacency(directory, entries, suffix, reader, types, bounds)
     x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame, measurements=decoded.matrix,
                  adjacency=adjacency, provenance=document["provenance"], source_dir=directory.resolve(),
                  extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
@@ -271,13 +275,13 @@ def listed_format(directory: Path, entries: dict[str, str]) -> str:
     return listed[0]
 
 
-def _read_adjacency(directory: Path, entries: dict, suffix: str, reader: Any, types: dict) -> Any:
+def _read_adjacency(directory: Path, entries: dict, suffix: str, reader: Any, types: dict, bounds: dict) -> Any:
     name = f"adjacency{suffix}"
     if (name in entries) != ("adjacency" in types):
         raise UnlistedDataFile(directory, name, "adjacency file and column_types.adjacency must come together")
     if name not in entries:
         return None
-    return reader(directory / name, types["adjacency"], [], directory).frame
+    return reader(directory / name, types["adjacency"], [], directory, **bounds).frame
 
 
 def feature_ids_of(dictionary: Any, directory: Path) -> list[str]:

@@ -88,6 +88,15 @@ class ColumnMismatch(DirectoryRefusal):
             "dictionary order, with the type the file stores")
 
 
+class NotARegularFile(DirectoryRefusal):
+    rule = "every file of the directory is a regular file (no named pipe, device, socket or directory in its place)"
+
+
+class FileTooLarge(DirectoryRefusal):
+    rule = ("DONE is at most 1 KiB, MANIFEST.sha256 at most 4 KiB per file in the directory, cellspec.json at most "
+            "max_metadata_bytes (256 MiB), and a gzipped TSV inflates to at most max_inflation (100) times its size")
+
+
 class UnreadableFile(DirectoryRefusal):
     rule = "every file of the directory can be opened and read"
 
