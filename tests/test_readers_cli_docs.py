@@ -9,7 +9,8 @@ import pytest
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
 from cellspec_sc.docgen import readers as docs
-from cellspec_sc.readers.common import FeatureSpec, build_dictionary, normalise_header, other_name
+from cellspec_sc.readers.features import FeatureSpec, build_dictionary
+from cellspec_sc.readers.headers import normalise_header, other_name
 
 DATA = Path(__file__).parent / "data"
 

@@ -217,13 +217,21 @@ class Grid:
         return self.nx * self.ny
 
 
+MIN_SPAN_UM = 1e-3
+
+
 def grid_for(width: float, height: float, n_cells: int, *, max_bins: int = 512, min_bins: int = 48) -> Grid:
     """Square bins: about three per sqrt(cell) along the longer side, between ``min_bins`` and ``max_bins``.
 
     >>> grid_for(1000.0, 500.0, 1_000_000).nx, grid_for(1000.0, 500.0, 1_000_000).ny
     (512, 256)
+    >>> grid_for(5e-324, 0.0, 1).width  # degenerate extents are widened to MIN_SPAN_UM
+    0.001
     """
-    longer = max(width, height, 1e-9)
+    # a degenerate extent (all cells on one line, subnormal pixel sizes) is drawn as at least 1 nm: matplotlib's
+    # transforms overflow on spans near zero
+    width, height = max(width, MIN_SPAN_UM), max(height, MIN_SPAN_UM)
+    longer = max(width, height)
     n = int(np.clip(round(3 * math.sqrt(max(n_cells, 1))), min_bins, max_bins))
     bin_um = longer / n
     return Grid(float(width), float(height), max(1, math.ceil(width / bin_um - 1e-9)),

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from cellspec_sc.readers import mcmicro, qupath
-from cellspec_sc.readers.common import build_dictionary
+from cellspec_sc.readers.features import build_dictionary
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "readers.md"
 BEGIN, END = "<!-- begin generated -->", "<!-- end generated -->"

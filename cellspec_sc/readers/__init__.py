@@ -1,1 +1,1 @@
-"""Adapters that read tool exports (QuPath, MCMICRO) into cellspec objects."""
+"""Tool readers: one pipeline (pipeline.py) and one adapter module per tool (QuPath, MCMICRO)."""

@@ -28,28 +28,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.errors import InputError
+from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.provenance import input_record
-from cellspec_sc.readers.common import (
-    FeatureSpec,
-    Header,
-    assemble,
-    build_dictionary,
-    channels_frame,
+from cellspec_sc.readers.features import FeatureSpec, channels_frame, clean_marker, intensity_channels
+from cellspec_sc.readers.headers import Header, read_header
+from cellspec_sc.readers.ome import OmePixels, read_ome_pixels
+from cellspec_sc.readers.parsing import Parsed
+from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
+from cellspec_sc.readers.values import (
     check_finite_centroids,
     check_missing_text,
     check_unique_ids,
-    clean_marker,
     first_line_where,
-    intensity_channels,
     pixel_size_for,
-    Parsed,
-    read_header,
-    require_columns,
-    stream_columns,
+    positive_area,
 )
-from cellspec_sc.readers.ome import OmePixels, read_ome_pixels
 
 ADAPTER = "mcmicro"
 # Bump whenever the output for the same input changes (spec section 11).
@@ -192,7 +186,84 @@ def classify_columns(names: list[str], *, default_compartment: str, markers: lis
     return specs, shape_compartment or "cell"
 
 
-# -- reader ------------------------------------------------------------------------------------------
+# -- adapter ---------------------------------------------------------------------------------------
+class McquantAdapter(ToolAdapter):
+    """mcquant's grammar: the tables above, the image and mask from the file name, pixel centroids with
+    scikit-image's pixel-centre convention, the pixel size from an argument or OME-XML."""
+
+    name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, "mcquant (MCMICRO)"
+    required = ((ID_COLUMN,), (CENTROIDS[0], OLD_CENTROIDS[0]), (CENTROIDS[1], OLD_CENTROIDS[1]))
+
+    def __init__(self, *, pixel_size=None, image_id=None, sample_id=None, marker_map=None, markers_csv=None,
+                 image=None) -> None:
+        super().__init__(marker_map)
+        self.pixel_size, self.image_id, self.sample_id = pixel_size, image_id, sample_id
+        self.markers_csv, self.image = markers_csv, image
+
+    def check_header(self, header: Header) -> None:
+        self.ome = read_ome_pixels(self.image) if self.image is not None else None
+        self.ps, self.ps_y, self.size_source = _pixel_size(header.path, self.pixel_size, self.ome)
+        self.file_image, self.file_mask = split_file_name(header.path.name)
+        self.compartment = mask_compartment(self.file_mask) or "cell"
+        self.channel_names = read_markers_csv(self.markers_csv) if self.markers_csv is not None else None
+
+    def roles(self, header: Header) -> ColumnRoles:
+        fixed = {ID_COLUMN, *CENTROIDS, *OLD_CENTROIDS}
+        return ColumnRoles(text=[ID_COLUMN], numbers=[c for c in header.names if c in fixed - {ID_COLUMN}],
+                           matrix=[n for n in header.names if n not in fixed])
+
+    def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
+        specs, self.shape_compartment = classify_columns(list(roles.matrix), default_compartment=self.compartment,
+                                                         markers=self.channel_names)
+        return specs
+
+    def tables(self, header, parsed, dictionary, applied, specs) -> Tables:
+        path, n = header.path, parsed.n
+        ps, ps_y = self.ps, self.ps_y
+        cell_ids = parsed.text(ID_COLUMN)
+        check_missing_text(path, cell_ids, ID_COLUMN, None)
+        image_name = self.image_id if self.image_id is not None else self.file_image
+        images = np.full(n, image_name, dtype=object)
+        check_unique_ids(path, images, cell_ids, ID_COLUMN, None)
+        x_raw, y_raw, centroid_cols = _raw_centroids(header, parsed)
+
+        x_px, y_px = x_raw + 0.5, y_raw + 0.5  # regionprops: pixel i has its centre at i; the spec: at i + 0.5
+        cells = {"cell_id": cell_ids.astype(object), "image_id": images,
+                 "sample_id": np.full(n, self.sample_id if self.sample_id is not None else image_name, dtype=object),
+                 "x": x_px * ps, "y": y_px * (ps_y or ps)}
+        area = _cell_area(dictionary, parsed.matrix, self.shape_compartment, ps * (ps_y or ps))
+        if area is not None:
+            cells["area"] = area
+        cells.update({"x_px": x_px, "y_px": y_px})
+
+        channel_names, markers = self._channels(dictionary, applied)
+        image_record = input_record(self.image) if self.image is not None else None
+        images_table = _images_table(image_name, self.sample_id, ps, ps_y, self.ome, image_record)
+        parameters = {
+            "pixel_size": ps, "pixel_size_y": ps_y, "pixel_size_source": self.size_source, "image_id": self.image_id,
+            "sample_id": self.sample_id, "marker_map": dict(self.marker_map),
+            "markers_csv": None if self.markers_csv is None else Path(self.markers_csv).name,
+            "image": None if self.image is None else Path(self.image).name,
+            "image_pixel_size": None if self.ome is None else self.ome.pixel_size,
+            "mask": self.file_mask, "compartment": self.compartment, "shape_compartment": self.shape_compartment,
+            "centroids": centroid_cols,
+            "pixel_centre": "x = (X_centroid + 0.5) * pixel_size (regionprops puts the centre of pixel i at i)",
+        }
+        return Tables(cells=cells, images=images_table, channels=channels_frame([image_name], channel_names, markers),
+                      parameters=parameters,
+                      extra_inputs=[p for p in (self.markers_csv, image_record) if p is not None])
+
+    def _channels(self, dictionary, applied) -> tuple[list[str], list[str]]:
+        if self.channel_names is None:
+            return intensity_channels(dictionary, applied)
+        markers = [clean_marker(n, self.marker_map)[0] for n in self.channel_names]
+        repeated = sorted({m for m in markers if markers.count(m) > 1})
+        if repeated:
+            raise InputError(f"{Path(self.markers_csv).name}: marker_map gives several channels the name(s) "
+                             f"{', '.join(map(repr, repeated))}; markers must be unique per image")
+        return self.channel_names, markers
+
+
 def read_mcmicro(
     path: str | os.PathLike,
     *,
@@ -213,67 +284,9 @@ def read_mcmicro(
     >>> import cellspec_sc as cs
     >>> x = cs.read_mcmicro("exemplar-001--unmicst_cell.csv", pixel_size=0.65)  # doctest: +SKIP
     """
-    path = Path(path)
-    header = read_header(path, ",", TOOL)
-    require_columns(header, TOOL, [(ID_COLUMN,), (CENTROIDS[0], OLD_CENTROIDS[0]), (CENTROIDS[1], OLD_CENTROIDS[1])])
-    ome = read_ome_pixels(image) if image is not None else None
-    ps, ps_y, size_source = _pixel_size(path, pixel_size, ome)
-    file_image, file_mask = split_file_name(path.name)
-    default_compartment = mask_compartment(file_mask) or "cell"
-    channel_names = read_markers_csv(markers_csv) if markers_csv is not None else None
-
-    fixed = {ID_COLUMN, *CENTROIDS, *OLD_CENTROIDS}
-    feature_cols = [n for n in header.names if n not in fixed]
-    parsed = stream_columns(header, text=[ID_COLUMN], numbers=[c for c in header.names if c in fixed - {ID_COLUMN}],
-                            matrix=feature_cols)
-    n = parsed.n
-    cell_ids = parsed.text(ID_COLUMN)
-    check_missing_text(path, cell_ids, ID_COLUMN, None)
-    image_name = image_id if image_id is not None else file_image
-    images = np.full(n, image_name, dtype=object)
-    check_unique_ids(path, images, cell_ids, ID_COLUMN, None)
-    x_raw, y_raw, centroid_cols = _raw_centroids(header, parsed)
-
-    specs, shape_compartment = classify_columns(feature_cols, default_compartment=default_compartment,
-                                                markers=channel_names)
-    dictionary, applied = build_dictionary(specs, marker_map)
-    matrix = parsed.matrix
-
-    x_px, y_px = x_raw + 0.5, y_raw + 0.5  # regionprops: pixel i has its centre at i; the spec: at i + 0.5
-    cells = {"cell_id": cell_ids.astype(object), "image_id": images,
-             "sample_id": np.full(n, sample_id if sample_id is not None else image_name, dtype=object),
-             "x": x_px * ps, "y": y_px * (ps_y or ps)}
-    area = _cell_area(dictionary, matrix, shape_compartment, ps * (ps_y or ps))
-    if area is not None:
-        cells["area"] = area
-    cells.update({"x_px": x_px, "y_px": y_px})
-
-    if channel_names is not None:
-        markers = [clean_marker(n, dict(marker_map or {}))[0] for n in channel_names]
-        repeated = sorted({m for m in markers if markers.count(m) > 1})
-        if repeated:
-            raise InputError(f"{Path(markers_csv).name}: marker_map gives several channels the name(s) "
-                             f"{', '.join(map(repr, repeated))}; markers must be unique per image")
-    else:
-        channel_names, markers = intensity_channels(dictionary, applied)
-    image_record = input_record(image) if image is not None else None
-    images_table = _images_table(image_name, sample_id, ps, ps_y, ome, image_record)
-    inputs = [p for p in (markers_csv, image_record) if p is not None]
-    parameters = {
-        "pixel_size": ps, "pixel_size_y": ps_y, "pixel_size_source": size_source, "image_id": image_id,
-        "sample_id": sample_id, "marker_map": dict(marker_map or {}),
-        "markers_csv": None if markers_csv is None else Path(markers_csv).name,
-        "image": None if image is None else Path(image).name,
-        "image_pixel_size": None if ome is None else ome.pixel_size,
-        "mask": file_mask, "compartment": default_compartment, "shape_compartment": shape_compartment,
-        "centroids": centroid_cols,
-        "pixel_centre": "x = (X_centroid + 0.5) * pixel_size (regionprops puts the centre of pixel i at i)",
-    }
-    counts = {"rows_read": parsed.rows_read, "rows_kept": n, **parsed.counts}
-    return assemble(path=path, cells=cells, measurements=matrix, dictionary=dictionary, images=images_table,
-                    channels=channels_frame([image_name], channel_names, markers),
-                    producer={"tool": "mcquant (MCMICRO)", "version": None}, adapter=ADAPTER,
-                    adapter_version=ADAPTER_VERSION, counts=counts, parameters=parameters, extra_inputs=inputs)
+    adapter = McquantAdapter(pixel_size=pixel_size, image_id=image_id, sample_id=sample_id, marker_map=marker_map,
+                             markers_csv=markers_csv, image=image)
+    return read_export(adapter, path)
 
 
 def _pixel_size(path: Path, pixel_size: float | None, ome: OmePixels | None
@@ -310,9 +323,7 @@ def _cell_area(dictionary, matrix: np.ndarray, shape_compartment: str, pixel_are
     hit = dictionary.index[(dictionary["kind"] == "shape") & (dictionary["statistic"] == "area")].tolist()
     if not hit:
         return None
-    area = matrix[:, hit[0]] * pixel_area
-    area[~(area > 0)] = np.nan
-    return area
+    return positive_area(matrix[:, hit[0]] * pixel_area)
 
 
 def _images_table(image_name: str, sample_id: str | None, ps: float, ps_y: float | None, ome: OmePixels | None,

@@ -38,29 +38,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.hashing import BackgroundHash
-from cellspec_sc.model.provenance import input_record
-from cellspec_sc.readers.common import (
-    FeatureSpec,
-    Header,
-    assemble,
-    build_dictionary,
-    channels_frame,
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.readers.features import FeatureSpec, channels_frame, intensity_channels
+from cellspec_sc.readers.headers import Header, normalise_header
+from cellspec_sc.readers.parsing import Parsed
+from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
+from cellspec_sc.readers.values import (
+    arrow_objects,
     check_finite_centroids,
     check_missing_text,
     check_unique_ids,
+    constant_strings,
     first_line_where,
     has_missing_text,
     ids_are_unique,
-    intensity_channels,
-    normalise_header,
     pixel_size_for,
-    Parsed,
-    read_header,
-    require_columns,
-    stream_columns,
+    positive_area,
     string_column,
 )
 
@@ -174,7 +168,101 @@ def header_style(spec: FeatureSpec) -> str | None:
     return "channel first, QuPath <= 0.5 (CD3: Nucleus: Mean)"
 
 
-# -- reader ------------------------------------------------------------------------------------------
+# -- adapter ---------------------------------------------------------------------------------------
+class QuPathAdapter(ToolAdapter):
+    """QuPath's grammar: the tables above, plus object-type filtering, image and object ids, and
+    micrometre or pixel centroids (and the pixel size derived from both)."""
+
+    name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, TOOL
+    required = ((CENTROIDS_UM[0], CENTROIDS_PX[0]), (CENTROIDS_UM[1], CENTROIDS_PX[1]), IDENTITY)
+
+    def __init__(self, *, pixel_size=None, image_id=None, sample_id=None, marker_map=None,
+                 object_types: Sequence[str] | None = ("Cell", "Detection")) -> None:
+        super().__init__(marker_map)
+        self.pixel_size, self.image_id, self.sample_id = pixel_size, image_id, sample_id
+        self.object_types = object_types
+
+    def delimiter(self, path: Path) -> str:
+        return "," if path.name.lower().endswith(".csv") else "\t"
+
+    def check_header(self, header: Header) -> None:
+        has_um, has_px = (None not in _found(header, c) for c in (CENTROIDS_UM, CENTROIDS_PX))
+        if self.pixel_size is None and not (has_um and has_px):
+            what = "micrometre centroids but not the pixel size" if has_um else "pixel centroids only"
+            raise InputError(f"{header.path.name}: the file has {what}; pass the pixel size in micrometres per "
+                             "pixel: read_qupath(path, pixel_size=0.5) or `cellspec import qupath FILE OUT "
+                             "--pixel-size 0.5` (QuPath shows it as 'Pixel width' in the Image tab)")
+
+    def roles(self, header: Header) -> ColumnRoles:
+        text = [n for n in header.names if normalise_header(n).lower() in TEXT_COLUMNS]
+        centroids = [c for c in (*_found(header, CENTROIDS_UM), *_found(header, CENTROIDS_PX)) if c is not None]
+        matrix = [n for n in header.names if n not in set(text) | set(centroids)]
+        type_column, image_column = header.find("Object type"), header.find("Image")
+        keep = None
+        if type_column is not None and self.object_types is not None:
+            keep = (type_column, tuple(self.object_types))
+        return ColumnRoles(text=text, numbers=centroids, matrix=matrix, keep=keep,
+                           unfiltered=[image_column] if image_column is not None and keep is not None else [])
+
+    def parse(self, header: Header, roles: ColumnRoles) -> Parsed:
+        parsed = super().parse(header, roles)
+        if parsed.n == 0:
+            raise _no_kept_rows(header, roles.keep[0], self.object_types)
+        return parsed
+
+    def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
+        calibrated = None not in _found(header, CENTROIDS_UM)
+        return [classify(n, calibrated=calibrated) for n in roles.matrix]
+
+    def tables(self, header, parsed, dictionary, applied, specs) -> Tables:
+        path = header.path
+        um_cols, px_cols = _found(header, CENTROIDS_UM), _found(header, CENTROIDS_PX)
+        has_um, has_px = None not in um_cols, None not in px_cols
+        images = _image_ids(header, parsed, self.image_id)  # Arrow strings, one per kept row
+        image_order = [str(i) for i in pc.unique(images).to_pylist()]  # in order of first appearance
+        image_index = pc.index_in(images, value_set=pa.array(image_order, type=pa.string())).to_numpy()
+        cell_ids, id_source = _cell_ids(header, parsed, images)
+        if not ids_are_unique(image_index, cell_ids):
+            check_unique_ids(path, arrow_objects(images), arrow_objects(cell_ids), id_source, parsed.rows)
+
+        sizes, size_source = _pixel_sizes(header, parsed, images, image_order, self.pixel_size, um_cols, px_cols)
+        per_row_size = np.array([sizes[i] for i in image_order], dtype=np.float64)[image_index]
+        cells = {"cell_id": string_column(cell_ids), "image_id": string_column(images)}
+        samples = {i: (self.sample_id if self.sample_id is not None else i) for i in image_order}
+        cells["sample_id"] = string_column(pa.array([samples[i] for i in image_order],
+                                                    type=pa.string()).take(image_index))
+        x, y, x_px, y_px = _centroids(header, parsed, um_cols, px_cols, has_um, has_px, per_row_size)
+        cells.update({"x": x, "y": y})
+        area = _cell_area(dictionary, parsed.matrix, per_row_size)
+        if area is not None:
+            cells["area"] = area
+        if has_px:
+            cells.update({"x_px": x_px, "y_px": y_px})
+        cells.update(_extra_text_columns(header, parsed))
+
+        image_column = header.find("Image")
+        channel_names, markers = intensity_channels(dictionary, applied)
+        source_images = _source_images(parsed, image_column, image_index, image_order)
+        images_table = {"image_id": image_order, "sample_id": [samples[i] for i in image_order],
+                        "pixel_size": [sizes[i] for i in image_order]}
+        if source_images is not None:
+            images_table["source_image"] = source_images
+        text_cols = [n for n in header.names if normalise_header(n).lower() in TEXT_COLUMNS]
+        parameters = {
+            "pixel_size": {i: sizes[i] for i in image_order}, "pixel_size_source": size_source,
+            "image_id": self.image_id, "sample_id": self.sample_id, "marker_map": dict(self.marker_map),
+            "object_types": None if self.object_types is None else list(self.object_types),
+            "delimiter": "comma" if header.delimiter == "," else "tab",
+            "centroids": [c for c in (*um_cols, *px_cols) if c is not None],
+            "cell_id_source": id_source,
+            "header_styles": sorted({st for st in map(header_style, specs) if st}),
+            "ignored_columns": [n for n in text_cols if TEXT_COLUMNS[normalise_header(n).lower()] is None
+                                and n not in (image_column, header.find("Object ID"))],
+        }
+        return Tables(cells=cells, images=images_table, channels=channels_frame(image_order, channel_names, markers),
+                      parameters=parameters)
+
+
 def read_qupath(
     path: str | os.PathLike,
     *,
@@ -195,82 +283,13 @@ def read_qupath(
     >>> import cellspec_sc as cs
     >>> x = cs.read_qupath("measurements.tsv", pixel_size=0.5)  # doctest: +SKIP
     """
-    path = Path(path)
-    delimiter = "," if path.name.lower().endswith(".csv") else "\t"
-    header = read_header(path, delimiter, TOOL)
-    source = BackgroundHash(path)  # SHA-256 of the input, computed while the file is parsed
-    try:
-        return _read(header, source, pixel_size=pixel_size, image_id=image_id, sample_id=sample_id,
-                     marker_map=marker_map, object_types=object_types)
-    finally:
-        source.cancel()
+    adapter = QuPathAdapter(pixel_size=pixel_size, image_id=image_id, sample_id=sample_id, marker_map=marker_map,
+                            object_types=object_types)
+    return read_export(adapter, path)
 
 
-def _read(header: Header, source: BackgroundHash, *, pixel_size, image_id, sample_id, marker_map, object_types
-          ) -> CellSpec:
-    path, delimiter = header.path, header.delimiter
-    require_columns(header, TOOL, [(CENTROIDS_UM[0], CENTROIDS_PX[0]), (CENTROIDS_UM[1], CENTROIDS_PX[1]),
-                                   IDENTITY])
-    text_cols = [n for n in header.names if normalise_header(n).lower() in TEXT_COLUMNS]
-    um_cols = [header.find(c) for c in CENTROIDS_UM]
-    px_cols = [header.find(c) for c in CENTROIDS_PX]
-    has_um, has_px = None not in um_cols, None not in px_cols
-    centroid_cols = [c for c in (*um_cols, *px_cols) if c is not None]
-    feature_cols = [n for n in header.names if n not in set(text_cols) | set(centroid_cols)]
-    type_column = header.find("Object type")
-    keep = (type_column, tuple(object_types)) if type_column is not None and object_types is not None else None
-    image_column = header.find("Image")
-    parsed = stream_columns(header, text=text_cols, numbers=centroid_cols, matrix=feature_cols, keep=keep,
-                            unfiltered=[image_column] if image_column is not None and keep is not None else [])
-    if parsed.n == 0:
-        raise _no_kept_rows(header, type_column, object_types)
-    images = _image_ids(header, parsed, image_id)  # Arrow strings, one per kept row
-    image_order = [str(i) for i in pc.unique(images).to_pylist()]  # in order of first appearance
-    image_index = pc.index_in(images, value_set=pa.array(image_order, type=pa.string())).to_numpy()
-    cell_ids, id_source = _cell_ids(header, parsed, images)
-    if not ids_are_unique(image_index, cell_ids):
-        check_unique_ids(path, _objects(images), _objects(cell_ids), id_source, parsed.rows)
-
-    sizes, size_source = _pixel_sizes(header, parsed, images, image_order, pixel_size, um_cols, px_cols)
-    per_row_size = np.array([sizes[i] for i in image_order], dtype=np.float64)[image_index]
-    cells = {"cell_id": string_column(cell_ids), "image_id": string_column(images)}
-    samples = {i: (sample_id if sample_id is not None else i) for i in image_order}
-    cells["sample_id"] = string_column(pa.array([samples[i] for i in image_order], type=pa.string()).take(image_index))
-    x, y, x_px, y_px = _centroids(header, parsed, um_cols, px_cols, has_um, has_px, per_row_size)
-    cells.update({"x": x, "y": y})
-
-    specs = [classify(n, calibrated=has_um) for n in feature_cols]
-    dictionary, applied = build_dictionary(specs, marker_map)
-    area = _cell_area(dictionary, parsed.matrix, per_row_size)
-    if area is not None:
-        cells["area"] = area
-    if has_px:
-        cells.update({"x_px": x_px, "y_px": y_px})
-    cells.update(_extra_text_columns(header, parsed))
-
-    channel_names, markers = intensity_channels(dictionary, applied)
-    source_images = _source_images(parsed, image_column, image_index, image_order)
-    images_table = {"image_id": image_order, "sample_id": [samples[i] for i in image_order],
-                    "pixel_size": [sizes[i] for i in image_order]}
-    if source_images is not None:
-        images_table["source_image"] = source_images
-    counts = {"rows_read": parsed.rows_read, "rows_kept": parsed.n, **parsed.counts}
-    parameters = {
-        "pixel_size": {i: sizes[i] for i in image_order}, "pixel_size_source": size_source,
-        "image_id": image_id, "sample_id": sample_id, "marker_map": dict(marker_map or {}),
-        "object_types": None if object_types is None else list(object_types),
-        "delimiter": "comma" if delimiter == "," else "tab",
-        "centroids": centroid_cols,
-        "cell_id_source": id_source,
-        "header_styles": sorted({st for st in map(header_style, specs) if st}),
-        "ignored_columns": [n for n in text_cols if TEXT_COLUMNS[normalise_header(n).lower()] is None
-                            and n not in (image_column, header.find("Object ID"))],
-    }
-    return assemble(path=path, cells=cells, measurements=parsed.matrix, dictionary=dictionary, images=images_table,
-                    channels=channels_frame(image_order, channel_names, markers),
-                    producer={"tool": TOOL, "version": None}, adapter=ADAPTER, adapter_version=ADAPTER_VERSION,
-                    counts=counts, parameters=parameters, path_record=input_record(path, sha256=source.result()))
-
+def _found(header: Header, names: Sequence[str]) -> list[str | None]:
+    return [header.find(c) for c in names]
 
 def _no_kept_rows(header: Header, column: str, object_types: Sequence[str]) -> InputError:
     table = pacsv.read_csv(header.path, parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
@@ -286,7 +305,7 @@ def _image_ids(header: Header, parsed: Parsed, image_id: str | None) -> np.ndarr
     n, rows = parsed.n, parsed.rows
     if column is None:
         name = image_id if image_id is not None else _stem(header.path)
-        return _constant(name, n)
+        return constant_strings(name, n)
     values = parsed.arrow(column)
     if has_missing_text(values):
         check_missing_text(header.path, parsed.text(column), column, rows)
@@ -295,19 +314,8 @@ def _image_ids(header: Header, parsed: Parsed, image_id: str | None) -> np.ndarr
         if len(distinct) > 1:
             raise InputError(f"{header.path.name}: image_id={image_id!r} given, but column {column!r} names "
                              f"{len(distinct)} images ({', '.join(map(repr, distinct[:4]))}); leave image_id unset")
-        return _constant(image_id, n)
+        return constant_strings(image_id, n)
     return values
-
-
-def _constant(text: str, n: int) -> pa.ChunkedArray:
-    return pa.chunked_array([pa.array([text], type=pa.string()).take(np.zeros(n, dtype=np.int64))])
-
-
-def _objects(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Arrow strings as an object array (None for null), for the slow paths that name a problem."""
-    if isinstance(values, pa.ChunkedArray) and values.num_chunks == 0:
-        return np.zeros(0, dtype=object)
-    return values.to_numpy(zero_copy_only=False).astype(object, copy=False)
 
 
 def _stem(path: Path) -> str:
@@ -329,7 +337,7 @@ def _cell_ids(header: Header, parsed: Parsed, images: pa.ChunkedArray) -> tuple[
     # over the whole file (before the object-type filter), so ids do not change with object_types.
     image_column = header.find("Image")
     if parsed.rows is None or image_column is None:
-        every = _objects(images) if parsed.rows is None else np.full(parsed.rows_read, images[0].as_py(), dtype=object)
+        every = arrow_objects(images) if parsed.rows is None else np.full(parsed.rows_read, images[0].as_py(), dtype=object)
     else:
         whole = parsed.whole(image_column)
         every = np.where(pd.isna(whole), "", whole).astype(object)
@@ -341,22 +349,17 @@ def _cell_ids(header: Header, parsed: Parsed, images: pa.ChunkedArray) -> tuple[
 def _pixel_sizes(header: Header, parsed: Parsed, images, image_order, pixel_size, um_cols, px_cols
                  ) -> tuple[dict[str, float], str]:
     given = pixel_size_for(image_order, pixel_size)
-    has_um, has_px = None not in um_cols, None not in px_cols
     if given is not None:
         return given, "argument"
-    if has_um and has_px:
-        return _derived_pixel_sizes(header.path, parsed, images, image_order, um_cols, px_cols), \
-            "derived from micrometre and pixel centroids"
-    what = "micrometre centroids but not the pixel size" if has_um else "pixel centroids only"
-    raise InputError(f"{header.path.name}: the file has {what}; pass the pixel size in micrometres per pixel: "
-                     "read_qupath(path, pixel_size=0.5) or `cellspec import qupath FILE OUT --pixel-size 0.5` "
-                     "(QuPath shows it as 'Pixel width' in the Image tab)")
+    # QuPathAdapter.check_header refused a file without both centroid kinds and without pixel_size
+    return _derived_pixel_sizes(header.path, parsed, images, image_order, um_cols, px_cols), \
+        "derived from micrometre and pixel centroids"
 
 
 def _derived_pixel_sizes(path: Path, parsed: Parsed, images, image_order, um_cols, px_cols) -> dict[str, float]:
     um = np.concatenate([parsed.number(c) for c in um_cols])
     px = np.concatenate([parsed.number(c) for c in px_cols])
-    images = _objects(images)
+    images = arrow_objects(images)
     both = np.concatenate([images, images])
     ok = np.isfinite(um) & np.isfinite(px)
     frame = pd.DataFrame({"image": both[ok], "num": um[ok] * px[ok], "den": px[ok] * px[ok]})
@@ -409,13 +412,10 @@ def _cell_area(dictionary: pd.DataFrame, matrix: np.ndarray, per_row_size: np.nd
     unit = dictionary.at[j, "unit"]
     values = matrix[:, j]
     if unit == "um2":
-        area = values.copy()
-    elif unit == "px2":
-        area = values * per_row_size * per_row_size
-    else:
-        return None
-    area[~(area > 0)] = np.nan  # section 2: positive or NA
-    return area
+        return positive_area(values)
+    if unit == "px2":
+        return positive_area(values * per_row_size * per_row_size)
+    return None
 
 
 def _extra_text_columns(header: Header, parsed: Parsed) -> dict[str, np.ndarray]:

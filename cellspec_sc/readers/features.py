@@ -1,0 +1,150 @@
+"""What a reader understood of each measurement column, and the dictionary and channels built from it.
+
+An adapter classifies each header into a :class:`FeatureSpec` (kind, compartment, marker, statistic,
+unit, source_name); :func:`build_dictionary` applies the feature-id rules and vocabularies of
+:func:`~cellspec_sc.spec.vocabulary.vocabulary`, the marker rules and ``marker_map`` (spec sections 3-5).
+
+>>> d, _ = build_dictionary([FeatureSpec("intensity", "mean", "a.u.", "Nucleus: CD3: Mean", "nucleus", "CD3")])
+>>> d["feature_id"].tolist()
+['nucleus:CD3:mean']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from cellspec_sc.errors import InputError
+from cellspec_sc.model.names import first_free_name
+from cellspec_sc.readers.headers import other_name
+from cellspec_sc.spec.types import canonical_frame
+from cellspec_sc.spec.vocabulary import vocabulary
+
+MARKER_COLON_REPLACEMENT = "_"
+DICTIONARY_COLUMNS = ["feature_id", "kind", "marker", "compartment", "statistic", "unit", "source_name",
+                      "marker_source"]
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """What a reader understood of one measurement column (a row of the dictionary to be)."""
+
+    kind: str
+    statistic: str
+    unit: str
+    source_name: str
+    compartment: str | None = None
+    marker: str | None = None
+
+    @classmethod
+    def other(cls, source_name: str, unit: str = "a.u.") -> FeatureSpec:
+        """A measurement the reader cannot classify: kept as kind ``other``, never dropped."""
+        return cls("other", other_name(source_name), unit, source_name)
+
+
+def checked_marker_map(marker_map: Mapping[str, str] | None) -> dict[str, str]:
+    """``marker_map`` with trimmed keys; refuses a target name the spec does not allow (section 4)."""
+    out = {}
+    for old, new in (marker_map or {}).items():
+        if not isinstance(new, str) or not new.strip() or new != new.strip() or ":" in new:
+            raise InputError(f"marker_map: {old!r} -> {new!r}: a marker name must be non-empty, trimmed and "
+                             "contain no ':' (spec section 4)")
+        out[str(old).strip()] = new
+    return out
+
+
+def clean_marker(raw: str, marker_map: Mapping[str, str]) -> tuple[str, str]:
+    """(marker, marker_source) for a marker name as written by the tool.
+
+    The name is trimmed, ``marker_map`` applied (looked up by the trimmed name), and a ``:`` replaced;
+    ``marker_source`` is the trimmed original.
+
+    >>> clean_marker(" CD8: clone C8/144B ", {})
+    ('CD8_ clone C8/144B', 'CD8: clone C8/144B')
+    >>> clean_marker("CD3", {"CD3": "CD3e"})
+    ('CD3e', 'CD3')
+    """
+    source = raw.strip()
+    marker = marker_map.get(source, source).replace(":", MARKER_COLON_REPLACEMENT).strip()
+    return marker, source
+
+
+def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str] | None = None
+                     ) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The dictionary of ``specs`` and the marker map actually applied (source marker -> marker).
+
+    Feature ids come from :meth:`~cellspec_sc.spec.vocabulary.FeatureIdRule.format`. A spec whose
+    compartment, statistic or unit is outside the vocabulary, or whose id is already taken, is kept
+    as kind ``other``; ``other`` ids are made unique with ``_2``, ``_3``, ...
+    """
+    voc = vocabulary()
+    mapping = checked_marker_map(marker_map)
+    rows, seen, applied = [], set(), {}
+    for spec in specs:
+        spec = _within_vocabulary(spec, voc)
+        source_marker = None
+        if spec.kind == "intensity":
+            marker, source_marker = clean_marker(spec.marker or "", mapping)
+            if not marker:
+                spec = FeatureSpec.other(spec.source_name)
+            else:
+                spec = replace(spec, marker=marker)
+                applied[source_marker] = marker
+                _check_distinct_markers(applied, marker, source_marker)
+        fid = _feature_id(spec, voc)
+        if fid in seen and spec.kind != "other":
+            spec, source_marker = FeatureSpec.other(spec.source_name, spec.unit), None
+            fid = _feature_id(spec, voc)
+        fid = first_free_name(fid, seen)
+        seen.add(fid)
+        rows.append((fid, spec.kind, spec.marker, spec.compartment, spec.statistic, spec.unit, spec.source_name,
+                     source_marker))
+    frame = pd.DataFrame(rows, columns=DICTIONARY_COLUMNS) if rows else pd.DataFrame({c: [] for c in DICTIONARY_COLUMNS})
+    if not any(src is not None and src != m for _, _, m, _, _, _, _, src in rows):
+        frame = frame.drop(columns="marker_source")
+    return canonical_frame(frame, "dictionary"), applied
+
+
+def _check_distinct_markers(applied: Mapping[str, str], marker: str, source: str) -> None:
+    clash = [src for src, m in applied.items() if m == marker and src != source]
+    if clash:
+        raise InputError(f"markers {clash[0]!r} and {source!r} would both be called {marker!r} (marker_map or ':' "
+                         "replacement); give them distinct names in marker_map")
+
+
+def _within_vocabulary(spec: FeatureSpec, voc) -> FeatureSpec:
+    unit = spec.unit if spec.unit in voc.units else "a.u."
+    if spec.kind == "other":
+        return replace(spec, unit=unit, compartment=None, marker=None)
+    allowed = voc.statistics(spec.kind) or ()
+    if spec.compartment not in voc.compartments or spec.statistic not in allowed or spec.unit not in voc.units:
+        return FeatureSpec.other(spec.source_name, unit)
+    return spec
+
+
+def _feature_id(spec: FeatureSpec, voc) -> str:
+    return voc.feature_id_rule(spec.kind).format(compartment=spec.compartment, marker=spec.marker,
+                                                 statistic=spec.statistic)
+
+
+# -- channels --------------------------------------------------------------------------------------
+def channels_frame(image_ids: Sequence[str], channel_names: Sequence[str], markers: Sequence[str]) -> pd.DataFrame:
+    """One row per marker per image, in the order the tool reports (section 5)."""
+    n = len(channel_names)
+    frame = pd.DataFrame({
+        "image_id": np.repeat(np.asarray(list(image_ids), dtype=object), n),
+        "channel_index": np.tile(np.arange(1, n + 1, dtype=np.int64), len(image_ids)),
+        "channel_name": list(channel_names) * len(image_ids),
+        "marker": list(markers) * len(image_ids),
+    })
+    return canonical_frame(frame, "channels")
+
+
+def intensity_channels(dictionary: pd.DataFrame, applied: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """(channel names, markers) of the intensity features, in order of first appearance."""
+    back = {m: src for src, m in applied.items()}
+    markers = list(dict.fromkeys(str(m) for m in dictionary.loc[dictionary["kind"] == "intensity", "marker"]))
+    return [back.get(m, m) for m in markers], markers
