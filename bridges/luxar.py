@@ -101,13 +101,15 @@ def to_luxar(
     matplotlib ``colormap``. ``link``: a URL template with ``{image_id}`` and ``{cell_id}``, offered
     on right-click beside copying the cell id. An existing scene at ``path`` is replaced once the
     new one is complete (never anything else; ``overwrite=False`` refuses it), see
-    :mod:`cellspec_sc.io.publish`.
+    :mod:`cellspec_sc.io.publish`. The scene goes to :func:`scene_path` of ``path`` (luxar's naming: the
+    name ends in ``.luxar.zarr``), which is returned.
 
     >>> import cellspec_sc as cs, tempfile, pathlib
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "s.luxar.zarr"
     >>> cs.to_luxar(cs.example(), out, layout="stack").exists()
     True
     """
+    path = scene_path(path)
     check_target(path, LUXAR_SCENE, overwrite=overwrite)
     specs = [parse_layer(t) for t in (layers if layers is not None else DEFAULT_LAYERS)]
     if not specs:
@@ -156,6 +158,17 @@ def write_scene(path: Path, src: SceneInput, specs: list[LayerSpec], geometry: L
                                    "images": geometry.image_ids, "image_nodes": geometry.node_names,
                                    "colour_layers": [layer.colouring.title for layer in colour_layers]}
     return path
+
+
+def scene_path(path: str | Path) -> Path:
+    """Where luxar puts a scene asked for at ``path``: its name always ends in ``.luxar.zarr``.
+
+    >>> scene_path("out/cells"), scene_path("out/s.luxar.zarr")
+    (PosixPath('out/cells.luxar.zarr'), PosixPath('out/s.luxar.zarr'))
+    """
+    from luxar.utils.paths import normalize_zarr_path
+
+    return Path(normalize_zarr_path(Path(path), ".luxar.zarr"))
 
 
 def is_luxar_scene(path: str | Path) -> bool:

@@ -6,8 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from cellspec_sc.bridges.luxar import LUXAR_SCENE, scene_path, to_luxar
+from cellspec_sc.cli.view import serve
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.publish import check_target
+from cellspec_sc.io.sources import load
 
 
 def load_for_scene(source: str) -> Any:
@@ -22,16 +25,11 @@ def load_for_scene(source: str) -> Any:
             return anndata.read_h5ad(source)
         except (OSError, ValueError, KeyError) as err:
             raise InputError(f"{source}: not a readable .h5ad file ({err})") from err
-    from cellspec_sc.io.sources import load
-
     return load(source)
 
 
 def cmd_luxar(args: argparse.Namespace) -> int:
-    from cellspec_sc.bridges.luxar import LUXAR_SCENE, to_luxar
-    from cellspec_sc.cli.view import serve
-
-    check_target(args.out, LUXAR_SCENE, overwrite=True)  # before SOURCE is read
+    check_target(scene_path(args.out), LUXAR_SCENE, overwrite=True)  # before SOURCE is read
     obj = load_for_scene(args.source)
     out = to_luxar(obj, args.out, layers=args.layer or None, layout=args.layout, title=args.title,
                    colormap=args.colormap, window=args.window, link=args.link, stack_by=args.stack_by)
