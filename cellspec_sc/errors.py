@@ -30,6 +30,10 @@ class ValidationError(CellspecError):
         failed = ", ".join(r.name for r in report.failures)
         head = f"{context}: " if context else ""
         super().__init__(f"{head}cellspec validation failed ({failed})\n{report.format(only_problems=True)}")
+        self.context = context
+
+    def __reduce__(self):  # picklable with its report (dask workers send errors back)
+        return type(self), (self.report, self.context)
 
 
 class InputError(CellspecError):

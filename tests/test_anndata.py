@@ -169,6 +169,35 @@ def test_x_changed_in_place_is_refused(x):
     assert "measurements_modified" in back.provenance["history"][-1]["details"]
 
 
+def test_records_with_the_earlier_sha256_fingerprint_still_read(x):
+    """AnnData files written before the xxh3 fingerprint carry ``measurements_sha256``."""
+    import json
+
+    import scanpy as sc
+
+    from cellspec_sc.bridges.anndata import measurement_fingerprint
+
+    def as_before(adata):
+        meta = json.loads(adata.uns["cellspec"]["meta"])
+        meta["measurements_sha256"] = measurement_fingerprint(adata.X, "sha256")
+        del meta["measurements_fingerprint"]
+        adata.uns["cellspec"]["meta"] = json.dumps(meta)
+        return adata
+
+    assert cs.from_anndata(as_before(cs.to_anndata(x))).equals(x)
+    changed = as_before(cs.to_anndata(x.replace(measurements=x.measurements.copy())))
+    sc.pp.log1p(changed)
+    with pytest.raises(cs.CellspecError, match="allow_modified=True"):
+        cs.from_anndata(changed)
+
+
+def test_one_changed_value_of_x_is_noticed(x):
+    adata = cs.to_anndata(x.replace(measurements=x.measurements.copy()))
+    adata.X[40, 3] = np.nextafter(adata.X[40, 3], np.inf)
+    with pytest.raises(cs.CellspecError, match="allow_modified=True"):
+        cs.from_anndata(adata)
+
+
 def test_raw_values_kept_in_adata_raw_are_used(x):
     import scanpy as sc
 

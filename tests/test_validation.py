@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import cellspec_sc as cs
 from cellspec_sc.validation.checks import implemented_checks
@@ -226,3 +228,14 @@ def test_validation_is_vectorised_on_a_large_object():
     # a functional check at 200k cells; throughput is measured in benchmarks/
     big = cs.example(n_cells=200_000, n_features=60)
     assert cs.validate(big).ok
+
+
+@given(st.lists(st.tuples(st.integers(-1, 2), st.sampled_from([0.0, -0.0, 1.5, np.nan, np.inf, 5e-324]),
+                          st.sampled_from([0.0, -0.0, 2.0, np.nan, -np.inf])), max_size=40))
+def test_duplicated_rows_is_what_pandas_calls_duplicated(rows):
+    from cellspec_sc.validation.rows import duplicated_rows
+
+    codes = np.array([r[0] for r in rows], dtype=np.int64)
+    xs, ys = (np.array([r[k] for r in rows], dtype=np.float64) for k in (1, 2))
+    want = pd.DataFrame({"i": codes, "x": xs, "y": ys}).duplicated(keep=False).to_numpy()
+    np.testing.assert_array_equal(duplicated_rows(codes, xs, ys), want)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
+from matplotlib.colors import to_rgba
 
 from cellspec_sc.display.colors import EMPTY, NA_GREY, OTHER_GREY, category_hex
 
@@ -362,9 +364,6 @@ def legend_entries(labels: Sequence[str], counts: np.ndarray) -> list[LegendEntr
 
 def value_rgba(raster: ValueRaster, lo: float, hi: float, cmap: str = "viridis") -> np.ndarray:
     """RGBA image (uint8) of a value raster: colour map on [lo, hi], NA-only bins grey, empty bins white."""
-    from matplotlib import colormaps
-    from matplotlib.colors import to_rgba
-
     scaled = np.clip((raster.mean - lo) / (hi - lo), 0.0, 1.0)
     rgba = colormaps[cmap](np.nan_to_num(scaled), bytes=True)
     rgba[raster.na_only] = np.array(to_rgba(NA_GREY)) * 255
@@ -374,8 +373,6 @@ def value_rgba(raster: ValueRaster, lo: float, hi: float, cmap: str = "viridis")
 
 def category_rgba(raster: CategoryRaster, colours: Sequence[str]) -> np.ndarray:
     """RGBA image (uint8) of a category raster, empty bins white."""
-    from matplotlib.colors import to_rgba
-
     table = np.array([to_rgba(c) for c in (*colours, EMPTY)]) * 255
     return table[raster.codes].astype(np.uint8)  # code -1 picks the last entry: EMPTY
 

@@ -9,25 +9,33 @@ traceback.
 
 Subcommands live in modules listed in ``COMMAND_MODULES``; each has a
 ``register(subparsers)`` that adds its parsers and sets ``func`` on them.
+
+``-q/--quiet`` and ``-v/--verbose`` are accepted before or after the subcommand. Without them, progress
+bars appear on a terminal for big work only (see :mod:`cellspec_sc.progress`) and only warnings are
+logged; ``-v`` shows every bar and logs each step with its time (``-vv``: debug messages too); ``-q``
+shows no bar and logs errors only. Results (reports, summaries, ``wrote ...``) are printed either way.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from importlib import import_module
 
 from cellspec_sc.errors import CellspecError, ValidationError
 from cellspec_sc.model.provenance import package_version
+from cellspec_sc.progress import logger, set_verbosity
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 # in the order ``cellspec --help`` lists them
 COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli.demo", "cellspec_sc.cli.validate", "cellspec_sc.cli.info",
                                      "cellspec_sc.cli.imports", "cellspec_sc.cli.convert", "cellspec_sc.cli.luxar",
-                                     "cellspec_sc.cli.preview")
+                                     "cellspec_sc.cli.view", "cellspec_sc.cli.preview", "cellspec_sc.cli.cohort")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +45,40 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         import_module(name).register(sub)
+    add_verbosity_options(parser)
     return parser
+
+
+def add_verbosity_options(parser: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
+    """``-q`` and ``-v`` on ``parser`` and on every subcommand below it (there with no default of their own,
+    so ``cellspec -v convert ...`` and ``cellspec convert ... -v`` mean the same)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS if subcommand else False,
+                       help="no progress bars; log errors only")
+    group.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS if subcommand else 0,
+                       help="progress bars whatever the size; log each step and its time (-vv: debug)")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):  # aliases map to the same parser
+                add_verbosity_options(child, subcommand=True)
+
+
+@contextmanager
+def verbosity(quiet: bool, verbose: int) -> Iterator[None]:
+    """Progress bars and log messages on stderr as ``-q``/``-v`` ask, for the duration of one command."""
+    level, log_level = ("quiet", logging.ERROR) if quiet else \
+        ("verbose", logging.DEBUG if verbose > 1 else logging.INFO) if verbose else ("normal", logging.WARNING)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("cellspec: %(message)s"))
+    previous_level, previous_verbosity = logger.level, set_verbosity(level)
+    logger.addHandler(handler)
+    logger.setLevel(log_level)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous_level)
+        set_verbosity(previous_verbosity)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,7 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return int(args.func(args))
+        with verbosity(args.quiet, args.verbose):
+            return int(args.func(args))
     except (Exception, KeyboardInterrupt) as err:  # every path ends in 0, 1 or 2, never in a traceback
         if args.debug:
             traceback.print_exc()

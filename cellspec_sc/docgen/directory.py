@@ -15,10 +15,13 @@ import json
 import tempfile
 from pathlib import Path
 
+from cellspec_sc.docgen.markdown import markdown_table
 from cellspec_sc.io.columns import ARROW_TYPES
-from cellspec_sc.docgen.render import _table
+from cellspec_sc.io.directory import write
 from cellspec_sc.io.refusals import UnlistedFileWarning, all_refusals
 from cellspec_sc.io.tsv import SIGNIFICANT_DIGITS
+from cellspec_sc.model.example import example
+from cellspec_sc.spec.types import PANDAS_DTYPES
 
 _TSV_TEXT = {"character": "text; quoted when needed", "double": f"{SIGNIFICANT_DIGITS} significant digits, "
              "`Inf`, `-Inf`", "integer": "decimal", "logical": "`TRUE`, `FALSE`"}
@@ -196,9 +199,6 @@ header row, tab separated, `NA` for missing. The file has no types of its own: t
 
 
 def _example_listing() -> tuple[str, str]:
-    from cellspec_sc.io.directory import write
-    from cellspec_sc.model.example import example
-
     with tempfile.TemporaryDirectory() as tmp:
         path = write(example(adjacency=True), Path(tmp) / "example.cellspec")
         listing = "\n".join(f"- `{p.name}`" for p in sorted(path.iterdir()))
@@ -211,9 +211,9 @@ def _example_listing() -> tuple[str, str]:
 def render_directory() -> str:
     """The Markdown page on the directory format."""
     listing, column_types = _example_listing()
-    types = _table(("Spec type", "Parquet (Arrow)", "TSV", "JSON", "In memory"),
+    types = markdown_table(("Spec type", "Parquet (Arrow)", "TSV", "JSON", "In memory"),
                    [(t, f"`{a}`", _TSV_TEXT[t], _JSON_VALUE[t], _memory(t)) for t, a in ARROW_TYPES.items()])
-    refusals = _table(("Exception", "Rule"), [(f"`{cls.__name__}`", cls.rule) for cls in all_refusals()])
+    refusals = markdown_table(("Exception", "Rule"), [(f"`{cls.__name__}`", cls.rule) for cls in all_refusals()])
     parts = [_INTRO, listing, _JSON, column_types, _TYPES, types, _WRITING,
              _READING.format(warning=UnlistedFileWarning.__name__), refusals, _limits(), _TSV]
     return "\n\n".join(parts) + "\n"
@@ -229,6 +229,4 @@ def _limits() -> str:
 
 
 def _memory(spec_type: str) -> str:
-    from cellspec_sc.spec.types import PANDAS_DTYPES
-
     return f"`{PANDAS_DTYPES[spec_type]}`"

@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION, DEFAULT_MAX_METADATA_BYTES, ReadLimits
 from cellspec_sc.io.columns import Decoded, column_types_of
@@ -40,18 +40,16 @@ from cellspec_sc.io.refusals import (ChangedSinceRead, ColumnMismatch, NotACells
 from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target, publishing
 from cellspec_sc.io.staging import fsync_file, fsync_tree
 from cellspec_sc.io.tsv import read_tsv, write_tsv
+from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.validation.report import ValidationReport
 from cellspec_sc.validation.runner import validate, validate_in_background
-
-if TYPE_CHECKING:
-    from cellspec_sc.model.cellspec import CellSpec
 
 FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
 
 
 # -- write -------------------------------------------------------------------------------------
 def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = "parquet",
-          overwrite: bool = False) -> Path:
+          overwrite: bool = False, report: ValidationReport | None = None) -> Path:
     """Write ``x`` as a cellspec directory at ``path`` and return the path.
 
     The directory is built under a hidden sibling name, fsynced and renamed at
@@ -60,7 +58,9 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
     another kind of folder) only once the new one is complete. The object must
     pass structure validation (else :class:`cellspec_sc.ValidationError`).
     Outline files named by ``images.geometry_ref`` are copied from
-    ``x.source_dir``.
+    ``x.source_dir``. ``report``: the validation report of ``x`` when the
+    caller has just made it (``cellspec import`` validates once), so it is not
+    validated again.
 
     >>> import cellspec_sc as cs, tempfile, pathlib
     >>> cs.write(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "run1", format="tsv").name
@@ -74,12 +74,18 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
         raise UnsupportedVersion(target, None, f"cannot write this object: {reason}")
     # Validation runs on a second core while the files are staged; nothing is published unless it
     # passed, and when it failed its ValidationError is what the caller gets, whatever else went wrong.
-    checking = validate_in_background(x)
+    checking = validate_in_background(x) if report is None else _finished(report)
     try:
         return _write_valid(x, target, format, overwrite, _Refusal(checking, target))
     except Exception:
         _Refusal(checking, target).now()
         raise
+
+
+def _finished(report: ValidationReport) -> Future[ValidationReport]:
+    done: Future[ValidationReport] = Future()
+    done.set_result(report)
+    return done
 
 
 class _Refusal:
@@ -236,20 +242,18 @@ def _read(directory: Path, lazy: bool = False, limits: ReadLimits = ReadLimits()
 
 
 def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimits) -> tuple[CellSpec, Decoded]:
-    from cellspec_sc.model.cellspec import CellSpec
-
     if METADATA not in entries:
         raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")
     document = load_document(directory / METADATA, directory, limits.max_metadata_bytes)
-    fmt = _listed_format(directory, entries)
+    fmt = listed_format(directory, entries)
     suffix, _, reader = FORMATS[fmt]
     if lazy and fmt != "parquet":
         raise InputError(f"{directory}: read(lazy=True) needs the Parquet variant; this directory holds "
                          f"cells{suffix} (read it without lazy=True, or write it again as Parquet)")
     types = document["column_types"]
     tables = {t: frame_of_rows(document[t], t, types.get(t), directory) for t in JSON_TABLES}
-    _check_outlines_listed(directory, tables["images"], entries)
-    feature_ids = _feature_ids(tables["dictionary"], directory)
+    check_outlines_listed(directory, tables["images"], entries)
+    feature_ids = feature_ids_of(tables["dictionary"], directory)
     bounds = {"max_inflation": limits.max_inflation} if fmt == "tsv" else {}
     options = {"lazy": True, **bounds} if lazy else bounds
     decoded = reader(directory / f"cells{suffix}", types["cells"], feature_ids, directory, **options)
@@ -260,7 +264,7 @@ def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimi
     return x, decoded
 
 
-def _listed_format(directory: Path, entries: dict[str, str]) -> str:
+def listed_format(directory: Path, entries: dict[str, str]) -> str:
     listed = [fmt for fmt, (suffix, _, _) in FORMATS.items() if f"cells{suffix}" in entries]
     if len(listed) != 1:
         detail = "both cells.parquet and cells.tsv.gz are listed" if listed else "no cells file is listed"
@@ -280,7 +284,7 @@ def _read_adjacency(directory: Path, entries: dict, suffix: str, reader: Any, ty
     return reader(directory / name, types["adjacency"], [], directory, **bounds).frame
 
 
-def _feature_ids(dictionary: Any, directory: Path) -> list[str]:
+def feature_ids_of(dictionary: Any, directory: Path) -> list[str]:
     if "feature_id" not in dictionary.columns:
         return []
     ids = dictionary["feature_id"]
@@ -290,7 +294,7 @@ def _feature_ids(dictionary: Any, directory: Path) -> list[str]:
     return [str(f) for f in ids]
 
 
-def _check_outlines_listed(directory: Path, images: Any, entries: dict[str, str]) -> None:
+def check_outlines_listed(directory: Path, images: Any, entries: dict[str, str]) -> None:
     for ref in _geometry_refs(images):
         checked_relative(directory, ref, "images.geometry_ref", must_exist=False)
         if ref not in entries:

@@ -20,6 +20,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import fastjsonschema
 import numpy as np
 import pandas as pd
 
@@ -79,8 +80,6 @@ def fast_schema_check() -> Callable[[Any], Any]:
     ...     print(err.message[:17])
     data must contain
     """
-    import fastjsonschema
-
     return fastjsonschema.compile(schema())
 
 
@@ -89,8 +88,6 @@ def schema_problem(document: Any) -> str | None:
 
     The compiled check decides; jsonschema, slower, words the problem of a document that fails it.
     """
-    import fastjsonschema
-
     try:
         fast_schema_check()(document)
         return None

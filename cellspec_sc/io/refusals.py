@@ -31,6 +31,9 @@ class DirectoryRefusal(FormatError):
         where = f"{self.directory}: {file}: " if file else f"{self.directory}: "
         super().__init__(f"{where}{detail} [rule: {self.rule}]")
 
+    def __reduce__(self):  # picklable with its three arguments (dask workers send refusals back)
+        return type(self), (self.directory, self.file, self.detail)
+
 
 class NotACellspecDirectory(DirectoryRefusal):
     rule = "a cellspec directory is a directory holding DONE, MANIFEST.sha256, cellspec.json and a cells file"

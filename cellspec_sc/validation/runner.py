@@ -17,6 +17,9 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+
+from cellspec_sc.progress import progress
 from cellspec_sc.spec.vocabulary import vocabulary
 from cellspec_sc.validation.checks import implementation
 from cellspec_sc.validation.context import CheckFn, Context, Problem, Skip
@@ -54,9 +57,20 @@ def validate(
     ctx = Context(x=x, voc=voc, area_range=tuple(area_range or defaults["area_range"]),
                   na_max=float(defaults["na_max"] if na_max is None else na_max),
                   source_nonfinite=dict(source_nonfinite or {}), given_stats=stats)
-    results = [run_check(ctx, chk.name, chk.level, chk.rule) for chk in voc.checks]
-    results.append(run_check(ctx, "portability", "semantic", RULE, portability))  # a note beyond section 10
+    with progress(len(voc.checks) + 1, "validating", unit="checks", size=table_values(x)) as bar:
+        results = []
+        for chk in voc.checks:
+            results.append(run_check(ctx, chk.name, chk.level, chk.rule))
+            bar.update(1)
+        results.append(run_check(ctx, "portability", "semantic", RULE, portability))  # a note beyond section 10
+        bar.update(1)
     return ValidationReport(results, {"area_range": ctx.area_range, "na_max": ctx.na_max})
+
+
+def table_values(x: Any) -> int:
+    """The size of ``x`` for the progress threshold: its matrix's values (else its cells' count)."""
+    size = getattr(getattr(x, "measurements", None), "size", None)
+    return int(size) if isinstance(size, (int, np.integer)) else len(getattr(x, "cells", ()))
 
 
 def portability(ctx: Context) -> Problem | None:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from cellspec_sc.validation.context import Context, Problem, Skip, check
-from cellspec_sc.validation.rows import bad_rows, dictionary_mask, per_feature_problem
+from cellspec_sc.validation.rows import bad_rows, dictionary_mask, duplicated_rows, per_feature_problem
 
 
 @check("centroids_within_image")
@@ -72,6 +71,5 @@ def _feature_support(ctx: Context) -> Problem | None:
 
 @check("duplicate_centroids")
 def _duplicate_centroids(ctx: Context) -> Problem | None:
-    frame = pd.DataFrame({"i": ctx.image_codes()[0], "x": ctx.number("cells", "x"),
-                          "y": ctx.number("cells", "y")})
-    return bad_rows("cells", "x", frame.duplicated(keep=False).to_numpy(), "centroid shared with another cell")
+    shared = duplicated_rows(ctx.image_codes()[0], ctx.number("cells", "x"), ctx.number("cells", "y"))
+    return bad_rows("cells", "x", shared, "centroid shared with another cell")
