@@ -1,19 +1,25 @@
-"""Tool readers: ``read_qupath`` of a QuPath-style export beside ``pandas.read_csv`` of the same file.
+"""Tool readers beside ``pandas.read_csv`` (C engine) of the same files, on two cores and on one.
 
-The file imitates a QuPath 0.6 "Export measurements" table of cell detections:
-the fixed columns, micrometre centroids, a few shape measurements and
-``<Compartment>: <marker>: Mean`` intensities up to 120 columns, values rounded
-to 4 decimals as QuPath writes them, two images in one file.
+The files imitate what the tools write, 120 columns each:
+
+- QuPath 0.6 "Export measurements" of cell detections: fixed columns, micrometre centroids, shapes,
+  ``<Compartment>: <marker>: Mean`` intensities, values rounded to 4 decimals, two images in one file;
+- an mcquant table ``<image>--unmicst_cell.csv``: ``CellID``, marker means, centroids and regionprops;
+- a steinbock folder of four images (``intensities/``, ``regionprops/``, ``neighbors/``, ``panel.csv``,
+  ``images.csv``), 40 channels; the baseline reads the same CSVs with pandas.
+
+``*_1core`` cases pin both sides to one CPU (``os.sched_setaffinity``) and pyarrow to one thread.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .cases import Case, Env, Op, memory_goal
+from .cases import Case, Env, Op, describe_object, memory_goal
 
 COLUMNS = 120
 FIXED = ["Image", "Object ID", "Object type", "Name", "Classification", "Parent", "ROI",
@@ -21,6 +27,10 @@ FIXED = ["Image", "Object ID", "Object type", "Name", "Classification", "Parent"
 SHAPES = ["Cell: Area µm^2", "Nucleus: Area µm^2", "Cell: Circularity", "Cell: Solidity", "Cell: Max diameter µm",
           "Nucleus/Cell area ratio"]
 COMPARTMENTS = ("Nucleus", "Cytoplasm", "Membrane", "Cell")
+MCQUANT_SHAPES = ["X_centroid", "Y_centroid", "Area", "MajorAxisLength", "MinorAxisLength", "Eccentricity",
+                  "Solidity", "Extent", "Orientation"]
+STEINBOCK_CHANNELS = 40
+STEINBOCK_IMAGES = 4
 
 
 def qupath_header(columns: int = COLUMNS) -> list[str]:
@@ -33,10 +43,25 @@ def qupath_header(columns: int = COLUMNS) -> list[str]:
     return names[:columns]
 
 
+def _write_table(path: Path, names: list[str], columns_data: list, delimiter: str) -> Path:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    pacsv.write_csv(pa.table(columns_data, names=names), partial,
+                    pacsv.WriteOptions(delimiter=delimiter, quoting_style="needed"))
+    partial.rename(path)
+    return path
+
+
+def _values(rng: np.random.Generator, rows: int) -> np.ndarray:
+    return np.round(rng.lognormal(3, 1, rows), 4)
+
+
 def write_qupath_file(path: Path, rows: int, columns: int = COLUMNS, seed: int = 0) -> Path:
     """Write the QuPath-style TSV (kept between runs)."""
     import pyarrow as pa
-    import pyarrow.csv as pacsv
 
     if path.exists():
         return path
@@ -50,46 +75,148 @@ def write_qupath_file(path: Path, rows: int, columns: int = COLUMNS, seed: int =
              "Parent": np.full(rows, "Root object (Image)"), "ROI": np.full(rows, "Polygon"),
              "Centroid X µm": np.round(rng.uniform(0, 10000, rows), 4),
              "Centroid Y µm": np.round(rng.uniform(0, 8000, rows), 4)}
-    columns_data = [pa.array(fixed[n]) if n in fixed else pa.array(np.round(rng.lognormal(3, 1, rows), 4))
-                    for n in names]
-    table = pa.table(columns_data, names=names)
-    partial = path.with_suffix(".partial")
-    pacsv.write_csv(table, partial, pacsv.WriteOptions(delimiter="\t", quoting_style="needed"))
-    partial.rename(path)
-    return path
+    data = [pa.array(fixed[n]) if n in fixed else pa.array(_values(rng, rows)) for n in names]
+    return _write_table(path, names, data, "\t")
 
 
-def _file(env: Env) -> Path:
+def write_mcquant_file(path: Path, rows: int, columns: int = COLUMNS, seed: int = 0) -> Path:
+    """Write an mcquant-style CSV: CellID, marker means, then centroids and regionprops (kept between runs)."""
+    import pyarrow as pa
+
+    if path.exists():
+        return path
+    rng = np.random.default_rng(seed)
+    markers = [f"M{i:03d}" for i in range(columns - 1 - len(MCQUANT_SHAPES))]
+    names = ["CellID", *markers, *MCQUANT_SHAPES]
+    data = [pa.array(np.arange(1, rows + 1))] + [pa.array(_values(rng, rows)) for _ in markers]
+    data += [pa.array(np.round(rng.uniform(0, 20000, rows), 6)) for _ in range(2)]
+    data += [pa.array(_values(rng, rows)) for _ in MCQUANT_SHAPES[2:]]
+    return _write_table(path, names, data, ",")
+
+
+def write_steinbock_folder(folder: Path, rows: int, channels: int = STEINBOCK_CHANNELS, seed: int = 0) -> Path:
+    """Write a steinbock folder of four images with ``rows`` objects in all (kept between runs)."""
+    import pyarrow as pa
+
+    if (folder / "DONE").exists():
+        return folder
+    rng = np.random.default_rng(seed)
+    markers = [f"M{i:03d}" for i in range(channels)]
+    (folder / "intensities").mkdir(parents=True, exist_ok=True)
+    (folder / "panel.csv").write_text("channel,name,keep\n" + "".join(f"X{i},{m},1\n" for i, m in enumerate(markers)))
+    (folder / "images.csv").write_text("image,width_px,height_px,num_channels,acquisition_width_um,"
+                                       "acquisition_height_um\n" + "".join(
+                                           f"img{k}.tiff,1000,1000,{channels},1000,1000\n"
+                                           for k in range(STEINBOCK_IMAGES)))
+    per = np.array_split(np.arange(rows), STEINBOCK_IMAGES)
+    for k, part in enumerate(per):
+        n = len(part)
+        ids = pa.array(np.arange(1, n + 1))
+        _write_table(folder / "intensities" / f"img{k}.csv", ["Object", *markers],
+                     [ids] + [pa.array(_values(rng, n)) for _ in markers], ",")
+        _write_table(folder / "regionprops" / f"img{k}.csv",
+                     ["Object", "area", "centroid-0", "centroid-1", "major_axis_length", "minor_axis_length",
+                      "eccentricity"],
+                     [ids, pa.array(rng.integers(5, 200, n))] + [pa.array(np.round(rng.uniform(0, 999, n), 6))
+                                                                  for _ in range(2)]
+                     + [pa.array(_values(rng, n)) for _ in range(3)], ",")
+        a = np.arange(1, n + 1)
+        b = np.where(a < n, a + 1, 1)
+        _write_table(folder / "neighbors" / f"img{k}.csv", ["Object", "Neighbor", "Distance"],
+                     [pa.array(np.concatenate([a, b])), pa.array(np.concatenate([b, a])),
+                      pa.array(np.ones(2 * n))], ",")
+    (folder / "DONE").write_text("")
+    return folder
+
+
+def one_core() -> None:
+    """Pin this worker to one CPU and pyarrow to one thread (for the *_1core cases)."""
+    import pyarrow as pa
+
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+
+
+def _qupath(env: Env) -> Path:
     return write_qupath_file(Path(env.data) / f"qupath-{env.n}x{COLUMNS}.tsv", env.n)
 
 
-def qupath_ours(env: Env) -> Op:
+def _mcquant(env: Env) -> Path:
+    return write_mcquant_file(Path(env.data) / f"mcquant-{env.n}x{COLUMNS}" / "slide--unmicst_cell.csv", env.n)
+
+
+def _steinbock(env: Env) -> Path:
+    return write_steinbock_folder(Path(env.data) / f"steinbock-{env.n}x{STEINBOCK_CHANNELS}", env.n)
+
+
+def _ours(read, single: bool):
+    def setup(env: Env) -> Op:
+        if single:
+            one_core()
+        return Op(read(env), inspect=describe_object)
+    return setup
+
+
+def _pandas(files, sep: str, single: bool):
+    def setup(env: Env) -> Op:
+        import pandas as pd
+
+        if single:
+            one_core()
+        paths = files(env)
+        return Op(lambda i: [pd.read_csv(p, sep=sep) for p in paths])
+    return setup
+
+
+def _read_qupath(env: Env):
     import cellspec_sc as cs
 
-    path = _file(env)
-    return Op(lambda i: cs.read_qupath(path, pixel_size=0.5),
-              inspect=lambda x: _describe(x))
+    path = _qupath(env)
+    return lambda i: cs.read_qupath(path, pixel_size=0.5)
 
 
-def _describe(x: Any) -> dict[str, Any]:
-    from .cases import describe_object
+def _read_mcmicro(env: Env):
+    import cellspec_sc as cs
 
-    return describe_object(x)
-
-
-def qupath_baseline(env: Env) -> Op:
-    import pandas as pd
-
-    path = _file(env)
-    return Op(lambda i: pd.read_csv(path, sep="\t"))
+    path = _mcquant(env)
+    return lambda i: cs.read_mcmicro(path, pixel_size=0.65)
 
 
-def reader_goal(row: dict[str, Any]) -> bool:
-    return bool(row["ratio"] <= 0.5 and memory_goal(row, 2.0))
+def _read_steinbock(env: Env):
+    import cellspec_sc as cs
+
+    folder = _steinbock(env)
+    return lambda i: cs.read_steinbock(folder)
 
 
-CASES = [
-    Case("read_qupath", "pandas.read_csv (C engine)", qupath_ours, qupath_baseline,
-         "time <= 0.5x (2x faster), peak < 2x object", reader_goal,
-         requires=("cellspec_sc.readers.qupath",), extra={"columns": COLUMNS}),
-]
+def _steinbock_files(env: Env) -> list[Path]:
+    folder = _steinbock(env)
+    return sorted((folder / "intensities").glob("*.csv")) + sorted((folder / "regionprops").glob("*.csv")) \
+        + sorted((folder / "neighbors").glob("*.csv"))
+
+
+def goal(ratio: float):
+    def met(row: dict[str, Any]) -> bool:
+        return bool(row["ratio"] <= ratio and memory_goal(row, 2.0))
+    return met
+
+
+def _cases() -> list[Case]:
+    cases = []
+    for tool, read, files, sep in (("qupath", _read_qupath, lambda e: [_qupath(e)], "\t"),
+                                   ("mcmicro", _read_mcmicro, lambda e: [_mcquant(e)], ",")):
+        for single in (False, True):
+            cases.append(Case(
+                f"read_{tool}{'_1core' if single else ''}",
+                f"pandas.read_csv (C engine){', 1 core' if single else ''}",
+                _ours(read, single), _pandas(files, sep, single),
+                f"time <= {'1.0' if single else '0.6'}x, peak < 2x object", goal(1.0 if single else 0.6),
+                requires=(f"cellspec_sc.readers.{tool}",), needs_slide=False, extra={"columns": COLUMNS}))
+    cases.append(Case("read_steinbock", "pandas.read_csv of the same CSVs", _ours(_read_steinbock, False),
+                      _pandas(_steinbock_files, ",", False), "information", requires=("cellspec_sc.readers.steinbock",),
+                      needs_slide=False, extra={"columns": STEINBOCK_CHANNELS + 5}))
+    return cases
+
+
+CASES = _cases()

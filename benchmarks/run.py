@@ -108,7 +108,7 @@ def make_row(case: Case, n: int, f: int, big: bool, ours: dict[str, Any], base: 
         row[f"{side}_peak_growth_bytes"] = r.get("peak_growth_bytes", math.nan)
         row[f"{side}_times_s"] = times
         row[f"{side}_cpu_min_s"] = min(r.get("cpu_times") or [math.nan])
-    for key in ("object_bytes", "matrix_bytes"):
+    for key in ("object_bytes", "matrix_bytes", "scene_bytes"):
         row[key] = ours.get(key) or base.get(key)
     row["ratio"] = row["ours_min_s"] / row["baseline_min_s"] if row["baseline_min_s"] else math.nan
     row["cpu_ratio"] = row["ours_cpu_min_s"] / row["baseline_cpu_min_s"] if row["baseline_cpu_min_s"] else math.nan

@@ -22,13 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import xxhash
 
-from cellspec_sc.model.cellspec import CellSpec, _drop_missing_pairs, contact_positions
+from cellspec_sc.model.cellspec import CellSpec, drop_missing_pairs, contact_positions
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.names import first_free_name
 from cellspec_sc.model.provenance import with_history_step
+from cellspec_sc.progress import progress
 from cellspec_sc.spec.types import as_spec_type, column_spec_types
 from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.validation.matrix_stats import row_blocks
 
 from cellspec_sc.bridges.uns_tables import decode_table, encode_table, from_json_text, to_json_text
 
@@ -74,14 +77,44 @@ def to_anndata(x: CellSpec) -> anndata.AnnData:
     matrix = x.measurements if _is_dask(x.measurements) else np.asarray(x.measurements)
     if matrix.dtype != np.float64:
         matrix = matrix.astype(np.float64)
-    names = pd.Index(obs_names(x.cells), dtype=object)
-    obs = x.cells.set_axis(names, axis=0)
-    var = x.dictionary.set_axis(pd.Index(x.feature_ids, dtype=object), axis=0)
-    obsm = {SPATIAL_KEY: np.column_stack([_double(x.cells, "x"), _double(x.cells, "y")])}
-    adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns={UNS_KEY: _uns_record(x, matrix)})
-    if x.adjacency is not None:
-        adata.obsp[CONNECTIVITIES_KEY], adata.obsp[SHARED_BOUNDARY_KEY] = adjacency_matrices(x.cells, x.adjacency)
+    with progress(3, "to_anndata", unit="steps", size=matrix.size) as bar:
+        names = pd.Index(obs_names(x.cells), dtype=object)
+        obs = scverse_obs(x.cells).set_axis(names, axis=0)
+        var = x.dictionary.set_axis(pd.Index(x.feature_ids, dtype=object), axis=0)
+        obsm = {SPATIAL_KEY: np.column_stack([_double(x.cells, "x"), _double(x.cells, "y")])}
+        bar.update(1)
+        adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns={UNS_KEY: _uns_record(x, matrix)})
+        bar.update(1)
+        if x.adjacency is not None:
+            adata.obsp[CONNECTIVITIES_KEY], adata.obsp[SHARED_BOUNDARY_KEY] = adjacency_matrices(x.cells, x.adjacency)
+        bar.update(1)
     return adata
+
+
+CATEGORICAL_COLUMNS = ("image_id", "sample_id", "classification")
+
+
+def scverse_obs(cells: pd.DataFrame) -> pd.DataFrame:
+    """``cells`` with the text columns squidpy, scimap and spatialdata-plot group by as categoricals:
+    ``image_id``, ``sample_id``, ``classification``, ``region__*`` and any other text column (but
+    ``cell_id``) with at most half as many distinct values as rows. ``from_anndata`` restores them to
+    text from the stored spec types, so the round trip stays exact.
+
+    >>> cells = pd.DataFrame({"cell_id": ["1", "2", "3"], "image_id": ["a", "a", "b"], "note": ["x", "y", "z"]},
+    ...                      dtype="string")
+    >>> scverse_obs(cells).dtypes.astype(str).tolist()
+    ['string', 'category', 'string']
+    """
+    out = {}
+    for name in cells.columns:
+        column = cells[name]
+        if name != "cell_id" and isinstance(column.dtype, pd.StringDtype) and (
+                name in CATEGORICAL_COLUMNS or str(name).startswith("region__")
+                or column.nunique(dropna=True) <= len(column) // 2):
+            column = pd.Series(pd.Categorical(column.astype(object).where(column.notna(), None)),
+                               index=column.index, name=name)
+        out[name] = column
+    return pd.DataFrame(out, index=cells.index, columns=cells.columns)
 
 
 def obs_names(cells: pd.DataFrame) -> list[str]:
@@ -149,16 +182,14 @@ def measurement_fingerprint(matrix: Any, algorithm: str = "xxh3_128") -> str:
     >>> measurement_fingerprint(np.zeros((2, 2)))[:9]
     'xxh3_128:'
     """
-    import xxhash
-
-    from cellspec_sc.validation.matrix_stats import row_blocks
-
     digest = xxhash.xxh3_128() if algorithm == "xxh3_128" else hashlib.new(algorithm)
     digest.update(np.asarray(matrix.shape, dtype=np.int64).tobytes())
-    blocks = [(0, _dense(matrix))] if hasattr(matrix, "toarray") else row_blocks(matrix)
-    for _, block in blocks:
-        block = np.ascontiguousarray(block, dtype=np.float64)
-        digest.update(memoryview(block.reshape(-1).view(np.uint8)))
+    blocks = [(0, dense(matrix))] if hasattr(matrix, "toarray") else row_blocks(matrix)
+    with progress(matrix.shape[0], "fingerprinting the measurements", size=np.prod(matrix.shape)) as bar:
+        for _, block in blocks:
+            block = np.ascontiguousarray(block, dtype=np.float64)
+            digest.update(memoryview(block.reshape(-1).view(np.uint8)))
+            bar.update(block.shape[0])
     return f"xxh3_128:{digest.hexdigest()}" if algorithm == "xxh3_128" else digest.hexdigest()
 
 
@@ -239,6 +270,7 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     dictionary = _dictionary_from_var(adata.var, meta, changes)
     measurements = _measurements_from_x(adata, meta, allow_modified, changes)
     adjacency = _adjacency_from_record(record, cells, changes)
+    warn_replaced_graph(adata, cells, adjacency)
     warn_not_carried(adata, obsm={SPATIAL_KEY}, obsp={CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY})
     provenance = _read_json(record, "provenance")
     if changes:
@@ -431,7 +463,7 @@ def _dictionary_from_var(var: pd.DataFrame, meta: Mapping[str, Any], changes: di
 
 def _measurements_from_x(adata: anndata.AnnData, meta: Mapping[str, Any], allow_modified: bool,
                          changes: dict[str, Any]) -> np.ndarray:
-    matrix = _dense(adata.X) if adata.X is not None else np.zeros((adata.n_obs, adata.n_vars))
+    matrix = dense(adata.X) if adata.X is not None else np.zeros((adata.n_obs, adata.n_vars))
     raw = _raw_measurements(adata, meta)
     if raw is not None:
         return raw
@@ -460,7 +492,7 @@ def _raw_measurements(adata: anndata.AnnData, meta: Mapping[str, Any]) -> np.nda
     raw = adata.raw
     if raw is None or raw.X is None or list(raw.shape) != list(meta["measurements_shape"]):
         return None
-    matrix = _dense(raw.X)
+    matrix = dense(raw.X)
     if matrix.dtype != np.float64 or not holds_written_values(matrix, meta):
         return None
     positions = pd.Index(list(map(str, raw.var_names))).get_indexer(list(map(str, adata.var_names)))
@@ -469,7 +501,8 @@ def _raw_measurements(adata: anndata.AnnData, meta: Mapping[str, Any]) -> np.nda
     return matrix if np.array_equal(positions, np.arange(matrix.shape[1])) else np.ascontiguousarray(matrix[:, positions])
 
 
-def _dense(matrix: Any) -> np.ndarray:
+def dense(matrix: Any) -> np.ndarray:
+    """A sparse or array-like matrix as a numpy array (no copy when it is one already)."""
     if hasattr(matrix, "toarray"):
         return matrix.toarray()
     return np.asarray(matrix)
@@ -482,15 +515,37 @@ def _adjacency_from_record(record: Mapping[str, Any], cells: pd.DataFrame,
     stored = _table(record, "adjacency")
     if not {"image_id", "cell_id"} <= set(cells.columns):
         raise InputError("obs has lost image_id or cell_id, so adjacency cannot be matched to cells")
-    kept = _drop_missing_pairs(stored, cells)
+    kept = drop_missing_pairs(stored, cells)
     if len(kept) != len(stored):
         changes["contacts_dropped"] = int(len(stored) - len(kept))
     return kept
 
 
-def warn_not_carried(adata: anndata.AnnData, obsm: set[str] = frozenset(), obsp: set[str] = frozenset()) -> None:
+def warn_replaced_graph(adata: anndata.AnnData, cells: pd.DataFrame, adjacency: pd.DataFrame | None) -> None:
+    """Warn when ``obsp["spatial_connectivities"]`` is no longer the graph of the cellspec's contacts
+    (``sq.gr.spatial_neighbors`` writes its own graph under that key): it is not carried."""
+    from scipy import sparse
+
+    if CONNECTIVITIES_KEY not in adata.obsp:
+        return
+    graph = sparse.csr_matrix(adata.obsp[CONNECTIVITIES_KEY])
+    if adjacency is not None:
+        expected, _ = adjacency_matrices(cells, adjacency)
+        if graph.shape == expected.shape and (graph != expected).nnz == 0:
+            return
+    stored = "no adjacency" if adjacency is None else f"its {len(adjacency)} stored contacts"
+    warn(f"obsp[{CONNECTIVITIES_KEY!r}] is not the cellspec adjacency any more ({graph.nnz} non-zero entries; "
+         "replaced, e.g. by squidpy's spatial_neighbors) and is not carried into the cellspec, which keeps "
+         f"{stored}. To keep both, build squidpy's graph with key_added='<name>' (the bridge's graph stays); keep "
+         "what you computed from it as obs columns (they become cells columns); or replace the contacts with "
+         "x.replace(adjacency=<table with method 'mask_touching', 'polygon_intersection' or 'delaunay'>), as "
+         "docs/anndata.md shows")
+
+
+def warn_not_carried(adata: anndata.AnnData, obsm: set[str] = frozenset(), obsp: set[str] = frozenset(),
+                     layers: set[str] = frozenset()) -> None:
     """Warn about ``obsm``/``layers``/``obsp``/``varm`` entries that are not the given ones (the bridge's own)."""
-    own = {"obsm": obsm, "obsp": obsp, "layers": set(), "varm": set()}
+    own = {"obsm": obsm, "obsp": obsp, "layers": layers, "varm": set()}
     left = [f"{slot}[{key!r}]" for slot, mine in own.items() for key in getattr(adata, slot).keys()
             if key is not None and key not in mine]
     if left:

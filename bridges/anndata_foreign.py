@@ -2,16 +2,19 @@
 
 Such an AnnData has no ``uns["cellspec"]``, so the facts a cellspec needs and
 AnnData does not hold must be given: which image and sample each cell belongs
-to, the pixel size, where the centroids are and in which unit, and optionally a
-rule that turns each var name into a dictionary row (default: kind ``other``).
+to, the pixel size, where the centroids are, in which unit and (for pixels)
+which pixel convention, which matrix holds the raw measurements, and optionally
+a rule that turns each var name into a dictionary row (default: kind ``other``).
+Presets for tables of known tools (:mod:`.anndata_presets`) give all of it but
+the pixel size.
 
 >>> import anndata as ad, numpy as np, pandas as pd
 >>> adata = ad.AnnData(X=np.ones((3, 2)), obs=pd.DataFrame(index=["1", "2", "3"]),
 ...                    var=pd.DataFrame(index=["CD3", "CD8"]), obsm={"spatial": np.arange(6.0).reshape(3, 2)})
 >>> x = from_foreign_anndata(adata, image_id="img1", sample_id="s1", pixel_size=0.5, coordinate_unit="px",
-...                          features=intensity_features())
+...                          pixel_origin="center", features=intensity_features())
 >>> x.feature_ids, x.cells["x"].tolist()
-(['cell:CD3:mean', 'cell:CD8:mean'], [0.0, 1.0, 2.0])
+(['cell:CD3:mean', 'cell:CD8:mean'], [0.25, 1.25, 2.25])
 >>> x.validate().ok
 True
 """
@@ -19,24 +22,33 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.errors import InputError
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.names import first_free_name
 from cellspec_sc.model.provenance import new_provenance, with_history_step
+from cellspec_sc.readers.mcmicro import SHAPES
 from cellspec_sc.spec.types import as_spec_type, canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
 
-from cellspec_sc.bridges.anndata import BRIDGE_VERSION, FUNCTION, _dense, carry_obs_columns, warn_not_carried
+from cellspec_sc.bridges.anndata import BRIDGE_VERSION, FUNCTION, carry_obs_columns, dense, warn, warn_not_carried
+from cellspec_sc.bridges.anndata_layers import measurement_layer
 
 if TYPE_CHECKING:
     import anndata
 
 FeatureRule = Callable[[str], Mapping[str, Any]]
 _DICTIONARY_FIELDS = ("kind", "marker", "compartment", "statistic", "unit")
+PIXEL_ORIGINS = {
+    "corner": "um = px * pixel_size (pixel coordinates measured from the image's top-left corner: QuPath)",
+    "center": "um = (px + 0.5) * pixel_size (pixel i has its centre at i: scikit-image regionprops, mcquant, "
+              "steinbock, scimap, spatialdata-io's mcmicro and steinbock readers)",
+}
 
 
 def other_feature(name: str) -> dict[str, Any]:
@@ -51,107 +63,163 @@ def other_feature(name: str) -> dict[str, Any]:
 def intensity_features(compartment: str = "cell", statistic: str = "mean", unit: str = "a.u.",
                        others: Sequence[str] = ()) -> FeatureRule:
     """A rule for var names that are marker names (scimap/MCMICRO): each becomes the intensity
-    feature ``<compartment>:<marker>:<statistic>``; names in ``others`` become ``other`` features.
+    feature ``<compartment>:<marker>:<statistic>``; names in ``others`` become ``other``
+    features, and scikit-image/mcquant region properties (``Area``, ``eccentricity``, ...) shape
+    features of ``compartment`` in pixel units.
 
     >>> intensity_features("nucleus")(" CD3 ")["marker"]
     'CD3'
+    >>> intensity_features()("Area")["unit"]
+    'px2'
     """
     def rule(name: str) -> dict[str, Any]:
         if name in others:
             return other_feature(name)
+        if name in SHAPES:
+            shape_statistic, shape_unit = SHAPES[name]
+            return {"kind": "shape", "marker": None, "compartment": compartment, "statistic": shape_statistic,
+                    "unit": shape_unit}
         return {"kind": "intensity", "marker": name.strip(), "compartment": compartment, "statistic": statistic,
                 "unit": unit}
     return rule
 
 
-def from_foreign_anndata(
-    adata: anndata.AnnData,
-    *,
-    image_id: str | None = None,
-    image_key: str | None = None,
-    sample_id: str | None = None,
-    sample_key: str | None = None,
-    pixel_size: float | Mapping[str, float] | None = None,
-    coordinates: str | tuple[str, str] = "spatial",
-    coordinate_unit: str | None = None,
-    cell_key: str | None = None,
-    features: FeatureRule | None = None,
-    producer: Mapping[str, Any] | None = None,
-    allow_modified: bool = False,
-) -> CellSpec:
+@dataclass(frozen=True)
+class ForeignOptions:
+    """What :func:`from_foreign_anndata` needs to know about a foreign AnnData (see there)."""
+
+    image_id: str | None = None
+    image_key: str | None = None
+    sample_id: str | None = None
+    sample_key: str | None = None
+    pixel_size: float | Mapping[str, float] | None = None
+    coordinates: str | tuple[str, str] = "spatial"
+    coordinate_order: str = "xy"
+    coordinate_unit: str | None = None
+    pixel_origin: str | None = None
+    cell_key: str | None = None
+    layer: str | None = None
+    features: FeatureRule | None = None
+    obs_features: tuple[str, ...] = ()
+    drop_obs: tuple[str, ...] = ()
+    producer: Mapping[str, Any] | None = None
+    preset: str | None = None
+
+
+def from_foreign_anndata(adata: anndata.AnnData, *, preset: str | None = None, allow_modified: bool = False,
+                         **options: Any) -> CellSpec:
     """Build a cellspec from an AnnData without ``uns["cellspec"]``.
+
+    ``preset``: a table made by a known tool (``"scimap"``, ``"spatialdata-io:mcmicro"``,
+    ``"spatialdata-io:steinbock"``, :mod:`.anndata_presets`) sets every option below but the
+    pixel size; options given explicitly win. The options:
 
     ``image_id``/``image_key``: one image id for all cells, or the obs column holding it (same
     for ``sample_id``/``sample_key``). ``pixel_size``: micrometres per pixel (one value or one
     per image). ``coordinates``: an ``obsm`` key (default ``"spatial"``) or two obs columns;
-    ``coordinate_unit``: ``"um"`` or ``"px"`` (pixel centroids are also kept as ``x_px``/``y_px``).
-    ``cell_key``: obs column of cell ids (default ``obs_names``). ``features``: var name ->
-    dictionary fields (``kind``, ``marker``, ``compartment``, ``statistic``, ``unit``); default
-    :func:`other_feature`. Other obs columns are kept (snake_case). ``X`` is taken as the raw
-    measurements. Raises :class:`~cellspec_sc.InputError` naming every missing argument.
+    ``coordinate_order``: ``"xy"`` (default) or ``"yx"`` (scikit-image ``centroid-0`` first);
+    ``coordinate_unit``: ``"um"`` or ``"px"``; with ``"px"``, ``pixel_origin`` must say
+    ``"corner"`` (um = px * pixel_size) or ``"center"`` (um = (px + 0.5) * pixel_size); the
+    pixel centroids in the spec's frame are kept as ``x_px``/``y_px``. ``cell_key``: obs column
+    of cell ids (default ``obs_names``). ``layer``: where the raw measurements are: ``"X"``,
+    ``"raw"`` (``adata.raw``) or a layer name; without it, ``X`` is refused when ``adata.raw``
+    differs from it or it looks transformed (:func:`.anndata_layers.measurement_layer`).
+    ``features``: var name -> dictionary fields (``kind``, ``marker``, ``compartment``,
+    ``statistic``, ``unit``); default :func:`other_feature`. ``obs_features``: obs columns that
+    are measurements (``Area``, ...), appended to the var features and described by the same
+    rule; a cell-compartment shape feature ``area`` in ``px2`` or ``um2`` also gives
+    ``cells.area`` in um2. ``drop_obs``: obs columns not to carry. Other obs columns are kept
+    (snake_case). Raises :class:`~cellspec_sc.InputError` naming every missing argument, and
+    never returns an object that fails a structure check.
     """
     del allow_modified  # nothing to compare X against: there is no stored fingerprint
-    _check_given(adata, image_id, image_key, sample_id, sample_key, pixel_size, coordinates, coordinate_unit,
-                 cell_key)
+    from cellspec_sc.bridges.anndata_presets import preset_options
+
+    known = {f.name for f in fields(ForeignOptions)} - {"preset"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise InputError(f"from_anndata: unknown argument(s) {unknown}; known: {sorted(known)}")
+    given = {k: (tuple(v) if k in ("obs_features", "drop_obs") else v) for k, v in options.items() if v is not None}
+    chosen = ForeignOptions(**{**(preset_options(preset, adata) if preset else {}), **given}, preset=preset)
+    x = _convert(adata, chosen)
+    x.validate().raise_if_failed(f"from_anndata (preset={preset!r})" if preset else "from_anndata")
+    return x
+
+
+def _convert(adata: anndata.AnnData, o: ForeignOptions) -> CellSpec:
+    _check_given(adata, o)
     obs = adata.obs.reset_index(drop=True)
     n = len(obs)
-    cell_ids = _text(obs[cell_key] if cell_key else pd.Series(list(map(str, adata.obs_names))))
-    images_of = _text(obs[image_key]) if image_key else _text(pd.Series([image_id] * n, dtype=object))
-    samples_of = _text(obs[sample_key]) if sample_key else _text(pd.Series([sample_id] * n, dtype=object))
-    images = _images(images_of, samples_of, pixel_size)
+    cell_ids = _text(obs[o.cell_key] if o.cell_key else pd.Series(list(map(str, adata.obs_names))))
+    images_of = _text(obs[o.image_key]) if o.image_key else _text(pd.Series([o.image_id] * n, dtype=object))
+    samples_of = _text(obs[o.sample_key]) if o.sample_key else _text(pd.Series([o.sample_id] * n, dtype=object))
+    images = _images(images_of, samples_of, o.pixel_size)
     scale = images_of.map(dict(zip(images["image_id"], images["pixel_size"], strict=True))).to_numpy(np.float64)
-    xy = _coordinates(adata, obs, coordinates)
-    cells = {"cell_id": cell_ids, "image_id": images_of, "sample_id": samples_of}
-    if coordinate_unit == "px":
-        cells |= {"x": pd.Series(xy[:, 0] * scale), "y": pd.Series(xy[:, 1] * scale),
-                  "x_px": pd.Series(xy[:, 0]), "y_px": pd.Series(xy[:, 1])}
-    else:
-        cells |= {"x": pd.Series(xy[:, 0]), "y": pd.Series(xy[:, 1])}
-    used = {cell_key, image_key, sample_key, *(coordinates if isinstance(coordinates, tuple) else ())}
+    cells = {"cell_id": cell_ids, "image_id": images_of, "sample_id": samples_of,
+             **_centroids(_coordinates(adata, obs, o), scale, o)}
+    values, names, layer = measurement_layer(adata, o.layer)
+    names = names + list(o.obs_features)
+    matrix, counts = _raw_matrix(values, obs, o.obs_features, n, len(names))
+    dictionary = _dictionary(names, o.features or other_feature)
+    area = _cell_area(dictionary, matrix, scale)
+    if area is not None:
+        cells["area"] = pd.Series(area)
+    used = {o.cell_key, o.image_key, o.sample_key, *o.obs_features, *o.drop_obs,
+            *(o.coordinates if isinstance(o.coordinates, tuple) else ())}
     cells |= _extra_columns(obs, used, set(cells))
-    dictionary = _dictionary([str(v) for v in adata.var_names], features or other_feature)
-    matrix, counts = _raw_matrix(adata.X, n, len(dictionary))
-    parameters = {"image_id": image_id, "image_key": image_key, "sample_id": sample_id, "sample_key": sample_key,
-                  "pixel_size": dict(pixel_size) if isinstance(pixel_size, Mapping) else pixel_size,
-                  "coordinates": list(coordinates) if isinstance(coordinates, tuple) else coordinates,
-                  "coordinate_unit": coordinate_unit, "cell_key": cell_key}
-    provenance = new_provenance(producer=dict(producer or {"tool": "unknown", "version": "unknown"}),
-                                adapter="anndata", adapter_version=BRIDGE_VERSION, parameters=parameters,
-                                counts={"rows_read": n, "rows_kept": n, **counts})
-    cells_frame = canonical_frame(pd.DataFrame(cells), "cells")
-    warn_not_carried(adata, obsm={coordinates} if isinstance(coordinates, str) else set())
+    warn_not_carried(adata, obsm={o.coordinates} if isinstance(o.coordinates, str) else set(),
+                     layers={layer} if layer not in ("X", "raw") else set())
     return CellSpec(
-        spec_version=SPEC_VERSION, cells=cells_frame, measurements=matrix, dictionary=dictionary, images=images,
-        channels=_channels(images, dictionary), adjacency=None,
-        provenance=with_history_step(provenance, "from_anndata", FUNCTION,
-                                     {"source": "AnnData without uns['cellspec']", "cells": n,
-                                      "features": len(dictionary)}),
+        spec_version=SPEC_VERSION, cells=canonical_frame(pd.DataFrame(cells), "cells"), measurements=matrix,
+        dictionary=dictionary, images=images, channels=_channels(images, dictionary), adjacency=None,
+        provenance=_provenance(o, layer, n, counts, len(dictionary)),
     )
 
 
-def _check_given(adata: anndata.AnnData, image_id: Any, image_key: Any, sample_id: Any, sample_key: Any,
-                 pixel_size: Any, coordinates: Any, coordinate_unit: Any, cell_key: Any) -> None:
+def _provenance(o: ForeignOptions, layer: str, n: int, counts: dict[str, int], n_features: int) -> dict[str, Any]:
+    parameters = {k: v for k, v in asdict(o).items() if k not in ("features", "producer")}
+    parameters |= {"pixel_size": dict(o.pixel_size) if isinstance(o.pixel_size, Mapping) else o.pixel_size,
+                   "coordinates": list(o.coordinates) if isinstance(o.coordinates, tuple) else o.coordinates,
+                   "obs_features": list(o.obs_features), "drop_obs": list(o.drop_obs), "layer": layer}
+    if o.pixel_origin is not None:
+        parameters["pixel_centre"] = PIXEL_ORIGINS[o.pixel_origin]
+    provenance = new_provenance(producer=dict(o.producer or {"tool": "unknown", "version": "unknown"}),
+                                adapter="anndata", adapter_version=BRIDGE_VERSION, parameters=parameters,
+                                counts={"rows_read": n, "rows_kept": n, **counts})
+    return with_history_step(provenance, "from_anndata", FUNCTION,
+                             {"source": "AnnData without uns['cellspec']", "cells": n, "features": n_features,
+                              "measurements_from": layer})
+
+
+def _check_given(adata: anndata.AnnData, o: ForeignOptions) -> None:
     missing = []
-    if image_id is None and image_key is None:
+    if o.image_id is None and o.image_key is None:
         missing.append("image_id='<id>' or image_key='<obs column>' (the image of each cell)")
-    if sample_id is None and sample_key is None:
+    if o.sample_id is None and o.sample_key is None:
         missing.append("sample_id='<id>' or sample_key='<obs column>' (the biological sample of each cell)")
-    if pixel_size is None:
+    if o.pixel_size is None:
         missing.append("pixel_size=<micrometres per pixel> (one value, or a dict image_id -> value)")
-    if coordinate_unit not in ("um", "px"):
+    if o.coordinate_unit not in ("um", "px"):
         missing.append("coordinate_unit='um' or 'px' (the unit of the centroids)")
-    if isinstance(coordinates, str) and coordinates not in adata.obsm:
-        missing.append(f"coordinates=<obsm key> or ('x column', 'y column') (obsm has no {coordinates!r}; "
+    if o.coordinate_unit == "px" and o.pixel_origin not in PIXEL_ORIGINS:
+        missing.append("pixel_origin='corner' or 'center' with coordinate_unit='px' (which pixel convention the "
+                       f"centroids follow: 'corner': {PIXEL_ORIGINS['corner']}; 'center': {PIXEL_ORIGINS['center']})")
+    if o.coordinate_order not in ("xy", "yx"):
+        missing.append(f"coordinate_order='xy' or 'yx' (got {o.coordinate_order!r})")
+    if isinstance(o.coordinates, str) and o.coordinates not in adata.obsm:
+        missing.append(f"coordinates=<obsm key> or ('x column', 'y column') (obsm has no {o.coordinates!r}; "
                        f"obsm keys: {list(adata.obsm.keys())})")
-    absent = [f"{arg}={col!r}" for arg, col in (("image_key", image_key), ("sample_key", sample_key),
-                                               ("cell_key", cell_key)) if col is not None and col not in adata.obs]
-    if isinstance(coordinates, tuple):
-        absent += [f"coordinates column {col!r}" for col in coordinates if col not in adata.obs]
+    absent = [f"{arg}={col!r}" for arg, col in (("image_key", o.image_key), ("sample_key", o.sample_key),
+                                               ("cell_key", o.cell_key)) if col is not None and col not in adata.obs]
+    absent += [f"obs_features column {col!r}" for col in o.obs_features if col not in adata.obs]
+    if isinstance(o.coordinates, tuple):
+        absent += [f"coordinates column {col!r}" for col in o.coordinates if col not in adata.obs]
     if absent:
         missing.append(f"obs columns that exist ({', '.join(absent)} not in obs; obs has {list(adata.obs.columns)})")
     if missing:
+        made_by = f" (preset {o.preset!r})" if o.preset else ""
         raise InputError("AnnData has no uns['cellspec'] (it was not written by cellspec_sc.to_anndata); to build "
-                         "a cellspec from it, from_anndata also needs: " + "; ".join(missing))
+                         f"a cellspec from it{made_by}, from_anndata also needs: " + "; ".join(missing))
 
 
 def _text(series: pd.Series) -> pd.Series:
@@ -173,34 +241,57 @@ def _images(images_of: pd.Series, samples_of: pd.Series, pixel_size: float | Map
     return canonical_frame(frame, "images")
 
 
-def _coordinates(adata: anndata.AnnData, obs: pd.DataFrame, coordinates: str | tuple[str, str]) -> np.ndarray:
-    if isinstance(coordinates, tuple):
-        return np.column_stack([as_spec_type(obs[c], "double").to_numpy(np.float64, na_value=np.nan)
-                                for c in coordinates])
-    xy = np.asarray(_dense(adata.obsm[coordinates]), dtype=np.float64)
-    if xy.ndim != 2 or xy.shape[1] < 2:
-        raise InputError(f"obsm[{coordinates!r}] has shape {xy.shape}; expected (n_cells, 2) centroids")
-    return xy[:, :2]
+def _coordinates(adata: anndata.AnnData, obs: pd.DataFrame, o: ForeignOptions) -> np.ndarray:
+    if isinstance(o.coordinates, tuple):
+        xy = np.column_stack([as_spec_type(obs[c], "double").to_numpy(np.float64, na_value=np.nan)
+                              for c in o.coordinates])
+    else:
+        xy = np.asarray(dense(adata.obsm[o.coordinates]), dtype=np.float64)
+        if xy.ndim != 2 or xy.shape[1] < 2:
+            raise InputError(f"obsm[{o.coordinates!r}] has shape {xy.shape}; expected (n_cells, 2) centroids")
+        xy = xy[:, :2]
+    return xy[:, ::-1] if o.coordinate_order == "yx" else xy
+
+
+def _centroids(xy: np.ndarray, scale: np.ndarray, o: ForeignOptions) -> dict[str, pd.Series]:
+    """x, y in micrometres (and x_px, y_px in the spec's pixel frame for pixel input)."""
+    if o.coordinate_unit == "um":
+        return {"x": pd.Series(xy[:, 0]), "y": pd.Series(xy[:, 1])}
+    # the spec puts the centre of pixel i at i + 0.5 (section 8); regionprops-style centroids at i
+    x_px, y_px = (xy[:, 0] + 0.5, xy[:, 1] + 0.5) if o.pixel_origin == "center" else (xy[:, 0], xy[:, 1])
+    return {"x": pd.Series(x_px * scale), "y": pd.Series(y_px * scale),
+            "x_px": pd.Series(x_px), "y_px": pd.Series(y_px)}
 
 
 def _extra_columns(obs: pd.DataFrame, used: set[Any], taken: set[str]) -> dict[str, pd.Series]:
+    """The other obs columns as cells columns; one named like a column built from the arguments (an obs
+    ``sample_id`` when ``sample_id=`` was given) is kept beside it as ``<name>_2``, never over it."""
     names = [name for name in obs.columns if name not in used]
     converted, _, _ = carry_obs_columns(obs, names, taken | set(map(str, obs.columns)))
-    return dict(converted.values())
+    out: dict[str, pd.Series] = {}
+    moved = {}
+    for new_name, column in converted.values():
+        if new_name in taken:
+            kept_as = first_free_name(new_name, taken | set(out) | set(map(str, obs.columns)))
+            moved[new_name], new_name = kept_as, kept_as
+        out[new_name] = column
+    if moved:
+        warn(f"obs columns {sorted(moved)} are kept as {[moved[k] for k in sorted(moved)]}: the cellspec's own "
+             "columns of those names come from the arguments (image_id=, sample_id=, coordinates=, ...)")
+    return out
 
 
 def _dictionary(names: list[str], rule: FeatureRule) -> pd.DataFrame:
     voc = vocabulary()
     rows = []
     for name in names:
-        fields = {**other_feature(name), **dict(rule(name))}
-        kind = fields["kind"]
+        fields_ = {**other_feature(name), **dict(rule(name))}
+        kind = fields_["kind"]
         if kind not in voc.kinds:
             raise InputError(f"features rule gave kind {kind!r} for var {name!r}; expected one of {voc.kinds}")
-        name_part = fields["statistic"]
-        feature_id = voc.feature_id_rule(kind).format(compartment=fields["compartment"], marker=fields["marker"],
-                                                      statistic=name_part)
-        rows.append({"feature_id": feature_id, **{k: fields[k] for k in _DICTIONARY_FIELDS}, "source_name": name})
+        feature_id = voc.feature_id_rule(kind).format(compartment=fields_["compartment"], marker=fields_["marker"],
+                                                      statistic=fields_["statistic"])
+        rows.append({"feature_id": feature_id, **{k: fields_[k] for k in _DICTIONARY_FIELDS}, "source_name": name})
     frame = pd.DataFrame(rows, columns=["feature_id", *_DICTIONARY_FIELDS, "source_name"])
     duplicated = frame["feature_id"][frame["feature_id"].duplicated()].tolist()
     if duplicated:
@@ -208,11 +299,29 @@ def _dictionary(names: list[str], rule: FeatureRule) -> pd.DataFrame:
     return canonical_frame(frame, "dictionary")
 
 
-def _raw_matrix(x: Any, n_obs: int, n_vars: int) -> tuple[np.ndarray, dict[str, int]]:
-    matrix = np.zeros((n_obs, n_vars)) if x is None else np.array(_dense(x), dtype=np.float64, order="C")
+def _raw_matrix(values: Any, obs: pd.DataFrame, obs_features: Sequence[str], n_obs: int, n_features: int
+                ) -> tuple[np.ndarray, dict[str, int]]:
+    """The measurements (the chosen layer, then the ``obs_features`` columns), NaN/inf as NA and counted."""
+    matrix = np.zeros((n_obs, n_features))
+    n_var = n_features - len(obs_features)
+    if values is not None:
+        matrix[:, :n_var] = dense(values)
+    for j, name in enumerate(obs_features):
+        matrix[:, n_var + j] = as_spec_type(obs[name], "double").to_numpy(np.float64, na_value=np.nan)
     nonfinite = ~np.isfinite(matrix)
     matrix[nonfinite] = np.nan  # spec section 3: NaN and infinite source values become NA and are counted
     return matrix, {"na_converted": 0, "nonfinite_converted": int(nonfinite.sum())}
+
+
+def _cell_area(dictionary: pd.DataFrame, matrix: np.ndarray, scale: np.ndarray) -> np.ndarray | None:
+    """cells.area (um2) from the whole-cell area feature, as ``read_mcmicro`` computes it."""
+    hit = dictionary.index[(dictionary["kind"] == "shape") & (dictionary["statistic"] == "area")
+                           & (dictionary["compartment"] == "cell")].tolist()
+    if not hit or dictionary["unit"].iloc[hit[0]] not in ("px2", "um2"):
+        return None
+    area = matrix[:, hit[0]] * (scale * scale) if dictionary["unit"].iloc[hit[0]] == "px2" else matrix[:, hit[0]].copy()
+    area[~(area > 0)] = np.nan
+    return area
 
 
 def _channels(images: pd.DataFrame, dictionary: pd.DataFrame) -> pd.DataFrame:
@@ -223,4 +332,3 @@ def _channels(images: pd.DataFrame, dictionary: pd.DataFrame) -> pd.DataFrame:
                           "channel_index": [j + 1 for _ in ids for j in range(len(markers))],
                           "channel_name": markers * len(ids), "marker": markers * len(ids)})
     return canonical_frame(frame, "channels")
-

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.validation.portability import refuse_unstorable
 from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
+from cellspec_sc.progress import progress
 
 from cellspec_sc.bridges.anndata import AnnDataBridgeWarning, from_anndata, to_anndata
 
@@ -70,8 +72,10 @@ ANNDATA_ZARR = TargetKind("an AnnData .zarr store", True, is_anndata_zarr)
 def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``x`` as an ``.h5ad`` file (via :func:`cellspec_sc.to_anndata`) and return the path."""
     check_target(path, H5AD_FILE, overwrite=overwrite)
+    refuse_unstorable(x, path, "an .h5ad file (h5py)", text=True, names=False)
     adata = to_anndata(x)
-    with publishing(path, H5AD_FILE, overwrite=overwrite) as payload:
+    with publishing(path, H5AD_FILE, overwrite=overwrite) as payload, \
+            progress(1, f"writing {Path(path).name}", unit="file", size=adata.X.size):  # anndata shows none
         adata.write_h5ad(payload)
     return Path(path)
 
@@ -79,7 +83,9 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Pat
 def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``x`` as an AnnData ``.zarr`` store and return the path."""
     check_target(path, ANNDATA_ZARR, overwrite=overwrite)
+    refuse_unstorable(x, path, "an AnnData .zarr store", text=False, names=True)
     adata = to_anndata(x)
-    with publishing(path, ANNDATA_ZARR, overwrite=overwrite) as payload:
+    with publishing(path, ANNDATA_ZARR, overwrite=overwrite) as payload, \
+            progress(1, f"writing {Path(path).name}", unit="file", size=adata.X.size):
         adata.write_zarr(payload)
     return Path(path)

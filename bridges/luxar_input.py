@@ -22,6 +22,8 @@ import pandas as pd
 
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.errors import InputError
+from cellspec_sc.bridges.anndata import CONNECTIVITIES_KEY, SPATIAL_KEY, UNS_KEY
+from cellspec_sc.bridges.uns_tables import decode_table, from_json_text
 
 
 @dataclass
@@ -136,8 +138,6 @@ def _contacts_from_table(adjacency: pd.DataFrame | None, cells: pd.DataFrame) ->
 # -- AnnData ---------------------------------------------------------------------------------------
 
 def _from_anndata(adata: Any) -> SceneInput:
-    from cellspec_sc.bridges.anndata import CONNECTIVITIES_KEY, SPATIAL_KEY, UNS_KEY
-
     obs = adata.obs
     for column in ("cell_id", "image_id"):
         if column not in obs.columns:
@@ -164,8 +164,6 @@ def _from_anndata(adata: Any) -> SceneInput:
 
 def _stored_images_and_provenance(record: Any) -> tuple[pd.DataFrame | None, dict[str, Any]]:
     """The images table and provenance that ``to_anndata`` keeps as JSON text in ``uns['cellspec']``."""
-    from cellspec_sc.bridges.uns_tables import decode_table, from_json_text
-
     if not hasattr(record, "get"):
         return None, {}
     images = decode_table(record["images"], "images") if record.get("images") is not None else None

@@ -25,8 +25,10 @@ True
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,13 +38,16 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.model.provenance import package_version, with_history_step
+from cellspec_sc.validation.portability import refuse_unstorable
 from cellspec_sc.io.publish import TargetKind, check_target, publishing
+from cellspec_sc.progress import progress
 
 from cellspec_sc.io.outlines import image_outlines, materialise_outline_files, outline_files
 
 from cellspec_sc.bridges.anndata import from_anndata, to_anndata
+from cellspec_sc.bridges.anndata_foreign import from_foreign_anndata
 from cellspec_sc.bridges.sd_names import allocate
 from cellspec_sc.bridges.uns_tables import from_json_text, to_json_text
 
@@ -97,13 +102,15 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
     cell_ids = table.obs[INSTANCE_KEY]
     shapes: dict[str, gpd.GeoDataFrame] = {}
     fallback: dict[str, int] = {}
-    for image_id, rows in groups.items():
-        name, transforms = names[image_id], _transformations(x.images, image_id, names[image_id])
-        shapes[name], n_fallback = _circles(x, rows, cell_ids, transforms)
-        if n_fallback:
-            fallback[image_id] = n_fallback
-    files = outline_files(x, source_dir=source_dir) if outlines else {}
-    outline_record = _add_outlines(x, groups, names, cell_ids, shapes, files, outline_units)
+    with progress(x.n_cells, "to_spatialdata shapes", unit="cells", size=np.size(x.measurements)) as bar:
+        for image_id, rows in groups.items():
+            name, transforms = names[image_id], _transformations(x.images, image_id, names[image_id])
+            shapes[name], n_fallback = _circles(x, rows, cell_ids, transforms)
+            if n_fallback:
+                fallback[image_id] = n_fallback
+            bar.update(len(rows))
+        files = outline_files(x, source_dir=source_dir) if outlines else {}
+        outline_record = _add_outlines(x, groups, names, cell_ids, shapes, files, outline_units)
     if files:
         table.uns[OUTLINE_FILES_KEY] = _encode_files(files)
     renamed = _make_obs_names_valid(table)
@@ -294,12 +301,26 @@ def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restri
     ``cs.write`` can put them into a cellspec directory again (without it, ``source_dir`` is
     None and ``cs.write`` refuses an object whose ``geometry_ref`` files it cannot find).
 
-    A SpatialData not made here is converted by :func:`from_foreign_spatialdata` with the
-    keyword arguments in ``foreign``.
+    A SpatialData made by ``spatialdata.concatenate`` of several such objects (one table per
+    object) gives one cellspec of all tables (:mod:`.sd_concat`); a table whose records were
+    dropped (``concatenate_tables=True``) is refused. A SpatialData not made here is converted
+    by :func:`from_foreign_spatialdata` with the keyword arguments in ``foreign``
+    (``preset="spatialdata-io:steinbock"``, ...).
     """
+    ours = _cellspec_tables(sdata)
+    if table_key is None and len(ours) > 1 and _bridge_table(sdata) not in sdata.tables and _disjoint(sdata, ours):
+        from cellspec_sc.bridges.sd_concat import from_concatenated
+
+        if foreign:
+            raise InputError(f"from_spatialdata: {sorted(foreign)} only apply to a SpatialData not made by "
+                             "cellspec_sc.to_spatialdata")
+        return from_concatenated(sdata, ours, lambda key: from_spatialdata(
+            sdata, table_key=key, restrict_to_shapes=restrict_to_shapes, allow_modified=allow_modified,
+            outline_dir=outline_dir))
     key = _table_key(sdata, table_key)
     table = sdata.tables[key]
     if ANNDATA_UNS_KEY not in table.uns or UNS_KEY not in table.uns:
+        _refuse_lost_record(table, key)
         return from_foreign_spatialdata(sdata, table_key=key, allow_modified=allow_modified, **foreign)
     if foreign:
         raise InputError(f"from_spatialdata: {sorted(foreign)} only apply to a SpatialData not made by "
@@ -324,7 +345,7 @@ def _table_key(sdata: SpatialData, table_key: str | None) -> str:
         if table_key not in sdata.tables:
             raise InputError(f"SpatialData has no table {table_key!r} (tables: {tables or 'none'})")
         return table_key
-    ours = (sdata.attrs.get(ATTRS_KEY) or {}).get("table") if isinstance(sdata.attrs, Mapping) else None
+    ours = _bridge_table(sdata)
     if ours in sdata.tables:
         return str(ours)
     if len(tables) == 1:
@@ -333,6 +354,43 @@ def _table_key(sdata: SpatialData, table_key: str | None) -> str:
         raise InputError("SpatialData has no table; a cellspec needs one table with the cells (a spatialdata "
                          "query that keeps no cell drops the table too)")
     raise InputError(f"SpatialData has {len(tables)} tables {tables}; say which holds the cells with table_key=")
+
+
+def _bridge_table(sdata: SpatialData) -> str | None:
+    """The table named in ``sdata.attrs["cellspec_sc"]`` (spatialdata.concatenate drops attrs)."""
+    return (sdata.attrs.get(ATTRS_KEY) or {}).get("table") if isinstance(sdata.attrs, Mapping) else None
+
+
+def _cellspec_tables(sdata: SpatialData) -> list[str]:
+    """Keys of the tables that carry both records of ``to_spatialdata``."""
+    return [k for k, t in sdata.tables.items() if ANNDATA_UNS_KEY in t.uns and UNS_KEY in t.uns]
+
+
+def _disjoint(sdata: SpatialData, keys: list[str]) -> bool:
+    """Whether the tables annotate different elements (as after spatialdata.concatenate), not the same ones."""
+    from spatialdata.models import get_table_keys
+
+    seen: set[str] = set()
+    for key in keys:
+        region = get_table_keys(sdata.tables[key])[0]
+        regions = {region} if isinstance(region, str) else set(region)
+        if regions & seen:
+            return False
+        seen |= regions
+    return True
+
+
+def _refuse_lost_record(table: anndata.AnnData, key: str) -> None:
+    """A table of ``to_spatialdata`` (it has ``cs__region``) that lost both records, as anndata's concat drops
+    ``uns``, cannot give a valid, complete cellspec: images, channels, dictionary and adjacency were only there."""
+    if REGION_KEY in table.obs.columns and ANNDATA_UNS_KEY not in table.uns and UNS_KEY not in table.uns:
+        raise InputError(
+            f"table {key!r} was made by cellspec_sc.to_spatialdata (it has obs[{REGION_KEY!r}]) but has lost "
+            f"uns[{ANNDATA_UNS_KEY!r}] and uns[{UNS_KEY!r}], which hold the images, channels, dictionary, "
+            "adjacency and provenance: spatialdata.concatenate(..., concatenate_tables=True) drops them "
+            "(anndata.concat keeps no uns by default). Concatenate without concatenate_tables=True and join the "
+            "tables with from_spatialdata(sdata), or convert each object with from_spatialdata before "
+            "concatenating")
 
 
 def _read_record(table: anndata.AnnData) -> dict[str, Any]:
@@ -429,16 +487,15 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
     ``overwrite=True`` and only if it is a SpatialData store.
     """
     check_target(path, SPATIALDATA_ZARR, overwrite=overwrite)
+    refuse_unstorable(x, path, "a SpatialData .zarr store", text=False, names=True)
     sdata = to_spatialdata(x, **options)
-    with publishing(path, SPATIALDATA_ZARR, overwrite=overwrite) as payload:
+    with publishing(path, SPATIALDATA_ZARR, overwrite=overwrite) as payload, \
+            progress(1, f"writing {Path(path).name}", unit="file", size=np.size(x.measurements)):
         sdata.write(str(payload))  # spatialdata writes only to a path that does not exist yet
     return Path(path)
 
 
 def _temporary_directory() -> Path:
-    import atexit
-    import tempfile
-
     directory = Path(tempfile.mkdtemp(prefix="cellspec-outlines-"))
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
     return directory
@@ -450,8 +507,6 @@ def _read_zarr(path: str | os.PathLike) -> SpatialData:
     try:
         return spatialdata.read_zarr(str(path))
     except Exception as err:  # noqa: BLE001 - zarr, anndata and geopandas raise many types on a damaged store
-        from cellspec_sc.errors import FormatError
-
         raise FormatError(f"{path}: not a readable SpatialData zarr store ({type(err).__name__}: {err})") from None
 
 
@@ -480,18 +535,17 @@ def from_foreign_spatialdata(sdata: SpatialData, *, table_key: str | None = None
     """
     from spatialdata.models import get_table_keys
 
-    from cellspec_sc.bridges.anndata_foreign import from_foreign_anndata
-
     key = _table_key(sdata, table_key)
     table = sdata.tables[key]
     if "spatialdata_attrs" not in table.uns:
         return from_foreign_anndata(table, **options)
     _, region_key, instance_key = get_table_keys(table)
     table = table.copy()  # gets centroids and loses the SpatialData annotation below
-    options.setdefault("cell_key", instance_key)
-    if options.get("image_id") is None:
-        options.setdefault("image_key", region_key)
-    if "coordinates" not in options:
+    if options.get("preset") is None:  # a preset knows its table's keys and coordinates
+        options.setdefault("cell_key", instance_key)
+        if options.get("image_id") is None:
+            options.setdefault("image_key", region_key)
+    if "coordinates" not in options and options.get("preset") is None:
         table = _with_shape_centroids(sdata, table, region_key, instance_key, coordinate_system)
         options["coordinates"] = _CENTROIDS
     del table.uns["spatialdata_attrs"]
@@ -500,7 +554,7 @@ def from_foreign_spatialdata(sdata: SpatialData, *, table_key: str | None = None
     except InputError as err:
         raise InputError(f"SpatialData table {key!r} was not made by cellspec_sc.to_spatialdata: {err}") from None
     details = {"table": key, "region_key": region_key, "instance_key": instance_key,
-               "centroids": "from shapes" if options["coordinates"] == _CENTROIDS else "from the table",
+               "centroids": "from shapes" if options.get("coordinates") == _CENTROIDS else "from the table",
                "coordinate_system": coordinate_system}
     return x.replace(provenance=with_history_step(x.provenance, "from_spatialdata", FUNCTION, details))
 

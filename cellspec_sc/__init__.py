@@ -27,12 +27,15 @@ _LAZY = {
     "write": "cellspec_sc.io.directory",
     "read_qupath": "cellspec_sc.readers.qupath",
     "read_mcmicro": "cellspec_sc.readers.mcmicro",
+    "read_steinbock": "cellspec_sc.readers.steinbock",
     "to_luxar": "cellspec_sc.bridges.luxar",
     "to_anndata": "cellspec_sc.bridges.anndata",
     "from_anndata": "cellspec_sc.bridges.anndata",
     "to_spatialdata": "cellspec_sc.bridges.spatialdata",
     "from_spatialdata": "cellspec_sc.bridges.spatialdata",
     "preview": "cellspec_sc.widgets",
+    "open_cohort": "cellspec_sc.cohort",
+    "Cohort": "cellspec_sc.cohort",
 }
 
 

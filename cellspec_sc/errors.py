@@ -30,6 +30,10 @@ class ValidationError(CellspecError):
         failed = ", ".join(r.name for r in report.failures)
         head = f"{context}: " if context else ""
         super().__init__(f"{head}cellspec validation failed ({failed})\n{report.format(only_problems=True)}")
+        self.context = context
+
+    def __reduce__(self):  # picklable with its report (dask workers send errors back)
+        return type(self), (self.report, self.context)
 
 
 class InputError(CellspecError):
@@ -58,3 +62,8 @@ class WriteFailed(CellspecError):
         where = f"{self.target}: {file}: " if file else f"{self.target}: "
         super().__init__(f"{where}cannot write: {err.strerror or err}{code}; nothing was published, "
                          "the target is as it was")
+
+
+class Unstorable(InputError):
+    """A value the spec allows but the target format cannot store (a NUL character in text for
+    ``.h5ad``, a name longer than a file name may be for zarr); refused before anything is written."""

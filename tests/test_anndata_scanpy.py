@@ -68,3 +68,22 @@ def test_squidpy_conventions():
     except ImportError:
         return
     sq.gr.nhood_enrichment(adata, cluster_key="classification", connectivity_key="spatial")
+
+
+def test_readme_workflow_runs_as_written_at_20000_cells():
+    """The README's scanpy block with scanpy's defaults (pynndescent kNN above 4,096 cells): it failed in
+    sc.pp.neighbors with pynndescent 0.7.0 ('csr_array' object has no attribute 'getnnz'), hence pynndescent<0.7."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### AnnData and scanpy", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    assert "sc.pp.neighbors(adata)" in block  # the default neighbours, not the test's sklearn transformer
+    namespace = {"cs": cs, "np": np, "sc": sc, "x": cs.example(n_cells=20_000)}
+    with pytest.warns(AnnDataBridgeWarning):
+        exec(compile(block, "README.md (AnnData and scanpy)", "exec"), namespace)  # noqa: S102 - the README's code
+    y = namespace["y"]
+    assert y.n_cells == 20_000 and y.cells["leiden"].nunique() > 1
+    assert namespace["adata"].obsp["connectivities"].shape == (20_000, 20_000)
+    assert y.validate().ok

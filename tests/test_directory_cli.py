@@ -47,9 +47,3 @@ def test_refused_directory_exits_2(tmp_path, capsys):
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert "DONE: file is missing" in err and str(path) in err
-
-
-def test_docs_page_is_current():
-    from cellspec_sc.docgen.render import DOCS, render_all
-    assert (DOCS / "directory.md").read_text(encoding="utf-8") == render_all()["directory.md"], \
-        "run `python -m cellspec_sc.docgen`"

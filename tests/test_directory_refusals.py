@@ -55,10 +55,10 @@ def test_missing_done(written):
     refused(written, r.IncompleteDirectory, "DONE")
 
 
-def test_unreadable_file(written):
+def test_directory_in_place_of_a_file(written):
     (written / "DONE").unlink()
     (written / "DONE").mkdir()
-    refused(written, r.UnreadableFile, "DONE")
+    refused(written, r.NotARegularFile, "DONE")
 
 
 def test_done_mismatch(written):

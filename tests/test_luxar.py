@@ -16,6 +16,9 @@ from strategies import cellspecs
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.luxar import cell_radii, parse_layer
+from cellspec_sc.bridges.luxar_colour import NA_COLOUR, colormap_rgb, linear_lut, linear_rgb, stored_scalars
+from cellspec_sc.bridges.luxar_scene import DISC_SCALE, SHARPNESS
+from luxar_scenes import FEATURE, cells_object, ramp, ramp_object
 from cellspec_sc.cli.main import main
 from cellspec_sc.display.colors import category_rgb
 
@@ -77,10 +80,12 @@ def test_default_scene_has_one_cells_node_per_image(tmp_path, x):
     path = cs.to_luxar(x, tmp_path / "s.luxar.zarr")
     scene = luxar.LuxarScene.load(path)
     points = sorted(n["name"] for n in scene.nodes if n["type"] == "points")
-    assert points == ["cells/img1/cells", "cells/img2/cells"]
+    assert points == ["img1/img1.cells", "img2/img2.cells"]
     counts = x.cells["image_id"].value_counts()
     for image in ("img1", "img2"):
-        assert points_node(path, f"cells/{image}/cells")["attrs"]["n_points"] == counts[image]
+        assert points_node(path, f"{image}/{image}.cells")["attrs"]["n_points"] == counts[image]
+        assert scene.get_group(image)["layer"] is True  # each image is a toggle in the Layers panel
+        assert scene.has_node(f"{image}/frame") and scene.has_node(f"{image}/name")
     assert points_total(path) == x.n_cells
 
 
@@ -89,11 +94,16 @@ def test_scene_attributes_units_title_citation_and_y_down_camera(tmp_path, x):
     scene = luxar.LuxarScene.load(path)
     attrs = scene.root_attrs
     assert attrs["units"] == "um" and attrs["title"] == "My slide"
-    assert [d["unit"] for d in attrs["scene_dimensions"]["dimensions"]] == ["um", "um"]
+    dims = attrs["scene_dimensions"]["dimensions"]
+    assert [d["name"] for d in dims] == ["x", "y", "go to"] and dims[2]["categories"] == ["all images", "img1", "img2"]
     assert attrs["citation"]["short"] == "Cells measured by simulate 1.0.0 (cellspec_sc simulator 1.0.0)"
     camera = scene.viewer_config.camera
     assert camera.view_axis == "xy" and camera.up == (0.0, -1.0, 0.0)  # y grows downward, nothing mirrored
-    assert attrs["cellspec"]["layers"] == [{"layer": "cells", "node": "cells"}]
+    assert attrs["cellspec"]["layers"] == [{"layer": "cells"}]
+    waypoints = attrs["viewer_config"]["waypoints"]
+    assert [w["when"] for w in waypoints] == [{"go to": 0}, {"go to": 1}, {"go to": 2}]
+    centre_x = [w["camera"]["target"][0] for w in waypoints]
+    assert centre_x[1] < centre_x[0] < centre_x[2]  # img1 left of the middle, img2 right of it
 
 
 def test_citation_names_input_files(tmp_path, x):
@@ -105,16 +115,16 @@ def test_citation_names_input_files(tmp_path, x):
 def test_hover_labels_keys_positions_and_radii_follow_stored_order(tmp_path, x):
     path = cs.to_luxar(x, tmp_path / "s.luxar.zarr")
     for image in ("img1", "img2"):
-        node = points_node(path, f"cells/{image}/cells")
+        node = points_node(path, f"{image}/{image}.cells")
         expected = cells_of(x, image)
         assert sorted(node["keys"]) == sorted(expected.index)
         assert node["keys"] != list(expected.index)  # the compiler reordered the points spatially
         rows = expected.loc[node["keys"]]
-        want = [f"{c} · {image} · classification: {k}" for c, k in zip(rows["cell_id"], rows["classification"])]
+        want = [f"{c} · {image} · {k} · classification: {k}" for c, k in zip(rows["cell_id"], rows["classification"])]
         assert node["labels"] == want
         pos_tol = (rows[["x", "y"]].max() - rows[["x", "y"]].min()).max() / 65535
-        np.testing.assert_allclose(node["positions"], rows[["x", "y"]].to_numpy(), atol=pos_tol, rtol=0)
-        radius = np.sqrt(rows["area"].to_numpy() / math.pi)
+        np.testing.assert_allclose(node["positions"][:, :2], rows[["x", "y"]].to_numpy(), atol=pos_tol, rtol=0)
+        radius = np.sqrt(rows["area"].to_numpy() / math.pi) * DISC_SCALE
         np.testing.assert_allclose(node["radii"], radius, atol=quantum(node["group"]["radii"]), rtol=0)
 
 
@@ -122,8 +132,8 @@ def test_side_by_side_offsets_follow_image_widths(tmp_path, x):
     path = cs.to_luxar(x, tmp_path / "s.luxar.zarr")
     scene = luxar.LuxarScene.load(path)
     width = 2000 * 0.5  # width_px x pixel_size of the example images
-    assert scene.get_group("cells/img1")["transform"][0, 3] == 0.0
-    assert scene.get_group("cells/img2")["transform"][0, 3] == pytest.approx(width + 0.05 * width)
+    assert scene.get_group("img1")["transform"][0, 3] == 0.0
+    assert scene.get_group("img2")["transform"][0, 3] == pytest.approx(width + 0.08 * width)
 
 
 def test_stack_layout_puts_images_on_a_categorical_dimension(tmp_path, x):
@@ -132,85 +142,130 @@ def test_stack_layout_puts_images_on_a_categorical_dimension(tmp_path, x):
     assert [d["name"] for d in dims] == ["x", "y", "image"]
     assert dims[2]["categories"] == ["img1", "img2"] and dims[2]["display"] is False
     for k, image in enumerate(("img1", "img2")):
-        node = points_node(path, f"cells/{image}/cells")
+        node = points_node(path, f"{image}/{image}.cells")
         assert node["positions"].shape[1] == 3
         assert np.all(node["positions"][:, 2] == k)
 
 
 # -- feature and marker layers ---------------------------------------------------------------------
 
-def test_feature_scalars_match_values_within_quantisation_and_na_is_grey(tmp_path, x):
-    feature = "nucleus:CD3e:mean"
-    j = x.feature_ids.index(feature)
-    m = x.measurements.copy()
-    m[[0, 5, 41], j] = np.nan  # two NA cells in img1, one in img2
-    y = x.replace(measurements=m)
-    path = cs.to_luxar(y, tmp_path / "s.luxar.zarr", layers=[f"feature:{feature}"])
-    values = pd.Series(m[:, j], index=(y.cells["image_id"] + "/" + y.cells["cell_id"]).astype(object))
-    finite = m[:, j][np.isfinite(m[:, j])]
-    lo, hi = np.percentile(finite, [1, 99])
-    for image, n_na in (("img1", 2), ("img2", 1)):
-        node = points_node(path, f"feature_nucleus_CD3e_mean/{image}/cells")
-        want = values.loc[[f"{image}/{k}" for k in node["keys"]]].to_numpy()
-        assert np.isfinite(want).all()
-        np.testing.assert_allclose(node["scalars"], want, atol=quantum(node["group"]["scalars"]), rtol=0)
-        attrs = node["attrs"]
-        assert attrs["colormap"] == "viridis"
-        # the display window is stored as intensity/offset: window = [-offset/intensity, (1-offset)/intensity]
-        assert -attrs["offset"] / attrs["intensity"] == pytest.approx(lo)
-        assert (1 - attrs["offset"]) / attrs["intensity"] == pytest.approx(hi)
-        assert all(label.endswith(f"{feature}: {v:.6g}") for label, v in zip(node["labels"], want))
-        na = points_node(path, f"feature_nucleus_CD3e_mean/{image}/NA")
-        assert len(na["keys"]) == n_na and all(label.endswith(": NA") for label in na["labels"])
-        np.testing.assert_allclose(na["colors"], [[0.45, 0.45, 0.45]] * n_na, atol=1 / 255)
+def test_feature_scalars_window_lut_and_na(tmp_path):
+    frame, values = ramp([0.0, 100.0, 200.0, 300.0, 400.0], image="a")
+    values[[0, 4]] = np.nan
+    x = cells_object({"a": (500.0, 300.0)}, frame, values)
+    path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layers=[f"feature:{FEATURE}"], window=(50.0, 350.0))
+    node = points_node(path, "a/a.feature_cell_CD3e_mean/cells")
+    want = pd.Series(values, index=frame["cell_id"]).loc[node["keys"]].to_numpy()
+    np.testing.assert_allclose(node["scalars"], np.clip(want, 50.0, 350.0), atol=quantum(node["group"]["scalars"]))
+    group = luxar.LuxarScene.load(path).get_group("a/a.feature_cell_CD3e_mean")
+    assert group["layer"] is True  # the Layers-panel entry carries the window as its gain
+    assert -group["offset"] / group["intensity"] == pytest.approx(50.0)
+    assert (1 - group["offset"]) / group["intensity"] == pytest.approx(350.0)
+    lut = np.asarray(node["group"]["colormap_lut"][:])
+    np.testing.assert_array_equal(lut, linear_lut("viridis"))
+    assert node["attrs"]["colormap"] == "custom"
+    assert node["group"]["sharpnesses"].attrs["encoding"]["value"] == [SHARPNESS]  # crisp discs
+    assert all(label.endswith(f"= {v:.6g}") for label, v in zip(node["labels"], want))
+    na = points_node(path, "a/a.feature_cell_CD3e_mean.NA")
+    assert sorted(na["keys"]) == ["a-0", "a-4"] and all(label.endswith(" = NA") for label in na["labels"])
+    np.testing.assert_allclose(na["colors"], [linear_rgb(NA_COLOUR)] * 2, atol=1 / 255)
 
 
-def test_window_narrower_than_luxar_intensity_allows_is_stored_rescaled(tmp_path, x):
-    """luxar accepts intensities up to 100: a window of 0.001 is stored as values rescaled to it."""
-    feature = "nucleus:CD3e:mean"
-    j = x.feature_ids.index(feature)
-    m = x.measurements.copy()
-    m[:, j] = 1.0 + np.linspace(0.0, 0.001, len(m))
-    path = cs.to_luxar(x.replace(measurements=m), tmp_path / "s.luxar.zarr", layers=[f"feature:{feature}"])
-    lo, hi = np.percentile(m[:, j], [1, 99])
-    node = points_node(path, "feature_nucleus_CD3e_mean/img1/cells")
-    want = (m[cells_of(x, "img1").index.get_indexer(node["keys"]), j] - lo) / (hi - lo)
-    np.testing.assert_allclose(node["scalars"], want, atol=quantum(node["group"]["scalars"]), rtol=0)
-    assert node["attrs"]["intensity"] == 1.0 and node["attrs"]["offset"] == 0.0
-    assert all(label.endswith(f"{feature}: {v:.6g}") for label, v in
-               zip(node["labels"], m[cells_of(x, "img1").index.get_indexer(node["keys"]), j]))
+def test_stored_scalars_use_the_gain_or_window_units():
+    scalars, intensity, offset = stored_scalars(np.array([-5.0, 2.0, 9.0]), (0.0, 4.0))
+    assert scalars.tolist() == [0.0, 2.0, 4.0] and (intensity, offset) == (0.25, 0.0)
+    scalars, intensity, offset = stored_scalars(np.array([1e6, 1e6 + 5.0]), (1e6, 1e6 + 10.0))  # |offset| > 10
+    assert scalars.tolist() == [1.0, 1.5] and (intensity, offset) == (1.0, -1.0)
+
+
+def test_viridis_lut_is_linear_light_and_unknown_colormaps_are_refused(tmp_path):
+    srgb = colormap_rgb("viridis", np.array([0.0]))[0]
+    assert np.allclose(linear_lut("viridis")[0] / 255, linear_rgb(srgb), atol=1 / 255)
+    with pytest.raises(cs.InputError, match="unknown colormap 'nope'"):
+        cs.to_luxar(ramp_object([1.0, 2.0]), tmp_path / "s.luxar.zarr", layers=["marker:CD3e"], colormap="nope")
 
 
 def test_marker_layer_picks_the_cell_mean_feature(tmp_path, x):
     path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layers=["marker:FOXP3"])
-    node = points_node(path, "marker_FOXP3/img1/cells")
+    node = points_node(path, "img1/img1.marker_FOXP3/cells")
     want = x.measurement_frame(["cell:FOXP3:mean"])["cell:FOXP3:mean"][cells_of(x, "img1").index.get_indexer(
         node["keys"])].to_numpy()
-    np.testing.assert_allclose(node["scalars"], want, atol=quantum(node["group"]["scalars"]), rtol=0)
+    lo, hi = np.percentile(x.measurement_frame(["cell:FOXP3:mean"]).to_numpy(), [1, 99])
+    np.testing.assert_allclose(node["scalars"], np.clip(want, lo, hi), atol=quantum(node["group"]["scalars"]))
 
 
-def test_first_colour_layer_is_visible_and_later_ones_start_hidden(tmp_path, x):
-    path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layers=["marker:CD3e", "cells"])
+def test_colour_layers_are_values_of_one_dimension_each_with_its_legend(tmp_path):
+    x = ramp_object([1.0, 2.0, 3.0])
+    path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layers=["cells", "marker:CD3e", "category:classification"])
     scene = luxar.LuxarScene.load(path)
-    assert scene.get_group("marker_CD3e")["visible"] is True
-    assert scene.get_group("cells")["visible"] is False
-    assert scene.get_group("cells")["layer"] is True
+    dims = {d["name"]: d for d in scene.root_attrs["scene_dimensions"]["dimensions"]}
+    # 'cells' (coloured by classification) and category:classification are one layer
+    assert dims["colour by"]["categories"] == ["classification", f"CD3e ({FEATURE})"]
+    assert dims["classification"]["categories"] == ["all", "T cell", "Tumor"]
+    root = zarr.open_group(str(path), mode="r")
+    legends = {k: dict(root[f"overlays/{k}"].attrs) for k in ("legend_category_classification", "legend_marker_CD3e")}
+    assert legends["legend_category_classification"]["visible_range"] == {"colour by": 0}
+    assert legends["legend_marker_CD3e"]["visible_range"] == {"colour by": 1}
+    assert "linear-gradient" in legends["legend_marker_CD3e"]["html"]
+    assert "T cell (5)" in legends["legend_category_classification"]["html"]
+    node = points_node(path, "ramp/ramp.category_classification")
+    assert node["attrs"]["n_points"] == 2 * x.n_cells  # at 'all' and at its own category
+    codes = {"T cell": 1, "Tumor": 2}
+    per_cell = pd.DataFrame({"key": node["keys"], "category": node["positions"][:, 3]})
+    for key, group in per_cell.groupby("key"):
+        cls = x.cells.set_index("cell_id").loc[key, "classification"]
+        assert sorted(group["category"]) == [0, codes[cls]]
+    hover = dict(root["overlays/hover"].attrs)
+    assert hover["hover"] is True and hover["position"][1] > 0.9  # bottom, clear of the legend at the top
+
+
+def test_colour_layers_of_the_same_cells_share_their_positions(tmp_path):
+    """Colour layers sit at 'colour by' 0, moved to their index by a permutation, so luxar stores the
+    positions once (an array_ref) and the viewer still shows each layer at its own index."""
+    x = ramp_object([1.0, 2.0, 3.0])
+    path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layers=["cells", "marker:CD3e", f"feature:{FEATURE}"])
+    root = zarr.open_group(str(path), mode="r")
+    stored = {name: dict(root[f"ramp/{name}/positions"].attrs)["encoding"] for name in
+              ("ramp.cells", "ramp.marker_CD3e/cells", "ramp.feature_cell_CD3e_mean/cells")}
+    assert stored["ramp.cells"]["name"] != "array_ref"
+    assert stored["ramp.marker_CD3e/cells"] == stored["ramp.feature_cell_CD3e_mean/cells"] \
+        and stored["ramp.marker_CD3e/cells"]["name"] == "array_ref" \
+        and stored["ramp.marker_CD3e/cells"]["target"] == "ramp/ramp.cells/positions"
+    moved = {name: dict(root[f"ramp/{name}"].attrs).get("nd_transform") for name in
+             ("ramp.cells", "ramp.marker_CD3e/cells", "ramp.feature_cell_CD3e_mean/cells")}
+    assert moved == {"ramp.cells": None, "ramp.marker_CD3e/cells": {"colour by": {"permutation": [1, 0, 2]}},
+                     "ramp.feature_cell_CD3e_mean/cells": {"colour by": {"permutation": [2, 1, 0]}}}
+
+
+def test_copy_and_link_actions(tmp_path):
+    x = ramp_object([1.0, 2.0], image="slide 1")
+    path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", link="https://omero.example/{image_id}/{cell_id}")
+    node = points_node(path, "slide_1/slide_1.cells")
+    assert node["attrs"]["copy"] == "{hover_key}"
+    assert node["attrs"]["link"] == "https://omero.example/slide%201/{hover_key}"
+    for bad in ("ftp://x/{cell_id}", "https://x/{cell}", "/relative/{cell_id}", "https://u@evil.example/"):
+        with pytest.raises(cs.InputError, match="link must be an absolute http"):
+            cs.to_luxar(x, tmp_path / "t.luxar.zarr", link=bad)
+
+
+def test_image_names_are_drawn_as_glyphs_above_each_image(tmp_path, x):
+    path = cs.to_luxar(x, tmp_path / "s.luxar.zarr")
+    mesh = luxar.LuxarScene.load(path).get_mesh("img2/name")
+    assert mesh.vertices[:, 1].max() < 0  # above the image (y grows downward)
+    assert 0 <= mesh.vertices[:, 0].min() and mesh.vertices[:, 0].max() < 1000
 
 
 # -- category layers -------------------------------------------------------------------------------
 
-def test_category_colours_and_legend(tmp_path):
+def test_category_colours_are_linearised_for_the_viewer(tmp_path):
     x = cs.example(region_layers=("tissue",))
     path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layers=["category:region__tissue"])
     palette = dict(zip(["stroma", "tumor"], category_rgb(["stroma", "tumor"])))  # sorted byte order
     assert np.allclose(palette["stroma"], (0.12156863, 0.46666667, 0.70588235))  # tab10 blue, first category
     for image in ("img1", "img2"):
-        node = points_node(path, f"category_region__tissue/{image}/cells")
+        node = points_node(path, f"{image}/{image}.category_region__tissue")
         region = cells_of(x, image).loc[node["keys"], "region__tissue"]
-        np.testing.assert_allclose(node["colors"], np.array([palette[r] for r in region]), atol=1e-6)
-    legend = zarr.open_group(str(path), mode="r")["overlays/legend"].attrs["html"]
-    counts = x.cells["region__tissue"].value_counts()
-    assert f"stroma ({counts['stroma']:,})" in legend and f"tumor ({counts['tumor']:,})" in legend
+        np.testing.assert_allclose(node["colors"], linear_rgb(np.array([palette[r] for r in region])), atol=2 / 255)
 
 
 def test_categories_with_na_are_grey_and_more_than_twenty_get_distinct_colours():
@@ -222,10 +277,10 @@ def test_missing_classification_is_shown_as_na(tmp_path, x):
     cells = x.cells.copy()
     cells.loc[[0, 1], "classification"] = pd.NA
     path = cs.to_luxar(x.replace(cells=cells), tmp_path / "s.luxar.zarr")
-    node = points_node(path, "cells/img1/cells")
-    na = [i for i, k in enumerate(node["keys"]) if k in ("1", "2")]
+    node = points_node(path, "img1/img1.cells")
+    na = [i for i, k in enumerate(node["keys"]) if k in (str(cells.loc[0, "cell_id"]), str(cells.loc[1, "cell_id"]))]
     assert [node["labels"][i].endswith("classification: NA") for i in na] == [True, True]
-    np.testing.assert_allclose(node["colors"][na], [[0.45, 0.45, 0.45]] * 2, atol=1 / 255)
+    np.testing.assert_allclose(node["colors"][na], [linear_rgb(NA_COLOUR)] * 2, atol=1 / 255)
 
 
 # -- adjacency -------------------------------------------------------------------------------------
@@ -242,7 +297,10 @@ def test_adjacency_lines_join_the_contacting_cells(tmp_path):
         adj = x.adjacency[(x.adjacency["image_id"] == image).to_numpy(dtype=bool)]
         assert got == {tuple(sorted(p)) for p in zip(adj["cell_id_a"], adj["cell_id_b"])}
         expected = cells_of(x, image).loc[keys, ["x", "y"]].to_numpy()
-        np.testing.assert_allclose(lines.vertices, expected, atol=1.0 / 65535 * 1000)
+        np.testing.assert_allclose(lines.vertices[:, :2], expected, atol=1.0 / 65535 * 1000)
+        labels = csr_strings(root[f"adjacency/{image}/contacts"], "label_offsets", "label_bytes")
+        degree = pd.concat([adj["cell_id_a"], adj["cell_id_b"]]).value_counts()
+        assert all(label.endswith(f" · {degree.get(k, 0)} contacts") for k, label in zip(keys, labels))
     assert luxar.LuxarScene.load(path).get_group("adjacency")["layer_order"] == 0
 
 
@@ -262,12 +320,16 @@ def test_outlines_are_closed_rings_in_micrometres_keyed_by_cell(tmp_path):
     images["geometry_ref"] = pd.array(["img1.geojson", None], dtype="string")
     path = cs.to_luxar(x.replace(images=images, source_dir=tmp_path), tmp_path / "s.luxar.zarr",
                        layers=["cells", "outlines"])
-    lines = luxar.LuxarScene.load(path).get_lines("outlines/img1/outlines")
-    keys = csr_strings(zarr.open_group(str(path), mode="r")["outlines/img1/outlines"], "key_offsets", "key_bytes")
+    lines = luxar.LuxarScene.load(path).get_lines("outlines/img1/outlines.cells")
+    outline = zarr.open_group(str(path), mode="r")["outlines/img1/outlines.cells"]
+    keys = csr_strings(outline, "key_offsets", "key_bytes")
+    labels = csr_strings(outline, "label_offsets", "label_bytes")
+    classes = cells.set_index("cell_id")["classification"]
+    assert all(label == f"{k} · img1 · {classes[k]} · classification: {classes[k]}" for k, label in zip(keys, labels))
     assert len(lines.segments) == 4 * len(rings)  # four edges per square, the unknown id left out
     for cell_id, ring in rings.items():
         mine = [i for i, k in enumerate(keys) if k == cell_id]
-        distance = np.linalg.norm(lines.vertices[mine][:, None, :] - ring[None, :, :], axis=2)
+        distance = np.linalg.norm(lines.vertices[mine][:, None, :2] - ring[None, :, :], axis=2)
         tol = 1000 / 65535  # luxar's 16-bit positions over the extent of the vertices
         assert (distance.min(axis=1) < tol).all() and (distance.min(axis=0) < tol).all()
         edges = [s for s in lines.segments if keys[s[0]] == cell_id]
@@ -314,26 +376,28 @@ def test_anndata_cluster_and_embedding_layers(tmp_path, scanpy_adata):
     size = 1500 * 0.5  # the tallest image in micrometres, from the images table kept by to_anndata
     span = (hi - lo).max()
     for image in ("img1", "img2"):
-        slide = points_node(path, f"category_cluster/{image}/cells")
+        slide = points_node(path, f"{image}/{image}.category_cluster")
         ids = [f"{image}/{k}" for k in slide["keys"]]
         from matplotlib.colors import to_rgb
-        np.testing.assert_allclose(slide["colors"], [to_rgb(palette[c]) for c in cluster[ids]], atol=1e-6)
-        view = points_node(path, f"embedding_X_umap/{image}/cells")
+        np.testing.assert_allclose(slide["colors"], linear_rgb([to_rgb(palette[c]) for c in cluster[ids]]),
+                                   atol=2 / 255)
+        view = points_node(path, f"embedding_X_umap/{image}.category_cluster")
         ids = [f"{image}/{k}" for k in view["keys"]]
-        assert len(ids) == (adata.obs["image_id"] == image).sum()
+        assert len(ids) == 2 * (adata.obs["image_id"] == image).sum()  # at 'all' and at its own cluster
         want = np.column_stack([(umap.loc[ids, 0] - lo[0]) / span * size, (hi[1] - umap.loc[ids, 1]) / span * size])
-        np.testing.assert_allclose(view["positions"], want, atol=size / 65535 * 2)
-        np.testing.assert_allclose(view["colors"], [to_rgb(palette[c]) for c in cluster[ids]], atol=1e-6)
-    assert points_total(path) == 2 * adata.n_obs
+        np.testing.assert_allclose(view["positions"][:, :2], want, atol=size / 65535 * 2)
+        np.testing.assert_allclose(view["colors"], linear_rgb([to_rgb(palette[c]) for c in cluster[ids]]), atol=2 / 255)
+    assert points_total(path) == 4 * adata.n_obs
 
 
 def test_anndata_features_markers_and_contacts(tmp_path, scanpy_adata):
     x, adata = scanpy_adata
     path = cs.to_luxar(adata, tmp_path / "s.luxar.zarr", layers=["marker:CD3e", "adjacency"])
-    node = points_node(path, "marker_CD3e/img2/cells")
-    want = x.measurement_frame(["cell:CD3e:mean"])["cell:CD3e:mean"].to_numpy()[
-        cells_of(x, "img2").index.get_indexer(node["keys"]) + (x.cells["image_id"] == "img1").sum()]
-    np.testing.assert_allclose(node["scalars"], want, atol=quantum(node["group"]["scalars"]), rtol=0)
+    node = points_node(path, "img2/img2.marker_CD3e/cells")
+    all_values = x.measurement_frame(["cell:CD3e:mean"])["cell:CD3e:mean"].to_numpy()
+    want = all_values[cells_of(x, "img2").index.get_indexer(node["keys"]) + (x.cells["image_id"] == "img1").sum()]
+    lo, hi = np.percentile(all_values, [1, 99])
+    np.testing.assert_allclose(node["scalars"], np.clip(want, lo, hi), atol=quantum(node["group"]["scalars"]))
     scene = luxar.LuxarScene.load(path)
     n_segments = sum(len(scene.get_lines(f"adjacency/{im}/contacts").segments) for im in ("img1", "img2"))
     assert n_segments == len(x.adjacency)  # from obsp['spatial_connectivities']
@@ -347,7 +411,7 @@ def test_anndata_without_cellspec_record_uses_cell_extents(tmp_path, x):
     path = cs.to_luxar(adata, tmp_path / "s.luxar.zarr")
     scene = luxar.LuxarScene.load(path)
     img1_width = x.cells.loc[(x.cells["image_id"] == "img1").to_numpy(dtype=bool), "x"].max()
-    assert scene.get_group("cells/img2")["transform"][0, 3] == pytest.approx(img1_width * 1.05)
+    assert scene.get_group("img2")["transform"][0, 3] == pytest.approx(img1_width * 1.08)
     assert "citation" not in scene.root_attrs
     with pytest.raises(cs.InputError, match="obs has no 'cell_id'"):
         cs.to_luxar(adata[:, :].copy().obs.drop(columns="cell_id").pipe(lambda o: ad.AnnData(obs=o)), tmp_path / "t")
@@ -399,7 +463,7 @@ def test_a_failed_compile_keeps_the_previous_scene(tmp_path, x):
 def test_cli_compiles_a_directory_source_and_refuses_bad_layers(tmp_path, capsys):
     out = tmp_path / "cli.luxar.zarr"
     assert main(["luxar", "example", str(out), "--layer", "cells", "--layer", "marker:CD3e"]) == 0
-    assert "open it with" in capsys.readouterr().out
+    assert f"open it with: cellspec view {out}" in capsys.readouterr().out
     assert points_total(out) == 160
     assert main(["luxar", "example", str(out), "--layer", "colour:red"]) == 2
     assert "unknown layer 'colour:red'" in capsys.readouterr().err
@@ -420,7 +484,7 @@ def test_cli_compiles_a_cellspec_directory_with_outlines(tmp_path):
     directory = cs.write(x.replace(images=images, source_dir=tmp_path), tmp_path / "slide.cellspec")
     out = tmp_path / "slide.luxar.zarr"
     assert main(["luxar", str(directory), str(out), "--layer", "cells", "--layer", "outlines"]) == 0
-    lines = luxar.LuxarScene.load(out).get_lines("outlines/img2/outlines")
+    lines = luxar.LuxarScene.load(out).get_lines("outlines/img2/outlines.cells")
     assert len(lines.segments) == 4 * 5
 
 
@@ -431,7 +495,7 @@ def test_cli_reads_h5ad_with_its_embedding(tmp_path, scanpy_adata):
     out = tmp_path / "cli.luxar.zarr"
     assert main(["luxar", str(h5ad), str(out), "--layer", "category:cluster", "--layer", "embedding:X_umap",
                  "--layout", "stack"]) == 0
-    assert points_total(out) == 2 * adata.n_obs
+    assert points_total(out) == 4 * adata.n_obs  # the category layer twice (at 'all' and at its cluster)
 
 
 # -- generated objects -----------------------------------------------------------------------------
@@ -444,24 +508,26 @@ def small_coordinates(x: cs.CellSpec) -> bool:
 @given(x=cellspecs(max_cells=6, max_images=3).filter(small_coordinates))
 def test_generated_objects_compile_with_every_cell_once_per_layer(tmp_path_factory, x):
     layers = ["cells"] + [f"feature:{f}" for f in x.feature_ids[:1]] \
-        + [f"category:{c}" for c in x.cells.columns if c.startswith("region__")][:1] \
         + (["adjacency"] if x.adjacency is not None and len(x.adjacency) else [])
     path = cs.to_luxar(x, tmp_path_factory.mktemp("g") / "g.luxar.zarr", layers=layers)
     scene = luxar.LuxarScene.load(path)
-    assert points_total(path) == sum(not layer.startswith("adjacency") for layer in layers) * x.n_cells
+    assert points_total(path) == sum(layer != "adjacency" for layer in layers) * x.n_cells
     record = scene.root_attrs["cellspec"]
-    nodes = {m["layer"]: m["node"] for m in record["layers"]}
-    point_layers = [layer for layer in layers if layer != "adjacency"]
-    for layer in point_layers[:2]:  # cells and, when there is one, a feature (with an NA node)
-        for image, image_node in zip(record["images"], record["image_nodes"]):
-            in_image = (x.cells["image_id"] == image).to_numpy(dtype=bool)
+    for image, image_node in zip(record["images"], record["image_nodes"]):
+        in_image = (x.cells["image_id"] == image).to_numpy(dtype=bool)
+        want = sorted(str(c) for c in x.cells["cell_id"][in_image])
+        leaves = [n["name"] for n in scene.nodes if n["type"] == "points" and n["name"].startswith(f"{image_node}/")]
+        # the cells layer is a leaf of the image group; a feature layer's leaves sit in its gain group or are NA
+        cells_leaf = [n for n in leaves if n.count("/") == 1 and not n.endswith(".NA")]
+        feature_leaves = [n for n in leaves if n not in cells_leaf]
+        has_feature = len(layers) > 1 and layers[1].startswith("feature:")
+        for group in [cells_leaf] + ([feature_leaves] if has_feature else []):
             got = []
-            for leaf in ("cells", "NA"):
-                if scene.has_node(f"{nodes[layer]}/{image_node}/{leaf}"):
-                    node = points_node(path, f"{nodes[layer]}/{image_node}/{leaf}")
-                    got += node["keys"]
-                    assert all(label.startswith(f"{key} · {image}") for key, label in zip(node["keys"], node["labels"]))
-            assert sorted(got) == sorted(str(c) for c in x.cells["cell_id"][in_image])
+            for leaf in group:
+                node = points_node(path, leaf)
+                got += node["keys"]
+                assert all(label.startswith(f"{key} · {image}") for key, label in zip(node["keys"], node["labels"]))
+            assert sorted(got) == (want if in_image.any() else []), (leaves, record)
 
 
 def test_coordinates_beyond_float32_are_refused(tmp_path, x):
@@ -480,6 +546,58 @@ def test_extreme_feature_values_and_areas_still_compile(tmp_path, x):
     y = x.replace(measurements=m, cells=cells)
     path = cs.to_luxar(y, tmp_path / "s.luxar.zarr", layers=[f"feature:{x.feature_ids[0]}", f"feature:{x.feature_ids[1]}"])
     assert points_total(path) == 2 * x.n_cells
-    node = points_node(path, f"{parse_layer('feature:' + x.feature_ids[1]).text.replace(':', '_')}/img1/cells")
-    assert np.isfinite(node["scalars"]).all() and node["scalars"].max() == pytest.approx(3.4028235e38, rel=1e-6)
-    assert any(label.endswith(": 1.79769e+308") for label in node["labels"])
+    node = points_node(path, f"img1/img1.{parse_layer('feature:' + x.feature_ids[1]).text.replace(':', '_')}/cells")
+    assert np.isfinite(node["scalars"]).all()
+    assert any(label.endswith("= 1.79769e+308") for label in node["labels"])
+
+
+# -- serving ---------------------------------------------------------------------------------------
+
+def _served_scene(args: list[str], timeout: float = 120.0) -> tuple[dict, str]:
+    """Run ``cellspec ARGS`` (which serves a scene), return the zarr.json its data server answers and what it
+    printed, then stop it."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from cellspec_sc.bridges.luxar_viewer import free_port
+
+    data_port = free_port()
+    cmd = [sys.executable, "-m", "cellspec_sc.cli.main", *args, "--no-browser", "--port", str(free_port()),
+           "--data-port", str(data_port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{data_port}/zarr.json", timeout=2) as r:
+                    served = json.loads(r.read())
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            raise AssertionError(f"nothing served: {proc.stdout.read().decode() if proc.poll() is not None else ''}")
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        out = proc.communicate(timeout=30)[0].decode()
+    return served, out
+
+
+def test_cellspec_view_serves_an_existing_scene_without_compiling(tmp_path):
+    path = cs.to_luxar(ramp_object([1.0, 2.0]), tmp_path / "s.luxar.zarr")
+    before = {p: p.stat().st_mtime_ns for p in path.rglob("*")}
+    served, out = _served_scene(["view", str(path)])
+    assert served["attributes"]["content_hash"] == luxar.LuxarScene.load(path).root_attrs["content_hash"]
+    assert {p: p.stat().st_mtime_ns for p in path.rglob("*")} == before  # nothing rewritten
+    assert f"serving {path} at http://127.0.0.1:" in out
+
+
+def test_cellspec_luxar_open_serves_the_scene_it_just_wrote(tmp_path):
+    out_path = tmp_path / "cli.luxar.zarr"
+    served, out = _served_scene(["luxar", "example", str(out_path), "--layer", "marker:CD3e", "--open"])
+    assert f"wrote {out_path}" in out and f"serving {out_path}" in out
+    assert served["attributes"]["content_hash"] == luxar.LuxarScene.load(out_path).root_attrs["content_hash"]

@@ -1,108 +1,188 @@
-"""Compiled scenes served by ``luxar viewer`` and loaded in Debian's headless Chromium."""
+"""Compiled scenes served by ``luxar viewer`` and looked at in Debian's headless Chromium.
+
+Colours are sampled from screenshots at the screen position of each cell,
+projected through the viewer's own camera; legends, hover text and the
+right-click menu are read from the page.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 
 import luxar
 import numpy as np
+import pandas as pd
 import pytest
 from browser import browser_page, screenshot_is_blank
+from luxar_scenes import FEATURE, cells_object, ramp, ramp_object
 
 import cellspec_sc as cs
+from cellspec_sc.bridges.luxar_colour import colormap_rgb
 from cellspec_sc.bridges.luxar_viewer import LuxarViewer, show_luxar
 
 pytestmark = pytest.mark.browser
 
 RAIL = 80  # the viewer's control rail on the left; compare pixels right of it
 HINT = "localStorage.setItem('luxar.controlRail.hintDismissed', '1')"
-READY = "() => window.__luxarDebug && window.__luxarDebug.getPerf().timeline.milestones.initUpdateDone"
+READY = ("() => window.__luxarDebug && window.__luxarDebug.scene"
+         " && window.__luxarDebug.getPerf().timeline.milestones.initUpdateDone")
+PROJECT = """([name, points]) => {
+  const d = window.__luxarDebug; let node = null;
+  d.scene.traverse(o => { if (!node && o.name === name) node = o; });
+  if (!node) throw new Error('no node ' + name);
+  node.updateMatrixWorld(true);
+  return points.map(([x, y]) => {
+    const v = d.camera.position.clone().set(x, y, 0); node.localToWorld(v); v.project(d.camera);
+    return [(v.x + 1) / 2 * window.innerWidth, (1 - v.y) / 2 * window.innerHeight];
+  });
+}"""
+SET_DIMENSION = """async ([index, value]) => {
+  const m = window.__luxarDebug.sceneDimsManager; m.setDimensionValue(index, value); await m.waitForUpdate();
+}"""
+VISIBLE_TEXT = """() => [...document.querySelectorAll('div')].filter(e => e.children.length === 0 || e.querySelector('b'))
+  .filter(e => e.offsetParent !== null && getComputedStyle(e).opacity !== '0' && getComputedStyle(e).visibility !== 'hidden')
+  .map(e => e.innerText).join('\\n')"""
 
 
-def compiled_points(path) -> int:
-    return sum(n["n_points"] for n in luxar.LuxarScene.load(path).nodes if n["type"] == "points")
-
-
-def load_scene(path, profile):
-    """Serve ``path`` with luxar's viewer, load it in Chromium; return (screenshot, errors, console lines)."""
-    console: list[str] = []
+@contextlib.contextmanager
+def viewer_page(path, profile):
+    """The scene served by luxar's viewer and loaded in Chromium, ready to be looked at."""
     with LuxarViewer(path) as viewer, browser_page(profile, init_script=HINT) as (page, errors):
-        page.on("console", lambda msg: console.append(msg.text))
         page.goto(viewer.url + "&debug&dpr=1&renderer=webgl&noOpfs")
-        page.wait_for_function(READY, timeout=90_000)
-        page.wait_for_timeout(1000)
-        png = page.screenshot()
-    return png, errors, console
+        page.wait_for_function(READY, timeout=120_000)
+        page.wait_for_timeout(1500)
+        yield page, errors
 
 
-def total_points_loaded(console: list[str]) -> int:
-    found = [re.search(r"Total points loaded: ([\d,]+)", line) for line in console]
-    counts = [int(m.group(1).replace(",", "")) for m in found if m]
-    assert counts, "the viewer never reported 'Total points loaded'"
-    return counts[-1]
-
-
-def bright_mask(png: bytes) -> np.ndarray:
+def pixels(page) -> np.ndarray:
     from matplotlib import image as mpimg
 
-    pixels = mpimg.imread(io.BytesIO(png), format="png")[:, RAIL:, :3]
-    return pixels.max(axis=2) > 0.35
+    return mpimg.imread(io.BytesIO(page.screenshot()), format="png")[:, :, :3]
 
 
-def test_scene_with_every_layer_kind_loads_without_errors(tmp_path):
-    x = cs.example(n_cells=2000, adjacency=True, region_layers=("tissue",))
-    path = cs.to_luxar(x, tmp_path / "s.luxar.zarr",
-                       layers=["cells", "marker:CD3e", "category:region__tissue", "adjacency"])
-    png, errors, console = load_scene(path, tmp_path / "profile")
+def colours_at(page, node: str, xy: np.ndarray) -> np.ndarray:
+    """sRGB colours (0-1) on screen at scene positions ``xy`` of ``node`` (an image group)."""
+    screen = np.round(page.evaluate(PROJECT, [node, np.asarray(xy).tolist()])).astype(int)
+    shot = pixels(page)
+    return np.array([shot[y, x] for x, y in screen])
+
+
+def luminance(rgb: np.ndarray) -> np.ndarray:
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return linear @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def set_dimension(page, path, name: str, value: int) -> None:
+    """Move the viewer's dimension ``name`` (as the slider would) and let the frame settle."""
+    names = [d["name"] for d in luxar.LuxarScene.load(path).root_attrs["scene_dimensions"]["dimensions"]]
+    page.evaluate(SET_DIMENSION, [names.index(name), value])
+    page.wait_for_timeout(2000)
+
+
+def test_a_value_ramp_shows_viridis_in_order(tmp_path):
+    values = [0.0, 200.0, 400.0, 600.0, 800.0, 1000.0]
+    x = ramp_object(values)
+    path = cs.to_luxar(x, tmp_path / "ramp.luxar.zarr", layers=["marker:CD3e"], window=(0.0, 1000.0))
+    centres = x.cells.groupby(x.measurements[:, 0])[["x", "y"]].first().to_numpy()
+    with viewer_page(path, tmp_path / "profile") as (page, errors):
+        seen = colours_at(page, "/ramp", centres)
     assert errors == []
-    assert total_points_loaded(console) == compiled_points(path) == 3 * x.n_cells
-    assert not screenshot_is_blank(png, crop_left=RAIL)
+    assert np.all(np.diff(luminance(seen)) > 0), seen  # strictly brighter from left to right
+    want = colormap_rgb("viridis", np.array(values) / 1000.0)
+    assert np.abs(seen[[0, -1]] - want[[0, -1]]).max() < 10 / 255, (seen, want)  # the colormap's ends
+    assert np.abs(seen - want).max() < 12 / 255, (seen, want)
 
 
-def test_stacked_images_with_an_embedding_view_load_without_errors(tmp_path):
-    import scanpy as sc
-
-    adata = cs.to_anndata(cs.example(n_cells=1000, n_images=3))
-    sc.pp.pca(adata, n_comps=4)
-    path = cs.to_luxar(adata, tmp_path / "s.luxar.zarr", layout="stack",
-                       layers=["category:classification", "marker:FOXP3", "embedding:X_pca"])
-    png, errors, console = load_scene(path, tmp_path / "profile")
+def test_two_images_with_different_ranges_share_one_window_and_each_has_a_waypoint(tmp_path):
+    low, low_values = ramp([0.0, 150.0, 300.0], image="low")
+    high, high_values = ramp([600.0, 800.0, 1000.0], image="high")
+    x = cells_object({"low": (300.0, 300.0), "high": (300.0, 300.0)}, pd.concat([low, high]),
+                     np.concatenate([low_values, high_values]))
+    path = cs.to_luxar(x, tmp_path / "two.luxar.zarr", layers=["marker:CD3e"])
+    lo, hi = np.percentile(x.measurements[:, 0], [1, 99])
+    with viewer_page(path, tmp_path / "profile") as (page, errors):
+        seen = {image: colours_at(page, f"/{image}", frame.groupby("x")[["x", "y"]].first().to_numpy())
+                for image, frame in (("low", low), ("high", high))}
+        # 'go to' high: the camera flies to that image and it fills most of the view
+        set_dimension(page, path, "go to", 2)
+        corners = np.array(page.evaluate(PROJECT, ["/high", [[0, 0], [300, 300]]]))
+        size = page.viewport_size
     assert errors == []
-    # the viewer opens on the first image of the 'image' dimension and loads only the points of that slice
-    first = luxar.LuxarScene.load(path).root_attrs["cellspec"]["image_nodes"][0]
-    in_first = sum(n["n_points"] for n in luxar.LuxarScene.load(path).nodes
-                   if n["type"] == "points" and n["name"].split("/")[1] == first)
-    assert compiled_points(path) == 3 * adata.n_obs
-    assert total_points_loaded(console) == in_first == 3 * (adata.obs["image_id"] == "img1").sum()
-    assert not screenshot_is_blank(png, crop_left=RAIL)
+    for image, v in (("low", [0.0, 150.0, 300.0]), ("high", [600.0, 800.0, 1000.0])):
+        want = colormap_rgb("viridis", (np.array(v) - lo) / (hi - lo))
+        assert np.abs(seen[image] - want).max() < 12 / 255, (image, seen[image], want)
+    assert corners[:, 0].min() >= 0 and corners[:, 0].max() <= size["width"]
+    assert corners[:, 1].min() >= 0 and corners[:, 1].max() <= size["height"]
+    assert corners[1, 1] - corners[0, 1] > 0.5 * size["height"]  # in view and large
+    assert abs(corners.mean(axis=0)[0] - size["width"] / 2) < 0.1 * size["width"]
+
+
+def test_legend_follows_the_colour_layer_and_hover_and_copy_name_the_cell(tmp_path):
+    values = [0.0, 250.0, 500.0, 750.0, 1000.0]
+    x = ramp_object(values, classes=("T cell",))
+    path = cs.to_luxar(x, tmp_path / "legend.luxar.zarr", layers=["cells", "marker:CD3e"],
+                       link="https://images.example/{image_id}/{cell_id}")
+    cell = x.cells.iloc[7]
+    with viewer_page(path, tmp_path / "profile") as (page, errors):
+        first = page.evaluate(VISIBLE_TEXT)
+        set_dimension(page, path, "colour by", 1)
+        second = page.evaluate(VISIBLE_TEXT)
+        bar = page.locator(".colour-bar").first.bounding_box()
+        shot = pixels(page)
+        ends = [shot[int(bar["y"] + bar["height"] / 2), int(bar["x"] + dx)] for dx in (2, bar["width"] - 3)]
+        (sx, sy), = page.evaluate(PROJECT, ["/ramp", [[cell["x"], cell["y"]]]])
+        page.mouse.move(sx, sy)
+        page.wait_for_timeout(2500)
+        hover = page.evaluate("() => document.body.innerText")
+        page.mouse.down(button="right")
+        page.wait_for_timeout(150)
+        page.mouse.up(button="right")
+        page.wait_for_timeout(1500)
+        menu = page.evaluate("() => document.body.innerText")
+    assert errors == []
+    assert "classification" in first and f"T cell ({x.n_cells})" in first and "CD3e" not in first
+    assert f"CD3e ({FEATURE})" in second and "T cell (" not in second
+    assert re.search(r"\b0\b", second) and "1000" in second  # the colour bar's tick values
+    np.testing.assert_allclose(ends, colormap_rgb("viridis", np.array([0.0, 1.0])), atol=12 / 255)
+    value = x.measurements[7, 0]
+    assert f"{cell['cell_id']} · ramp · T cell · CD3e ({FEATURE}) = {value:.6g}" in hover
+    assert f'Copy "{cell["cell_id"]}"' in menu, menu[-400:]
+    assert "Open link" in menu
 
 
 def test_slide_is_drawn_with_y_downward_and_not_mirrored(tmp_path):
     """Cells along the top edge (small y) and down the left edge (small x) of an image must show as a
     'Γ': a full-width bar at the top of the drawing and the vertical bar on its left."""
-    x = cs.example(n_cells=600, n_images=1)
     rng = np.random.default_rng(1)
     top = np.column_stack([rng.uniform(0, 900, 300), rng.uniform(0, 40, 300)])
     left = np.column_stack([rng.uniform(0, 40, 300), rng.uniform(0, 700, 300)])
     xy = np.vstack([top, left])
-    cells = x.cells.assign(x=xy[:, 0], y=xy[:, 1])
-    path = cs.to_luxar(x.replace(cells=cells), tmp_path / "g.luxar.zarr")
-    png, errors, _ = load_scene(path, tmp_path / "profile")
+    frame = pd.DataFrame({"cell_id": [str(i) for i in range(600)], "image_id": "g", "x": xy[:, 0], "y": xy[:, 1],
+                          "area": 20.0, "classification": "Tumor"})
+    x = cells_object({"g": (900.0, 700.0)}, frame)
+    path = cs.to_luxar(x, tmp_path / "g.luxar.zarr")
+    with viewer_page(path, tmp_path / "profile") as (page, errors):
+        corners = np.array(page.evaluate(PROJECT, ["/g", [[0, 0], [900, 0], [0, 700]]]))
     assert errors == []
-    mask = bright_mask(png)
-    rows, cols = np.nonzero(mask)
-    top_band = mask[rows.min():rows.min() + (rows.max() - rows.min()) // 10]
-    bottom_band = mask[rows.max() - (rows.max() - rows.min()) // 10:rows.max() + 1]
-    top_cols, bottom_cols = np.nonzero(top_band.any(axis=0))[0], np.nonzero(bottom_band.any(axis=0))[0]
-    width = cols.max() - cols.min()
-    assert top_cols.max() - top_cols.min() > 0.8 * width  # the horizontal bar is at the top: y grows downward
-    assert bottom_cols.max() - bottom_cols.min() < 0.25 * width  # the bottom holds only the vertical bar ...
-    assert bottom_cols.max() < cols.min() + 0.3 * width  # ... on the left: not mirrored
+    origin, right, down = corners
+    assert right[0] > origin[0] + 100 and abs(right[1] - origin[1]) < 2  # x grows to the right
+    assert down[1] > origin[1] + 100 and abs(down[0] - origin[0]) < 2  # y grows downward, not mirrored
+
+
+def test_scene_with_every_layer_kind_loads_without_errors(tmp_path):
+    x = cs.example(n_cells=300, adjacency=True)
+    path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layers=["cells", "marker:CD3e", "adjacency"])
+    with viewer_page(path, tmp_path / "profile") as (page, errors):
+        shot = page.screenshot()
+    assert errors == []
+    assert not screenshot_is_blank(shot, crop_left=RAIL)
+    assert sum(n["n_points"] for n in luxar.LuxarScene.load(path).nodes if n["type"] == "points") == 2 * x.n_cells
 
 
 def test_notebook_helper_serves_an_iframe_and_stops(tmp_path):
-    path = cs.to_luxar(cs.example(), tmp_path / "s.luxar.zarr")
+    path = cs.to_luxar(ramp_object([1.0, 2.0]), tmp_path / "s.luxar.zarr")
     view = show_luxar(path, height=400)
     try:
         html = view._repr_html_()

@@ -202,14 +202,14 @@ def test_cli_refuses_the_target_before_reading_the_input(tmp_path, capsys):
     existing = cs.write(cs.example(n_cells=5), tmp_path / "existing")
     (tmp_path / "x.h5ad").write_bytes(b"an existing file")
     (tmp_path / "notes.html").write_text("not a page")
-    (tmp_path / "scene").mkdir()
-    (tmp_path / "scene" / "mine.txt").write_text("keep")
+    (tmp_path / "scene.luxar.zarr").mkdir()
+    (tmp_path / "scene.luxar.zarr" / "mine.txt").write_text("keep")
     cases = [
         (["import", "qupath", str(fifo(tmp_path, "q.tsv")), str(existing), "--pixel-size", "0.5"], "already exists"),
         (["import", "mcmicro", str(fifo(tmp_path, "m.csv")), str(existing), "--pixel-size", "0.5"], "already exists"),
         (["convert", str(fifo(tmp_path, "in.h5ad")), str(tmp_path / "x.h5ad")], "already exists"),
         (["convert", str(fifo(tmp_path, "in2.h5ad")), str(tmp_path / "x.txt")], "unknown target suffix"),
-        (["luxar", str(fifo(tmp_path, "in3.h5ad")), str(tmp_path / "scene")], "is not a Luxar scene"),
+        (["luxar", str(fifo(tmp_path, "in3.h5ad")), str(tmp_path / "scene.luxar.zarr")], "is not a Luxar scene"),
         (["preview", str(fifo(tmp_path, "in4.h5ad")), "-o", str(tmp_path / "notes.html")], "is not an HTML file"),
     ]
     for argv, message in cases:
@@ -220,7 +220,7 @@ def test_cli_refuses_the_target_before_reading_the_input(tmp_path, capsys):
         assert time.monotonic() - began < 30
     assert (tmp_path / "x.h5ad").read_bytes() == b"an existing file"
     assert (tmp_path / "notes.html").read_text() == "not a page"
-    assert (tmp_path / "scene" / "mine.txt").read_text() == "keep"
+    assert (tmp_path / "scene.luxar.zarr" / "mine.txt").read_text() == "keep"
     assert not (tmp_path / "x.txt").exists()
 
 

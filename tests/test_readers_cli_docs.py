@@ -77,7 +77,7 @@ def test_docs_tables_are_generated_from_the_readers():
     assert "| `Nucleus: CD3: Mean` | intensity | `nucleus:CD3:mean` | a.u. |" in on_disk
 
 
-@pytest.mark.parametrize("name", ["read_qupath", "read_mcmicro"])
+@pytest.mark.parametrize("name", ["read_qupath", "read_mcmicro", "read_steinbock"])
 def test_readers_are_public(name):
     assert callable(getattr(cs, name))
     assert name in cs.__all__

@@ -194,7 +194,7 @@ def test_marker_map_renames_and_records_source():
 
 # -- pixel centroids -------------------------------------------------------------------------------
 def test_pixel_centroids_need_and_use_the_pixel_size():
-    with pytest.raises(InputError, match="pixel centroids only"):
+    with pytest.raises(InputError, match=r"line 1, column .Centroid X px.: the file has pixel centroids and no pixel size; pass"):
         cs.read_qupath(DATA / "pixels_only.tsv")
     x = cs.read_qupath(DATA / "pixels_only.tsv", pixel_size=0.5)
     assert cs.validate(x).ok
@@ -225,7 +225,7 @@ def test_micrometre_and_pixel_centroids_derive_and_check_the_pixel_size(tmp_path
     assert x.provenance["parameters"]["pixel_size_source"] == "derived from micrometre and pixel centroids"
     assert x.cells["x_px"].tolist() == [10.5, 60.5]
     path.write_text(BOTH.format(x2="31"), encoding="utf-8")  # 60.5 px * 0.5 = 30.25, not 31
-    with pytest.raises(InputError, match=r"line 3: 'Centroid X µm' = 31.0 disagrees"):
+    with pytest.raises(InputError, match=r"line 3, column 'Centroid X µm': 31.0 disagrees with column 'Centroid X px'"):
         cs.read_qupath(path, pixel_size=0.5)
 
 

@@ -391,7 +391,7 @@ def test_a_foreign_spatialdata_takes_ids_regions_and_centroids_from_its_shapes(t
     np.testing.assert_array_equal(x.measurements, [[5.0, 6.0], [3.0, 4.0], [1.0, 2.0]])
     assert x.provenance["history"][-1]["details"]["centroids"] == "from shapes"
     in_pixels = cs.from_spatialdata(sdata, sample_id="s1", pixel_size=0.25, coordinate_unit="px",
-                                    coordinate_system="global")
+                                    pixel_origin="corner", coordinate_system="global")
     assert in_pixels.cells["x_px"].tolist() == [200.0, 120.0, 40.0]
     assert in_pixels.cells["x"].tolist() == [50.0, 30.0, 10.0]
 

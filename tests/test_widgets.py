@@ -426,3 +426,14 @@ def test_cli_preview_of_an_h5ad(tmp_path):
     out = tmp_path / "report.html"
     assert main(["preview", str(tmp_path / "slide.h5ad"), "-o", str(out), "--features", "nucleus:FOXP3:mean"]) == 0
     assert _feature_options(out.read_text()) == ["nucleus:FOXP3:mean"]
+
+
+def test_space_of_a_degenerate_extent_draws(tmp_path):
+    """Found by hypothesis: a subnormal pixel size made matplotlib's text transforms overflow (TypeError)."""
+    from cellspec_sc.widgets import compute, figures
+
+    grid = compute.grid_for(7.4e-321, 0.0, 1)
+    rgba = np.zeros((grid.ny, grid.nx, 4))
+    rgba[0, 0] = (1.0, 0.0, 0.0, 1.0)
+    png = figures.space_png(grid, rgba, title="degenerate")
+    assert png[:8] == PNG_MAGIC and grid.width == grid.height == compute.MIN_SPAN_UM

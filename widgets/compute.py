@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
+from matplotlib.colors import to_rgba
 
 from cellspec_sc.display.colors import EMPTY, NA_GREY, OTHER_GREY, category_hex
 
@@ -217,13 +219,21 @@ class Grid:
         return self.nx * self.ny
 
 
+MIN_SPAN_UM = 1e-3
+
+
 def grid_for(width: float, height: float, n_cells: int, *, max_bins: int = 512, min_bins: int = 48) -> Grid:
     """Square bins: about three per sqrt(cell) along the longer side, between ``min_bins`` and ``max_bins``.
 
     >>> grid_for(1000.0, 500.0, 1_000_000).nx, grid_for(1000.0, 500.0, 1_000_000).ny
     (512, 256)
+    >>> grid_for(5e-324, 0.0, 1).width  # degenerate extents are widened to MIN_SPAN_UM
+    0.001
     """
-    longer = max(width, height, 1e-9)
+    # a degenerate extent (all cells on one line, subnormal pixel sizes) is drawn as at least 1 nm: matplotlib's
+    # transforms overflow on spans near zero
+    width, height = max(width, MIN_SPAN_UM), max(height, MIN_SPAN_UM)
+    longer = max(width, height)
     n = int(np.clip(round(3 * math.sqrt(max(n_cells, 1))), min_bins, max_bins))
     bin_um = longer / n
     return Grid(float(width), float(height), max(1, math.ceil(width / bin_um - 1e-9)),
@@ -354,9 +364,6 @@ def legend_entries(labels: Sequence[str], counts: np.ndarray) -> list[LegendEntr
 
 def value_rgba(raster: ValueRaster, lo: float, hi: float, cmap: str = "viridis") -> np.ndarray:
     """RGBA image (uint8) of a value raster: colour map on [lo, hi], NA-only bins grey, empty bins white."""
-    from matplotlib import colormaps
-    from matplotlib.colors import to_rgba
-
     scaled = np.clip((raster.mean - lo) / (hi - lo), 0.0, 1.0)
     rgba = colormaps[cmap](np.nan_to_num(scaled), bytes=True)
     rgba[raster.na_only] = np.array(to_rgba(NA_GREY)) * 255
@@ -366,8 +373,6 @@ def value_rgba(raster: ValueRaster, lo: float, hi: float, cmap: str = "viridis")
 
 def category_rgba(raster: CategoryRaster, colours: Sequence[str]) -> np.ndarray:
     """RGBA image (uint8) of a category raster, empty bins white."""
-    from matplotlib.colors import to_rgba
-
     table = np.array([to_rgba(c) for c in (*colours, EMPTY)]) * 255
     return table[raster.codes].astype(np.uint8)  # code -1 picks the last entry: EMPTY
 

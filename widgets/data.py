@@ -17,19 +17,18 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.bridges.anndata import from_anndata
 from cellspec_sc.display.ranges import robust_range
 from cellspec_sc.errors import InputError
-
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.validation.report import ValidationReport
+from cellspec_sc.validation.runner import validate
 from cellspec_sc.widgets import compute
-
-if TYPE_CHECKING:
-    from cellspec_sc.model.cellspec import CellSpec
-    from cellspec_sc.validation.report import ValidationReport
 
 ID_COLUMNS = ("cell_id", "image_id", "sample_id")
 _FEATURE_CACHE = 4
@@ -42,15 +41,9 @@ def as_cellspec(obj: Any) -> CellSpec:
 
     ``allow_modified=True``: a preview shows an AnnData as it is, also after ``sc.pp.log1p`` changed X in place.
     """
-    from cellspec_sc.model.cellspec import CellSpec
-
     if isinstance(obj, CellSpec):
         return obj
     if type(obj).__name__ == "AnnData":
-        try:
-            from cellspec_sc.bridges.anndata import from_anndata
-        except ImportError as err:  # the bridge ships separately on its branch
-            raise InputError("previewing an AnnData needs cellspec_sc.bridges.anndata (from_anndata)") from err
         return from_anndata(obj, allow_modified=True)
     raise InputError(f"preview() takes a CellSpec or an AnnData from to_anndata, not a {type(obj).__name__}")
 
@@ -141,7 +134,7 @@ class PreviewData:
         if feature_id in self._features:
             self._features.move_to_end(feature_id)
             return self._features[feature_id]
-        position = self.x._feature_position(feature_id)
+        position = self.x.feature_position(feature_id)
         column = np.ascontiguousarray(np.asarray(self.x.measurements[:, position], dtype=np.float64))
         self._features[feature_id] = column
         if len(self._features) > _FEATURE_CACHE:
@@ -152,7 +145,7 @@ class PreviewData:
         """The dictionary unit of a feature ("" for none or no feature)."""
         if feature_id is None:
             return ""
-        unit = self.x.dictionary["unit"].iloc[self.x._feature_position(feature_id)]
+        unit = self.x.dictionary["unit"].iloc[self.x.feature_position(feature_id)]
         return "" if pd.isna(unit) else str(unit)
 
     def per_image(self, feature_id: str) -> dict[str, np.ndarray]:
@@ -212,8 +205,6 @@ class PreviewData:
     def report(self) -> ValidationReport:
         """The validation report (computed once, on first use)."""
         if self._report is None:
-            from cellspec_sc.validation.runner import validate
-
             self._report = validate(self.x)
         return self._report
 

@@ -17,8 +17,12 @@ import io
 from collections.abc import Sequence
 
 import numpy as np
+from matplotlib import colormaps
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
 
 from cellspec_sc.display.colors import NA_GREY, image_colours
 from cellspec_sc.widgets import compute
@@ -60,11 +64,6 @@ def draw_space(fig: Figure, ax, grid: compute.Grid, rgba: np.ndarray, *, title: 
                legend: Sequence[compute.LegendEntry] = (),
                colourbar_rect: tuple[float, float, float, float] | None = None) -> None:
     """The raster in micrometres, y downward, with a colour bar (lo, hi, cmap, label) or a legend, and a scale bar."""
-    from matplotlib import colormaps
-    from matplotlib.cm import ScalarMappable
-    from matplotlib.colors import Normalize
-    from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
-
     right, bottom = grid.nx * grid.bin_um, grid.ny * grid.bin_um
     # true proportions, unless an absurd aspect ratio would squash the axes to nothing
     aspect = "equal" if 1 / 50 <= grid.width / grid.height <= 50 else "auto"

@@ -24,6 +24,7 @@ from typing import Any
 import ipywidgets as W
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from cellspec_sc.display.html import channels_html, overview_html, table_html
 from cellspec_sc.display.ranges import robust_range
@@ -334,8 +335,6 @@ def _unit_label(d: PreviewData, feature: str) -> str:
 
 
 def _message_png(text: str) -> bytes:
-    from matplotlib.figure import Figure
-
     fig = Figure(figsize=(5, 1.2))
     fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=11, color="#555555")
     return figures.to_png(fig)

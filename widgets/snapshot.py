@@ -28,6 +28,7 @@ from cellspec_sc.display.html import channels_html, overview_html, table_html
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.publish import HTML_FILE, check_target, publishing
 from cellspec_sc.model.summary import format_html
+from cellspec_sc.progress import progress
 
 from cellspec_sc.widgets import figures
 from cellspec_sc.widgets.data import FEATURE
@@ -62,17 +63,21 @@ def snapshot_features(w: Preview, features: Any = None, max_features: int = 24) 
 def snapshot_state(w: Preview, features: Sequence[str]) -> dict[str, Any]:
     """The embedded state: per feature its histogram, summary table and map; per categorical column its map."""
     state: dict[str, Any] = {"image": w.image_id, "scale": w.scale.value, "features": {}, "maps": {}}
-    for f in features:
-        hist = w.data.histogram(f, scale=w.scale.value)
-        entry = {"histogram": data_uri(figures.histogram_png(hist, title=f, unit=w.data.unit(f))),
-                 "summary": table_html(w.data.summary(f))}
-        if w.image_id is not None:
-            entry["map"] = data_uri(_space_png(w, FEATURE, f))
-        state["features"][f] = entry
-    if w.image_id is not None:
-        for value, _label in _colourings(w):
-            if value != FEATURE:
-                state["maps"][value] = data_uri(_space_png(w, value, None))
+    maps = [value for value, _label in _colourings(w) if value != FEATURE] if w.image_id is not None else []
+    # each figure reads a column of every cell: the work grows with cells x figures
+    with progress(len(features) + len(maps), "preview figures", unit="figures",
+                  size=w.data.x.n_cells * (len(features) + len(maps))) as bar:
+        for f in features:
+            hist = w.data.histogram(f, scale=w.scale.value)
+            entry = {"histogram": data_uri(figures.histogram_png(hist, title=f, unit=w.data.unit(f))),
+                     "summary": table_html(w.data.summary(f))}
+            if w.image_id is not None:
+                entry["map"] = data_uri(_space_png(w, FEATURE, f))
+            state["features"][f] = entry
+            bar.update(1)
+        for value in maps:
+            state["maps"][value] = data_uri(_space_png(w, value, None))
+            bar.update(1)
     return state
 
 

@@ -22,12 +22,12 @@ cellspec_sc.errors.InputError: x.txt: unknown target suffix '.txt'; known: .h5ad
 from __future__ import annotations
 
 import argparse
-from importlib import import_module
 from pathlib import PurePath
 from typing import Any
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.publish import check_target
+from cellspec_sc.io.sources import load, resolve
 
 # (suffix of TARGET, "module:function" writing (x, path, overwrite=...), "module:TargetKind" it publishes,
 # description); "" = a name without a suffix
@@ -43,25 +43,18 @@ TARGETS: list[tuple[str, str, str, str]] = [
 ]
 
 
-def _attribute(where: str) -> Any:
-    module, name = where.split(":")
-    return getattr(import_module(module), name)
-
-
 def target_writer(target: str) -> tuple[Any, str, Any]:
     """(writer function, description, TargetKind) for a TARGET path, by its longest matching suffix."""
     name = str(target).rstrip("/").lower()
     for suffix, writer, kind, description in sorted(TARGETS, key=lambda row: -len(row[0])):
         if (name.endswith(suffix) and suffix) or (not suffix and not PurePath(name).suffix):
-            return _attribute(writer), description, _attribute(kind)
+            return resolve(writer), description, resolve(kind)
     known = ", ".join(f"{s} ({d})" for s, _, _, d in TARGETS if s)
     raise InputError(f"{target}: unknown target suffix {PurePath(name).suffix!r}; known: {known}, "
                      "or no suffix (cellspec directory)")
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from cellspec_sc.io.sources import load
-
     writer, description, kind = target_writer(args.target)
     check_target(args.target, kind, overwrite=args.overwrite)  # before SOURCE is read, however big it is
     x = load(args.source)

@@ -1,11 +1,14 @@
 """``cellspec import``: turn a tool export into a cellspec directory.
 
-    cellspec import qupath  FILE OUT_DIR [--pixel-size UM] [--image-id ID] [--sample-id ID] [--marker OLD=NEW]
-    cellspec import mcmicro FILE OUT_DIR (--pixel-size UM | --image IMAGE) [--markers markers.csv] ...
+    cellspec import qupath    FILE OUT_DIR [--pixel-size UM] [--image-id ID] [--sample-id ID] [--marker OLD=NEW]
+    cellspec import mcmicro   FILE OUT_DIR (--pixel-size UM | --image IMAGE) [--markers markers.csv] ...
+    cellspec import steinbock FOLDER OUT_DIR [--pixel-size UM] [--aggregation mean] [--no-neighbors] ...
 
-The object is read with :func:`cellspec_sc.read_qupath` / :func:`cellspec_sc.read_mcmicro` and written
-with :func:`cellspec_sc.write`; a short summary and the validation verdict are printed. Refused input
-exits with status 2 and a message naming file, line and column.
+The target is checked first (an existing OUT_DIR needs ``--overwrite``), then the export is read through
+the reader pipeline (:func:`cellspec_sc.readers.pipeline.read_export`), validated once, and written with
+:func:`cellspec_sc.write` (which reuses that report); a short summary and the validation verdict are
+printed. Refused input exits with status 2 and a message naming file, line and column. Only the reader of
+the chosen tool is imported.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from __future__ import annotations
 import argparse
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target
 
 
 def _marker_map(pairs: list[str] | None) -> dict[str, str]:
@@ -26,12 +28,28 @@ def _marker_map(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def _write_and_report(x, args: argparse.Namespace) -> int:
+def _check_target(args: argparse.Namespace) -> None:
+    """Refuse OUT_DIR before the export is read, however big it is, in the CLI's own words (``--overwrite``)."""
+    from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target
+    from cellspec_sc.io.refusals import TargetExists
+
+    try:
+        check_target(args.out_dir, CELLSPEC_DIRECTORY, overwrite=args.overwrite)
+    except TargetExists as err:
+        detail = err.detail.replace("overwrite=True (CLI: --overwrite)", "--overwrite")
+        raise InputError(f"{err.directory}: {detail}") from None
+
+
+def _import(adapter, source: str, args: argparse.Namespace, read=None) -> int:
+    """Read ``source`` with ``adapter`` (validation left to this function), validate once, write, report."""
     from cellspec_sc.io.directory import write
+    from cellspec_sc.readers.pipeline import read_export
     from cellspec_sc.validation.runner import validate
 
-    path = write(x, args.out_dir, format=args.format, overwrite=args.overwrite)
+    x = (read or read_export)(adapter, source, validate_result=False)
     report = validate(x)
+    report.raise_if_failed(f"{source}: the {adapter.name} reader built an invalid object")
+    path = write(x, args.out_dir, format=args.format, overwrite=args.overwrite, report=report)
     counts = x.provenance["counts"]
     print(f"wrote {path}: {x.n_cells} cells, {len(x.feature_ids)} features, {len(x.images)} image(s); "
           f"rows read {counts['rows_read']}, kept {counts['rows_kept']}, NaN->NA {counts['na_converted']}, "
@@ -41,43 +59,52 @@ def _write_and_report(x, args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_out_dir(args: argparse.Namespace) -> None:
-    """Refuse OUT_DIR before the export is read, however big it is."""
-    check_target(args.out_dir, CELLSPEC_DIRECTORY, overwrite=args.overwrite)
-
-
 def cmd_import_qupath(args: argparse.Namespace) -> int:
-    from cellspec_sc.readers.qupath import read_qupath
+    _check_target(args)
+    from cellspec_sc.readers.qupath import QuPathAdapter
 
-    _check_out_dir(args)
-    x = read_qupath(args.file, pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
-                    marker_map=_marker_map(args.marker),
-                    object_types=None if args.all_objects else tuple(args.object_types))
-    return _write_and_report(x, args)
+    adapter = QuPathAdapter(pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
+                            marker_map=_marker_map(args.marker), encoding=args.encoding,
+                            object_types=None if args.all_objects else tuple(args.object_types))
+    return _import(adapter, args.file, args)
 
 
 def cmd_import_mcmicro(args: argparse.Namespace) -> int:
-    from cellspec_sc.readers.mcmicro import read_mcmicro
+    _check_target(args)
+    from cellspec_sc.readers.mcmicro import McquantAdapter
 
-    _check_out_dir(args)
-    x = read_mcmicro(args.file, pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
-                     marker_map=_marker_map(args.marker), markers_csv=args.markers, image=args.image)
-    return _write_and_report(x, args)
+    adapter = McquantAdapter(pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
+                             marker_map=_marker_map(args.marker), markers_csv=args.markers, image=args.image,
+                             strict=args.strict, encoding=args.encoding)
+    return _import(adapter, args.file, args)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="the tool's export")
+def cmd_import_steinbock(args: argparse.Namespace) -> int:
+    _check_target(args)
+    from cellspec_sc.readers.steinbock import SteinbockAdapter, read_folder
+
+    adapter = SteinbockAdapter(pixel_size=args.pixel_size, sample_id=args.sample_id,
+                               marker_map=_marker_map(args.marker), aggregation=args.aggregation,
+                               neighbors=not args.no_neighbors, neighbor_method=args.neighbor_method,
+                               encoding=args.encoding)
+    return _import(adapter, args.folder, args, read=read_folder)
+
+
+def _common(p: argparse.ArgumentParser, source: str = "file", image_id: bool = True) -> None:
+    p.add_argument(source, metavar=source.upper(), help="the tool's export")
     p.add_argument("out_dir", metavar="OUT_DIR", help="cellspec directory to write")
     p.add_argument("--pixel-size", type=float, default=None, metavar="UM", help="micrometres per pixel")
-    p.add_argument("--image-id", default=None, help="image identifier (default: from the file)")
+    if image_id:
+        p.add_argument("--image-id", default=None, help="image identifier (default: from the file)")
     p.add_argument("--sample-id", default=None, help="sample identifier (default: the image id)")
     p.add_argument("--marker", action="append", metavar="OLD=NEW", help="rename a marker (repeatable)")
     p.add_argument("--format", choices=("parquet", "tsv"), default="parquet", help="cell table format")
     p.add_argument("--overwrite", action="store_true", help="replace an existing cellspec directory")
+    p.add_argument("--encoding", default=None, help="text encoding of the export (default: UTF-8, else cp1252)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import", help="import a QuPath or MCMICRO export into a cellspec directory")
+    p = sub.add_parser("import", help="import a QuPath, MCMICRO or steinbock export into a cellspec directory")
     tools = p.add_subparsers(dest="tool", metavar="TOOL", required=True)
 
     q = tools.add_parser("qupath", help="QuPath 'Export measurements' table (TSV, or CSV if named .csv)")
@@ -92,4 +119,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--markers", default=None, metavar="CSV", help="MCMICRO markers.csv (channel order and names)")
     m.add_argument("--image", default=None, metavar="IMAGE",
                    help="OME-TIFF (or .ome.xml) to read PhysicalSizeX and the image size from")
+    m.add_argument("--strict", action="store_true",
+                   help="refuse a markers.csv that names none or only part of the marker columns")
     m.set_defaults(func=cmd_import_mcmicro)
+
+    s = tools.add_parser("steinbock", help="steinbock output folder (intensities/, regionprops/, neighbors/, "
+                                           "panel.csv, images.csv)")
+    _common(s, source="folder", image_id=False)
+    s.add_argument("--aggregation", default="mean", choices=("mean", "median", "sum", "min", "max", "std", "var"),
+                   help="the --aggr steinbock measured intensities with (default: mean)")
+    s.add_argument("--no-neighbors", action="store_true", help="do not turn neighbors/*.csv into adjacency")
+    s.add_argument("--neighbor-method", default="mask_touching",
+                   choices=("mask_touching", "polygon_intersection", "delaunay"),
+                   help="adjacency method recorded for the neighbours (default: mask_touching)")
+    s.set_defaults(func=cmd_import_steinbock)

@@ -18,11 +18,11 @@ import argparse
 import sys
 
 from cellspec_sc.io.publish import HTML_FILE, PNG_FILE, check_target
+from cellspec_sc.io.sources import load
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    from cellspec_sc.io.sources import load
-    from cellspec_sc.widgets.preview import preview
+    from cellspec_sc.widgets.preview import preview  # ipywidgets and matplotlib: loaded for this command only
 
     check_target(args.output, HTML_FILE, overwrite=True)  # before SOURCE is read; only our kind is replaced
     if args.png:

@@ -2,7 +2,7 @@
 
 >>> from cellspec_sc.cli.main import main
 >>> main(["validate", "example"])  # doctest: +ELLIPSIS
-cellspec validation: OK (47 pass, 0 fail, 0 warn, 4 skip)
+cellspec validation: OK (48 pass, 0 fail, 0 warn, 4 skip)
 ...
 0
 """
@@ -20,10 +20,11 @@ from cellspec_sc.validation.report import ValidationReport
 from cellspec_sc.validation.runner import validate
 
 
-def print_report(report: ValidationReport, *, out: TextIO | None = None) -> int:
-    """Print ``report`` and return the exit code it stands for (0 valid, 1 not)."""
+def print_report(report: ValidationReport, *, out: TextIO | None = None, only_problems: bool = False) -> int:
+    """Print ``report`` (``only_problems``: its head line and the checks that failed or warned) and return
+    the exit code it stands for (0 valid, 1 not)."""
     # sys.stdout looked up at call time (a default argument would pin the stream at import)
-    print(report.format(), file=out or sys.stdout)
+    print(report.format(only_problems=only_problems), file=out or sys.stdout)
     return EXIT_OK if report.ok else EXIT_INVALID
 
 
@@ -31,8 +32,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     try:
         x = load(args.source)
     except ValidationError as err:  # a reader that refuses an invalid object hands its report over
-        return print_report(err.report)
-    return print_report(validate(x, area_range=args.area_range, na_max=args.na_max))
+        return print_report(err.report, only_problems=args.problems)
+    return print_report(validate(x, area_range=args.area_range, na_max=args.na_max), only_problems=args.problems)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,4 +42,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--area-range", nargs=2, type=float, metavar=("LOW", "HIGH"), default=None,
                    help="plausible whole-cell area in um2 (default 1 10000)")
     p.add_argument("--na-max", type=float, default=None, help="largest plausible NA fraction per feature (default 0.5)")
+    p.add_argument("--problems", action="store_true", help="print only the checks that failed or warned")
     p.set_defaults(func=cmd_validate)

@@ -15,10 +15,13 @@ import json
 import tempfile
 from pathlib import Path
 
+from cellspec_sc.docgen.markdown import markdown_table
 from cellspec_sc.io.columns import ARROW_TYPES
-from cellspec_sc.docgen.render import _table
+from cellspec_sc.io.directory import write
 from cellspec_sc.io.refusals import UnlistedFileWarning, all_refusals
 from cellspec_sc.io.tsv import SIGNIFICANT_DIGITS
+from cellspec_sc.model.example import example
+from cellspec_sc.spec.types import PANDAS_DTYPES
 
 _TSV_TEXT = {"character": "text; quoted when needed", "double": f"{SIGNIFICANT_DIGITS} significant digits, "
              "`Inf`, `-Inf`", "integer": "decimal", "logical": "`TRUE`, `FALSE`"}
@@ -148,6 +151,33 @@ negative counts, per-image ranges: `cellspec_sc.validation.matrix_stats`) are ga
 is in the cache, so reading and validating touch the matrix once. For TSV the row count is unknown: batches are kept as blocks and moved into a matrix whose
 pages are committed only as each block is copied and dropped."""
 
+_LIMITS = """## Limits and guarantees
+
+What `read` and `cellspec validate` promise about hostile or damaged directories (a test module builds
+such directories at random and runs each under a time and memory limit):
+
+- Every file is opened only if it is a regular file: a named pipe, device, socket or directory in its
+  place is refused (`NotARegularFile`) before anything waits on it (files are opened with
+  `O_NONBLOCK` and checked with `fstat` on the open descriptor). Listed paths that leave the
+  directory, also through symbolic links, are refused before anything is opened (`UnsafePath`).
+- Size bounds, each refused with `FileTooLarge` naming the file before it is read:
+  `DONE` at most {done} bytes; `MANIFEST.sha256` at most {line} bytes per file in the directory;
+  `cellspec.json` at most {metadata} MiB (`read(path, max_metadata_bytes=...)` raises it); a gzipped
+  TSV file may inflate to {ratio} times its size or {floor} MiB, whichever is more
+  (`read(path, max_inflation=...)`), so a gzip bomb stops at that point instead of filling memory.
+- `cellspec.json` is parsed strictly: `NaN` and `Infinity` (not JSON), a key twice in one object,
+  nesting deeper than {depth} levels and numbers longer than {digits} characters are refused
+  (`InvalidJson`); provenance fields have the types of spec section 6 (`counts` holds four
+  non-negative integers, `created_utc` is `YYYY-MM-DDTHH:MM:SSZ`, ...), checked by the JSON Schema.
+- A read that races a writer returns the old or the new object, or raises `ChangedSinceRead`
+  (the directory was replaced while it was read, or after a lazy read): never a validation failure
+  of data that only looked corrupt because two directories were mixed.
+- Writing: disk full, a read-only file system, missing permissions or too many open files raise
+  `cellspec_sc.errors.WriteFailed` naming the target (and the file when the system names it), with
+  the errno; no staging directory is left and the old content is intact. What survives `kill -9`,
+  power loss and concurrent writers is under "Writing" above: the path holds a complete directory or
+  nothing, and a writer never replaces what it was not told to replace."""
+
 _TSV = """## The TSV variant and its precision limit
 
 `cs.write(x, path, format="tsv")` writes `cells.tsv.gz` and `adjacency.tsv.gz`: UTF-8, gzip (level 1),
@@ -169,9 +199,6 @@ header row, tab separated, `NA` for missing. The file has no types of its own: t
 
 
 def _example_listing() -> tuple[str, str]:
-    from cellspec_sc.io.directory import write
-    from cellspec_sc.model.example import example
-
     with tempfile.TemporaryDirectory() as tmp:
         path = write(example(adjacency=True), Path(tmp) / "example.cellspec")
         listing = "\n".join(f"- `{p.name}`" for p in sorted(path.iterdir()))
@@ -184,15 +211,22 @@ def _example_listing() -> tuple[str, str]:
 def render_directory() -> str:
     """The Markdown page on the directory format."""
     listing, column_types = _example_listing()
-    types = _table(("Spec type", "Parquet (Arrow)", "TSV", "JSON", "In memory"),
+    types = markdown_table(("Spec type", "Parquet (Arrow)", "TSV", "JSON", "In memory"),
                    [(t, f"`{a}`", _TSV_TEXT[t], _JSON_VALUE[t], _memory(t)) for t, a in ARROW_TYPES.items()])
-    refusals = _table(("Exception", "Rule"), [(f"`{cls.__name__}`", cls.rule) for cls in all_refusals()])
+    refusals = markdown_table(("Exception", "Rule"), [(f"`{cls.__name__}`", cls.rule) for cls in all_refusals()])
     parts = [_INTRO, listing, _JSON, column_types, _TYPES, types, _WRITING,
-             _READING.format(warning=UnlistedFileWarning.__name__), refusals, _TSV]
+             _READING.format(warning=UnlistedFileWarning.__name__), refusals, _limits(), _TSV]
     return "\n\n".join(parts) + "\n"
 
 
-def _memory(spec_type: str) -> str:
-    from cellspec_sc.spec.types import PANDAS_DTYPES
+def _limits() -> str:
+    from cellspec_sc.io import bounded, strict_json
 
+    return _LIMITS.format(done=bounded.DONE_MAX_BYTES, line=bounded.MANIFEST_LINE_MAX_BYTES,
+                          metadata=bounded.DEFAULT_MAX_METADATA_BYTES >> 20, ratio=bounded.DEFAULT_MAX_INFLATION,
+                          floor=bounded.INFLATION_FLOOR_BYTES >> 20, depth=strict_json.MAX_DEPTH,
+                          digits=strict_json.MAX_NUMBER_CHARS)
+
+
+def _memory(spec_type: str) -> str:
     return f"`{PANDAS_DTYPES[spec_type]}`"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cellspec_sc.readers import mcmicro, qupath
+from cellspec_sc.readers import mcmicro, qupath, steinbock
 from cellspec_sc.readers.features import build_dictionary
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "readers.md"
@@ -70,7 +70,13 @@ def render_tables() -> str:
         _table(("`<marker>_<property>`", "statistic"),
                [(f"`{k}`", v or "(kind other)") for k, v in mcmicro.INTENSITY_PROPS.items()]),
         _table(("mask (file name or column suffix, `Mask` dropped)", "compartment"),
-               [(f"`{k}`", v) for k, v in mcmicro.MASKS.items()]),
+               [(f"`{k}`", v) for k, v in mcmicro.MASKS.items()] + [("`mask`, `mask_<image>` (nf-core)", "cell")]),
+        "### steinbock: columns and what they become",
+        "Intensity columns are named after the panel's `name`; the statistic is the `aggregation=` steinbock measured with:",
+        _table(("`aggregation` (steinbock `--aggr`)", "statistic"), [(f"`{k}`", v) for k, v in steinbock.AGGREGATIONS.items()]),
+        _table(("regionprops column", "statistic", "unit"),
+               [(f"`{k}`", s, u) for k, (s, u) in steinbock.SKIMAGE_REGIONPROPS.items()]
+               + [(f"`{c}`", "cells x / y (pixels + 0.5, times the pixel size)", "") for c in steinbock.CENTROIDS]),
     ]
     return "\n\n".join(parts)
 

@@ -10,20 +10,16 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+from cellspec_sc.docgen.directory import render_directory
+from cellspec_sc.docgen.markdown import markdown_table
 from cellspec_sc.spec.vocabulary import Vocabulary, vocabulary
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-GENERATED = {"vocabulary.md": "render_vocabulary", "directory.md": "render_directory"}
 _TITLES = {"cells": "Cells (section 2)", "dictionary": "Dictionary (section 4)", "images": "Images (section 5)",
            "channels": "Channels (section 5)", "adjacency": "Adjacency (section 7)"}
-
-
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _vocab_lists(voc: Vocabulary) -> str:
@@ -42,36 +38,32 @@ def render_vocabulary(voc: Vocabulary | None = None) -> str:
         "Every table below is rendered from `cellspec_sc.spec.vocabulary()`, the object the validator and the "
         "readers use.",
         "## Components (section 1)",
-        _table(("Component", "Type", "Required", "Content"),
+        markdown_table(("Component", "Type", "Required", "Content"),
                [(f"`{c.name}`", c.type, c.required, c.content) for c in voc.components]),
     ]
     for table, title in _TITLES.items():
-        parts += [f"## {title}", _table(("Column", "Type", "Requirement", "Meaning"),
+        parts += [f"## {title}", markdown_table(("Column", "Type", "Requirement", "Meaning"),
                                         [(c.name, c.type, c.requirement, c.meaning) for c in voc.tables[table]])]
     parts += [
         "## Controlled vocabularies (section 4)", _vocab_lists(voc),
         "## Feature identifiers (section 4)",
-        _table(("Kind", "Identifier", "Example"),
+        markdown_table(("Kind", "Identifier", "Example"),
                [(r.kind, f"`{r.template}`", f"`{r.example}`") for r in voc.feature_id_rules]),
         "## Provenance (section 6)",
-        _table(("Field", "Content"), [(f"`{n}`", c) for n, c in voc.provenance_fields]),
+        markdown_table(("Field", "Content"), [(f"`{n}`", c) for n, c in voc.provenance_fields]),
         "## Validation checks (section 10)",
         f"Defaults: `area_range={tuple(voc.defaults['area_range'])}` um2, `na_max={voc.defaults['na_max']}`.",
-        _table(("Check", "Level", "Rule"), [(f"`{c.name}`", c.level, c.rule) for c in voc.checks]),
+        markdown_table(("Check", "Level", "Rule"), [(f"`{c.name}`", c.level, c.rule) for c in voc.checks]),
     ]
     return "\n\n".join(parts) + "\n"
 
 
-def render_directory() -> str:
-    """The page on the directory format (rendered by :mod:`cellspec_sc.docgen.directory`)."""
-    from cellspec_sc.docgen.directory import render_directory as render
-
-    return render()
+GENERATED: dict[str, Callable[[], str]] = {"vocabulary.md": render_vocabulary, "directory.md": render_directory}
 
 
 def render_all() -> dict[str, str]:
     """Every generated docs page, by file name."""
-    return {name: globals()[fn]() for name, fn in GENERATED.items()}
+    return {name: render() for name, render in GENERATED.items()}
 
 
 def main() -> int:

@@ -62,7 +62,9 @@ def arrow_column(series: pd.Series, spec_type: str, table: str, directory: Path 
         values = as_spec_type(series, spec_type)
         if spec_type == "double":
             return pa.array(values.to_numpy(dtype=np.float64), type=pa.float64(), from_pandas=True)
-        return pa.array(values, type=ARROW_TYPES[spec_type], from_pandas=True)
+        array = pa.array(values, type=ARROW_TYPES[spec_type], from_pandas=True)
+        # Arrow-backed pandas columns convert to a ChunkedArray (of no chunks when read from a 0-row file)
+        return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
     except (pa.ArrowException, TypeError, ValueError, OverflowError) as err:
         raise Unwritable(directory, table, f"column {series.name!r} cannot be stored as {spec_type}: {err}") from None
 

@@ -25,8 +25,9 @@ import shutil
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION, DEFAULT_MAX_METADATA_BYTES, ReadLimits
 from cellspec_sc.io.columns import Decoded, column_types_of
 from cellspec_sc.errors import CellspecError, InputError
 from cellspec_sc.io.manifest import (DATA_FILES, MARKERS, METADATA, checked_relative, directory_stamp, verify_directory,
@@ -39,18 +40,16 @@ from cellspec_sc.io.refusals import (ChangedSinceRead, ColumnMismatch, NotACells
 from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target, publishing
 from cellspec_sc.io.staging import fsync_file, fsync_tree
 from cellspec_sc.io.tsv import read_tsv, write_tsv
+from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.validation.report import ValidationReport
 from cellspec_sc.validation.runner import validate, validate_in_background
-
-if TYPE_CHECKING:
-    from cellspec_sc.model.cellspec import CellSpec
 
 FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
 
 
 # -- write -------------------------------------------------------------------------------------
 def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = "parquet",
-          overwrite: bool = False) -> Path:
+          overwrite: bool = False, report: ValidationReport | None = None) -> Path:
     """Write ``x`` as a cellspec directory at ``path`` and return the path.
 
     The directory is built under a hidden sibling name, fsynced and renamed at
@@ -59,7 +58,9 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
     another kind of folder) only once the new one is complete. The object must
     pass structure validation (else :class:`cellspec_sc.ValidationError`).
     Outline files named by ``images.geometry_ref`` are copied from
-    ``x.source_dir``.
+    ``x.source_dir``. ``report``: the validation report of ``x`` when the
+    caller has just made it (``cellspec import`` validates once), so it is not
+    validated again.
 
     >>> import cellspec_sc as cs, tempfile, pathlib
     >>> cs.write(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "run1", format="tsv").name
@@ -73,12 +74,18 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
         raise UnsupportedVersion(target, None, f"cannot write this object: {reason}")
     # Validation runs on a second core while the files are staged; nothing is published unless it
     # passed, and when it failed its ValidationError is what the caller gets, whatever else went wrong.
-    checking = validate_in_background(x)
+    checking = validate_in_background(x) if report is None else _finished(report)
     try:
         return _write_valid(x, target, format, overwrite, _Refusal(checking, target))
     except Exception:
         _Refusal(checking, target).now()
         raise
+
+
+def _finished(report: ValidationReport) -> Future[ValidationReport]:
+    done: Future[ValidationReport] = Future()
+    done.set_result(report)
+    return done
 
 
 class _Refusal:
@@ -171,7 +178,8 @@ def _write_contents(x: CellSpec, stage: Path, format: str, column_types: dict, m
 
 
 # -- read --------------------------------------------------------------------------------------
-def read(path: str | Path, *, lazy: bool = False) -> CellSpec:
+def read(path: str | Path, *, lazy: bool = False, max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
+         max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
     """Read a cellspec directory written by this or any other implementation of the spec.
 
     ``lazy=True`` (Parquet variant only) leaves the measurements on disk: they
@@ -186,13 +194,18 @@ def read(path: str | Path, *, lazy: bool = False) -> CellSpec:
     object that fails structure validation raises
     :class:`cellspec_sc.ValidationError` with the report. ``source_dir`` of the
     result is the absolute directory.
+
+    Files are read only if they are regular files within their size bounds
+    (docs/directory.md): ``max_metadata_bytes`` bounds cellspec.json, ``max_inflation``
+    how far a gzipped TSV file may inflate (times its size, at least 64 MiB).
     """
+    limits = ReadLimits(max_metadata_bytes, max_inflation)
     directory = Path(path)
     if not directory.is_dir():
         raise NotACellspecDirectory(directory, None, "is not a directory")
     stamp = directory_stamp(directory)
     try:
-        x = _read_or_refuse(directory, lazy)
+        x = _read_or_refuse(directory, lazy, limits)
     except CellspecError:
         _refuse_if_replaced(directory, stamp)  # what looked corrupt was another writer's directory
         raise
@@ -200,9 +213,9 @@ def read(path: str | Path, *, lazy: bool = False) -> CellSpec:
     return x
 
 
-def _read_or_refuse(directory: Path, lazy: bool) -> CellSpec:
+def _read_or_refuse(directory: Path, lazy: bool, limits: ReadLimits) -> CellSpec:
     try:
-        return _read(directory, lazy)
+        return _read(directory, lazy, limits)
     except OSError as err:  # permissions, a directory where a file belongs, I/O errors
         name = Path(err.filename).name if err.filename else None
         raise UnreadableFile(directory, name, err.strerror or str(err)) from None
@@ -214,12 +227,12 @@ def _refuse_if_replaced(directory: Path, stamp: tuple[int, ...] | None) -> None:
                                                 "read it again") from None
 
 
-def _read(directory: Path, lazy: bool = False) -> CellSpec:
+def _read(directory: Path, lazy: bool = False, limits: ReadLimits = ReadLimits()) -> CellSpec:
     # The data files are hashed on another core while they are decoded; a file that does not
     # match its manifest entry is refused before anything else that went wrong with it.
-    entries, pending = verify_directory(directory, deferred=() if lazy else DATA_FILES)
+    entries, pending = verify_directory(directory, deferred=() if lazy else DATA_FILES, limits=limits)
     try:
-        x, decoded = _load(directory, entries, lazy)
+        x, decoded = _load(directory, entries, lazy, limits)
     except BaseException:
         pending.check()
         raise
@@ -228,31 +241,30 @@ def _read(directory: Path, lazy: bool = False) -> CellSpec:
     return x
 
 
-def _load(directory: Path, entries: dict[str, str], lazy: bool) -> tuple[CellSpec, Decoded]:
-    from cellspec_sc.model.cellspec import CellSpec
-
+def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimits) -> tuple[CellSpec, Decoded]:
     if METADATA not in entries:
         raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")
-    document = load_document(directory / METADATA, directory)
-    fmt = _listed_format(directory, entries)
+    document = load_document(directory / METADATA, directory, limits.max_metadata_bytes)
+    fmt = listed_format(directory, entries)
     suffix, _, reader = FORMATS[fmt]
     if lazy and fmt != "parquet":
         raise InputError(f"{directory}: read(lazy=True) needs the Parquet variant; this directory holds "
                          f"cells{suffix} (read it without lazy=True, or write it again as Parquet)")
     types = document["column_types"]
     tables = {t: frame_of_rows(document[t], t, types.get(t), directory) for t in JSON_TABLES}
-    _check_outlines_listed(directory, tables["images"], entries)
-    feature_ids = _feature_ids(tables["dictionary"], directory)
-    options = {"lazy": True} if lazy else {}
+    check_outlines_listed(directory, tables["images"], entries)
+    feature_ids = feature_ids_of(tables["dictionary"], directory)
+    bounds = {"max_inflation": limits.max_inflation} if fmt == "tsv" else {}
+    options = {"lazy": True, **bounds} if lazy else bounds
     decoded = reader(directory / f"cells{suffix}", types["cells"], feature_ids, directory, **options)
-    adjacency = _read_adjacency(directory, entries, suffix, reader, types)
+    adjacency = _read_adjacency(directory, entries, suffix, reader, types, bounds)
     x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame, measurements=decoded.matrix,
                  adjacency=adjacency, provenance=document["provenance"], source_dir=directory.resolve(),
                  extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
     return x, decoded
 
 
-def _listed_format(directory: Path, entries: dict[str, str]) -> str:
+def listed_format(directory: Path, entries: dict[str, str]) -> str:
     listed = [fmt for fmt, (suffix, _, _) in FORMATS.items() if f"cells{suffix}" in entries]
     if len(listed) != 1:
         detail = "both cells.parquet and cells.tsv.gz are listed" if listed else "no cells file is listed"
@@ -263,16 +275,16 @@ def _listed_format(directory: Path, entries: dict[str, str]) -> str:
     return listed[0]
 
 
-def _read_adjacency(directory: Path, entries: dict, suffix: str, reader: Any, types: dict) -> Any:
+def _read_adjacency(directory: Path, entries: dict, suffix: str, reader: Any, types: dict, bounds: dict) -> Any:
     name = f"adjacency{suffix}"
     if (name in entries) != ("adjacency" in types):
         raise UnlistedDataFile(directory, name, "adjacency file and column_types.adjacency must come together")
     if name not in entries:
         return None
-    return reader(directory / name, types["adjacency"], [], directory).frame
+    return reader(directory / name, types["adjacency"], [], directory, **bounds).frame
 
 
-def _feature_ids(dictionary: Any, directory: Path) -> list[str]:
+def feature_ids_of(dictionary: Any, directory: Path) -> list[str]:
     if "feature_id" not in dictionary.columns:
         return []
     ids = dictionary["feature_id"]
@@ -282,7 +294,7 @@ def _feature_ids(dictionary: Any, directory: Path) -> list[str]:
     return [str(f) for f in ids]
 
 
-def _check_outlines_listed(directory: Path, images: Any, entries: dict[str, str]) -> None:
+def check_outlines_listed(directory: Path, images: Any, entries: dict[str, str]) -> None:
     for ref in _geometry_refs(images):
         checked_relative(directory, ref, "images.geometry_ref", must_exist=False)
         if ref not in entries:

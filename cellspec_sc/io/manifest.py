@@ -16,6 +16,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
+from cellspec_sc.io.bounded import DONE_MAX_BYTES, MANIFEST_LINE_MAX_BYTES, ReadLimits, open_regular, read_bounded
 from cellspec_sc.io.hashing import BackgroundHash
 from cellspec_sc.model.provenance import sha256_file
 from cellspec_sc.io.refusals import (ChecksumMismatch, DoneMismatch, IncompleteDirectory, ListedFileMissing, ManifestInvalid,
@@ -96,8 +97,8 @@ def read_manifest(directory: Path) -> dict[str, str]:
         raise ManifestInvalid(directory, MANIFEST, "file is missing")
     checked_relative(directory, DONE, DONE)
     checked_relative(directory, MANIFEST, MANIFEST)
-    raw = manifest.read_bytes()
-    recorded = done.read_bytes().decode("ascii", errors="replace").strip().lower()
+    recorded = read_bounded(done, directory, DONE, DONE_MAX_BYTES).decode("ascii", errors="replace").strip().lower()
+    raw = read_bounded(manifest, directory, MANIFEST, _manifest_bound(directory, manifest))
     actual = hashlib.sha256(raw).hexdigest()
     if recorded != actual:
         raise DoneMismatch(directory, DONE, f"holds {recorded[:64]!r} but MANIFEST.sha256 hashes to {actual}")
@@ -119,7 +120,23 @@ def read_manifest(directory: Path) -> dict[str, str]:
     return entries
 
 
-def verify_listed(directory: Path, entries: dict[str, str], deferred: Collection[str] = ()) -> PendingHashes:
+def _manifest_bound(directory: Path, manifest: Path) -> int:
+    """MANIFEST.sha256 may hold one line of at most MANIFEST_LINE_MAX_BYTES per file in the directory: the
+    files are counted only as far as needed to cover the manifest's size."""
+    try:
+        size = os.stat(manifest).st_size
+    except OSError:
+        return MANIFEST_LINE_MAX_BYTES
+    counted = 0
+    for _, _, names in os.walk(directory):
+        counted += len(names)
+        if counted * MANIFEST_LINE_MAX_BYTES >= size:
+            break
+    return max(1, counted) * MANIFEST_LINE_MAX_BYTES
+
+
+def verify_listed(directory: Path, entries: dict[str, str], deferred: Collection[str] = (),
+                  limits: ReadLimits = ReadLimits()) -> PendingHashes:
     """Every listed file exists, is a regular file inside the directory and has its recorded hash.
 
     Files named in ``deferred`` (the big data files) are hashed in a thread while the caller goes on
@@ -128,9 +145,11 @@ def verify_listed(directory: Path, entries: dict[str, str], deferred: Collection
     pending = PendingHashes(directory)
     for name, digest in entries.items():
         path = checked_relative(directory, name, name, must_exist=False)
-        if not path.is_file():
-            raise ListedFileMissing(directory, name, "listed in MANIFEST.sha256 but missing or not a regular file")
+        if not os.path.lexists(path):
+            raise ListedFileMissing(directory, name, "listed in MANIFEST.sha256 but missing")
         checked_relative(directory, name, name)
+        # opened without blocking and checked: a FIFO or device is refused before anything waits on it
+        open_regular(path, directory, name, limits.max_metadata_bytes if name == METADATA else None).close()
         if name in deferred:
             pending.add(name, digest, BackgroundHash(path))
         else:
@@ -176,10 +195,11 @@ def check_unlisted(directory: Path, entries: dict[str, str]) -> None:
         warn_unlisted(directory, unlisted)
 
 
-def verify_directory(directory: Path, deferred: Collection[str] = ()) -> tuple[dict[str, str], PendingHashes]:
+def verify_directory(directory: Path, deferred: Collection[str] = (),
+                     limits: ReadLimits = ReadLimits()) -> tuple[dict[str, str], PendingHashes]:
     """All manifest checks of a directory, in the order of the format's rules; returns the entries and
     the hashes of the ``deferred`` files, still being computed (call ``check()`` on them before use)."""
     entries = read_manifest(directory)
-    pending = verify_listed(directory, entries, deferred)
+    pending = verify_listed(directory, entries, deferred, limits)
     check_unlisted(directory, entries)
     return entries, pending

@@ -20,9 +20,12 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import fastjsonschema
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.io.bounded import DEFAULT_MAX_METADATA_BYTES, read_bounded
+from cellspec_sc.io.strict_json import StrictJsonError, strict_loads
 from cellspec_sc.io.refusals import ColumnMismatch, InvalidJson, SchemaViolation, UnsupportedVersion, Unwritable
 from cellspec_sc.spec.types import as_spec_type, declared_type
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
@@ -77,8 +80,6 @@ def fast_schema_check() -> Callable[[Any], Any]:
     ...     print(err.message[:17])
     data must contain
     """
-    import fastjsonschema
-
     return fastjsonschema.compile(schema())
 
 
@@ -87,8 +88,6 @@ def schema_problem(document: Any) -> str | None:
 
     The compiled check decides; jsonschema, slower, words the problem of a document that fails it.
     """
-    import fastjsonschema
-
     try:
         fast_schema_check()(document)
         return None
@@ -196,11 +195,13 @@ def _numpy_scalar(value: Any) -> Any:
 
 
 # -- reading -----------------------------------------------------------------------------------
-def load_document(path: Path, directory: Path) -> dict[str, Any]:
-    """Parse cellspec.json, check its spec_version, then validate it against the schema."""
+def load_document(path: Path, directory: Path, max_bytes: int = DEFAULT_MAX_METADATA_BYTES) -> dict[str, Any]:
+    """Parse cellspec.json (a regular file of at most ``max_bytes``, strict JSON: see
+    :mod:`cellspec_sc.io.strict_json`), check its spec_version, then validate it against the schema."""
+    raw = read_bounded(path, directory, path.name, max_bytes)
     try:
-        document = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        document = strict_loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, StrictJsonError) as err:
         raise InvalidJson(directory, path.name, str(err)) from None
     if not isinstance(document, dict):
         raise SchemaViolation(directory, path.name, f"top level is a {type(document).__name__}, not an object")

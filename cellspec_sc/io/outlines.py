@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from cellspec_sc.errors import CellspecError, InputError
+from cellspec_sc.io.manifest import MANIFEST, checked_relative, read_manifest
 
 if TYPE_CHECKING:
     from shapely.geometry.base import BaseGeometry
@@ -98,8 +99,6 @@ def outline_path(source_dir: str | os.PathLike, geometry_ref: str) -> Path:
     ...
     cellspec_sc.io.refusals.UnsafePath: /data/run1: images.geometry_ref: path '../secret.geojson' leaves the directory...
     """
-    from cellspec_sc.io.manifest import checked_relative
-
     return checked_relative(Path(source_dir), str(geometry_ref), "images.geometry_ref", must_exist=False)
 
 
@@ -247,8 +246,6 @@ def _feature_outline(feature: Any) -> tuple[str | None, str, Any]:
 def _manifest_paths(root: Path) -> set[str] | None:
     """Paths listed in the directory's manifest (checked as the directory reader does), or None
     when there is no manifest (a folder of files that is not a cellspec directory)."""
-    from cellspec_sc.io.manifest import MANIFEST, read_manifest
-
     if not (root / MANIFEST).is_file():
         return None
     return set(read_manifest(root))

@@ -30,6 +30,7 @@ from cellspec_sc.io.columns import Decoded, arrow_to_frame, batch_ranges, check_
 from cellspec_sc.io.hashing import FollowingHash
 from cellspec_sc.validation.matrix_stats import MatrixStats, cache_rows, first_seen_codes
 from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.progress import progress
 from cellspec_sc.io.refusals import ChangedSinceRead, ColumnMismatch, StoredNonFinite, UndecodableData
 from cellspec_sc.spec.types import spec_type_of
 
@@ -56,13 +57,15 @@ def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], 
     writer = pq.ParquetWriter(path, schema, use_dictionary=table_columns, write_statistics=table_columns)
     hasher = FollowingHash(path)
     try:
-        for start, stop in ranges:
-            columns = [a.slice(start, stop - start) for a in arrays]
-            if feature_ids:
-                columns += feature_arrays(matrix, start, stop, buffer)
-            writer.write_batch(pa.record_batch(columns, schema=schema), row_group_size=max(stop - start, 1))
-            hasher.wrote()
-            after_batch()
+        with progress(len(frame), f"writing {path.name}", size=len(frame) * len(schema)) as bar:
+            for start, stop in ranges:
+                columns = [a.slice(start, stop - start) for a in arrays]
+                if feature_ids:
+                    columns += feature_arrays(matrix, start, stop, buffer)
+                writer.write_batch(pa.record_batch(columns, schema=schema), row_group_size=max(stop - start, 1))
+                hasher.wrote()
+                after_batch()
+                bar.update(stop - start)
     finally:
         writer.close()
         digest = hasher.finish()
@@ -83,12 +86,7 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
         stored = handle.schema_arrow
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"not a readable Parquet file: {err}") from None
-    table_types = check_file_columns(stored.names, types, feature_ids, directory, file)
-    kinds = dict(zip(stored.names, stored.types, strict=True))  # one pass: by-name lookups cost O(columns) each
-    for name in feature_ids:
-        kind = kinds[name]
-        if kind != pa.float64() and not pa.types.is_null(kind):
-            raise ColumnMismatch(directory, file, f"feature column {name!r} is stored as {kind}, not double")
+    table_types = check_stored_columns(stored, types, feature_ids, directory, file)
     try:
         names = [c["name"] for c in table_types]
         raw = handle.read(columns=names, use_threads=True)
@@ -97,13 +95,26 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
         frame = arrow_to_frame(columns, table_types)
         if lazy:
             return Decoded(frame, lazy_matrix(path, feature_ids, directory), {}, None)
-        matrix, stored_nan, stats = _decode_matrix(handle, feature_ids, _stats_for(frame, len(feature_ids)))
+        matrix, stored_nan, stats = _decode_matrix(handle, feature_ids, stats_for(frame, len(feature_ids)), file)
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"Parquet data cannot be decoded: {err}") from None
     return Decoded(frame, matrix, stored_nan, stats)
 
 
-def _stats_for(frame: pd.DataFrame, n_features: int) -> MatrixStats:
+def check_stored_columns(stored: pa.Schema, types: list[dict[str, str]], feature_ids: list[str],
+                         directory: Path | str, file: str) -> list[dict[str, str]]:
+    """Compare a file's schema with column_types (features stored as double or all-null); returns the
+    types of the table columns (see :func:`~cellspec_sc.io.columns.check_file_columns`)."""
+    table_types = check_file_columns(stored.names, types, feature_ids, directory, file)
+    kinds = dict(zip(stored.names, stored.types, strict=True))  # one pass: by-name lookups cost O(columns) each
+    for name in feature_ids:
+        kind = kinds[name]
+        if kind != pa.float64() and not pa.types.is_null(kind):
+            raise ColumnMismatch(directory, file, f"feature column {name!r} is stored as {kind}, not double")
+    return table_types
+
+
+def stats_for(frame: pd.DataFrame, n_features: int) -> MatrixStats:
     """Stats with per-image ranges when the cells have a character image_id (what validation uses)."""
     image_id = frame["image_id"] if "image_id" in frame.columns else None
     if image_id is None or isinstance(image_id, pd.DataFrame) or spec_type_of(image_id) != "character":
@@ -112,8 +123,8 @@ def _stats_for(frame: pd.DataFrame, n_features: int) -> MatrixStats:
     return MatrixStats(n_features, codes, len(names))
 
 
-def _decode_matrix(handle: pq.ParquetFile, feature_ids: list[str],
-                   stats: MatrixStats) -> tuple[np.ndarray, dict[str, int], MatrixStats]:
+def _decode_matrix(handle: pq.ParquetFile, feature_ids: list[str], stats: MatrixStats,
+                   file: str = "cells.parquet") -> tuple[np.ndarray, dict[str, int], MatrixStats]:
     """The feature columns as one float64 matrix, filled a row group (and batch of columns) at a time.
 
     While one piece is copied into the matrix, a thread decodes the next (pyarrow releases the GIL).
@@ -130,13 +141,16 @@ def _decode_matrix(handle: pq.ParquetFile, feature_ids: list[str],
         index, _, names = pieces[k]
         return _read_piece(handle, index, names)
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-decode") as pool:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-decode") as pool, \
+            progress(meta.num_rows, f"reading {file}", size=matrix.size) as bar:
         ahead = pool.submit(decode, 0) if pieces else None
-        for k, (index, first, _) in enumerate(pieces):
+        for k, (index, first, names) in enumerate(pieces):
             decoded = ahead.result()
             ahead = pool.submit(decode, k + 1) if k + 1 < len(pieces) else None
             row = offsets[index]
             _place(decoded, matrix[row:offsets[index + 1]], first, nulls, stats, row)
+            if first + len(names) == len(feature_ids):  # the row group's last column batch
+                bar.update(offsets[index + 1] - row)
     return matrix, _stored_nan(stats, nulls, feature_ids), stats
 
 
@@ -243,7 +257,7 @@ def lazy_matrix(path: Path, feature_ids: list[str], directory: Path | str) -> An
     return da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
 
 
-def _file_stamp(path: Path | str) -> tuple[int, ...]:
+def _file_stamp(path: Path | str | int) -> tuple[int, ...]:
     info = os.stat(path)
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
@@ -253,15 +267,22 @@ def _row_group_matrix(path: str, index: int, feature_ids: tuple[str, ...], stamp
     """Row group ``index`` of the feature columns as a float64 matrix (a block of :func:`lazy_matrix`)."""
     file = Path(path).name
     try:
-        if _file_stamp(path) != stamp:
+        opened = open(path, "rb")  # noqa: SIM115 - closed below; stamped through the open descriptor
+    except FileNotFoundError:
+        raise ChangedSinceRead(directory, file, "was removed after read(lazy=True)") from None
+    with opened:
+        if _file_stamp(opened.fileno()) != stamp:
             raise ChangedSinceRead(directory, file, "changed after read(lazy=True); read the directory again")
-        handle = pq.ParquetFile(path)
+        return _decode_block(opened, index, feature_ids, directory, file)
+
+
+def _decode_block(opened: Any, index: int, feature_ids: tuple[str, ...], directory: str, file: str) -> np.ndarray:
+    try:
+        handle = pq.ParquetFile(opened)
         block = empty_matrix(handle.metadata.row_group(index).num_rows, len(feature_ids))
         nulls = np.zeros(len(feature_ids), dtype=np.int64)
         stats = MatrixStats(len(feature_ids))
         fill_row_group(handle, index, list(feature_ids), block, nulls, stats)
-    except FileNotFoundError:
-        raise ChangedSinceRead(directory, file, "was removed after read(lazy=True)") from None
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"row group {index} cannot be decoded: {err}") from None
     stored = _stored_nan(stats, nulls, feature_ids)

@@ -31,6 +31,9 @@ class DirectoryRefusal(FormatError):
         where = f"{self.directory}: {file}: " if file else f"{self.directory}: "
         super().__init__(f"{where}{detail} [rule: {self.rule}]")
 
+    def __reduce__(self):  # picklable with its three arguments (dask workers send refusals back)
+        return type(self), (self.directory, self.file, self.detail)
+
 
 class NotACellspecDirectory(DirectoryRefusal):
     rule = "a cellspec directory is a directory holding DONE, MANIFEST.sha256, cellspec.json and a cells file"
@@ -83,6 +86,15 @@ class UndecodableData(DirectoryRefusal):
 class ColumnMismatch(DirectoryRefusal):
     rule = ("column_types lists every column of the cells and adjacency files, in file order, features last in "
             "dictionary order, with the type the file stores")
+
+
+class NotARegularFile(DirectoryRefusal):
+    rule = "every file of the directory is a regular file (no named pipe, device, socket or directory in its place)"
+
+
+class FileTooLarge(DirectoryRefusal):
+    rule = ("DONE is at most 1 KiB, MANIFEST.sha256 at most 4 KiB per file in the directory, cellspec.json at most "
+            "max_metadata_bytes (256 MiB), and a gzipped TSV inflates to at most max_inflation (100) times its size")
 
 
 class UnreadableFile(DirectoryRefusal):

@@ -1,7 +1,9 @@
 """Open a cellspec from whatever a user names on the command line.
 
-Each entry maps a kind of path to the function that loads it; bridges add
-their formats here (``.h5ad``, AnnData ``.zarr``, SpatialData ``.zarr``).
+Each entry of :data:`SOURCES` pairs a test ("is this path of my kind?") with the function that loads it,
+both named as ``"module:function"`` and imported only when tried, so ``cellspec validate DIR`` does not
+load the AnnData and SpatialData bridges. Bridges add their formats here (``.h5ad``, AnnData ``.zarr``,
+SpatialData ``.zarr``) with one line.
 
 >>> load("example").n_cells
 80
@@ -9,66 +11,56 @@ their formats here (``.h5ad``, AnnData ``.zarr``, SpatialData ``.zarr``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.manifest import has_markers
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.example import example
 
-if TYPE_CHECKING:
-    from cellspec_sc.model.cellspec import CellSpec
 
-
-def _is_example(source: str) -> bool:
+def is_example(source: str) -> bool:
     return source == "example"
 
 
-def _load_example(source: str) -> CellSpec:
-    from cellspec_sc.model.example import example
-
+def load_example(source: str) -> CellSpec:
+    """The simulated example of the spec (``source`` is ``"example"``)."""
     return example()
 
 
-def _is_cellspec_dir(source: str) -> bool:
+def is_cellspec_dir(source: str) -> bool:
     return has_markers(Path(source))
 
 
-def _is_h5ad(source: str) -> bool:
-    from cellspec_sc.bridges.anndata_io import is_h5ad
-
-    return is_h5ad(source)
-
-
-def _is_anndata_zarr(source: str) -> bool:
-    from cellspec_sc.bridges.anndata_io import is_anndata_zarr
-
-    return is_anndata_zarr(source)
-
-
-def _is_spatialdata_zarr(source: str) -> bool:
-    from cellspec_sc.bridges.spatialdata import is_spatialdata_zarr
-
-    return is_spatialdata_zarr(source)
-
-
-# (test, "module:function", description) in the order they are tried
-SOURCES: list[tuple[Callable[[str], bool], str, str]] = [
-    (_is_example, "cellspec_sc.io.sources:_load_example", "example (the simulated spec example)"),
-    (_is_cellspec_dir, "cellspec_sc.io.directory:read", "a cellspec directory"),
-    (_is_h5ad, "cellspec_sc.bridges.anndata_io:read_h5ad", "an AnnData .h5ad file"),
-    (_is_spatialdata_zarr, "cellspec_sc.bridges.spatialdata:read_spatialdata", "a SpatialData .zarr store"),
-    (_is_anndata_zarr, "cellspec_sc.bridges.anndata_io:read_anndata_zarr", "an AnnData .zarr store"),
+# ("module:function" test, "module:function" loader, description) in the order they are tried
+SOURCES: list[tuple[str, str, str]] = [
+    ("cellspec_sc.io.sources:is_example", "cellspec_sc.io.sources:load_example", "example (the simulated spec example)"),
+    ("cellspec_sc.io.sources:is_cellspec_dir", "cellspec_sc.io.directory:read", "a cellspec directory"),
+    ("cellspec_sc.bridges.anndata_io:is_h5ad", "cellspec_sc.bridges.anndata_io:read_h5ad", "an AnnData .h5ad file"),
+    ("cellspec_sc.bridges.spatialdata:is_spatialdata_zarr", "cellspec_sc.bridges.spatialdata:read_spatialdata",
+     "a SpatialData .zarr store"),
+    ("cellspec_sc.bridges.anndata_io:is_anndata_zarr", "cellspec_sc.bridges.anndata_io:read_anndata_zarr",
+     "an AnnData .zarr store"),
 ]
+
+
+def resolve(target: str) -> Any:
+    """The object named by ``"module:name"`` (a function, a constant...), importing its module.
+
+    >>> resolve("cellspec_sc.io.sources:is_example")("example")
+    True
+    """
+    module, function = target.split(":")
+    return getattr(import_module(module), function)
 
 
 def load(source: str) -> CellSpec:
     """Load ``example`` or any path that a registered source understands."""
-    for test, target, _ in SOURCES:
-        if test(source):
-            module, function = target.split(":")
-            return getattr(import_module(module), function)(source)
+    for test, loader, _ in SOURCES:
+        if resolve(test)(source):
+            return resolve(loader)(source)
     known = "; ".join(description for _, _, description in SOURCES)
     if not Path(source).exists():
         raise InputError(f"{source}: no such file or directory (expected {known})")

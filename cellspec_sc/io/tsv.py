@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,11 +29,15 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from cellspec_sc.io.columns import ARROW_TYPES, Decoded, MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, file_columns
+from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION, INFLATION_FLOOR_BYTES, InflationGuard, open_regular
 from cellspec_sc.io.refusals import UndecodableData
+from cellspec_sc.progress import progress
 
 SIGNIFICANT_DIGITS = 15
 _NEEDS_QUOTES = ("\t", "\n", "\r", '"', "\\")
 _WRITE_BATCH_BYTES = 1 << 22
+_DECODE_ERRORS = (pa.ArrowException, OSError, EOFError, zlib.error, UnicodeDecodeError)
+_COMPRESSED_BYTES_PER_VALUE = 6  # about, for measured doubles: the reader's progress threshold
 
 
 def quote(text: str) -> str:
@@ -101,7 +107,8 @@ def write_tsv(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matr
     arrays, schema = file_columns(frame, types, feature_ids, table, directory)
     kinds = [c["type"] for c in types]
     # mtime=0: the same object gives the same bytes; level 1: zlib at level 6 took longer than formatting
-    with gzip.GzipFile(path, "wb", compresslevel=1, mtime=0) as out:
+    with gzip.GzipFile(path, "wb", compresslevel=1, mtime=0) as out, \
+            progress(len(frame), f"writing {path.name}", size=len(frame) * len(schema)) as bar:
         out.write(("\t".join(quote(n) for n in schema.names) + "\n").encode("utf-8"))
         for start, stop in batch_ranges(len(frame), len(schema), _WRITE_BATCH_BYTES):
             if stop == start or not len(schema):
@@ -112,6 +119,7 @@ def write_tsv(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matr
                 columns += [pa.array(format_doubles(block[:, j]), type=pa.string()) for j in range(block.shape[1])]
             out.write(_lines(columns))
             after_batch()
+            bar.update(stop - start)
 
 
 def _options(types: list[dict[str, str]]) -> dict:
@@ -126,26 +134,39 @@ def _options(types: list[dict[str, str]]) -> dict:
     }
 
 
+def _inflating(path: Path, directory: Path | str, ratio: float) -> tuple[Any, InflationGuard]:
+    """The compressed file (its position drives the progress bar) and the bounded inflating stream over it."""
+    compressed = open_regular(path, directory, path.name)
+    limit = max(INFLATION_FLOOR_BYTES, int(ratio * os.fstat(compressed.fileno()).st_size))
+    return compressed, InflationGuard(gzip.GzipFile(fileobj=compressed, mode="rb"), limit, directory, path.name, ratio)
+
+
 def read_tsv(path: Path, types: list[dict[str, str]], feature_ids: list[str],
-             directory: Path | str) -> Decoded:
-    """The table columns as a canonical frame, the measurement matrix and stored-NaN counts per feature."""
+             directory: Path | str, *, max_inflation: float = DEFAULT_MAX_INFLATION) -> Decoded:
+    """The table columns as a canonical frame, the measurement matrix and stored-NaN counts per feature.
+
+    The file may inflate to ``max_inflation`` times its size (at least 64 MiB), else FileTooLarge."""
     file = path.name
-    decode_errors = (pa.ArrowException, OSError, EOFError, zlib.error, UnicodeDecodeError)
     try:
-        reader = pacsv.open_csv(path, **_options(types))
+        raw, stream = _inflating(path, directory, max_inflation)
+        reader = pacsv.open_csv(stream, **_options(types))
         stored = reader.schema.names
-    except decode_errors as err:
+    except _DECODE_ERRORS as err:
         raise UndecodableData(directory, file, f"not a readable gzipped TSV file: {err}") from None
-    table_types = check_file_columns(stored, types, feature_ids, directory, file)
-    names = [c["name"] for c in table_types]
-    filler = MatrixFiller(feature_ids)
-    batches = []
-    try:
-        for batch in reader:
-            filler.add(batch)
-            batches.append(batch.select(names))
-    except decode_errors as err:
-        raise UndecodableData(directory, file, f"TSV data cannot be decoded: {err}") from None
+    with raw:
+        table_types = check_file_columns(stored, types, feature_ids, directory, file)
+        names = [c["name"] for c in table_types]
+        filler = MatrixFiller(feature_ids)
+        batches = []
+        try:
+            size = os.fstat(raw.fileno()).st_size  # the row count is unknown until the end: the bar counts compressed bytes
+            with progress(size, f"reading {file}", unit="B", size=size / _COMPRESSED_BYTES_PER_VALUE) as bar:
+                for batch in reader:
+                    filler.add(batch)
+                    batches.append(batch.select(names))
+                    bar.update(raw.tell() - bar.n)
+        except _DECODE_ERRORS as err:
+            raise UndecodableData(directory, file, f"TSV data cannot be decoded: {err}") from None
     schema = pa.schema([pa.field(c["name"], ARROW_TYPES[c["type"]]) for c in table_types])
     columns = pa.Table.from_batches(batches, schema=schema)
     return Decoded(arrow_to_frame(columns, table_types), filler.finish(), filler.stored_nan)

@@ -12,6 +12,7 @@ import pandas as pd
 from cellspec_sc.model.compare import frame_differences, matrix_differences, value_differences
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.provenance import with_history_step
+from cellspec_sc.model.summary import format_html, format_text, summarise
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ class CellSpec:
     def replace(self, **changes: Any) -> CellSpec:
         """A new object sharing every component except those given.
 
+        >>> from cellspec_sc import example
         >>> x = example()
         >>> x.replace(adjacency=None).adjacency is None
         True
@@ -93,14 +95,21 @@ class CellSpec:
     def measurement_frame(self, features: Sequence[str] | None = None) -> pd.DataFrame:
         """Measurements as a DataFrame with feature ids as columns (a copy of the selected columns).
 
+        >>> from cellspec_sc import example
         >>> example().measurement_frame(["cell:area"]).shape
         (80, 1)
         """
         ids = self.feature_ids
-        cols = range(len(ids)) if features is None else [self._feature_position(f) for f in features]
+        cols = range(len(ids)) if features is None else [self.feature_position(f) for f in features]
         return pd.DataFrame({ids[i]: self.measurements[:, i] for i in cols}, index=pd.RangeIndex(self.n_cells))
 
-    def _feature_position(self, feature_id: str) -> int:
+    def feature_position(self, feature_id: str) -> int:
+        """Column of ``feature_id`` in the measurement matrix (InputError when unknown).
+
+        >>> from cellspec_sc import example
+        >>> example().feature_position("cell:area")
+        16
+        """
         try:
             return self.feature_ids.index(feature_id)
         except ValueError:
@@ -111,6 +120,7 @@ class CellSpec:
                  statistic: str | None = None, unit: str | None = None) -> list[str]:
         """Feature ids selected through the dictionary columns (never by splitting ids).
 
+        >>> from cellspec_sc import example
         >>> example().features(kind="shape")
         ['cell:area', 'nucleus:area']
         """
@@ -133,6 +143,7 @@ class CellSpec:
         could break ``markers_in_channels`` for the remaining features.
         A step is appended to ``provenance["history"]``.
 
+        >>> from cellspec_sc import example
         >>> x = example()
         >>> x.subset(cells=x.cells["image_id"] == "img1").n_cells
         40
@@ -144,7 +155,7 @@ class CellSpec:
             else self.measurements
         details = {"cells_before": self.n_cells, "cells_after": int(rows.size),
                    "features_before": int(len(self.dictionary)), "features_after": int(cols.size)}
-        adjacency = _drop_missing_pairs(self.adjacency, new_cells)
+        adjacency = drop_missing_pairs(self.adjacency, new_cells)
         if self.adjacency is not None:
             details["contacts_dropped"] = int(len(self.adjacency) - len(adjacency))
         return self.replace(
@@ -177,7 +188,7 @@ class CellSpec:
             return _mask_positions(sel.astype(bool), n, "features")
         if sel.size and isinstance(sel[0], (int, np.integer)):
             return _checked_positions(sel.astype(np.int64), n, "features")
-        return np.array([self._feature_position(str(f)) for f in sel], dtype=np.int64)
+        return np.array([self.feature_position(str(f)) for f in sel], dtype=np.int64)
 
     # -- comparison ----------------------------------------------------------------------------
     def differences(self, other: Any) -> list[str]:
@@ -195,6 +206,7 @@ class CellSpec:
         """Bit-exact equality: measurements by their 64 bits (NaN equals NaN, -0.0 differs from 0.0),
         tables by column order, spec types and values, provenance by value.
 
+        >>> from cellspec_sc import example
         >>> example().equals(example())
         True
         """
@@ -221,18 +233,12 @@ class CellSpec:
 
     def summary(self) -> dict[str, Any]:
         """The facts printed by ``repr`` as a dict."""
-        from cellspec_sc.model.summary import summarise
-
         return summarise(self)
 
     def __repr__(self) -> str:
-        from cellspec_sc.model.summary import format_text
-
         return format_text(self)
 
     def _repr_html_(self) -> str:
-        from cellspec_sc.model.summary import format_html
-
         return format_html(self)
 
 
@@ -248,7 +254,7 @@ def _checked_positions(pos: np.ndarray, n: int, what: str) -> np.ndarray:
     return np.where(pos < 0, pos + n, pos)
 
 
-def _drop_missing_pairs(adjacency: pd.DataFrame | None, cells: pd.DataFrame) -> pd.DataFrame | None:
+def drop_missing_pairs(adjacency: pd.DataFrame | None, cells: pd.DataFrame) -> pd.DataFrame | None:
     """Contacts whose two cells are both still in ``cells``."""
     if adjacency is None:
         return None
@@ -286,9 +292,3 @@ def contact_positions(cells: pd.DataFrame, adjacency: pd.DataFrame) -> tuple[np.
 def _objects(column: pd.Series) -> np.ndarray:
     return column.astype(object).to_numpy()
 
-
-def example(*args: Any, **kwargs: Any) -> CellSpec:
-    """Alias of :func:`cellspec_sc.model.example` for doctests in this module."""
-    from cellspec_sc.model.example import example as _example
-
-    return _example(*args, **kwargs)

@@ -24,6 +24,14 @@ from cellspec_sc.spec.types import canonical_frame
 from cellspec_sc.spec.vocabulary import vocabulary
 
 MARKER_COLON_REPLACEMENT = "_"
+# scikit-image regionprops names (what mcquant's --mask_props and steinbock write) -> (statistic, unit).
+SKIMAGE_REGIONPROPS = {
+    "area": ("area", "px2"), "perimeter": ("perimeter", "px"), "eccentricity": ("eccentricity", "1"),
+    "solidity": ("solidity", "1"), "extent": ("extent", "1"), "orientation": ("orientation", "rad"),
+    "major_axis_length": ("major_axis_length", "px"), "minor_axis_length": ("minor_axis_length", "px"),
+    "axis_major_length": ("major_axis_length", "px"), "axis_minor_length": ("minor_axis_length", "px"),
+    "feret_diameter_max": ("max_caliper", "px"),
+}
 DICTIONARY_COLUMNS = ["feature_id", "kind", "marker", "compartment", "statistic", "unit", "source_name",
                       "marker_source"]
 
@@ -78,7 +86,12 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
 
     Feature ids come from :meth:`~cellspec_sc.spec.vocabulary.FeatureIdRule.format`. A spec whose
     compartment, statistic or unit is outside the vocabulary, or whose id is already taken, is kept
-    as kind ``other``; ``other`` ids are made unique with ``_2``, ``_3``, ...
+    as kind ``other``. Two ``other`` headers with the same name after normalisation (``Num marker+``,
+    ``Num marker-``) get ``_2``, ``_3``, ... on the name, so id and statistic still agree (section 3).
+
+    >>> d, _ = build_dictionary([FeatureSpec.other("Num CD3+"), FeatureSpec.other("Num CD3-")])
+    >>> d[["feature_id", "statistic"]].values.tolist()
+    [['other:num_cd3', 'num_cd3'], ['other:num_cd3_2', 'num_cd3_2']]
     """
     voc = vocabulary()
     mapping = checked_marker_map(marker_map)
@@ -98,7 +111,9 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
         if fid in seen and spec.kind != "other":
             spec, source_marker = FeatureSpec.other(spec.source_name, spec.unit), None
             fid = _feature_id(spec, voc)
-        fid = first_free_name(fid, seen)
+        if fid in seen:  # only kind other gets here: a free name, written into id and statistic alike
+            spec = replace(spec, statistic=_free_other_name(spec.statistic, seen, voc))
+            fid = _feature_id(spec, voc)
         seen.add(fid)
         rows.append((fid, spec.kind, spec.marker, spec.compartment, spec.statistic, spec.unit, spec.source_name,
                      source_marker))
@@ -123,6 +138,11 @@ def _within_vocabulary(spec: FeatureSpec, voc) -> FeatureSpec:
     if spec.compartment not in voc.compartments or spec.statistic not in allowed or spec.unit not in voc.units:
         return FeatureSpec.other(spec.source_name, unit)
     return spec
+
+
+def _free_other_name(name: str, seen: set[str], voc) -> str:
+    prefix = voc.feature_id_rule("other").format(compartment=None, marker=None, statistic="")  # "other:"
+    return first_free_name(name, {fid[len(prefix):] for fid in seen if fid.startswith(prefix)})
 
 
 def _feature_id(spec: FeatureSpec, voc) -> str:

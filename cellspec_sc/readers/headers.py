@@ -11,17 +11,24 @@ Headers are matched after :func:`normalise_header` (every micro-sign variant of 
 
 from __future__ import annotations
 
+import codecs
 import csv
 import os
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.readers.notices import notice
 from cellspec_sc.spec.vocabulary import vocabulary
 
 SEPARATORS = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}
+# Bytes read from the start of a file to decide its encoding.
+ENCODING_SAMPLE = 1 << 20
+# Tried in order when a file is not UTF-8: Windows installs of QuPath write the ANSI code page.
+FALLBACK_ENCODINGS = ("cp1252", "latin-1")
 
 
 def normalise_header(name: str) -> str:
@@ -52,6 +59,7 @@ class Header:
     path: Path
     delimiter: str
     names: tuple[str, ...]
+    encoding: str = "utf-8"
 
     @property
     def normalised(self) -> dict[str, str]:
@@ -71,17 +79,49 @@ class Header:
         return None
 
 
-def read_header(path: str | os.PathLike, delimiter: str, tool: str) -> Header:
+def detect_encoding(path: Path, encoding: str | None = None) -> str:
+    """``encoding`` if given (checked), else ``utf-8`` when the first megabyte decodes as UTF-8, else the
+    first of :data:`FALLBACK_ENCODINGS` that decodes it, with a warning that names it."""
+    if encoding is not None:
+        try:
+            return codecs.lookup(encoding).name
+        except LookupError:
+            raise InputError(f"encoding={encoding!r} is not an encoding Python knows (try 'utf-8', 'cp1252', "
+                             "'latin-1')") from None
+    with open(path, "rb") as handle:
+        sample = handle.read(ENCODING_SAMPLE)
+    try:
+        sample.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError as err:
+        if len(sample) == ENCODING_SAMPLE and err.start >= len(sample) - 3:
+            return "utf-8"  # a character cut by the end of the sample
+        line = sample.count(b"\n", 0, err.start) + 1
+        bad = sample[err.start:err.start + 1].hex()
+    for fallback in FALLBACK_ENCODINGS:
+        try:
+            sample.decode(fallback)
+        except UnicodeDecodeError:
+            continue
+        notice(f"{path.name}: line {line}: byte 0x{bad} is not UTF-8; reading the file as {fallback} (as Windows "
+               f"exports are written); pass encoding= (e.g. encoding='utf-8') if that is wrong")
+        return fallback
+    return "latin-1"  # never reached: latin-1 decodes every byte
+
+
+def read_header(path: str | os.PathLike, delimiter: str, tool: str, encoding: str | None = None) -> Header:
     """Read and check the header line: not empty, not duplicated, the expected separator.
 
-    Raises InputError naming the file and line 1.
+    ``encoding`` (default: detected, see :func:`detect_encoding`) is recorded on the header for the
+    parser. Raises InputError naming the file and line 1.
     """
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
+    encoding = detect_encoding(path, encoding)
     with open(path, "rb") as handle:
         first = handle.readline()
-    text = first.decode("utf-8-sig", errors="replace").rstrip("\r\n")
+    text = first.decode("utf-8-sig" if encoding == "utf-8" else encoding, errors="replace").rstrip("\r\n")
     if not text.strip():
         raise InputError(f"{path.name}: line 1: the file is empty; expected a {tool} table with a header line")
     names = tuple(next(csv.reader([text], delimiter=delimiter)))
@@ -96,8 +136,23 @@ def read_header(path: str | os.PathLike, delimiter: str, tool: str) -> Header:
         raise InputError(f"{path.name}: line 1, column {blank[0]}: empty column name in the header")
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
-        raise InputError(f"{path.name}: line 1: duplicated column name(s) {', '.join(map(repr, dups))}")
-    return Header(path, delimiter, names)
+        raise InputError(f"{path.name}: line 1: duplicated column name(s) {', '.join(map(repr, dups))}"
+                         f"{_quote_note(text, delimiter, names, dups)}")
+    return Header(path, delimiter, names, encoding)
+
+
+def _quote_note(text: str, delimiter: str, names: tuple[str, ...], dups: list[str]) -> str:
+    """Say so when duplicated names were written differently and only quote characters made them equal."""
+    raw = text.split(delimiter)
+    if len(raw) != len(names):
+        return ""
+    for dup in dups:
+        written = list(dict.fromkeys(r for r, n in zip(raw, names, strict=True) if n == dup))
+        if len(written) > 1:
+            return (f"; the header writes them differently ({' and '.join(map(repr, written))}): unescaped "
+                    "quote characters in a column name are read as CSV quoting; rename the columns in the tool "
+                    "or remove the quotes")
+    return ""
 
 
 def require_columns(header: Header, tool: str, groups: Sequence[Sequence[str]]) -> None:
@@ -105,6 +160,6 @@ def require_columns(header: Header, tool: str, groups: Sequence[Sequence[str]]) 
     missing = [alternatives for alternatives in groups if header.find(*alternatives) is None]
     if missing:
         wanted = "; ".join(" or ".join(repr(a) for a in alts) for alts in missing)
-        raise InputError(f"{header.path.name}: not a {tool} table: expected column(s) not found: {wanted} "
-                         f"(found {len(header.names)} column(s): {', '.join(header.names[:8])}"
-                         f"{', ...' if len(header.names) > 8 else ''})")
+        found = textwrap.fill(", ".join(header.names), width=100, initial_indent="  ", subsequent_indent="  ")
+        raise InputError(f"{header.path.name}: not a {tool} table: expected column(s) not found: {wanted}; "
+                         f"found {len(header.names)} column(s):\n{found}")

@@ -31,8 +31,15 @@ import pyarrow.csv as pacsv
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.provenance import input_record
-from cellspec_sc.readers.features import FeatureSpec, channels_frame, clean_marker, intensity_channels
+from cellspec_sc.readers.features import (
+    SKIMAGE_REGIONPROPS,
+    FeatureSpec,
+    channels_frame,
+    clean_marker,
+    intensity_channels,
+)
 from cellspec_sc.readers.headers import Header, read_header
+from cellspec_sc.readers.notices import notice
 from cellspec_sc.readers.ome import OmePixels, read_ome_pixels
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
@@ -47,22 +54,24 @@ from cellspec_sc.readers.values import (
 
 ADAPTER = "mcmicro"
 # Bump whenever the output for the same input changes (spec section 11).
-ADAPTER_VERSION = "1.0.0"
+# 1.1.0: "other" ids made unique with their statistic; nf-core <image>_<mask>.csv names split; the
+# X_position / Y_position layout read; Latin-1/cp1252 files read.
+ADAPTER_VERSION = "1.1.0"
 TOOL = "MCMICRO mcquant"
 
 ID_COLUMN = "CellID"
 CENTROIDS = ("X_centroid", "Y_centroid")
 OLD_CENTROIDS = ("column_centroid", "row_centroid")
+# The oldest mcquant (MaskIDs of SingleCellDataExtraction.py, histoCAT order) wrote X_position =
+# regionprops centroid[0], the row, and Y_position = centroid[1], the column: (x, y) = (Y_, X_position).
+OLDEST_CENTROIDS = ("Y_position", "X_position")
+CENTROID_LAYOUTS = (CENTROIDS, OLD_CENTROIDS, OLDEST_CENTROIDS)
 # Mask regionprops -> (spec statistic, unit); mcquant names and the snake_case names of --mask_props.
 SHAPES = {
     "Area": ("area", "px2"), "MajorAxisLength": ("major_axis_length", "px"),
     "MinorAxisLength": ("minor_axis_length", "px"), "Eccentricity": ("eccentricity", "1"),
     "Solidity": ("solidity", "1"), "Extent": ("extent", "1"), "Orientation": ("orientation", "rad"),
-    "area": ("area", "px2"), "perimeter": ("perimeter", "px"), "eccentricity": ("eccentricity", "1"),
-    "solidity": ("solidity", "1"), "extent": ("extent", "1"), "orientation": ("orientation", "rad"),
-    "major_axis_length": ("major_axis_length", "px"), "minor_axis_length": ("minor_axis_length", "px"),
-    "axis_major_length": ("major_axis_length", "px"), "axis_minor_length": ("minor_axis_length", "px"),
-    "feret_diameter_max": ("max_caliper", "px"),
+    **SKIMAGE_REGIONPROPS,
 }
 # <marker>_<property> intensity columns -> spec statistic (None: kept as kind other).
 INTENSITY_PROPS = {
@@ -79,7 +88,12 @@ _MASK_SUFFIX = re.compile(r"^(?P<base>.+)_(?P<mask>[A-Za-z]+Mask)$")
 
 
 def split_file_name(name: str) -> tuple[str, str | None]:
-    """(image name, mask name) of ``<image>--<segmentation>_<mask>.csv`` or older ``<image>_<mask>Mask.csv``."""
+    """(image name, mask name) of ``<image>--<segmentation>_<mask>.csv`` (MCMICRO), ``<image>_<mask>.csv``
+    (mcquant run alone, nf-core/mcmicro: ``TEST1_mask_TEST1.csv``) or older ``<image>_<mask>Mask.csv``.
+
+    >>> split_file_name("TEST1_mask_TEST1.csv"), split_file_name("core_7_nuclei.csv")
+    (('TEST1', 'mask_TEST1'), ('core_7', 'nuclei'))
+    """
     stem = name[:-4] if name.lower().endswith(".csv") else name
     match = re.fullmatch(r"(?P<image>.+?)--(?P<seg>.+)_(?P<mask>[^_]+)", stem)
     if match:
@@ -87,6 +101,12 @@ def split_file_name(name: str) -> tuple[str, str | None]:
     match = _MASK_SUFFIX.fullmatch(stem)
     if match:
         return match.group("base"), match.group("mask")
+    match = re.fullmatch(r"(?P<image>.+?)_(?P<mask>mask_(?P=image)|mask)", stem)  # nf-core: mask_<image>.tif
+    if match:
+        return match.group("image"), match.group("mask")
+    match = re.fullmatch(r"(?P<image>.+)_(?P<mask>[A-Za-z]+)", stem)
+    if match and match.group("mask").lower() in MASKS:
+        return match.group("image"), match.group("mask")
     return stem, None
 
 
@@ -95,6 +115,8 @@ def mask_compartment(mask: str | None) -> str | None:
     if mask is None:
         return None
     key = mask.lower()
+    if key == "mask" or key.startswith("mask_"):
+        return "cell"  # nf-core/mcmicro's whole-cell segmentation mask_<image>.tif
     return MASKS.get(key[:-4] if key.endswith("mask") else key)
 
 
@@ -125,8 +147,8 @@ def read_markers_csv(path: str | os.PathLike) -> list[str]:
         table = pacsv.read_csv(header.path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
                                convert_options=pacsv.ConvertOptions(column_types={"f0": pa.string()}))
         return mcquant_names([str(v).strip() for v in table.column("f0").to_pylist()])
-    raise InputError(f"{header.path.name}: not an MCMICRO markers.csv: expected column 'marker_name' not found "
-                     f"(found: {', '.join(header.names[:8])})")
+    raise InputError(f"{header.path.name}: not an MCMICRO markers.csv: expected column 'marker_name' not found; "
+                     f"found: {', '.join(header.names)}")
 
 
 def _number_or_nan(value) -> float:
@@ -192,13 +214,13 @@ class McquantAdapter(ToolAdapter):
     scikit-image's pixel-centre convention, the pixel size from an argument or OME-XML."""
 
     name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, "mcquant (MCMICRO)"
-    required = ((ID_COLUMN,), (CENTROIDS[0], OLD_CENTROIDS[0]), (CENTROIDS[1], OLD_CENTROIDS[1]))
+    required = ((ID_COLUMN,), tuple(x for x, _ in CENTROID_LAYOUTS), tuple(y for _, y in CENTROID_LAYOUTS))
 
     def __init__(self, *, pixel_size=None, image_id=None, sample_id=None, marker_map=None, markers_csv=None,
-                 image=None) -> None:
-        super().__init__(marker_map)
+                 image=None, strict: bool = False, encoding: str | None = None) -> None:
+        super().__init__(marker_map, encoding)
         self.pixel_size, self.image_id, self.sample_id = pixel_size, image_id, sample_id
-        self.markers_csv, self.image = markers_csv, image
+        self.markers_csv, self.image, self.strict = markers_csv, image, strict
 
     def check_header(self, header: Header) -> None:
         self.ome = read_ome_pixels(self.image) if self.image is not None else None
@@ -208,15 +230,32 @@ class McquantAdapter(ToolAdapter):
         self.channel_names = read_markers_csv(self.markers_csv) if self.markers_csv is not None else None
 
     def roles(self, header: Header) -> ColumnRoles:
-        fixed = {ID_COLUMN, *CENTROIDS, *OLD_CENTROIDS}
+        fixed = {ID_COLUMN, *CENTROIDS, *OLD_CENTROIDS, *OLDEST_CENTROIDS}
         return ColumnRoles(text=[ID_COLUMN], numbers=[c for c in header.names if c in fixed - {ID_COLUMN}],
                            matrix=[n for n in header.names if n not in fixed])
 
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
         specs, self.shape_compartment = classify_columns(list(roles.matrix), default_compartment=self.compartment,
                                                          markers=self.channel_names)
+        if self.channel_names is not None:
+            self._check_markers_match(list(roles.matrix), specs)
         return specs
 
+    def _check_markers_match(self, names: list[str], specs: list[FeatureSpec]) -> None:
+        """Warn (refuse with ``strict``) when markers.csv names none or only part of the marker columns."""
+        free, _ = classify_columns(names, default_compartment=self.compartment, markers=None)
+        lost = [n for n, a, b in zip(names, free, specs, strict=True) if a.kind == "intensity" and b.kind == "other"]
+        matched = {s.marker for s in specs if s.kind == "intensity"}
+        unused = [m for m in self.channel_names if m not in matched]
+        csv_name = Path(self.markers_csv).name
+        if lost and not matched:
+            notice(f"{csv_name}: names none of the marker columns of the table ({', '.join(lost[:10])}"
+                   f"{', ...' if len(lost) > 10 else ''}); they become kind other and the channels come from "
+                   f"{csv_name}: is it the markers.csv of this table?", strict=self.strict)
+        elif lost:
+            notice(f"{csv_name}: column(s) {', '.join(map(repr, lost))} of the table are not in {csv_name} and become "
+                   f"kind other; {csv_name} names {', '.join(map(repr, unused)) or 'no other channel'} without a "
+                   "column", strict=self.strict)
     def tables(self, header, parsed, dictionary, applied, specs) -> Tables:
         path, n = header.path, parsed.n
         ps, ps_y = self.ps, self.ps_y
@@ -247,7 +286,8 @@ class McquantAdapter(ToolAdapter):
             "image_pixel_size": None if self.ome is None else self.ome.pixel_size,
             "mask": self.file_mask, "compartment": self.compartment, "shape_compartment": self.shape_compartment,
             "centroids": centroid_cols,
-            "pixel_centre": "x = (X_centroid + 0.5) * pixel_size (regionprops puts the centre of pixel i at i)",
+            "pixel_centre": f"x = ({centroid_cols[0]} + 0.5) * pixel_size (regionprops puts the centre of pixel i "
+                            "at i)",
         }
         return Tables(cells=cells, images=images_table, channels=channels_frame([image_name], channel_names, markers),
                       parameters=parameters,
@@ -273,19 +313,22 @@ def read_mcmicro(
     marker_map: Mapping[str, str] | None = None,
     markers_csv: str | os.PathLike | None = None,
     image: str | os.PathLike | None = None,
+    strict: bool = False,
+    encoding: str | None = None,
 ) -> CellSpec:
     """Read an mcquant table into a CellSpec.
 
     The pixel size (micrometres per pixel) comes from ``pixel_size`` or from the OME-XML
     ``PhysicalSizeX`` of ``image`` (an OME-TIFF, or a companion ``.ome.xml``); without either the reader
     stops. ``markers_csv`` gives channel order and names; ``image_id`` defaults to the part of the file
-    name before ``--``; ``sample_id`` to the image id.
+    name before ``--`` (or before ``_<mask>``); ``sample_id`` to the image id. When ``markers_csv``
+    names none or only part of the marker columns, a ReaderWarning says which (``strict=True``: refused).
 
     >>> import cellspec_sc as cs
     >>> x = cs.read_mcmicro("exemplar-001--unmicst_cell.csv", pixel_size=0.65)  # doctest: +SKIP
     """
     adapter = McquantAdapter(pixel_size=pixel_size, image_id=image_id, sample_id=sample_id, marker_map=marker_map,
-                             markers_csv=markers_csv, image=image)
+                             markers_csv=markers_csv, image=image, strict=strict, encoding=encoding)
     return read_export(adapter, path)
 
 
@@ -302,7 +345,11 @@ def _pixel_size(path: Path, pixel_size: float | None, ome: OmePixels | None
 
 def _raw_centroids(header: Header, parsed: Parsed) -> tuple[np.ndarray, np.ndarray, list[str]]:
     path = header.path
-    cols = list(CENTROIDS) if all(c in header.names for c in CENTROIDS) else list(OLD_CENTROIDS)
+    layouts = [list(layout) for layout in CENTROID_LAYOUTS if all(c in header.names for c in layout)]
+    if not layouts:
+        raise InputError(f"{path.name}: line 1: no complete pair of centroid columns; mcquant writes "
+                         f"{' or '.join(' and '.join(map(repr, layout)) for layout in CENTROID_LAYOUTS)}")
+    cols = layouts[0]
     x, y = (parsed.number(c) for c in cols)
     for values, column in ((x, cols[0]), (y, cols[1])):
         check_finite_centroids(path, values, column, None)

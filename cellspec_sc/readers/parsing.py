@@ -85,9 +85,36 @@ def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str
     short, so peak memory stays close to the result instead of holding a whole Arrow table beside it.
     NaN and infinities become NaN (NA) and are counted: ``na_converted`` (NaN written by the tool),
     ``nonfinite_converted`` (infinities) and ``missing_in_source`` (empty fields), all over kept rows.
-    A parse failure becomes an InputError that names file, line and column.
+    A parse failure becomes an InputError that names file, line and column. When rows are filtered,
+    a value that is not a number in a row that is not kept does not matter: on such a failure the file
+    is parsed again with numbers read as text and converted after the filter.
     """
-    types = {name: (pa.string() if name in text else pa.float64()) for name in header.names}
+    try:
+        return _stream(header, text=text, numbers=numbers, matrix=matrix, keep=keep, unfiltered=unfiltered,
+                       numbers_as_text=False)
+    except _ConversionFailed as failed:
+        if keep is None:
+            raise _located_error(header, failed.message) from None
+    return _stream(header, text=text, numbers=numbers, matrix=matrix, keep=keep, unfiltered=unfiltered,
+                   numbers_as_text=True)
+
+
+class _ConversionFailed(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def read_options(header: Header, **options) -> pacsv.ReadOptions:
+    """pyarrow ReadOptions for ``header``'s file, transcoding when it is not UTF-8."""
+    if header.encoding != "utf-8":
+        options["encoding"] = header.encoding
+    return pacsv.ReadOptions(**options)
+
+
+def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, numbers_as_text: bool) -> Parsed:
+    as_text = set(header.names) if numbers_as_text else set(text)
+    types = {name: (pa.string() if name in as_text else pa.float64()) for name in header.names}
     convert = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
                                    quoted_strings_can_be_null=True)
     out = empty_matrix(_estimated_rows(header.path), len(matrix))
@@ -99,26 +126,32 @@ def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str
     row_parts: list[np.ndarray] = []
     read = filled = 0
     try:
-        reader = pacsv.open_csv(header.path, read_options=pacsv.ReadOptions(use_threads=True, block_size=BLOCK_BYTES),
+        reader = pacsv.open_csv(header.path, read_options=read_options(header, use_threads=True, block_size=BLOCK_BYTES),
                                 parse_options=pacsv.ParseOptions(delimiter=header.delimiter), convert_options=convert)
         for batch in reader:
             sel = _kept_in_batch(batch, keep)
             for name in unfiltered:
                 whole[name].append(batch.column(name))
+            rows_in_file = np.arange(read, read + batch.num_rows) if sel is None else sel + read
+            kept, kept_sel = batch, sel
+            if numbers_as_text:  # the kept rows only, their numbers converted now
+                kept, kept_sel = _numbers_of_rows(header, batch, sel, set(text), rows_in_file), None
             for name in parts:
-                values = batch.column(name)
-                parts[name].append(values if sel is None else values.take(sel))
+                values = kept.column(name)
+                parts[name].append(values if kept_sel is None else values.take(kept_sel))
             for name in number_parts:
-                values = batch.column(name).to_numpy(zero_copy_only=False)
-                number_parts[name].append(values if sel is None else values[sel])
-            m = batch.num_rows if sel is None else int(sel.size)
+                values = kept.column(name).to_numpy(zero_copy_only=False)
+                number_parts[name].append(values if kept_sel is None else values[kept_sel])
+            m = len(rows_in_file)
             if filled + m > out.shape[0]:  # only if the estimate was short: grow by half
                 out = _grown(out, filled, max(filled + m, out.shape[0] + out.shape[0] // 2))
-            _fill_block(batch, positions, sel, out[filled:filled + m], counts)
-            row_parts.append(np.arange(read, read + batch.num_rows) if sel is None else sel + read)
+            _fill_block(kept, positions, kept_sel, out[filled:filled + m], counts)
+            row_parts.append(rows_in_file)
             read += batch.num_rows
             filled += m
     except (pa.ArrowInvalid, pa.ArrowException) as err:
+        if not numbers_as_text and _is_conversion_error(str(err)):
+            raise _ConversionFailed(str(err)) from None
         raise _located_error(header, str(err)) from None
     if read == 0:
         raise InputError(f"{header.path.name}: line 2: the file has a header but no data rows")
@@ -132,6 +165,37 @@ def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str
         matrix=out[:filled],
         counts=counts,
     )
+
+
+def _numbers_of_rows(header: Header, batch: pa.RecordBatch, sel: np.ndarray | None, text: set[str],
+                     rows_in_file: np.ndarray) -> pa.RecordBatch:
+    """The rows ``sel`` of an all-text ``batch`` with every non-``text`` column converted to float64."""
+    batch = batch if sel is None else batch.take(pa.array(sel))
+    columns = []
+    for name, values in zip(batch.schema.names, batch.columns, strict=True):
+        if name in text:
+            columns.append(values)
+            continue
+        try:
+            columns.append(pc.cast(values, pa.float64()))
+        except pa.ArrowInvalid:
+            raise _unparsable(header, name, values, rows_in_file) from None
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
+def _unparsable(header: Header, column: str, values: pa.Array, rows_in_file: np.ndarray) -> InputError:
+    for i, value in enumerate(values.to_pylist()):
+        try:
+            if value is not None:
+                pa.array([value]).cast(pa.float64())
+        except pa.ArrowInvalid:
+            return InputError(f"{header.path.name}: line {int(rows_in_file[i]) + 2}, column {column!r}: cannot parse "
+                              f"{value!r} as a number")
+    return InputError(f"{header.path.name}: column {column!r}: cannot parse a value as a number")
+
+
+def _is_conversion_error(message: str) -> bool:
+    return re.search(r"column #(\d+).*invalid value '(.*)'", message, flags=re.S) is not None
 
 
 def _estimated_rows(path: Path, sample: int = SAMPLE_BYTES) -> int:
@@ -199,6 +263,9 @@ def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
 
 def _located_error(header: Header, message: str) -> InputError:
     name = header.path.name
+    if "invalid UTF8" in message or "UTF-8" in message:
+        return InputError(f"{name}: the file is not valid {header.encoding} text ({message.strip()}); pass the "
+                          "encoding it was written in, e.g. encoding='cp1252' (Windows) or encoding='latin-1'")
     conversion = re.search(r"column #(\d+).*invalid value '(.*)'", message, flags=re.S)
     if conversion:
         col, value = int(conversion.group(1)), conversion.group(2)
@@ -216,7 +283,8 @@ def _located_error(header: Header, message: str) -> InputError:
 
 
 def _line_of_value(header: Header, column: str, value: str) -> int | None:
-    table = pacsv.read_csv(header.path, parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
+    table = pacsv.read_csv(header.path, read_options=read_options(header),
+                           parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
                            convert_options=pacsv.ConvertOptions(include_columns=[column],
                                                                 column_types={column: pa.string()}))
     index = pc.index(table.column(column), value).as_py()
@@ -231,7 +299,7 @@ def _first_bad_row(header: Header) -> tuple[int | None, int, int]:
             found.append((row.number, row.expected_columns, row.actual_columns))
         return "skip"
 
-    pacsv.read_csv(header.path, read_options=pacsv.ReadOptions(use_threads=False),
+    pacsv.read_csv(header.path, read_options=read_options(header, use_threads=False),
                    parse_options=pacsv.ParseOptions(delimiter=header.delimiter, invalid_row_handler=handler),
                    convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in header.names}))
     return found[0] if found else (None, 0, 0)

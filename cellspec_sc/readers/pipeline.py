@@ -85,8 +85,9 @@ class ToolAdapter:
     required: tuple[tuple[str, ...], ...] = ()
     """Groups of alternative column names; a table of this tool has one column of every group."""
 
-    def __init__(self, marker_map: Mapping[str, str] | None = None) -> None:
+    def __init__(self, marker_map: Mapping[str, str] | None = None, encoding: str | None = None) -> None:
         self.marker_map = dict(marker_map or {})
+        self.encoding = encoding  # None: detected (UTF-8, else the Windows code page, with a warning)
         checked_marker_map(self.marker_map)  # refuse a bad marker_map before reading anything
 
     def delimiter(self, path: Path) -> str:
@@ -115,10 +116,13 @@ class ToolAdapter:
         raise NotImplementedError
 
 
-def read_export(adapter: ToolAdapter, path: str | os.PathLike) -> CellSpec:
-    """Read one export with ``adapter`` through the steps of this module."""
+def read_export(adapter: ToolAdapter, path: str | os.PathLike, *, validate_result: bool = True) -> CellSpec:
+    """Read one export with ``adapter`` through the steps of this module.
+
+    ``validate_result=False`` leaves the one validation to a caller that validates anyway
+    (``cellspec import`` validates once and hands the report to the writer)."""
     path = Path(path)
-    header = read_header(path, adapter.delimiter(path), adapter.tool)
+    header = read_header(path, adapter.delimiter(path), adapter.tool, adapter.encoding)
     require_columns(header, adapter.tool, adapter.required)
     adapter.check_header(header)
     roles = adapter.roles(header)
@@ -129,13 +133,13 @@ def read_export(adapter: ToolAdapter, path: str | os.PathLike) -> CellSpec:
         dictionary, applied = build_dictionary(specs, adapter.marker_map)
         tables = adapter.tables(header, parsed, dictionary, applied, specs)
         return assemble(adapter, path=path, parsed=parsed, dictionary=dictionary, tables=tables,
-                        path_record=input_record(path, sha256=source.result()))
+                        path_record=input_record(path, sha256=source.result()), validate_result=validate_result)
     finally:
         source.cancel()
 
 
 def assemble(adapter: ToolAdapter, *, path: Path, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
-             path_record: dict[str, Any]) -> CellSpec:
+             path_record: dict[str, Any], validate_result: bool = True) -> CellSpec:
     """Build the object with its provenance, then refuse it if validation fails (a reader bug, never user
     data: the reader stops on bad input before this). This is the only validation of a read."""
     counts = {"rows_read": parsed.rows_read, "rows_kept": parsed.n, **parsed.counts}
@@ -154,6 +158,8 @@ def assemble(adapter: ToolAdapter, *, path: Path, parsed: Parsed, dictionary: pd
         provenance=provenance,
         adjacency=tables.adjacency,
     )
+    if not validate_result:
+        return x
     report = validate(x)
     if not report.ok:
         raise ValidationError(report, context=f"{path.name}: the {adapter.name} reader built an invalid object")

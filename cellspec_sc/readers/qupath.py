@@ -42,7 +42,8 @@ from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.readers.features import FeatureSpec, channels_frame, intensity_channels
 from cellspec_sc.readers.headers import Header, normalise_header
-from cellspec_sc.readers.parsing import Parsed
+from cellspec_sc.readers.notices import notice
+from cellspec_sc.readers.parsing import Parsed, read_options
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
 from cellspec_sc.readers.values import (
     arrow_objects,
@@ -60,7 +61,9 @@ from cellspec_sc.readers.values import (
 
 ADAPTER = "qupath"
 # Bump whenever the output for the same input changes (spec section 11).
-ADAPTER_VERSION = "1.0.0"
+# 1.1.0: "other" ids made unique with their statistic; Latin-1/cp1252 files read; rows of other object
+# types may hold text in number columns.
+ADAPTER_VERSION = "1.1.0"
 TOOL = "QuPath"
 
 # Compartment words (first or second part of a header) -> spec compartment.
@@ -177,8 +180,8 @@ class QuPathAdapter(ToolAdapter):
     required = ((CENTROIDS_UM[0], CENTROIDS_PX[0]), (CENTROIDS_UM[1], CENTROIDS_PX[1]), IDENTITY)
 
     def __init__(self, *, pixel_size=None, image_id=None, sample_id=None, marker_map=None,
-                 object_types: Sequence[str] | None = ("Cell", "Detection")) -> None:
-        super().__init__(marker_map)
+                 object_types: Sequence[str] | None = ("Cell", "Detection"), encoding: str | None = None) -> None:
+        super().__init__(marker_map, encoding)
         self.pixel_size, self.image_id, self.sample_id = pixel_size, image_id, sample_id
         self.object_types = object_types
 
@@ -186,12 +189,15 @@ class QuPathAdapter(ToolAdapter):
         return "," if path.name.lower().endswith(".csv") else "\t"
 
     def check_header(self, header: Header) -> None:
-        has_um, has_px = (None not in _found(header, c) for c in (CENTROIDS_UM, CENTROIDS_PX))
-        if self.pixel_size is None and not (has_um and has_px):
-            what = "micrometre centroids but not the pixel size" if has_um else "pixel centroids only"
-            raise InputError(f"{header.path.name}: the file has {what}; pass the pixel size in micrometres per "
-                             "pixel: read_qupath(path, pixel_size=0.5) or `cellspec import qupath FILE OUT "
-                             "--pixel-size 0.5` (QuPath shows it as 'Pixel width' in the Image tab)")
+        um_cols, px_cols = _found(header, CENTROIDS_UM), _found(header, CENTROIDS_PX)
+        has_um, has_px = None not in um_cols, None not in px_cols
+        if self.pixel_size is None and not (has_um and has_px):  # section 8: MUST stop
+            column = um_cols[0] if has_um else px_cols[0]
+            what = ("micrometre centroids but no pixel centroids, so the pixel size (images.pixel_size) is unknown"
+                    if has_um else "pixel centroids and no pixel size")
+            raise InputError(f"{header.path.name}: line 1, column {column!r}: the file has {what}; pass the pixel "
+                             "size in micrometres per pixel: read_qupath(path, pixel_size=0.5) or `cellspec import "
+                             "qupath FILE OUT --pixel-size 0.5` (QuPath shows it as 'Pixel width' in the Image tab)")
 
     def roles(self, header: Header) -> ColumnRoles:
         text = [n for n in header.names if normalise_header(n).lower() in TEXT_COLUMNS]
@@ -208,6 +214,7 @@ class QuPathAdapter(ToolAdapter):
         parsed = super().parse(header, roles)
         if parsed.n == 0:
             raise _no_kept_rows(header, roles.keep[0], self.object_types)
+        _warn_not_cells(header, parsed)
         return parsed
 
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
@@ -271,6 +278,7 @@ def read_qupath(
     sample_id: str | None = None,
     marker_map: Mapping[str, str] | None = None,
     object_types: Sequence[str] | None = ("Cell", "Detection"),
+    encoding: str | None = None,
 ) -> CellSpec:
     """Read a QuPath measurement export (TSV, or CSV when the name ends in ``.csv``) into a CellSpec.
 
@@ -278,13 +286,16 @@ def read_qupath(
     micrometre and pixel centroids, from which it is derived. ``image_id`` renames the single image of
     the file (default: the ``Image`` column, else the file name). ``sample_id`` defaults to the image
     id. ``marker_map`` renames markers (the original is kept in ``marker_source``). Rows whose
-    ``Object type`` is not in ``object_types`` are skipped (``None`` keeps every row).
+    ``Object type`` is not in ``object_types`` are skipped (``None`` keeps every row); kept rows that
+    are not cells or detections (annotations, tiles) give a :class:`~cellspec_sc.readers.notices.ReaderWarning`.
+    ``encoding`` defaults to UTF-8, or the Windows code page (cp1252) with a warning when the file is
+    not UTF-8.
 
     >>> import cellspec_sc as cs
     >>> x = cs.read_qupath("measurements.tsv", pixel_size=0.5)  # doctest: +SKIP
     """
     adapter = QuPathAdapter(pixel_size=pixel_size, image_id=image_id, sample_id=sample_id, marker_map=marker_map,
-                            object_types=object_types)
+                            object_types=object_types, encoding=encoding)
     return read_export(adapter, path)
 
 
@@ -292,12 +303,29 @@ def _found(header: Header, names: Sequence[str]) -> list[str | None]:
     return [header.find(c) for c in names]
 
 def _no_kept_rows(header: Header, column: str, object_types: Sequence[str]) -> InputError:
-    table = pacsv.read_csv(header.path, parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
+    table = pacsv.read_csv(header.path, read_options=read_options(header),
+                           parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
                            convert_options=pacsv.ConvertOptions(include_columns=[column],
                                                                 column_types={column: pa.string()}))
     found = ", ".join(sorted(str(v) for v in pc.unique(table.column(column)).to_pylist() if v is not None)[:6])
     return InputError(f"{header.path.name}: no rows with Object type in {list(object_types)} (found: {found}); "
                       "export cell or detection measurements, or pass object_types=")
+
+
+CELL_TYPES = ("Cell", "Detection")
+
+
+def _warn_not_cells(header: Header, parsed: Parsed) -> None:
+    """Kept rows of other object types (annotations: whole regions; tiles) are not cells: say so."""
+    column = header.find("Object type")
+    if column is None:
+        return
+    counts = pc.value_counts(parsed.arrow(column)).to_pylist()
+    other = {str(c["values"]): c["counts"] for c in counts if c["values"] not in CELL_TYPES}
+    if other:
+        found = ", ".join(f"{n} {t!r}" for t, n in other.items())
+        notice(f"{header.path.name}: column {column!r}: {found} row(s) kept as cells because object_types allows "
+               "them; annotations and tiles are regions of the image (their areas are whole regions), not cells")
 
 
 def _image_ids(header: Header, parsed: Parsed, image_id: str | None) -> np.ndarray:
@@ -397,9 +425,12 @@ def _check_agreement(path: Path, um, px, size, um_column, px_column, rows) -> No
     bad = ~(np.abs(um - px * size) <= 0.5 * size) & np.isfinite(px)
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{path.name}: line {first_line_where(bad, rows)}: {um_column!r} = {float(um[pos])!r} disagrees "
-                         f"with {px_column!r} = {float(px[pos])!r} x pixel size {float(size[pos])!r} by more than half a pixel "
-                         f"({int(bad.sum())} row(s)); check pixel_size")
+        implied = float(um[pos]) / float(px[pos]) if px[pos] else float("nan")
+        raise InputError(f"{path.name}: line {first_line_where(bad, rows)}, column {um_column!r}: {float(um[pos])!r} "
+                         f"disagrees with column {px_column!r} = {float(px[pos])!r} x pixel size {float(size[pos])!r} "
+                         f"by more than half a pixel ({int(bad.sum())} row(s)); pass the pixel size the export was "
+                         f"made with (this row implies {implied:.6g}): pixel_size={implied:.6g} or --pixel-size "
+                         f"{implied:.6g}, or leave it unset to derive it from both centroid columns")
 
 
 def _cell_area(dictionary: pd.DataFrame, matrix: np.ndarray, per_row_size: np.ndarray) -> np.ndarray | None:

@@ -104,7 +104,10 @@ def pixel_size_for(image_ids: Sequence[str], pixel_size: float | Mapping[str, fl
     if isinstance(pixel_size, Mapping):
         missing = [i for i in image_ids if i not in pixel_size]
         if missing:
-            raise InputError(f"pixel_size: no entry for image(s) {', '.join(map(repr, missing))}")
+            unused = [k for k in pixel_size if k not in set(image_ids)]
+            hint = (f"; unused key(s) {', '.join(map(repr, unused))} match no image (misspelt?)" if unused else "")
+            raise InputError(f"pixel_size: no entry for image(s) {', '.join(map(repr, missing))}{hint}; the images "
+                             f"are {', '.join(map(repr, image_ids))}")
         sizes = {i: float(pixel_size[i]) for i in image_ids}
     else:
         sizes = {i: float(pixel_size) for i in image_ids}

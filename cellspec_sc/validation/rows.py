@@ -81,6 +81,20 @@ def ids_present(ctx: Context, table: str, columns: tuple[str, ...]) -> Problem |
     return merge(problems)
 
 
+def unique_ids(ctx: Context, table: str, column: str, missing: str) -> Problem | None:
+    """Rows of ``table`` whose ``column`` is missing or empty (reported as ``missing``) or repeated."""
+    ids = ctx.text(table, column)
+    return merge([p for p in (bad_rows(table, column, missing_or_empty(ids), missing),
+                              bad_rows(table, column, (ids.duplicated(keep=False) & ids.notna()).to_numpy(),
+                                       f"duplicated {column}")) if p])
+
+
+def not_one_of(ctx: Context, table: str, column: str, allowed: tuple[str, ...]) -> Problem | None:
+    """Rows of ``table`` whose ``column`` is not one of ``allowed`` (NA included)."""
+    values = ctx.text(table, column)
+    return bad_rows(table, column, ~values.isin(allowed).to_numpy(), f"{column} not one of {', '.join(allowed)}")
+
+
 def merge(problems: list[Problem]) -> Problem | None:
     if not problems:
         return None

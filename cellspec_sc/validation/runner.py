@@ -17,9 +17,13 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+
+from cellspec_sc.progress import progress
 from cellspec_sc.spec.vocabulary import vocabulary
 from cellspec_sc.validation.checks import implementation
-from cellspec_sc.validation.context import Context, Problem, Skip
+from cellspec_sc.validation.context import CheckFn, Context, Problem, Skip
+from cellspec_sc.validation.portability import RULE, portability_problems
 from cellspec_sc.validation.matrix_stats import MatrixStats
 from cellspec_sc.validation.report import MAX_ROWS_SHOWN, CheckResult, ValidationReport
 
@@ -53,8 +57,27 @@ def validate(
     ctx = Context(x=x, voc=voc, area_range=tuple(area_range or defaults["area_range"]),
                   na_max=float(defaults["na_max"] if na_max is None else na_max),
                   source_nonfinite=dict(source_nonfinite or {}), given_stats=stats)
-    results = [run_check(ctx, chk.name, chk.level, chk.rule) for chk in voc.checks]
+    with progress(len(voc.checks) + 1, "validating", unit="checks", size=table_values(x)) as bar:
+        results = []
+        for chk in voc.checks:
+            results.append(run_check(ctx, chk.name, chk.level, chk.rule))
+            bar.update(1)
+        results.append(run_check(ctx, "portability", "semantic", RULE, portability))  # a note beyond section 10
+        bar.update(1)
     return ValidationReport(results, {"area_range": ctx.area_range, "na_max": ctx.na_max})
+
+
+def table_values(x: Any) -> int:
+    """The size of ``x`` for the progress threshold: its matrix's values (else its cells' count)."""
+    size = getattr(getattr(x, "measurements", None), "size", None)
+    return int(size) if isinstance(size, (int, np.integer)) else len(getattr(x, "cells", ()))
+
+
+def portability(ctx: Context) -> Problem | None:
+    """The ``portability`` note: values some target format cannot store (see :mod:`cellspec_sc.validation.portability`)."""
+    ctx.part("cells")  # skipped when the object is not usable
+    problems = portability_problems(ctx.x)
+    return Problem("; ".join(problems), count=len(problems)) if problems else None
 
 
 def validate_in_background(x: Any, **options: Any) -> Future[ValidationReport]:
@@ -72,8 +95,8 @@ def validate_in_background(x: Any, **options: Any) -> Future[ValidationReport]:
         pool.shutdown(wait=False)
 
 
-def run_check(ctx: Context, name: str, level: str, rule: str) -> CheckResult:
-    fn = implementation(name)
+def run_check(ctx: Context, name: str, level: str, rule: str, fn: CheckFn | None = None) -> CheckResult:
+    fn = fn or implementation(name)
     try:
         found = fn(ctx)
     except Skip as reason:

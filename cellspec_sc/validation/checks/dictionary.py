@@ -7,7 +7,8 @@ import pandas as pd
 
 from cellspec_sc.spec.types import spec_type_of
 from cellspec_sc.validation.context import Context, Problem, check
-from cellspec_sc.validation.rows import absent, bad_rows, kind_rows, merge, missing_or_empty, required_columns
+from cellspec_sc.validation.rows import (absent, bad_rows, kind_rows, merge, missing_or_empty, not_one_of, required_columns,
+                                        unique_ids)
 
 
 @check("dictionary_required_columns")
@@ -26,17 +27,12 @@ def _dictionary_types(ctx: Context) -> Problem | None:
 
 @check("dictionary_feature_id_unique")
 def _dictionary_unique(ctx: Context) -> Problem | None:
-    ids = ctx.text("dictionary", "feature_id")
-    return merge([p for p in (bad_rows("dictionary", "feature_id", missing_or_empty(ids), "missing feature_id"),
-                               bad_rows("dictionary", "feature_id", (ids.duplicated(keep=False) & ids.notna()).to_numpy(),
-                                         "duplicated feature_id")) if p])
+    return unique_ids(ctx, "dictionary", "feature_id", "missing feature_id")
 
 
 @check("dictionary_kind")
 def _dictionary_kind(ctx: Context) -> Problem | None:
-    kind = ctx.text("dictionary", "kind")
-    return bad_rows("dictionary", "kind", ~kind.isin(ctx.voc.kinds).to_numpy(),
-                     f"kind not one of {', '.join(ctx.voc.kinds)}")
+    return not_one_of(ctx, "dictionary", "kind", ctx.voc.kinds)
 
 
 @check("dictionary_intensity")
@@ -77,9 +73,7 @@ def _dictionary_other(ctx: Context) -> Problem | None:
 
 @check("dictionary_unit")
 def _dictionary_unit(ctx: Context) -> Problem | None:
-    unit = ctx.text("dictionary", "unit")
-    return bad_rows("dictionary", "unit", ~unit.isin(ctx.voc.units).to_numpy(),
-                     f"unit not one of {', '.join(ctx.voc.units)}")
+    return not_one_of(ctx, "dictionary", "unit", ctx.voc.units)
 
 
 @check("dictionary_marker_names")

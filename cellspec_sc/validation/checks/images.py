@@ -8,7 +8,7 @@ import pandas as pd
 from cellspec_sc.validation.context import Context, Problem, Skip, check
 from cellspec_sc.validation.report import MAX_ROWS_SHOWN
 from cellspec_sc.validation.rows import (bad_rows, column_types, kind_rows, merge, missing_or_empty, required_columns,
-                                        rows_text)
+                                        rows_text, unique_ids)
 
 
 @check("images_required_columns")
@@ -23,10 +23,7 @@ def _images_types(ctx: Context) -> Problem | None:
 
 @check("images_id_unique")
 def _images_unique(ctx: Context) -> Problem | None:
-    ids = ctx.text("images", "image_id")
-    return merge([p for p in (bad_rows("images", "image_id", missing_or_empty(ids), "missing or empty image_id"),
-                               bad_rows("images", "image_id", (ids.duplicated(keep=False) & ids.notna()).to_numpy(),
-                                         "duplicated image_id")) if p])
+    return unique_ids(ctx, "images", "image_id", "missing or empty image_id")
 
 
 @check("images_sample_present")

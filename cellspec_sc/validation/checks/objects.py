@@ -7,13 +7,12 @@ from typing import Any
 
 import pandas as pd
 
+from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.validation.context import Context, Problem, Skip, check
 
 
 @check("object_class")
 def _object_class(ctx: Context) -> Problem | None:
-    from cellspec_sc.model.cellspec import CellSpec
-
     if isinstance(ctx.x, CellSpec):
         return None
     ctx.broken.add("object")

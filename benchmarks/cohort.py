@@ -1,0 +1,219 @@
+"""Cohort benchmark: validate, summary and write_dataset on a dask LocalCluster, 1 worker vs 2.
+
+    python -m benchmarks.cohort                 # 40 directories x 250,000 cells x 100 features (8 GB of float64)
+    python -m benchmarks.cohort --quick --data /tmp/c   # seconds; what the test suite runs
+
+Each step runs on a LocalCluster of 1 and then 2 single-threaded worker
+processes with ``--memory-limit`` each (3 GB by default: a worker holds far
+less than the cohort). A row per (step, workers): wall time, cells per second,
+the peak RSS of every worker process and of the client (sampled every 20 ms in
+a thread), whether a worker was restarted or killed (its pid or address
+changed) and, on the 2-worker rows, the speedup over 1 worker (goal >= 1.7).
+The cohort is written once under ``--data`` and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+FULL = {"directories": 40, "cells": 250_000, "features": 100, "memory_limit": "3GB"}
+QUICK = {"directories": 4, "cells": 3_000, "features": 12, "memory_limit": "1GB"}
+STEPS = ("validate", "summary", "write_dataset")
+SPEEDUP_GOAL = 1.7
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.cohort", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help=f"small run for the test suite: {QUICK}")
+    p.add_argument("--directories", type=int, default=None)
+    p.add_argument("--cells", type=int, default=None)
+    p.add_argument("--features", type=int, default=None)
+    p.add_argument("--memory-limit", default=None, help="per worker (default 3GB; --quick 1GB)")
+    p.add_argument("--workers", default="1,2", help="worker counts to compare, comma separated")
+    p.add_argument("--data", type=Path, default=ROOT / "benchmarks" / ".data", help="where the cohort is written")
+    p.add_argument("--json", type=Path, default=None, help="JSON output (default: DATA/cohort-results.json)")
+    p.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
+    args = p.parse_args(argv)
+    size = QUICK if args.quick else FULL
+    for key in ("directories", "cells", "features", "memory_limit"):
+        if getattr(args, key) is None:
+            setattr(args, key, size[key])
+    return args
+
+
+def prepare(data: Path, directories: int, cells: int, features: int) -> list[Path]:
+    """Write the cohort once (kept between runs); returns the directories."""
+    from cellspec_sc.cohort.example import write_example_cohort
+
+    root = data / f"cohort-{directories}x{cells}x{features}"
+    paths = [root / f"slide{i:02d}" for i in range(1, directories + 1)]
+    if (root / "COMPLETE").exists():
+        return paths
+    shutil.rmtree(root, ignore_errors=True)
+    write_example_cohort(root, directories, n_cells=cells, n_features=features, n_images=2)
+    (root / "COMPLETE").write_text("")
+    return paths
+
+
+class PeakRss:
+    """Peak RSS of this process, sampled in a thread."""
+
+    def __init__(self, every: float = 0.02):
+        self.every, self.peak, self._stop = every, 0, threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            self.peak = max(self.peak, me.memory_info().rss)
+            time.sleep(self.every)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def _start_sampler(dask_worker: Any) -> int:
+    """Run on each worker: start a fresh peak-RSS sampler on the worker object."""
+    import threading as th
+    import time as tm
+
+    import psutil as ps
+
+    old = getattr(dask_worker, "cohort_rss", None)
+    if old is not None:
+        old["stop"].set()
+    state = {"peak": 0, "stop": th.Event()}
+
+    def sample() -> None:
+        me = ps.Process()
+        while not state["stop"].is_set():
+            state["peak"] = max(state["peak"], me.memory_info().rss)
+            tm.sleep(0.02)
+
+    th.Thread(target=sample, daemon=True).start()
+    dask_worker.cohort_rss = state
+    return os.getpid()
+
+
+def _read_sampler(dask_worker: Any) -> int:
+    state = dask_worker.cohort_rss
+    state["stop"].set()
+    return max(state["peak"], psutil.Process().memory_info().rss)
+
+
+def _warm_up() -> bool:
+    """Run on each worker: import what the tasks use and validate the small example once."""
+    import cellspec_sc as cs
+    from cellspec_sc.cohort import dataset, summary, validate  # noqa: F401
+
+    return cs.validate(cs.example()).ok
+
+
+def run_step(client: Any, cohort: Any, step: str, scratch: Path) -> dict[str, Any]:
+    """Time one step on ``client``; peaks of every worker and of the client; restarts."""
+    before = client.run(_start_sampler)
+    client_peak = PeakRss()
+    started = time.perf_counter()
+    error = None
+    try:
+        if step == "validate":
+            report = cohort.validate(client, progress=False)
+            error = None if report.ok else report.format()[:300]
+        elif step == "summary":
+            cohort.summary(client, progress=False)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+            cohort.write_dataset(scratch, client=client, progress=False)
+    except Exception as err:  # noqa: BLE001 - reported in the row
+        error = f"{type(err).__name__}: {str(err)[:300]}"
+    seconds = time.perf_counter() - started
+    peaks = client.run(_read_sampler)
+    shutil.rmtree(scratch, ignore_errors=True)
+    restarted = sorted(set(before.items()) ^ set(client.run(lambda: os.getpid()).items()))
+    row = {"step": step, "seconds": seconds, "cells_per_s": cohort.n_cells / seconds,
+           "worker_peak_bytes": sorted(peaks.values()), "client_peak_bytes": client_peak.stop(),
+           "workers_restarted": len(restarted) // 2}
+    if error:
+        row["error"] = error
+    return row
+
+
+def run_all(args: argparse.Namespace, paths: list[Path]) -> list[dict[str, Any]]:
+    from distributed import Client, LocalCluster
+
+    import cellspec_sc as cs
+
+    cohort = cs.open_cohort(paths)
+    rows = []
+    for workers in [int(w) for w in args.workers.split(",")]:
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=args.memory_limit,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            client.run(_warm_up)  # imports and first-call caches of every worker, untimed
+            for step in STEPS:
+                row = run_step(client, cohort, step, args.data / "cohort-scratch")
+                row.update(workers=workers, directories=len(paths), cells=cohort.n_cells,
+                           features=len(cohort.feature_ids), memory_limit=args.memory_limit)
+                rows.append(row)
+                print(markdown([row]).splitlines()[-1], flush=True)
+    by_step = {(r["step"], r["workers"]): r for r in rows}
+    for r in rows:
+        one = by_step.get((r["step"], 1))
+        if r["workers"] > 1 and one:
+            r["speedup"] = one["seconds"] / r["seconds"]
+            r["goal_met"] = r["speedup"] >= SPEEDUP_GOAL and not r.get("error") and not r["workers_restarted"]
+    return rows
+
+
+def _mb(value: float) -> str:
+    return f"{value / 2**20:,.0f}"
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    head = ("| step | workers | directories x cells x features | s | cells/s | peak MB per worker | peak MB client "
+            "| workers restarted | speedup vs 1 worker (goal >= 1.7) |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        speedup = f"{r['speedup']:.2f}" if "speedup" in r else "—"
+        if r.get("error"):
+            speedup += f" error: {r['error'][:80]}"
+        lines.append(f"| {r['step']} | {r['workers']} | {r['directories']} x {r['cells'] // r['directories']:,} x "
+                     f"{r['features']} | {r['seconds']:.3g} | {r['cells_per_s']:,.0f} | "
+                     f"{' / '.join(_mb(p) for p in r['worker_peak_bytes'])} | {_mb(r['client_peak_bytes'])} | "
+                     f"{r['workers_restarted']} | {speedup} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    args.data.mkdir(parents=True, exist_ok=True)
+    paths = prepare(args.data, args.directories, args.cells, args.features)
+    rows = run_all(args, paths)
+    out = args.json or args.data / "cohort-results.json"
+    document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "command": " ".join(["python -m benchmarks.cohort", *(argv if argv is not None else sys.argv[1:])]),
+                "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows}
+    out.write_text(json.dumps(document, indent=1))
+    text = markdown(rows)
+    print("\n" + text + f"\n\nJSON: {out}")
+    if args.markdown:
+        args.markdown.write_text(text + "\n")
+    return 0 if all(not r.get("error") and not r["workers_restarted"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

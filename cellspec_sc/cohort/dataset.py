@@ -1,0 +1,164 @@
+"""``Cohort.write_dataset``: the whole cohort as one hive-partitioned Parquet dataset.
+
+Each worker task reads one row group of one directory and writes its rows
+(cells columns, then one float64 column per cohort feature, NA as null) with
+``pyarrow.dataset.write_dataset`` under ``cells/<column>=<value>/``, then
+fsyncs and hashes what it wrote. Every source file is hashed once, on the
+workers, against the manifest seen when the cohort was opened. Only when every
+directory succeeded does the client write ``cohort.json``, ``MANIFEST.sha256``
+and ``DONE`` (last) and publish the staged folder with one rename, like a
+cellspec directory; otherwise nothing is published and :class:`CohortError`
+names every failed directory. The output must be on a file system every worker
+and the client can reach (a shared file system on a cluster).
+
+>>> import cellspec_sc as cs, tempfile, pathlib
+>>> from cellspec_sc.cohort.example import write_example_cohort
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> c = cs.open_cohort(write_example_cohort(root, 2, n_cells=20))
+>>> out = c.write_dataset(root / "dataset")
+>>> sorted(p.name for p in out.iterdir())
+['DONE', 'MANIFEST.sha256', 'cells', 'cohort.json']
+>>> back = cs.open_cohort(out)
+>>> back.n_cells, back.directories == c.directories
+(40, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import dask
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from cellspec_sc.cohort.dataset_read import COHORT_FILE, DATA_FOLDER, FORMAT_VERSION, TABLES, constants_of
+from cellspec_sc.cohort.failures import CohortError, Failure, guarded
+from cellspec_sc.cohort.members import Member, verify_member
+from cellspec_sc.cohort.parts import part_table
+from cellspec_sc.cohort.run import run
+from cellspec_sc.io.columns import column_types_of
+from cellspec_sc.io.metadata import dump_document, rows_of
+from cellspec_sc.io.manifest import write_manifest
+from cellspec_sc.io.publish import TargetKind, publishing
+from cellspec_sc.io.staging import fsync_file, fsync_tree
+from cellspec_sc.model.provenance import package_version, sha256_file, utc_now
+from cellspec_sc.spec.vocabulary import SPEC_VERSION
+
+if TYPE_CHECKING:
+    from cellspec_sc.cohort.cohort import Cohort
+
+COHORT_DATASET = TargetKind("a cohort dataset", True, lambda path: path.is_dir() and (path / COHORT_FILE).is_file())
+
+
+def write_dataset(cohort: Cohort, path: str | Path, *, partition_by: Sequence[str] = ("sample_id",),
+                  client: Any = None, progress: bool | None = None, overwrite: bool = False) -> Path:
+    """Write ``cohort`` as a dataset at ``path``; returns the path. ``overwrite=True`` replaces an existing
+    cohort dataset (never another kind of folder) once the new one is complete."""
+    partition_by = tuple(partition_by)
+    _check_partitions(cohort, partition_by)
+    with publishing(path, COHORT_DATASET, overwrite=overwrite) as payload:
+        payload.mkdir()
+        files = _write_parts(cohort, payload, partition_by, client, progress)
+        document = _document(cohort, partition_by, files, Path(path))
+        (payload / COHORT_FILE).write_bytes(dump_document(document, path))
+        fsync_tree(payload)
+        write_manifest(payload, {COHORT_FILE: None, **{f: digest for rows in files for f, digest in rows}})
+    return Path(path)
+
+
+def _check_partitions(cohort: Cohort, partition_by: tuple[str, ...]) -> None:
+    first = cohort.members[0] if cohort.members else None
+    for member in cohort.members:
+        if member.table_types != first.table_types:
+            raise CohortError(f"write_dataset: the cells columns of {member.label} ({_names(member)}) differ from "
+                              f"those of {first.label} ({_names(first)}); one dataset has one schema")
+        types = {c["name"]: c["type"] for c in member.table_types}
+        for column in partition_by:
+            if types.get(column) != "character":
+                what = "has no column" if column not in types else f"holds {types[column]} in column"
+                raise CohortError(f"partition_by: {member.label} {what} {column!r}; partition columns are "
+                                  "character cells columns (e.g. sample_id, image_id)")
+
+
+def _names(member: Member) -> str:
+    return ", ".join(f"{c['name']}: {c['type']}" for c in member.table_types)
+
+
+def _write_parts(cohort: Cohort, stage: Path, partition_by: tuple[str, ...], client: Any,
+                 progress: bool | None) -> list[list[tuple[str, str]]]:
+    """Run the write tasks; [(relative file, sha256), ...] per member, or raise naming every failure."""
+    features = cohort.feature_ids
+    tasks = []
+    for m in cohort.members:
+        checked = dask.delayed(guarded(verify_member), pure=False)(m)
+        written = [dask.delayed(guarded(write_part), pure=False)(m, k, str(stage), features, partition_by)
+                   for k in range(len(m.parts))]
+        tasks.append(dask.delayed(guarded(_collect), pure=False)(m, checked, written))
+    results = run(tasks, cohort.directories, "writing dataset", client=client, progress_bar=progress)
+    failures = [r for r in results if isinstance(r, Failure)]
+    if failures:
+        raise CohortError(f"write_dataset: {len(failures)} of {len(results)} directories failed; nothing was "
+                          "written", failures)
+    return results
+
+
+def _collect(member: Member, checked: None, written: list[list[tuple[str, str]]]) -> list[tuple[str, str]]:
+    return [item for rows in written for item in rows]
+
+
+def write_part(member: Member, k: int, stage: str, features: list[str],
+               partition_by: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Write part ``k`` of ``member`` into ``stage``; [(file relative to stage, sha256)] in row order."""
+    table = part_table(member, member.parts[k], features)
+    if table.num_rows == 0:
+        return []
+    written: list[str] = []
+    schema = pa.schema([(c, pa.string()) for c in partition_by])
+    options = ds.ParquetFileFormat().make_write_options(
+        use_dictionary=[c["name"] for c in member.table_types if c["name"] not in partition_by],
+        write_statistics=[c["name"] for c in member.table_types if c["name"] not in partition_by])
+    ds.write_dataset(table, Path(stage) / DATA_FOLDER, format="parquet", file_options=options,
+                     partitioning=ds.partitioning(schema, flavor="hive") if partition_by else None,
+                     basename_template=f"part-{member.index:05d}-{k:06d}-{{i}}.parquet",
+                     existing_data_behavior="overwrite_or_ignore", use_threads=False,
+                     file_visitor=lambda f: written.append(f.path))
+    relative = [Path(f).relative_to(stage).as_posix() for f in written]
+    relative.sort(key=_first_seen_order(table, partition_by))
+    out = []
+    for name in relative:
+        fsync_file(Path(stage) / name)
+        out.append((name, sha256_file(Path(stage) / name)))
+    return out
+
+
+def _first_seen_order(table: pa.Table, partition_by: tuple[str, ...]) -> Any:
+    """Sort key of written files: where their partition values first appear in ``table``."""
+    if not partition_by:
+        return lambda name: 0
+    keys = list(zip(*(table.column(c).to_pylist() for c in partition_by), strict=True))
+    first = {key: i for i, key in reversed(list(enumerate(keys)))}
+    return lambda name: first.get(tuple(v for _, v in constants_of(name)), len(keys))
+
+
+def _document(cohort: Cohort, partition_by: tuple[str, ...], files: list[list[tuple[str, str]]],
+              target: Path) -> dict[str, Any]:
+    tables = {"dictionary": cohort.dictionary, "images": cohort.images, "channels": cohort.channels}
+    table_types = {t: column_types_of(frame, t, target) for t, frame in tables.items()}
+    first = cohort.members[0].table_types if cohort.members else []
+    column_types = first + [{"name": f, "type": "double"} for f in cohort.feature_ids]
+    provenance = {**cohort.provenance, "created_utc": utc_now(),
+                  "writer": {"package": "cellspec_sc", "version": package_version(),
+                             "function": "cellspec_sc.Cohort.write_dataset"}}
+    sources = provenance.pop("sources")
+    for source, member, rows in zip(sources, cohort.members, files, strict=True):
+        source["files"] = [f for f, _ in rows]
+        source["extensions"] = member.extensions
+        source["images"] = sorted(member.images["image_id"].dropna().astype(str)) if "image_id" in member.images \
+            else []
+    return {"cellspec_cohort": FORMAT_VERSION, "spec_version": SPEC_VERSION, "features": cohort.plan.mode,
+            "partition_by": list(partition_by), "column_types": column_types, "table_types": table_types,
+            **{t: rows_of(tables[t], table_types[t]) for t in TABLES}, "provenance": provenance,
+            "sources": sources}
+

@@ -1,0 +1,89 @@
+"""Running cohort tasks on dask: the given Client, else the current one, else local threads.
+
+No scheduler or worker pool of our own: with a ``distributed.Client`` the tasks
+are submitted with ``client.compute`` and gathered as they finish; without one
+each directory's graph runs on dask's synchronous scheduler in a local thread
+pool. Results come back in the cohort's order; a task that could not run (a
+worker died, an exception that escaped) becomes a :class:`Failure` naming its
+directory. A progress bar counts finished directories (stderr in a terminal, a
+widget in a notebook, nothing on a pipe).
+
+>>> import dask
+>>> run([dask.delayed(sum)([1, 2]), dask.delayed(len)("abc")], ["a", "b"], "adding", client=None)
+[3, 3]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from cellspec_sc.cohort.failures import failure_of
+
+
+def current_client(client: Any = None) -> Any:
+    """``client``, else the current ``distributed.Client`` (the last one created), else None."""
+    if client is not None:
+        return client
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    try:
+        return default_client()
+    except ValueError:  # no client in this process
+        return None
+
+
+@contextmanager
+def progress(total: int, description: str, enabled: bool | None = None) -> Iterator[tqdm]:
+    """A bar counting directories; ``enabled=None``: shown when stderr is a terminal (or in a notebook)."""
+    with tqdm(total=total, desc=description, unit="dir", leave=False, dynamic_ncols=True,
+              disable=None if enabled is None else not enabled) as bar:
+        yield bar
+
+
+def run(tasks: list[Any], labels: list[str], description: str, *, client: Any = None,
+        progress_bar: bool | None = None) -> list[Any]:
+    """Compute one dask ``Delayed`` per directory; results in order, failures as :class:`Failure`."""
+    client = current_client(client)
+    with progress(len(tasks), description, progress_bar) as bar:
+        if client is None:
+            return _run_local(tasks, labels, bar)
+        return _run_distributed(client, tasks, labels, bar)
+
+
+def _run_distributed(client: Any, tasks: list[Any], labels: list[str], bar: tqdm) -> list[Any]:
+    from distributed import as_completed as finished
+
+    futures = client.compute(tasks)
+    position = {future.key: i for i, future in enumerate(futures)}
+    results: list[Any] = [None] * len(tasks)
+    for future in finished(futures):
+        i = position[future.key]
+        try:
+            results[i] = future.result()
+        except Exception as err:  # noqa: BLE001 - e.g. KilledWorker: reported for this directory
+            results[i] = failure_of(labels[i], err)
+        future.release()
+        bar.update(1)
+    return results
+
+
+def _run_local(tasks: list[Any], labels: list[str], bar: tqdm) -> list[Any]:
+    results: list[Any] = [None] * len(tasks)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="cohort") as pool:
+        pending = {pool.submit(task.compute, scheduler="sync"): i for i, task in enumerate(tasks)}
+        for done in as_completed(pending):
+            i = pending[done]
+            try:
+                results[i] = done.result()
+            except Exception as err:  # noqa: BLE001
+                results[i] = failure_of(labels[i], err)
+            bar.update(1)
+    return results

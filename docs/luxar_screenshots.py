@@ -1,0 +1,55 @@
+"""Regenerate docs/img/luxar-*.png: the example scene in luxar's viewer (headless Chromium).
+
+Run: .venv/bin/python docs/luxar_screenshots.py
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from browser import browser_page  # noqa: E402
+
+import cellspec_sc as cs  # noqa: E402
+from cellspec_sc.bridges.luxar_viewer import LuxarViewer  # noqa: E402
+
+HINT = "localStorage.setItem('luxar.controlRail.hintDismissed', '1')"
+READY = ("() => window.__luxarDebug && window.__luxarDebug.scene"
+         " && window.__luxarDebug.getPerf().timeline.milestones.initUpdateDone")
+SET = "async ([i, v]) => { const m = window.__luxarDebug.sceneDimsManager; m.setDimensionValue(i, v); await m.waitForUpdate(); }"
+
+
+def shoot(scene: Path, out: Path, dims: list[tuple[int, int]] = ()) -> None:
+    with LuxarViewer(scene) as viewer, browser_page(Path(tempfile.mkdtemp()), init_script=HINT) as (page, _):
+        page.goto(viewer.url + "&debug&dpr=1&renderer=webgl&noOpfs")
+        page.wait_for_function(READY, timeout=180_000)
+        page.wait_for_timeout(1500)
+        for index, value in dims:
+            page.evaluate(SET, [index, value])
+            page.wait_for_timeout(2500)
+        page.screenshot(path=str(out))
+
+
+def main() -> None:
+    import scanpy as sc
+
+    work = Path(tempfile.mkdtemp())
+    img = HERE / "img"
+    x = cs.example(n_cells=2000)
+    scene = cs.to_luxar(x, work / "a.luxar.zarr", layers=["cells", "marker:CD3e"])
+    shoot(scene, img / "luxar-default.png")
+    shoot(scene, img / "luxar-marker.png", [(2, 1)])  # 'colour by' -> CD3e
+    adata = cs.to_anndata(x)
+    sc.pp.pca(adata, n_comps=5)
+    scene = cs.to_luxar(adata, work / "b.luxar.zarr", layers=["category:classification", "embedding:X_pca"])
+    shoot(scene, img / "luxar-category-embedding.png", [(2, 4)])  # 'classification' -> one class
+    scene = cs.to_luxar(x, work / "c.luxar.zarr", layers=["marker:CD3e"], layout="stack")
+    shoot(scene, img / "luxar-stack.png", [(2, 1)])  # 'image' -> img2
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Small CellSpec objects built for the Luxar tests, so that what they assert does not depend on cs.example()."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+import cellspec_sc as cs
+
+FEATURE = "cell:CD3e:mean"
+
+
+def cells_object(image_sizes: dict[str, tuple[float, float]], cells: pd.DataFrame,
+                 values: np.ndarray | None = None) -> cs.CellSpec:
+    """A CellSpec with the given images (width, height in micrometres at 1 um per pixel), cells (cell_id,
+    image_id, x, y, area, classification) and one feature, cell:CD3e:mean (marker CD3e)."""
+    base = cs.example(n_cells=4, n_images=1)
+    images = pd.DataFrame({"image_id": list(image_sizes), "sample_id": [f"s_{i}" for i in image_sizes],
+                           "pixel_size": 1.0, "width_px": [int(w) for w, _ in image_sizes.values()],
+                           "height_px": [int(h) for _, h in image_sizes.values()]})
+    cells = cells.reset_index(drop=True).copy()
+    cells["sample_id"] = "s_" + cells["image_id"].astype(str)
+    dictionary = pd.DataFrame({"feature_id": [FEATURE], "kind": ["intensity"], "marker": ["CD3e"],
+                               "compartment": ["cell"], "statistic": ["mean"], "unit": ["a.u."]})
+    if values is None:
+        values = np.arange(len(cells), dtype=np.float64)
+    return base.replace(cells=cells, images=images, dictionary=dictionary,
+                        measurements=np.asarray(values, dtype=np.float64).reshape(-1, 1))
+
+
+def ramp(values: list[float], *, image: str = "ramp", spacing: float = 100.0, rows: int = 3,
+         classes: tuple[str, ...] = ("T cell", "Tumor")) -> tuple[pd.DataFrame, np.ndarray]:
+    """Cells in columns left to right, one column per value, ``rows`` cells per column."""
+    n = len(values)
+    x = np.repeat(np.arange(n) * spacing + spacing / 2, rows)
+    y = np.tile(np.arange(rows) * spacing + spacing / 2, n)
+    frame = pd.DataFrame({"cell_id": [f"{image}-{i}" for i in range(n * rows)], "image_id": image, "x": x, "y": y,
+                          "area": np.pi * (0.3 * spacing) ** 2,
+                          "classification": [classes[i % len(classes)] for i in range(n * rows)]})
+    return frame, np.repeat(np.asarray(values, dtype=np.float64), rows)
+
+
+def ramp_object(values: list[float], **kwargs) -> cs.CellSpec:
+    frame, v = ramp(values, **kwargs)
+    width = len(values) * kwargs.get("spacing", 100.0)
+    height = kwargs.get("rows", 3) * kwargs.get("spacing", 100.0)
+    return cells_object({frame["image_id"].iloc[0]: (width, height)}, frame, v)

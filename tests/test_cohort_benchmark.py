@@ -1,0 +1,32 @@
+"""The cohort benchmark never rots: ``python -m benchmarks.cohort --quick`` runs on LocalClusters of 1 and 2 workers."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_quick_cohort_benchmark_reports_every_step_with_peaks_and_no_restarts(tmp_path):
+    out = tmp_path / "cohort.json"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.cohort", "--quick", "--data", str(tmp_path / "data"),
+                           "--json", str(out), "--markdown", str(tmp_path / "table.md")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["step"], r["workers"]) for r in rows] == [(s, w) for w in (1, 2)
+                                                        for s in ("validate", "summary", "write_dataset")]
+    for row in rows:
+        assert "error" not in row and row["workers_restarted"] == 0
+        assert math.isfinite(row["seconds"]) and row["seconds"] > 0
+        assert len(row["worker_peak_bytes"]) == row["workers"] and min(row["worker_peak_bytes"]) > 50 * 2**20
+        assert row["client_peak_bytes"] > 50 * 2**20 and row["cells"] == 4 * 3_000
+        if row["workers"] == 2:
+            assert math.isfinite(row["speedup"]) and row["goal_met"] in (True, False)
+    table = (tmp_path / "table.md").read_text()
+    assert table.count("\n") == len(rows) + 2 and "| summary | 2 | 4 x 3,000 x 12 |" in table
+    assert not (tmp_path / "data" / "cohort-scratch").exists()

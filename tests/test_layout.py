@@ -1,0 +1,101 @@
+"""The package layout: docs/architecture.md matches the folders, every package folder is installed, every
+imported distribution is declared and every declared one is used."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "architecture.md"
+CODE_ROOTS = {"cellspec_sc": "cellspec_sc", "bridges": "cellspec_sc.bridges", "widgets": "cellspec_sc.widgets"}
+TOP_FOLDERS = ("tests", "notebooks", "docs", "benchmarks", ".ci")
+# declared for the README's AnnData workflow (sc.pp.pca, sc.tl.leiden(flavor="igraph")), not imported by the code
+WORKFLOW_ONLY = {"scanpy": "sc.tl.leiden", "igraph": 'flavor="igraph"'}
+
+
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def package_folders() -> dict[str, str]:
+    """Folder (relative, with a trailing /) -> dotted package name, for every folder holding an __init__.py."""
+    out = {}
+    for folder, package in CODE_ROOTS.items():
+        for init in sorted((ROOT / folder).rglob("__init__.py")):
+            relative = init.parent.relative_to(ROOT / folder)
+            out[f"{init.parent.relative_to(ROOT).as_posix()}/"] = ".".join([package, *relative.parts])
+    return out
+
+
+def tree_folders() -> list[str]:
+    """The first word of every line of the page's tree block."""
+    text = PAGE.read_text(encoding="utf-8")
+    block = text.split("## The tree", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    return [line.split()[0] for line in block.strip().splitlines()]
+
+
+def test_architecture_tree_lists_every_package_and_top_folder():
+    listed = set(tree_folders())
+    missing = [f for f in [*package_folders(), *(f"{t}/" for t in TOP_FOLDERS)] if f not in listed]
+    assert not missing, f"docs/architecture.md does not list {missing}"
+
+
+def test_architecture_page_names_only_existing_folders_and_files():
+    text = PAGE.read_text(encoding="utf-8")
+    paths = re.findall(r"(?<![\w./])((?:cellspec_sc|bridges|widgets|tests|notebooks|docs|benchmarks|\.ci)/[\w./-]*)", text)
+    paths = {p.rstrip(".") for p in paths}
+    assert all(name.endswith("/") for name in tree_folders()) and len(paths) > 20
+    absent = sorted(p for p in paths if not (ROOT / p).exists())
+    assert not absent, f"docs/architecture.md names paths that do not exist: {absent}"
+
+
+def test_architecture_page_is_linked_from_the_readme():
+    assert "(docs/architecture.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_package_folder_is_installed():
+    declared = set(pyproject()["tool"]["setuptools"]["packages"])
+    found = set(package_folders().values())
+    assert declared == found, f"pyproject.toml packages: missing {found - declared}, extra {declared - found}"
+    for package in found:  # and each imports from the installed tree
+        __import__(package)
+        assert Path(sys.modules[package].__file__).resolve().is_relative_to(ROOT)
+
+
+def imported_distributions() -> set[str]:
+    """Distributions of every third-party module imported by the package code (at any depth of a module)."""
+    modules = set()
+    for folder in CODE_ROOTS:
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    modules.update(alias.name.split(".")[0] for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    modules.add(node.module.split(".")[0])
+    third_party = modules - set(sys.stdlib_module_names) - {"cellspec_sc"}
+    owners = importlib.metadata.packages_distributions()
+    unknown = sorted(m for m in third_party if m not in owners)
+    assert not unknown, f"imported but not installed: {unknown}"
+    return {normalise(owners[m][0]) for m in third_party}
+
+
+def normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def declared_distributions() -> set[str]:
+    return {normalise(re.match(r"[A-Za-z0-9_.-]+", r).group(0)) for r in pyproject()["project"]["dependencies"]}
+
+
+def test_every_imported_package_is_declared_and_every_declared_one_is_used():
+    imported, declared = imported_distributions(), declared_distributions()
+    assert imported - declared == set(), "imported but not declared in pyproject.toml"
+    assert declared - imported == set(WORKFLOW_ONLY), "declared but neither imported nor a README workflow need"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for distribution, use in WORKFLOW_ONLY.items():
+        assert use in readme, f"{distribution} is declared for the README workflow, which no longer uses it"
