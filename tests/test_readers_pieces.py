@@ -97,4 +97,5 @@ def test_ordered_map_keeps_order_and_stops_on_the_first_error():
 
     with pytest.raises(ValueError, match="piece 3"):
         list(ordered_map(work, range(1000), threads=2))
+    assert list(ordered_map(str, [7], threads=2)) == ["7"]
     assert len(started) < 20  # at most two per thread in flight: the rest was never started

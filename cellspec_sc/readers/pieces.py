@@ -18,7 +18,7 @@ from __future__ import annotations
 import mmap
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -72,12 +72,12 @@ def workers() -> int:
     return max(1, min(pa.cpu_count(), len(os.sched_getaffinity(0))))
 
 
-def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int | None = None) -> Iterator[R]:
+def ordered_map(fn: Callable[[T], R], items: Sequence[T], threads: int | None = None) -> Iterator[R]:
     """``fn(item)`` for every item, computed on ``threads`` threads (default :func:`workers`) and yielded in
-    the order of ``items``, with at most two per thread in flight. With one thread, runs in the caller's.
-    When the consumer stops early (an error), the pieces not started are cancelled."""
-    threads = threads or workers()
-    if threads == 1:
+    the order of ``items``, with at most two per thread in flight. With one thread or one item, runs in the
+    caller's thread. When the consumer stops early (an error), the items not started are cancelled."""
+    threads = min(threads or workers(), len(items))
+    if threads <= 1:
         yield from map(fn, items)
         return
     pending: deque[Future[R]] = deque()
