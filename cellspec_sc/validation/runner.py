@@ -25,6 +25,7 @@ from cellspec_sc.validation.checks import implementation
 from cellspec_sc.validation.context import CheckFn, Context, PendingStats, Problem, Skip, StatsPending
 from cellspec_sc.validation.portability import RULE, portability_problems
 from cellspec_sc.validation.matrix_stats import MatrixStats
+from cellspec_sc.validation.memo import content_token, remember, remembered
 from cellspec_sc.validation.report import MAX_ROWS_SHOWN, CheckResult, ValidationReport
 
 
@@ -56,13 +57,29 @@ def validate(
     """
     voc = vocabulary()
     defaults = voc.defaults
-    ctx = Context(x=x, voc=voc, area_range=tuple(area_range or defaults["area_range"]),
-                  na_max=float(defaults["na_max"] if na_max is None else na_max),
+    options = {"area_range": tuple(area_range or defaults["area_range"]),
+               "na_max": float(defaults["na_max"] if na_max is None else na_max)}
+    fresh = stats is None and not source_nonfinite  # else a reader's facts complete the object's own
+    token = content_token(x) if fresh else None
+    known = remembered(x, options, token) if token else None
+    if known is not None:
+        return known
+    ctx = Context(x=x, voc=voc, area_range=options["area_range"], na_max=options["na_max"],
                   source_nonfinite=dict(source_nonfinite or {}), given_stats=stats)
-    with progress(len(voc.checks) + 1, "validating", unit="checks", size=table_values(x)) as bar:
+    report = ValidationReport(_run_checks(ctx), options)
+    if not ctx.nonfinite_in_source():  # what the source stored is not in the object: such a report is not its own
+        remember(x, options, report, token if fresh else content_token(x))
+    return report
+
+
+def _run_checks(ctx: Context) -> list[CheckResult]:
+    """Every check in the vocabulary's order, then the portability note; checks needing stats that are
+    still being gathered run after the others."""
+    checks = ctx.voc.checks
+    with progress(len(checks) + 1, "validating", unit="checks", size=table_values(ctx.x)) as bar:
         results: dict[str, CheckResult] = {}
         waiting = []
-        for chk in voc.checks:
+        for chk in checks:
             try:
                 results[chk.name] = run_check(ctx, chk.name, chk.level, chk.rule)
                 bar.update(1)
@@ -74,8 +91,7 @@ def validate(
             bar.update(1)
         portable = run_check(ctx, "portability", "semantic", RULE, portability)  # a note beyond section 10
         bar.update(1)
-    ordered = [results[chk.name] for chk in voc.checks] + [portable]
-    return ValidationReport(ordered, {"area_range": ctx.area_range, "na_max": ctx.na_max})
+    return [results[chk.name] for chk in checks] + [portable]
 
 
 def table_values(x: Any) -> int:
