@@ -36,7 +36,9 @@ from cellspec_sc.readers.mcmicro import SHAPES
 from cellspec_sc.spec.types import as_spec_type, canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
 
-from cellspec_sc.bridges.anndata import BRIDGE_VERSION, FUNCTION, carry_obs_columns, dense, warn, warn_not_carried
+from cellspec_sc.bridges.anndata_keys import BRIDGE_VERSION, FUNCTION, warn, warn_not_carried
+from cellspec_sc.bridges.anndata_matrix import dense
+from cellspec_sc.bridges.anndata_obs import carry_obs_columns
 from cellspec_sc.bridges.anndata_layers import measurement_layer
 
 if TYPE_CHECKING:
