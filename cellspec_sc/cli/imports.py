@@ -21,7 +21,7 @@ from cellspec_sc.io.refusals import TargetExists
 from cellspec_sc.readers.mcmicro import McquantAdapter
 from cellspec_sc.readers.pipeline import read_export
 from cellspec_sc.readers.qupath import QuPathAdapter
-from cellspec_sc.readers.steinbock import SteinbockAdapter, read_folder
+from cellspec_sc.readers.steinbock import SteinbockAdapter
 from cellspec_sc.validation.runner import validate
 
 
@@ -44,9 +44,9 @@ def _check_target(args: argparse.Namespace) -> None:
         raise InputError(f"{err.directory}: {detail}") from None
 
 
-def _import(adapter, source: str, args: argparse.Namespace, read=None) -> int:
+def _import(adapter, source: str, args: argparse.Namespace) -> int:
     """Read ``source`` with ``adapter`` (validation left to this function), validate once, write, report."""
-    x = (read or read_export)(adapter, source, validate_result=False)
+    x = read_export(adapter, source, validate_result=False)
     report = validate(x)
     report.raise_if_failed(f"{source}: the {adapter.name} reader built an invalid object")
     path = write(x, args.out_dir, format=args.format, overwrite=args.overwrite, report=report)
@@ -81,7 +81,7 @@ def cmd_import_steinbock(args: argparse.Namespace) -> int:
                                marker_map=_marker_map(args.marker), aggregation=args.aggregation,
                                neighbors=not args.no_neighbors, neighbor_method=args.neighbor_method,
                                encoding=args.encoding)
-    return _import(adapter, args.folder, args, read=read_folder)
+    return _import(adapter, args.folder, args)
 
 
 def _common(p: argparse.ArgumentParser, source: str = "file", image_id: bool = True) -> None:

@@ -118,7 +118,8 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, numbers_
     convert = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
                                    quoted_strings_can_be_null=True)
     out = empty_matrix(_estimated_rows(header.path), len(matrix))
-    positions = [header.names.index(name) for name in matrix]
+    position = {name: i for i, name in enumerate(header.names)}
+    positions = [position[name] for name in matrix]
     counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
     parts: dict[str, list[pa.Array]] = {name: [] for name in text}
     number_parts: dict[str, list[np.ndarray]] = {name: [] for name in numbers}
