@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.bridges.anndata_foreign import from_foreign_anndata
 from cellspec_sc.bridges.anndata_graph import adjacency_matrices, warn_replaced_graph
 from cellspec_sc.bridges.anndata_keys import (
     BRIDGE_VERSION, CONNECTIVITIES_KEY, FUNCTION, SHARED_BOUNDARY_KEY, SPATIAL_KEY, UNS_KEY, AnnDataBridgeWarning,
@@ -123,8 +124,6 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     <StringDtype(na_value=<NA>)>
     """
     if UNS_KEY not in adata.uns:
-        from cellspec_sc.bridges.anndata_foreign import from_foreign_anndata
-
         return from_foreign_anndata(adata, allow_modified=allow_modified, **foreign)
     if foreign:
         raise InputError(f"from_anndata: {sorted(foreign)} only apply to an AnnData without uns['cellspec']")
