@@ -1,7 +1,7 @@
 """The Features section's numbers: histograms on shared bins (linear or log), summary tables, and the factor
 that keeps matplotlib's tick arithmetic finite.
 
->>> summary_row(np.array([1.0, np.nan, 3.0]))["n_na"]
+>>> summary_row(np.array([1.0, np.nan, 3.0]))["na"]
 1
 """
 
