@@ -44,7 +44,7 @@ y = cs.read(path)                                  # y.equals(x) is True, bit fo
 
 ```sh
 cellspec validate run1.cellspec    # exit 0 valid, 1 validation failed, 2 refused
-cellspec info run1.cellspec
+cellspec info run1.cellspec        # reads only DONE, the manifest, cellspec.json and the Parquet footers
 cellspec demo --out demo-output    # writes the example to demo-output/example.cellspec and reads it back
 ```
 
