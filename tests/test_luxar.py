@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import anndata as ad
@@ -145,6 +146,35 @@ def test_stack_layout_puts_images_on_a_categorical_dimension(tmp_path, x):
         node = points_node(path, f"{image}/{image}.cells")
         assert node["positions"].shape[1] == 3
         assert np.all(node["positions"][:, 2] == k)
+
+
+def test_stack_by_sample_puts_each_samples_cells_on_its_own_entry(tmp_path):
+    """Three images of two samples: the stacking dimension is ``sample`` (in order of first appearance), each
+    sample's node holds exactly the cells of its images at their own x, y, on that sample's index."""
+    x = cs.example(n_images=3, n_cells=60)
+    sample_of = {"img1": "patient-B", "img2": "patient-B", "img3": "patient-A"}
+    x = x.replace(cells=x.cells.assign(sample_id=x.cells["image_id"].map(sample_of).astype("string")),
+                  images=x.images.assign(sample_id=x.images["image_id"].map(sample_of).astype("string")))
+    path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layout="stack", stack_by="sample_id")
+    scene = luxar.LuxarScene.load(path)
+    dims = scene.root_attrs["scene_dimensions"]["dimensions"]
+    assert [d["name"] for d in dims] == ["x", "y", "sample"]
+    assert dims[2]["categories"] == ["patient-B", "patient-A"] and dims[2]["display"] is False
+    assert sorted(n["name"] for n in scene.nodes if n["type"] == "points") == [
+        "patient-A/patient-A.cells", "patient-B/patient-B.cells"]
+    cells = x.cells.set_index([x.cells["image_id"].astype(str), x.cells["cell_id"].astype(str)])
+    for k, sample in enumerate(dims[2]["categories"]):
+        node = points_node(path, f"{sample}/{sample}.cells")
+        images = [label.split(" · ")[1] for label in node["labels"]]
+        expected = cells[cells["sample_id"] == sample]
+        assert sorted(zip(images, node["keys"])) == sorted(expected.index)  # every cell of the sample, no other
+        assert {sample_of[i] for i in images} == {sample}
+        assert np.all(node["positions"][:, 2] == k)
+        xy = expected.loc[list(zip(images, node["keys"])), ["x", "y"]].to_numpy()
+        tolerance = (xy.max(axis=0) - xy.min(axis=0)).max() / 65535
+        np.testing.assert_allclose(node["positions"][:, :2], xy, atol=tolerance, rtol=0)
+    waypoints = scene.root_attrs["viewer_config"]["waypoints"]
+    assert [w["when"] for w in waypoints] == [{"sample": 0}, {"sample": 1}]
 
 
 # -- feature and marker layers ---------------------------------------------------------------------
@@ -600,3 +630,59 @@ def test_cellspec_luxar_open_serves_the_scene_it_just_wrote(tmp_path):
     served, out = _served_scene(["luxar", "example", str(out_path), "--layer", "marker:CD3e", "--open"])
     assert f"wrote {out_path}" in out and f"serving {out_path}" in out
     assert served["attributes"]["content_hash"] == luxar.LuxarScene.load(out_path).root_attrs["content_hash"]
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (Linux /proc)."""
+    import pathlib
+
+    tasks = pathlib.Path(f"/proc/{pid}/task")
+    return [int(c) for t in tasks.glob("*") for c in (t / "children").read_text().split()] if tasks.exists() else []
+
+
+def _session_alive(group: int) -> bool:
+    import os
+
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_cellspec_view_stops_its_viewer_when_signalled_during_start_up(tmp_path, signame):
+    """A signal that lands while the viewer is still starting (before "serving ...") leaves no viewer process
+    and no open port behind (before the fix the viewer, in its own session, kept serving)."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from cellspec_sc.bridges.luxar_viewer import free_port
+
+    path = cs.to_luxar(ramp_object([1.0, 2.0]), tmp_path / "s.luxar.zarr")
+    port, data_port = free_port(), free_port()
+    cmd = [sys.executable, "-m", "cellspec_sc.cli.main", "view", str(path), "--no-browser", "--port", str(port),
+           "--data-port", str(data_port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    viewers: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not (viewers := _children(proc.pid)):  # the luxar viewer has been started, but cannot answer yet
+            assert time.monotonic() < deadline and proc.poll() is None, "the viewer never started"
+            time.sleep(0.01)
+        proc.send_signal(getattr(signal, signame))
+        out = proc.communicate(timeout=60)[0].decode()
+        leaked = [v for v in viewers if _session_alive(v)]
+    finally:
+        for group in [proc.pid, *viewers]:  # whatever the outcome, nothing of this test keeps running
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+    assert "serving" not in out and proc.returncode == 2 and "cellspec: error: interrupted" in out, out
+    assert viewers and not leaked, f"viewer sessions still running: {leaked}"  # its data server included
+    for p in (port, data_port):
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", p)) != 0, f"port {p} still answers"

@@ -23,7 +23,6 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("info", help="print the summary of a cellspec")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="PATH or 'example'")
     p.set_defaults(func=cmd_info)

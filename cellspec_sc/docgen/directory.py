@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from cellspec_sc.docgen.markdown import markdown_table
+from cellspec_sc.io import bounded, strict_json
 from cellspec_sc.io.columns import ARROW_TYPES
 from cellspec_sc.io.directory import write
 from cellspec_sc.io.refusals import UnlistedFileWarning, all_refusals
@@ -220,8 +221,6 @@ def render_directory() -> str:
 
 
 def _limits() -> str:
-    from cellspec_sc.io import bounded, strict_json
-
     return _LIMITS.format(done=bounded.DONE_MAX_BYTES, line=bounded.MANIFEST_LINE_MAX_BYTES,
                           metadata=bounded.DEFAULT_MAX_METADATA_BYTES >> 20, ratio=bounded.DEFAULT_MAX_INFLATION,
                           floor=bounded.INFLATION_FLOOR_BYTES >> 20, depth=strict_json.MAX_DEPTH,
