@@ -136,11 +136,16 @@ def _joined_in_arrow(image_id: pd.Series, cell_id: pd.Series) -> list[str]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    images = pa.array(image_id, type=pa.string(), from_pandas=True).dictionary_encode()
+    images = _one_chunk(pa.array(image_id, type=pa.string(), from_pandas=True)).dictionary_encode()
     escaped = pa.array([_escape(i) for i in images.dictionary.to_pylist()] + ["<NA>"], type=pa.string())
     prefixes = escaped.take(images.indices.fill_null(len(images.dictionary)))
-    ids = pa.array(cell_id, type=pa.string(), from_pandas=True).fill_null("<NA>")  # f"{pd.NA}" is "<NA>" too
+    ids = _one_chunk(pa.array(cell_id, type=pa.string(), from_pandas=True)).fill_null("<NA>")  # f"{pd.NA}" is "<NA>" too
     return pc.binary_join_element_wise(prefixes, ids, ":").to_numpy(zero_copy_only=False).tolist()
+
+
+def _one_chunk(array: Any) -> Any:
+    """An Arrow-backed pandas column (e.g. after pd.concat) converts to a ChunkedArray: make it one array."""
+    return array.combine_chunks() if hasattr(array, "combine_chunks") else array
 
 
 def _escape(value: Any) -> str:

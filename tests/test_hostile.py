@@ -260,6 +260,7 @@ def damage(d: Path, data) -> str:
     op = data.draw(st.sampled_from(["truncate", "flip", "swap", "retype"]), label="op")
     name = data.draw(st.sampled_from(FILES), label="file")
     path = file_of(d, name)
+    touched = {name}
     raw = path.read_bytes()
     if op == "truncate":
         path.write_bytes(raw[:data.draw(st.integers(0, max(0, len(raw) - 1)), label="keep")])
@@ -267,7 +268,9 @@ def damage(d: Path, data) -> str:
         at = data.draw(st.integers(0, len(raw) - 1), label="at")
         path.write_bytes(raw[:at] + bytes([raw[at] ^ data.draw(st.integers(1, 255), label="xor")]) + raw[at + 1:])
     elif op == "swap":
-        other = file_of(d, data.draw(st.sampled_from([f for f in FILES if f != name]), label="other"))
+        other_name = data.draw(st.sampled_from([f for f in FILES if f != name]), label="other")
+        touched.add(other_name)
+        other = file_of(d, other_name)
         a, b = path.read_bytes(), other.read_bytes()
         path.write_bytes(b)
         other.write_bytes(a)
@@ -281,7 +284,7 @@ def damage(d: Path, data) -> str:
             doc[key] = data.draw(JSON_VALUES, label="value")
         (d / "cellspec.json").write_text(json.dumps(doc), encoding="utf-8")
         name = "cellspec.json"
-    if data.draw(st.booleans(), label="reseal") and name not in ("DONE", "MANIFEST.sha256"):
+    if data.draw(st.booleans(), label="reseal") and not touched & {"DONE", "MANIFEST.sha256"}:
         reseal(d)  # as a careless tool would: the damage then reaches the parsers
     return f"{op} {name}"
 

@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "architecture.md"
 CODE_ROOTS = {"cellspec_sc": "cellspec_sc", "bridges": "cellspec_sc.bridges", "widgets": "cellspec_sc.widgets"}
 TOP_FOLDERS = ("tests", "notebooks", "docs", "benchmarks", ".ci")
-# declared for the README's AnnData workflow (sc.pp.pca, sc.tl.leiden(flavor="igraph")), not imported by the code
-WORKFLOW_ONLY = {"scanpy": "sc.tl.leiden", "igraph": 'flavor="igraph"'}
+# declared for the README's AnnData workflow (sc.pp.neighbors, sc.tl.leiden(flavor="igraph")), not imported by the
+# code: distribution -> what the README does with it
+WORKFLOW_ONLY = {"scanpy": "sc.tl.leiden", "igraph": 'flavor="igraph"', "pynndescent": "sc.pp.neighbors"}
 
 
 def pyproject() -> dict:

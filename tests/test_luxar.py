@@ -553,11 +553,12 @@ def test_extreme_feature_values_and_areas_still_compile(tmp_path, x):
 
 # -- serving ---------------------------------------------------------------------------------------
 
-def _served_scene(args: list[str], timeout: float = 120.0) -> tuple[dict, str]:
-    """Run ``cellspec ARGS`` (which serves a scene), return the zarr.json its data server answers and what it
-    printed, then stop it."""
+def _served_scene(args: list[str], timeout: float = 180.0) -> tuple[dict, str]:
+    """Run ``cellspec ARGS`` (which serves a scene) until it says it is serving, return the zarr.json its
+    data server answers and what it printed, then stop it."""
     import json
     import os
+    import select
     import signal
     import subprocess
     import sys
@@ -570,21 +571,19 @@ def _served_scene(args: list[str], timeout: float = 120.0) -> tuple[dict, str]:
     cmd = [sys.executable, "-m", "cellspec_sc.cli.main", *args, "--no-browser", "--port", str(free_port()),
            "--data-port", str(data_port)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    printed = ""
     try:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{data_port}/zarr.json", timeout=2) as r:
-                    served = json.loads(r.read())
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            raise AssertionError(f"nothing served: {proc.stdout.read().decode() if proc.poll() is not None else ''}")
+        while "serving" not in printed:
+            assert time.monotonic() < deadline and proc.poll() is None, f"never served: {printed}"
+            if select.select([proc.stdout], [], [], 1.0)[0]:
+                printed += proc.stdout.readline().decode()
+        with urllib.request.urlopen(f"http://127.0.0.1:{data_port}/zarr.json", timeout=10) as r:
+            served = json.loads(r.read())
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
-        out = proc.communicate(timeout=30)[0].decode()
-    return served, out
+        printed += proc.communicate(timeout=30)[0].decode()
+    return served, printed
 
 
 def test_cellspec_view_serves_an_existing_scene_without_compiling(tmp_path):

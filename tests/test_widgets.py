@@ -286,7 +286,7 @@ def test_validation_rows_failures_first():
     failed = rows.loc[rows["status"] == "fail", "name"].tolist()
     assert set(failed) == {"cells_key_unique", "cells_area_positive"}
     assert rows["status"].tolist()[: len(failed)] == ["fail"] * len(failed)
-    assert len(rows) == len(cs.vocabulary().checks)
+    assert len(rows) == len(cs.vocabulary().checks) + 1  # and the portability note
     w.select(panel="Validation")
     text = w.validation_html.value
     assert "FAILED" in text and text.index("cells_key_unique") < text.index("object_class")
@@ -401,7 +401,7 @@ def test_any_valid_object_previews(x):
         values = x.measurements[:, x.feature_ids.index(w.feature)]
         assert sum(c.sum() for c in w.histogram_data().counts.values()) == np.isfinite(values).sum()
         assert w.summary_data()["na"].iloc[-1] == np.isnan(values).sum()
-    assert len(w.validation_data()) == len(cs.vocabulary().checks)
+    assert len(w.validation_data()) == len(cs.vocabulary().checks) + 1  # and the portability note
 
 
 @settings(max_examples=5, deadline=None)
