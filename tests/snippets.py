@@ -67,3 +67,29 @@ def run_shell(block: Block, page: Path, cwd: Path) -> subprocess.CompletedProces
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.code], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
+
+
+class BlockFailed(AssertionError):
+    """A shell block of a page exited with a non-zero status."""
+
+
+def run_page(page: Path, cwd: Path) -> int:
+    """Run every runnable block of ``page`` in order in ``cwd`` (the current directory); return how many ran.
+
+    A Python block that raises propagates its exception (the traceback names page and line); a shell block that
+    exits non-zero raises BlockFailed with its output.
+    """
+    namespace: dict = {"__name__": "__snippet__"}
+    ran = 0
+    for block in blocks_of(page.read_text(encoding="utf-8")):
+        if block.skip is not None or block.language not in RUN:
+            continue
+        if RUN[block.language] == "python":
+            run_python(block, page, namespace)
+        else:
+            done = run_shell(block, page, cwd)
+            if done.returncode != 0:
+                raise BlockFailed(f"{page.name}:{block.line}: shell block exited {done.returncode}\n"
+                                  f"{done.stdout}\n{done.stderr}")
+        ran += 1
+    return ran

@@ -1,17 +1,16 @@
 """Snippets are tests: every Python and shell block of README.md and docs/*.md runs as written.
 
-Blocks of one page share state in order (one namespace, one temporary folder); see tests/snippets.py for
-the rules, including the only way to leave a block out (a visible ``<!-- not run: reason -->``).
+Each page runs in its own temporary folder, its blocks in order sharing one namespace; see tests/snippets.py
+for the rules, including the only way to leave a block out (a visible ``<!-- not run: reason -->``).
 """
 
 import doctest
-import os
 
 import matplotlib
 import pytest
 
 import snippets
-from snippets import RUN, blocks_of, pages, run_python, run_shell
+from snippets import RUN, BlockFailed, blocks_of, pages, run_page, run_python
 
 matplotlib.use("Agg")
 
@@ -20,18 +19,13 @@ KNOWN = {*RUN, "text", "json"}
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
 def test_page_runs_as_written(page, tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
     monkeypatch.chdir(tmp_path)
-    namespace: dict = {"__name__": "__snippet__"}
-    for block in blocks_of(page.read_text(encoding="utf-8")):
-        if block.skip is not None or block.language not in RUN:
-            continue
-        if RUN[block.language] == "python":
-            run_python(block, page, namespace)
-        else:
-            done = run_shell(block, page, tmp_path)
-            assert done.returncode == 0, (f"{page.name}:{block.line}: shell block exited {done.returncode}\n"
-                                          f"{done.stdout}\n{done.stderr}")
-    os.chdir(tmp_path)  # a block that changed directory must not leak into the next page
+    try:
+        run_page(page, tmp_path)
+    finally:
+        plt.close("all")
 
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
@@ -51,7 +45,7 @@ def test_blocks_left_out_say_why(page):
 
 def test_readme_and_every_docs_page_are_covered():
     names = {p.name for p in pages()}
-    assert "README.md" in names and "index.md" in names and "object.md" in names
+    assert {"README.md", "index.md", "object.md", "readers.md", "luxar.md", "cohorts.md"} <= names
 
 
 def test_python_block_failure_names_page_and_line(tmp_path):
@@ -62,6 +56,19 @@ def test_python_block_failure_names_page_and_line(tmp_path):
         run_python(block, page, {})
     frame = err.traceback[-1]
     assert frame.path == "page.md" and frame.lineno + 1 == 5  # pytest counts lines from 0
+
+
+def test_a_failing_block_fails_the_page_and_a_skipped_one_does_not_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    page = tmp_path / "page.md"
+    page.write_text("```python\nopen('made.txt', 'w').write('1')\n```\n"
+                    "<!-- not run: stands for a block that opens a browser -->\n```bash\ntouch skipped\n```\n"
+                    "```bash\ntest -f made.txt\nfalse | cat\necho never > after\n```\n", encoding="utf-8")
+    with pytest.raises(BlockFailed, match=r"page.md:8: shell block exited 1"):
+        run_page(page, tmp_path)
+    assert not (tmp_path / "skipped").exists() and not (tmp_path / "after").exists()
+    page.write_text("```bash\ntest -f made.txt\n```\n```python\nassert open('made.txt').read() == '1'\n```\n")
+    assert run_page(page, tmp_path) == 2
 
 
 def test_docstring_examples():
