@@ -67,21 +67,41 @@ def from_anndata_ours(env: Env) -> Op:
     return Op(lambda i: cs.from_anndata(adata))
 
 
-def cellspec_from_frames(table: Any, x: Any) -> Any:
-    """A CellSpec built directly from an AnnData's frames (obs, X, var) and the other tables."""
-    import cellspec_sc as cs
+def cellspec_from_frames(table: Any) -> Any:
+    """The CellSpec a user builds from an AnnData's frames by hand: obs and var with their index
+    dropped and each column back in its spec type (the types the record lists; categoricals back to
+    text), X as it is, images, channels and provenance decoded from the record's JSON text.
 
-    return cs.CellSpec(cells=table.obs.reset_index(drop=True), measurements=table.X,
-                       dictionary=table.var.reset_index(drop=True), images=x.images, channels=x.channels,
-                       provenance=x.provenance, adjacency=x.adjacency, spec_version=x.spec_version)
+    This is exactly what the bridge returns for an unedited AnnData, without the bridge's
+    bookkeeping (which columns changed, whether X still holds the written values, history).
+    """
+
+    import cellspec_sc as cs
+    from cellspec_sc.bridges.uns_tables import decode_table, from_json_text
+    from cellspec_sc.spec.types import as_spec_type
+
+    record = table.uns["cellspec"]
+    meta = from_json_text(record["meta"])
+
+    def restored(frame: Any, types: dict[str, str]) -> Any:
+        frame = frame.reset_index(drop=True)
+        return pd.DataFrame({name: as_spec_type(frame[name], kind) for name, kind in types.items()},
+                            index=pd.RangeIndex(len(frame)))
+
+    adjacency = decode_table(record["adjacency"], "adjacency") if "adjacency" in record else None
+    return cs.CellSpec(cells=restored(table.obs, meta["cells_types"]), measurements=table.X,
+                       dictionary=restored(table.var, meta["dictionary_types"]),
+                       images=decode_table(record["images"], "images"),
+                       channels=decode_table(record["channels"], "channels"),
+                       provenance=from_json_text(record["provenance"]), adjacency=adjacency,
+                       spec_version=str(record["spec_version"]))
 
 
 def cellspec_from_anndata_frames(env: Env) -> Op:
     import cellspec_sc as cs
 
-    x = _slide(env)
-    adata = cs.to_anndata(x)
-    return Op(lambda i: cellspec_from_frames(adata, x))
+    adata = cs.to_anndata(_slide(env))
+    return Op(lambda i: cellspec_from_frames(adata))
 
 
 def _write_op(env: Env, name: str, write: Any) -> Op:
@@ -167,9 +187,8 @@ def from_spatialdata_ours(env: Env) -> Op:
 def cellspec_from_spatialdata_frames(env: Env) -> Op:
     import cellspec_sc as cs
 
-    x = _slide(env)
-    table = cs.to_spatialdata(x).tables["table"]
-    return Op(lambda i: cellspec_from_frames(table, x))
+    table = cs.to_spatialdata(_slide(env)).tables["table"]
+    return Op(lambda i: cellspec_from_frames(table))
 
 
 def spatialdata_baseline(env: Env) -> Op:

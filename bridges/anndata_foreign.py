@@ -21,7 +21,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -32,56 +32,26 @@ from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.names import first_free_name
 from cellspec_sc.model.provenance import new_provenance, with_history_step
-from cellspec_sc.readers.mcmicro import SHAPES
 from cellspec_sc.spec.types import as_spec_type, canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
 
-from cellspec_sc.bridges.anndata import BRIDGE_VERSION, FUNCTION, carry_obs_columns, dense, warn, warn_not_carried
+from cellspec_sc.bridges.anndata_features import (  # intensity_features: users import it from here too
+    DICTIONARY_FIELDS, FeatureRule, intensity_features, other_feature,
+)
+from cellspec_sc.bridges.anndata_keys import BRIDGE_VERSION, FUNCTION, warn, warn_not_carried
+from cellspec_sc.bridges.anndata_matrix import dense
+from cellspec_sc.bridges.anndata_obs import carry_obs_columns
+from cellspec_sc.bridges.anndata_presets import preset_options
 from cellspec_sc.bridges.anndata_layers import measurement_layer
 
 if TYPE_CHECKING:
     import anndata
 
-FeatureRule = Callable[[str], Mapping[str, Any]]
-_DICTIONARY_FIELDS = ("kind", "marker", "compartment", "statistic", "unit")
 PIXEL_ORIGINS = {
     "corner": "um = px * pixel_size (pixel coordinates measured from the image's top-left corner: QuPath)",
     "center": "um = (px + 0.5) * pixel_size (pixel i has its centre at i: scikit-image regionprops, mcquant, "
               "steinbock, scimap, spatialdata-io's mcmicro and steinbock readers)",
 }
-
-
-def other_feature(name: str) -> dict[str, Any]:
-    """The default rule: a var name becomes an ``other`` feature ``other:<name>`` in a.u.
-
-    >>> other_feature("Area")["statistic"]
-    'Area'
-    """
-    return {"kind": "other", "marker": None, "compartment": None, "statistic": name, "unit": "a.u."}
-
-
-def intensity_features(compartment: str = "cell", statistic: str = "mean", unit: str = "a.u.",
-                       others: Sequence[str] = ()) -> FeatureRule:
-    """A rule for var names that are marker names (scimap/MCMICRO): each becomes the intensity
-    feature ``<compartment>:<marker>:<statistic>``; names in ``others`` become ``other``
-    features, and scikit-image/mcquant region properties (``Area``, ``eccentricity``, ...) shape
-    features of ``compartment`` in pixel units.
-
-    >>> intensity_features("nucleus")(" CD3 ")["marker"]
-    'CD3'
-    >>> intensity_features()("Area")["unit"]
-    'px2'
-    """
-    def rule(name: str) -> dict[str, Any]:
-        if name in others:
-            return other_feature(name)
-        if name in SHAPES:
-            shape_statistic, shape_unit = SHAPES[name]
-            return {"kind": "shape", "marker": None, "compartment": compartment, "statistic": shape_statistic,
-                    "unit": shape_unit}
-        return {"kind": "intensity", "marker": name.strip(), "compartment": compartment, "statistic": statistic,
-                "unit": unit}
-    return rule
 
 
 @dataclass(frozen=True)
@@ -133,8 +103,6 @@ def from_foreign_anndata(adata: anndata.AnnData, *, preset: str | None = None, a
     never returns an object that fails a structure check.
     """
     del allow_modified  # nothing to compare X against: there is no stored fingerprint
-    from cellspec_sc.bridges.anndata_presets import preset_options
-
     known = {f.name for f in fields(ForeignOptions)} - {"preset"}
     unknown = sorted(set(options) - known)
     if unknown:
@@ -291,8 +259,8 @@ def _dictionary(names: list[str], rule: FeatureRule) -> pd.DataFrame:
             raise InputError(f"features rule gave kind {kind!r} for var {name!r}; expected one of {voc.kinds}")
         feature_id = voc.feature_id_rule(kind).format(compartment=fields_["compartment"], marker=fields_["marker"],
                                                       statistic=fields_["statistic"])
-        rows.append({"feature_id": feature_id, **{k: fields_[k] for k in _DICTIONARY_FIELDS}, "source_name": name})
-    frame = pd.DataFrame(rows, columns=["feature_id", *_DICTIONARY_FIELDS, "source_name"])
+        rows.append({"feature_id": feature_id, **{k: fields_[k] for k in DICTIONARY_FIELDS}, "source_name": name})
+    frame = pd.DataFrame(rows, columns=["feature_id", *DICTIONARY_FIELDS, "source_name"])
     duplicated = frame["feature_id"][frame["feature_id"].duplicated()].tolist()
     if duplicated:
         raise InputError(f"features rule gives the same feature_id to several var names: {duplicated}")

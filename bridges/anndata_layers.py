@@ -26,7 +26,7 @@ import numpy as np
 
 from cellspec_sc.errors import InputError
 
-from cellspec_sc.bridges.anndata import dense
+from cellspec_sc.bridges.anndata_matrix import dense
 
 if TYPE_CHECKING:
     import anndata

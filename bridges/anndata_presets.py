@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from cellspec_sc.bridges.anndata_features import intensity_features
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.mcmicro import SHAPES, classify_columns, mask_compartment, split_file_name
 
@@ -83,8 +84,6 @@ def _spatialdata_io_mcmicro(adata: anndata.AnnData) -> dict[str, Any]:
 
 
 def _spatialdata_io_steinbock(adata: anndata.AnnData) -> dict[str, Any]:
-    from cellspec_sc.bridges.anndata_foreign import intensity_features
-
     in_obsm = "spatial" in adata.obsm
     return {"image_key": "image", "sample_key": "image", "cell_key": "cell_id" if "cell_id" in adata.obs else None,
             "coordinates": "spatial" if in_obsm else ("centroid-1", "centroid-0"),

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
@@ -188,8 +189,6 @@ def check_link(link: str | None) -> None:
     """A link template: absolute http(s) URL whose only placeholders are {image_id} and {cell_id}."""
     if link is None:
         return
-    from urllib.parse import urlsplit
-
     rest = link.replace("{image_id}", "").replace("{cell_id}", "")
     parts = urlsplit(rest)
     if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc or "{" in rest \

@@ -23,6 +23,7 @@ import pandas as pd
 from cellspec_sc.bridges.luxar_colour import (
     NA_COLOUR, Colouring, legend_html, linear_lut, linear_rgb, stored_scalars)
 from cellspec_sc.bridges.luxar_input import SceneInput
+from cellspec_sc.io.outlines import image_outlines
 from cellspec_sc.bridges.luxar_layout import (
     ALL_CATEGORIES, COLOUR_DIM, FRAME_COLOUR, NAME_COLOUR, HiddenDims, Layout, embedding_x0, frame_lines, name_height,
     node_name, text_mesh)
@@ -208,8 +209,6 @@ class SceneBuilder:
     def add_outlines(self) -> None:
         """Outline rings (exteriors) as closed lines, once per colour layer so the hover names its value."""
         import luxar
-
-        from cellspec_sc.io.outlines import image_outlines
 
         outlines = image_outlines(self.src.cellspec)
         group = self.scene.add_group("outlines", layer=True, blending_mode="normal", layer_order=20)

@@ -17,8 +17,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 from cellspec_sc.errors import CellspecError, InputError
@@ -64,9 +66,10 @@ class LuxarViewer:
     def start(self, timeout: float = 60.0) -> LuxarViewer:
         """Start the viewer and wait until both the page and the scene answer."""
         self._log = tempfile.TemporaryFile()
-        self.process = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
         try:
+            with interrupts_held():  # a signal now would leave a child that nothing knows of
+                self.process = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
+                                                start_new_session=True)
             self._wait_for(f"http://{HOST}:{self.data_port}/zarr.json", timeout)
             self._wait_for(f"http://{HOST}:{self.port}/", timeout)
         except BaseException:
@@ -98,30 +101,29 @@ class LuxarViewer:
 
     def wait(self) -> int:
         """Block until the viewer ends; Ctrl-C or SIGTERM stop it (and its data server) first."""
-        previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         try:
-            return self.process.wait() if self.process else 0
+            with signals_interrupt():
+                return self.process.wait() if self.process else 0
         except KeyboardInterrupt:
             return 0
         finally:
-            signal.signal(signal.SIGTERM, previous)
             self.stop()
 
     def stop(self) -> None:
         """Stop the viewer and its data server (SIGTERM to the session, SIGKILL after 10 s)."""
-        if self.process is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        with interrupts_held(reraise=False):  # a second Ctrl-C or SIGTERM asks for what is being done already
+            if self.process is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGTERM)
+                try:
+                    self.process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(self.process.pid, signal.SIGKILL)
+                    self.process.wait()
+            if self._log is not None:
+                self._log.close()
+                self._log = None
 
     def __enter__(self) -> LuxarViewer:
         return self.start() if self.process is None else self
@@ -140,8 +142,46 @@ class LuxarViewer:
     height: int = 600
 
 
-def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+_interrupts = {"held": False, "pending": False}
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    if _interrupts["held"]:
+        _interrupts["pending"] = True
+        return
     raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGINT raise :class:`KeyboardInterrupt` inside the block (in the main thread only), so a
+    command that started a viewer stops it in its ``finally``/``except`` whenever it is told to end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def interrupts_held(reraise: bool = True) -> Iterator[None]:
+    """Under :func:`signals_interrupt`, a signal arriving inside the block waits for its end (then raises
+    :class:`KeyboardInterrupt` unless ``reraise`` is False)."""
+    outer = _interrupts["held"]
+    _interrupts["held"] = True
+    try:
+        yield
+    finally:
+        _interrupts["held"] = outer
+        pending = _interrupts["pending"] and not outer
+        if not outer:
+            _interrupts["pending"] = False
+        if pending and reraise:
+            raise KeyboardInterrupt
 
 
 def show_luxar(scene: str | Path, *, width: str | int = "100%", height: int = 600, port: int | None = None,

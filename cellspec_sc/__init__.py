@@ -4,25 +4,48 @@
 >>> x = cs.example()
 >>> cs.validate(x).ok
 True
+
+Every public name is imported on first use (PEP 562), so ``import cellspec_sc`` and ``cellspec --help``
+load no pandas, pyarrow or numpy; ``dir(cs)`` and ``from cellspec_sc import CellSpec`` work as usual.
+
+>>> "read_qupath" in dir(cs) and cs.read.__module__
+'cellspec_sc.io.directory'
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.errors import CellspecError, FormatError, InputError, ValidationError
-from cellspec_sc.model.example import example
 from cellspec_sc.model.provenance import package_version
-from cellspec_sc.validation.report import ValidationReport
-from cellspec_sc.validation.runner import validate
-from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
+
+if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
+    from cellspec_sc.bridges.anndata import from_anndata, to_anndata
+    from cellspec_sc.bridges.luxar import to_luxar
+    from cellspec_sc.bridges.spatialdata import from_spatialdata, to_spatialdata
+    from cellspec_sc.cohort import Cohort, open_cohort
+    from cellspec_sc.io.directory import read, write
+    from cellspec_sc.model.cellspec import CellSpec
+    from cellspec_sc.model.example import example
+    from cellspec_sc.readers.mcmicro import read_mcmicro
+    from cellspec_sc.readers.qupath import read_qupath
+    from cellspec_sc.readers.steinbock import read_steinbock
+    from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
+    from cellspec_sc.validation.report import ValidationReport
+    from cellspec_sc.validation.runner import validate
+    from cellspec_sc.widgets import preview
 
 __version__ = package_version()
 
-# Heavier parts are imported on first use, so `import cellspec_sc` stays fast.
+# public name -> the module that defines it, imported when the name is first used
 _LAZY = {
+    "CellSpec": "cellspec_sc.model.cellspec",
+    "example": "cellspec_sc.model.example",
+    "validate": "cellspec_sc.validation.runner",
+    "ValidationReport": "cellspec_sc.validation.report",
+    "SPEC_VERSION": "cellspec_sc.spec.vocabulary",
+    "vocabulary": "cellspec_sc.spec.vocabulary",
     "read": "cellspec_sc.io.directory",
     "write": "cellspec_sc.io.directory",
     "read_qupath": "cellspec_sc.readers.qupath",
@@ -37,15 +60,22 @@ _LAZY = {
     "open_cohort": "cellspec_sc.cohort",
     "Cohort": "cellspec_sc.cohort",
 }
+_SUBPACKAGES = ("bridges", "cli", "cohort", "display", "docgen", "io", "model", "readers", "spec", "validation",
+                "widgets")
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    if name in _SUBPACKAGES:  # ``cs.io`` after ``import cellspec_sc`` alone, as with eager imports
+        return import_module(f"cellspec_sc.{name}")
     raise AttributeError(f"module 'cellspec_sc' has no attribute {name!r}")
 
 
-__all__ = [
-    "SPEC_VERSION", "CellSpec", "CellspecError", "FormatError", "InputError", "ValidationError",
-    "ValidationReport", "example", "validate", "vocabulary", *_LAZY,
-]
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+__all__ = ["CellspecError", "FormatError", "InputError", "ValidationError", *_LAZY]

@@ -68,14 +68,24 @@ def shows_bar(size: float) -> bool:
 
 
 @contextmanager
-def progress(total: float, description: str, *, unit: str = "rows", size: float | None = None) -> Iterator[tqdm]:
+def progress(total: float, description: str, *, unit: str = "rows", size: float | None = None,
+             show: bool | None = None) -> Iterator[tqdm]:
     """A tqdm bar of ``total`` units, shown when :func:`shows_bar` says so (and stderr is a terminal or a
-    notebook); yields the bar (call ``bar.update(n)``). Logs ``description``, the count and the time at
-    INFO when the block ends without an error."""
-    shown = shows_bar(total if size is None else size)
+    notebook); yields the bar (call ``bar.update(n)``). ``show=True`` shows it whatever the size, verbosity
+    and stream, ``show=False`` never (a caller's own switch, e.g. ``cohort.validate(progress=False)``).
+    Logs ``description``, the count and the time at INFO when the block ends without an error.
+
+    >>> with progress(2, "directories", unit="dirs", size=float("inf"), show=False) as bar:
+    ...     bar.update(2)
+    >>> bar.disable
+    True
+    """
+    shown = shows_bar(total if size is None else size) if show is None else show
     started = time.perf_counter()
     # disable=None: tqdm turns itself off when stderr is not a TTY (the notebook bar is always on)
-    with tqdm(total=total, desc=description, unit=unit, unit_scale=True, leave=False, dynamic_ncols=True,
-              disable=None if shown else True) as bar:
+    disable = True if not shown else None if show is None else False
+    # counts under 10,000 (directories, steps) as integers: '2/3', not '2.00/3.00'
+    with tqdm(total=total, desc=description, unit=unit, unit_scale=total >= 10_000, leave=False,
+              dynamic_ncols=True, disable=disable) as bar:
         yield bar
     logger.info("%s: %s %s in %.1f s", description, f"{total:,}", unit, time.perf_counter() - started)

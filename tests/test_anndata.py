@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 import cellspec_sc as cs
-from cellspec_sc.bridges.anndata import AnnDataBridgeWarning, obs_names, snake_case
+from cellspec_sc.bridges.anndata import AnnDataBridgeWarning
+from cellspec_sc.bridges.anndata_obs import obs_names, snake_case
 
 
 def write_and_read(adata: ad.AnnData, path, fmt: str) -> ad.AnnData:
@@ -175,7 +176,7 @@ def test_records_with_the_earlier_sha256_fingerprint_still_read(x):
 
     import scanpy as sc
 
-    from cellspec_sc.bridges.anndata import measurement_fingerprint
+    from cellspec_sc.bridges.anndata_matrix import measurement_fingerprint
 
     def as_before(adata):
         meta = json.loads(adata.uns["cellspec"]["meta"])

@@ -297,3 +297,60 @@ def test_changed_file_that_no_longer_decodes_is_refused_for_its_hash(written):
     """The data file is hashed while it is decoded; a mismatch explains the decoding error and wins."""
     (written / "cells.parquet").write_bytes(b"PAR1 this is not parquet PAR1")
     refused(written, r.ChecksumMismatch, "cells.parquet")
+
+
+def test_undecodable_feature_pages_refused_from_the_decoding_thread(tmp_path):
+    """The matrix decodes in a thread while the cells are checked: a corrupt data page of a feature
+    column (footer intact, manifest resealed) still gives UndecodableData naming the file."""
+    path = cs.write(cs.example(n_cells=3000, n_features=40), tmp_path / "obj")
+    data = bytearray((path / "cells.parquet").read_bytes())
+    meta = pq.ParquetFile(path / "cells.parquet").metadata
+    page = meta.row_group(0).column(meta.num_columns - 5).data_page_offset
+    data[page + 20:page + 200] = b"\xff" * 180
+    (path / "cells.parquet").write_bytes(bytes(data))
+    reseal(path)
+    refused(path, r.UndecodableData, "cells.parquet")
+
+
+def test_changed_feature_pages_refused_by_the_manifest_first(tmp_path):
+    """Same corruption without resealing: the manifest mismatch is what the reader reports."""
+    path = cs.write(cs.example(n_cells=3000, n_features=40), tmp_path / "obj")
+    data = bytearray((path / "cells.parquet").read_bytes())
+    meta = pq.ParquetFile(path / "cells.parquet").metadata
+    page = meta.row_group(0).column(meta.num_columns - 5).data_page_offset
+    data[page + 20:page + 200] = b"\xff" * 180
+    (path / "cells.parquet").write_bytes(bytes(data))
+    refused(path, r.ChecksumMismatch, "cells.parquet")
+
+
+UNREADABLE_CHILD = """
+import errno, json, os, sys
+import cellspec_sc as cs
+path, denied = sys.argv[1], sys.argv[2]
+
+def deny(event, args):  # as an EACCES would (root cannot be refused a read by permissions)
+    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)) and os.fspath(args[0]).endswith(denied):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(args[0]))
+
+sys.addaudithook(deny)
+try:
+    cs.read(path)
+except cs.CellspecError as err:
+    print(json.dumps({"type": type(err).__name__, "file": err.file, "message": str(err)}))
+"""
+
+
+@pytest.mark.parametrize("denied", ["cells.parquet", "MANIFEST.sha256"])  # cellspec.json: test_permissions.py
+def test_unreadable_file_refused_naming_it(written, denied):
+    """A file that cannot be opened (EACCES, raised by an audit hook on Python's open) gives
+    UnreadableFile naming that file, not an OSError from deep inside."""
+    import json
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", UNREADABLE_CHILD, str(written), denied], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    assert got["type"] == "UnreadableFile" and got["file"] == denied, got
+    assert "Permission denied" in got["message"] and r.UnreadableFile.rule in got["message"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import anndata as ad
@@ -600,3 +601,59 @@ def test_cellspec_luxar_open_serves_the_scene_it_just_wrote(tmp_path):
     served, out = _served_scene(["luxar", "example", str(out_path), "--layer", "marker:CD3e", "--open"])
     assert f"wrote {out_path}" in out and f"serving {out_path}" in out
     assert served["attributes"]["content_hash"] == luxar.LuxarScene.load(out_path).root_attrs["content_hash"]
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (Linux /proc)."""
+    import pathlib
+
+    tasks = pathlib.Path(f"/proc/{pid}/task")
+    return [int(c) for t in tasks.glob("*") for c in (t / "children").read_text().split()] if tasks.exists() else []
+
+
+def _session_alive(group: int) -> bool:
+    import os
+
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_cellspec_view_stops_its_viewer_when_signalled_during_start_up(tmp_path, signame):
+    """A signal that lands while the viewer is still starting (before "serving ...") leaves no viewer process
+    and no open port behind (before the fix the viewer, in its own session, kept serving)."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from cellspec_sc.bridges.luxar_viewer import free_port
+
+    path = cs.to_luxar(ramp_object([1.0, 2.0]), tmp_path / "s.luxar.zarr")
+    port, data_port = free_port(), free_port()
+    cmd = [sys.executable, "-m", "cellspec_sc.cli.main", "view", str(path), "--no-browser", "--port", str(port),
+           "--data-port", str(data_port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    viewers: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not (viewers := _children(proc.pid)):  # the luxar viewer has been started, but cannot answer yet
+            assert time.monotonic() < deadline and proc.poll() is None, "the viewer never started"
+            time.sleep(0.01)
+        proc.send_signal(getattr(signal, signame))
+        out = proc.communicate(timeout=60)[0].decode()
+        leaked = [v for v in viewers if _session_alive(v)]
+    finally:
+        for group in [proc.pid, *viewers]:  # whatever the outcome, nothing of this test keeps running
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+    assert "serving" not in out and proc.returncode == 2 and "cellspec: error: interrupted" in out, out
+    assert viewers and not leaked, f"viewer sessions still running: {leaked}"  # its data server included
+    for p in (port, data_port):
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", p)) != 0, f"port {p} still answers"

@@ -76,7 +76,11 @@ def test_blocks_in_any_order_and_column_ranges_give_the_same_stats():
     assert stats.first_infinite[2] == 17
 
 
-def test_reader_gathers_the_stats_of_what_it_decoded(tmp_path, monkeypatch):
+@pytest.mark.parametrize("threads", [1, 3])
+def test_reader_gathers_the_stats_of_what_it_decoded(tmp_path, monkeypatch, threads):
+    """One or several decoding threads (each gathers its own stats, merged at the end) give the stats of
+    the whole matrix, and the matrix itself."""
+    monkeypatch.setattr(parquet_io, "DECODE_THREADS", threads)
     monkeypatch.setattr(parquet_io, "_ROW_GROUP_BYTES", 1 << 16)  # many row groups
     monkeypatch.setattr(parquet_io, "_DECODE_BYTES", 1 << 12)  # and several column batches per group
     x = cs.example(n_cells=3000, n_features=40, n_images=3)
@@ -88,13 +92,18 @@ def test_reader_gathers_the_stats_of_what_it_decoded(tmp_path, monkeypatch):
     assert decoded.stats.has_ranges and len(names) == 3
     assert_stats_equal(decoded.stats, expected_stats(x.measurements, codes, 3))
     assert decoded.stored_nan == {}
+    np.testing.assert_array_equal(decoded.matrix, x.measurements)
+    assert cs.read(path).equals(x)
 
 
 @pytest.mark.parametrize("threaded_rows", [1, 1 << 30], ids=["column by column", "one Arrow conversion"])
-def test_both_decode_paths_give_the_matrix_nulls_and_stored_nan(tmp_path, monkeypatch, threaded_rows):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_both_decode_paths_give_the_matrix_nulls_and_stored_nan(tmp_path, monkeypatch, threaded_rows, threads):
     """Long row groups are copied column by column, short ones converted by Arrow in one go; both give
-    the same matrix, stats and stored-NaN counts, also for a foreign file's NaN and null-typed column."""
+    the same matrix, stats and stored-NaN counts, also for a foreign file's NaN and null-typed column,
+    whether one thread decodes or two share the row groups."""
     monkeypatch.setattr(parquet_io, "_THREADED_ROWS", threaded_rows)
+    monkeypatch.setattr(parquet_io, "DECODE_THREADS", threads)
     monkeypatch.setattr(parquet_io, "_DECODE_BYTES", 1 << 14)  # several column batches
     x = cs.example(n_cells=3000, n_features=40, n_images=3)
     x.measurements[::7, 5] = np.nan  # NA: stored as null
@@ -114,6 +123,7 @@ def test_both_decode_paths_give_the_matrix_nulls_and_stored_nan(tmp_path, monkey
     assert decoded.stored_nan == {x.feature_ids[3]: 2}
     codes, _ = first_seen_codes(x.cells["image_id"])
     assert_stats_equal(decoded.stats, expected_stats(want, codes, 3))
+    assert decoded.stats.stored_nonfinite == {x.feature_ids[3]: 2}
 
 
 @given(cellspecs(max_cells=12, max_features=4))
@@ -155,3 +165,45 @@ def test_lazy_example_equals_the_eager_one_to_the_bit(n_features, monkeypatch):
     lazy = cs.example(seed=4, n_cells=70_000, n_features=n_features, n_images=3, lazy=True)
     assert hasattr(lazy.measurements, "dask") and lazy.measurements.numblocks[0] > 1
     assert lazy.replace(measurements=np.asarray(lazy.measurements)).equals(eager)
+
+
+class Later:
+    """Stats handed over when asked for (as a reader still decoding would), counting the waits."""
+
+    def __init__(self, stats):
+        self.stats, self.waits = stats, 0
+
+    def result(self):
+        self.waits += 1
+        return self.stats
+
+
+def test_checks_that_need_pending_stats_run_last_and_report_in_order():
+    """validate() runs the checks that need the matrix stats after the others when the stats are still
+    being gathered (read checks the cells while the matrix decodes), waits once, and reports exactly
+    what it reports with the stats at hand, in the vocabulary's order."""
+    x = cs.example(n_cells=300, n_features=12)
+    x.measurements[5, 2] = np.inf
+    x.measurements[:, 3] = -1.0
+    codes, names = first_seen_codes(x.cells["image_id"])
+    later = Later(matrix_stats(x.measurements, codes, len(names)))
+    pending = cs.validate(x, stats=later)
+    now = cs.validate(x)
+    assert later.waits == 1
+    assert [(c.name, c.status, c.message) for c in pending.results] == \
+        [(c.name, c.status, c.message) for c in now.results]
+    assert pending.status("measurements_finite") == "fail" and pending.status("negative_intensity") == "warn"
+
+
+def test_stored_nan_found_by_the_reader_fails_measurements_finite(tmp_path):
+    x = cs.example(n_cells=50, n_features=6)
+    path = cs.write(x, tmp_path / "x")
+    table = pq.read_table(path / "cells.parquet")
+    stored = table.column(x.feature_ids[1]).to_numpy(zero_copy_only=False).copy()
+    stored[7] = np.nan
+    table = table.set_column(table.schema.get_field_index(x.feature_ids[1]), x.feature_ids[1], pa.array(stored))
+    pq.write_table(table, path / "cells.parquet")
+    decoded = parquet_io.read_parquet(path / "cells.parquet", cells_types(path), x.feature_ids, path, wait=False)
+    report = cs.validate(x, stats=decoded.stats)
+    assert report.status("measurements_finite") == "fail"
+    assert f"{x.feature_ids[1]}: 1 NaN/infinite value(s) stored as numbers" in report.result("measurements_finite").message

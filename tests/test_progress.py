@@ -6,6 +6,7 @@ import fcntl
 import logging
 import os
 import pty
+import re
 import struct
 import subprocess
 import sys
@@ -155,3 +156,25 @@ def test_validate_problems_prints_only_what_failed_or_warned(capsys):
     assert [line.split()[0] for line in problems[1:]] == ["WARN"]
     assert problems[1].split() in [line.split() for line in full]  # the same line (columns are narrower)
     assert any(line.split()[0] == "PASS" for line in full[1:])
+
+
+COHORT_RUN = """
+import sys, dask, cellspec_sc.progress as p
+from cellspec_sc.cohort.run import run
+p.set_verbosity(sys.argv[1])
+show = {"none": None, "on": True, "off": False}[sys.argv[2]]
+print(run([dask.delayed(len)("ab"), dask.delayed(len)("c")], ["a", "b"], "counting dirs", client=None,
+          progress_bar=show), file=sys.stdout)
+"""
+
+
+@pytest.mark.parametrize(("verbosity", "show", "expected"), [
+    ("normal", "none", True),  # a directory is big work: a bar on a terminal whatever its count
+    ("quiet", "none", False),  # -q hides the cohort bar like every other one
+    ("quiet", "on", True),     # cohort.validate(progress=True) asks for it
+    ("verbose", "off", False),  # and progress=False hides it
+])
+def test_cohort_tasks_count_directories_with_the_one_progress_bar(verbosity, show, expected):
+    code, shown = run_on_terminal(["-c", COHORT_RUN, verbosity, show])
+    assert code == 0
+    assert bool(re.search(r"counting dirs: .*\| [0-2]/2 ", shown)) == expected, shown

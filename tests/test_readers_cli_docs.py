@@ -11,6 +11,7 @@ from cellspec_sc.cli.main import main
 from cellspec_sc.docgen import readers as docs
 from cellspec_sc.readers.features import FeatureSpec, build_dictionary
 from cellspec_sc.readers.headers import normalise_header, other_name
+from exports import validation_calls  # noqa: F401 - a fixture
 
 DATA = Path(__file__).parent / "data"
 
@@ -81,3 +82,20 @@ def test_docs_tables_are_generated_from_the_readers():
 def test_readers_are_public(name):
     assert callable(getattr(cs, name))
     assert name in cs.__all__
+
+
+IMPORTS = {
+    "qupath": [str(DATA / "qupath" / "v05_channel_first.tsv"), "--pixel-size", "0.325"],
+    "mcmicro": [str(DATA / "mcmicro" / "exemplar-001--unmicst_cell.csv"), "--pixel-size", "0.65"],
+}
+
+
+@pytest.mark.parametrize("tool", sorted(IMPORTS))
+def test_cellspec_import_validates_once(tool, tmp_path, validation_calls):
+    source, *options = IMPORTS[tool]
+    assert main(["import", tool, source, str(tmp_path / "out"), *options]) == 0
+    assert validation_calls == ["CellSpec"]  # the reader leaves it to the command, the writer reuses the report
+    validation_calls.clear()
+    reader = getattr(cs, f"read_{tool}")
+    reader(source, pixel_size=float(options[-1]))
+    assert validation_calls == ["CellSpec"]  # a read on its own validates its object once too

@@ -3,7 +3,6 @@ imported objects survive a trip through a cellspec directory bit for bit."""
 
 from __future__ import annotations
 
-import math
 import tempfile
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cellspec_sc as cs
+from exports import export_markers, measured_values, number_text
 
 COMPARTMENTS = ("Nucleus", "Cytoplasm", "Membrane", "Cell")
 # header word of each style -> spec statistic
@@ -21,12 +21,8 @@ STYLE_STATS = {
 }
 STYLE_STATS["0.6"] = STYLE_STATS["0.5"]
 
-markers = st.text(alphabet="ABCDEFGHKLMPQRSTXYZabcdefgkpqrxyz0123456789-+", min_size=1, max_size=6).filter(
-    lambda m: m.lower() not in {c.lower() for c in COMPARTMENTS})
-values = st.one_of(
-    st.floats(allow_nan=False, allow_infinity=False, width=64),
-    st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0, 5e-324, 1.7976931348623157e308]),
-)
+markers = export_markers.filter(lambda m: m.lower() not in {c.lower() for c in COMPARTMENTS})
+values = measured_values(infinities=True)
 
 
 MCQUANT_COLUMNS = {"CellID", "X_centroid", "Y_centroid", "Area", "area", "extent", "perimeter"}
@@ -38,14 +34,6 @@ def header(style: str, compartment: str, marker: str, word: str) -> str:
     if style == "0.5":
         return f"{marker}: {compartment}: {word}"
     return f"{compartment}: {marker}: {word}"
-
-
-def text(v: float) -> str:
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "Infinity" if v > 0 else "-Infinity"
-    return repr(v)
 
 
 @st.composite
@@ -67,7 +55,7 @@ def test_generated_qupath_tables_read_back_exactly(table):
     style, combos, matrix, xs = table
     heads = [header(style, *c) for c in combos]
     lines = ["\t".join(["Image", "Object ID", "Centroid X µm", "Centroid Y µm", *heads])]
-    lines += ["\t".join(["img", f"id{i}", repr(x), "1.5", *(text(v) for v in row)]) for i, (x, row) in
+    lines += ["\t".join(["img", f"id{i}", repr(x), "1.5", *(number_text(v) for v in row)]) for i, (x, row) in
               enumerate(zip(xs, matrix, strict=True))]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "export.tsv"
@@ -106,7 +94,7 @@ def mcquant_tables(draw):
 def test_generated_mcquant_tables_read_back_exactly(table, pixel_size):
     names, ids, means, centroids, areas = table
     lines = [",".join(["CellID", *names, "X_centroid", "Y_centroid", "Area"])]
-    lines += [",".join([str(i), *(text(v) for v in row), repr(cx), repr(cy), str(a)])
+    lines += [",".join([str(i), *(number_text(v) for v in row), repr(cx), repr(cy), str(a)])
               for i, row, (cx, cy), a in zip(ids, means, centroids, areas, strict=True)]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "img--seg_cell.csv"

@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -18,17 +18,13 @@ import cellspec_sc as cs
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.steinbock import ADAPTER_VERSION
+from exports import export_markers, measured_values, number_text, validation_calls  # noqa: F401 - a fixture
 
 PANEL = [("Ir191", "DNA1", 1), ("Yb176", "CD3", 1), ("Pt195", "", 0), ("Er168", "CD8a", 1)]
 PROPS = ["area", "centroid-0", "centroid-1", "major_axis_length", "minor_axis_length", "eccentricity"]
 
 
-def text(v: float) -> str:
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return repr(v)
+text = partial(number_text, nan="nan", inf="inf")  # steinbock writes its tables with pandas
 
 
 def write_steinbock(folder: Path, images: dict[str, dict], *, panel=PANEL, acquisition_um: float | None = 1.0,
@@ -142,9 +138,14 @@ def test_refusals_name_file_line_column_and_what_to_pass(tmp_path):
                                          r"for image 'Patient1_001'.*pixel_size=1.0.*--pixel-size 1.0"):
         cs.read_steinbock(folder)
     assert cs.read_steinbock(folder, pixel_size=1.0).n_cells == 5
-    (folder / "regionprops" / "Patient1_002.csv").write_text("Object,area,centroid-0,centroid-1\n1,3,1,1\n9,3,1,1\n")
+    (folder / "regionprops" / "Patient1_002.csv").write_text(
+        "Object," + ",".join(PROPS) + "\n1,3,1,1,5,3,0.8\n9,3,1,1,5,3,0.8\n")
     with pytest.raises(InputError, match=r"intensities/Patient1_002.csv: line 3, column 'Object': object '7' has no row "
                                          r"in regionprops/Patient1_002.csv"):
+        cs.read_steinbock(folder, pixel_size=1.0)
+    (folder / "regionprops" / "Patient1_002.csv").write_text("Object,area,centroid-0,centroid-1\n1,3,1,1\n7,3,1,1\n")
+    with pytest.raises(InputError, match=r"regionprops/Patient1_002.csv: line 1: columns differ from "
+                                         r"regionprops/Patient1_001.csv \(eccentricity, major_axis_length"):
         cs.read_steinbock(folder, pixel_size=1.0)
 
 
@@ -166,10 +167,11 @@ def test_refusals_by_name(tmp_path):
         cs.read_steinbock(folder)
 
 
-def test_cli_import_steinbock(tmp_path, capsys):
+def test_cli_import_steinbock(tmp_path, capsys, validation_calls):
     folder = two_images(tmp_path)
     out = tmp_path / "out"
     assert main(["import", "steinbock", str(folder), str(out)]) == 0
+    assert validation_calls == ["CellSpec"]  # one validation per import, as for the other readers
     assert "5 cells" in capsys.readouterr().out
     back = cs.read(out)
     assert back.adjacency is not None and len(back.adjacency) == 3
@@ -179,10 +181,8 @@ def test_cli_import_steinbock(tmp_path, capsys):
     assert cs.read(out).adjacency is None
 
 
-markers = st.text(alphabet="ABCDEFGHKLMPQRSTXYZabcdefgkpqrxyz0123456789-+", min_size=1, max_size=6).filter(
-    lambda m: m not in ("Object",))
-values = st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=64),
-                   st.sampled_from([math.nan, 0.0, -0.0, 5e-324, 1.7976931348623157e308]))
+markers = export_markers.filter(lambda m: m not in ("Object",))
+values = measured_values(infinities=False)
 
 
 @st.composite

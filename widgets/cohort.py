@@ -29,8 +29,11 @@ import ipywidgets as W
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
+from cellspec_sc.cohort.map import load_member
 from cellspec_sc.widgets.figures import to_png
+from cellspec_sc.widgets.preview import preview
 
 MADS = 3.0
 MAD_SCALE = 1.4826  # consistency constant: scaled MAD = SD for normal data
@@ -100,9 +103,7 @@ def heatmap_png(medians: pd.DataFrame, na_fraction: pd.DataFrame, flagged: pd.Da
     return to_png(fig)
 
 
-def _box(x: int, y: int) -> Any:
-    from matplotlib.patches import Rectangle
-
+def _box(x: int, y: int) -> Rectangle:
     return Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2)
 
 
@@ -159,9 +160,6 @@ class CohortPreview(W.VBox):
         """Show the single-object preview of ``image_id`` (its cells only) below the heatmap."""
         if image_id is None:
             return
-        from cellspec_sc.cohort.map import load_member
-        from cellspec_sc.widgets.preview import preview
-
         member = self.cohort.select(images=[image_id]).members[0]
         self.opened = preview(load_member(member))
         self.detail.children = [W.HTML(f"<b>{html.escape(image_id)}</b>"), self.opened]

@@ -31,6 +31,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from distributed import Client, LocalCluster
+
+from cellspec_sc.cohort.failures import CohortError
+from cellspec_sc.cohort.open import open_cohort
 from cellspec_sc.errors import InputError
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -43,8 +47,6 @@ def scheduler_client(scheduler: str) -> Iterator[Any]:
     if scheduler == "threads":
         yield None
         return
-    from distributed import Client, LocalCluster
-
     if scheduler == "local":
         with LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:
@@ -55,8 +57,6 @@ def scheduler_client(scheduler: str) -> Iterator[Any]:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from cellspec_sc.cohort.open import open_cohort
-
     paths = args.paths[0] if len(args.paths) == 1 else args.paths
     return open_cohort(paths, features=args.features)
 
@@ -70,8 +70,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from cellspec_sc.cohort.failures import CohortError
-
     out = Path(args.output)
     writers = {".parquet": lambda f: f.to_parquet(out, index=False), ".csv": lambda f: f.to_csv(out, index=False),
                ".tsv": lambda f: f.to_csv(out, sep="\t", index=False)}
@@ -90,8 +88,6 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:
-    from cellspec_sc.cohort.failures import CohortError
-
     if len(args.paths) < 2:
         raise InputError("cellspec cohort dataset PATHS... OUT: give the directories, then the output folder")
     *paths, out = args.paths
@@ -115,9 +111,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "scheduler address such as tcp://host:8786")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    cohort = sub.add_parser("cohort", help="many cellspec directories as one cohort, on dask workers")
-    verbs = cohort.add_subparsers(dest="verb", metavar="VERB")
+def register(p: argparse.ArgumentParser) -> None:
+    verbs = p.add_subparsers(dest="verb", metavar="VERB")
 
     p = verbs.add_parser("validate", help="validate every directory plus the cohort checks")
     p.add_argument("paths", nargs="+", metavar="PATHS", help="directories, a folder holding them, or a glob")

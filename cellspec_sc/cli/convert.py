@@ -63,11 +63,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(p: argparse.ArgumentParser) -> None:
     kinds = ", ".join(f"{suffix or 'no suffix'}: {description}" for suffix, _, _, description in TARGETS)
-    p = sub.add_parser("convert", help="convert between cellspec directories, AnnData and SpatialData files",
-                       description="Read SOURCE (a cellspec directory, .h5ad, AnnData or SpatialData .zarr, or "
-                                   f"'example') and write it to TARGET, whose name picks the format ({kinds}).")
+    p.description = ("Read SOURCE (a cellspec directory, .h5ad, AnnData or SpatialData .zarr, or 'example') and "
+                     f"write it to TARGET, whose name picks the format ({kinds}).")
     p.add_argument("source", help="PATH or 'example'")
     p.add_argument("target", help="output path; its suffix picks the format")
     p.add_argument("--overwrite", action="store_true", help="replace an existing TARGET of the same kind")

@@ -43,7 +43,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.out)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="build the example, write and read it back, validate it, print its summary")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="demo-output", help="folder for the demo's files (default: ./demo-output)")
     p.set_defaults(func=cmd_demo)

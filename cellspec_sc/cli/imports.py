@@ -7,8 +7,7 @@
 The target is checked first (an existing OUT_DIR needs ``--overwrite``), then the export is read through
 the reader pipeline (:func:`cellspec_sc.readers.pipeline.read_export`), validated once, and written with
 :func:`cellspec_sc.write` (which reuses that report); a short summary and the validation verdict are
-printed. Refused input exits with status 2 and a message naming file, line and column. Only the reader of
-the chosen tool is imported.
+printed. Refused input exits with status 2 and a message naming file, line and column.
 """
 
 from __future__ import annotations
@@ -16,6 +15,14 @@ from __future__ import annotations
 import argparse
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.directory import write
+from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target
+from cellspec_sc.io.refusals import TargetExists
+from cellspec_sc.readers.mcmicro import McquantAdapter
+from cellspec_sc.readers.pipeline import read_export
+from cellspec_sc.readers.qupath import QuPathAdapter
+from cellspec_sc.readers.steinbock import SteinbockAdapter
+from cellspec_sc.validation.runner import validate
 
 
 def _marker_map(pairs: list[str] | None) -> dict[str, str]:
@@ -30,9 +37,6 @@ def _marker_map(pairs: list[str] | None) -> dict[str, str]:
 
 def _check_target(args: argparse.Namespace) -> None:
     """Refuse OUT_DIR before the export is read, however big it is, in the CLI's own words (``--overwrite``)."""
-    from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target
-    from cellspec_sc.io.refusals import TargetExists
-
     try:
         check_target(args.out_dir, CELLSPEC_DIRECTORY, overwrite=args.overwrite)
     except TargetExists as err:
@@ -40,13 +44,9 @@ def _check_target(args: argparse.Namespace) -> None:
         raise InputError(f"{err.directory}: {detail}") from None
 
 
-def _import(adapter, source: str, args: argparse.Namespace, read=None) -> int:
+def _import(adapter, source: str, args: argparse.Namespace) -> int:
     """Read ``source`` with ``adapter`` (validation left to this function), validate once, write, report."""
-    from cellspec_sc.io.directory import write
-    from cellspec_sc.readers.pipeline import read_export
-    from cellspec_sc.validation.runner import validate
-
-    x = (read or read_export)(adapter, source, validate_result=False)
+    x = read_export(adapter, source, validate_result=False)
     report = validate(x)
     report.raise_if_failed(f"{source}: the {adapter.name} reader built an invalid object")
     path = write(x, args.out_dir, format=args.format, overwrite=args.overwrite, report=report)
@@ -61,8 +61,6 @@ def _import(adapter, source: str, args: argparse.Namespace, read=None) -> int:
 
 def cmd_import_qupath(args: argparse.Namespace) -> int:
     _check_target(args)
-    from cellspec_sc.readers.qupath import QuPathAdapter
-
     adapter = QuPathAdapter(pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
                             marker_map=_marker_map(args.marker), encoding=args.encoding,
                             object_types=None if args.all_objects else tuple(args.object_types))
@@ -71,8 +69,6 @@ def cmd_import_qupath(args: argparse.Namespace) -> int:
 
 def cmd_import_mcmicro(args: argparse.Namespace) -> int:
     _check_target(args)
-    from cellspec_sc.readers.mcmicro import McquantAdapter
-
     adapter = McquantAdapter(pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
                              marker_map=_marker_map(args.marker), markers_csv=args.markers, image=args.image,
                              strict=args.strict, encoding=args.encoding)
@@ -81,13 +77,11 @@ def cmd_import_mcmicro(args: argparse.Namespace) -> int:
 
 def cmd_import_steinbock(args: argparse.Namespace) -> int:
     _check_target(args)
-    from cellspec_sc.readers.steinbock import SteinbockAdapter, read_folder
-
     adapter = SteinbockAdapter(pixel_size=args.pixel_size, sample_id=args.sample_id,
                                marker_map=_marker_map(args.marker), aggregation=args.aggregation,
                                neighbors=not args.no_neighbors, neighbor_method=args.neighbor_method,
                                encoding=args.encoding)
-    return _import(adapter, args.folder, args, read=read_folder)
+    return _import(adapter, args.folder, args)
 
 
 def _common(p: argparse.ArgumentParser, source: str = "file", image_id: bool = True) -> None:
@@ -103,8 +97,7 @@ def _common(p: argparse.ArgumentParser, source: str = "file", image_id: bool = T
     p.add_argument("--encoding", default=None, help="text encoding of the export (default: UTF-8, else cp1252)")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import", help="import a QuPath, MCMICRO or steinbock export into a cellspec directory")
+def register(p: argparse.ArgumentParser) -> None:
     tools = p.add_subparsers(dest="tool", metavar="TOOL", required=True)
 
     q = tools.add_parser("qupath", help="QuPath 'Export measurements' table (TSV, or CSV if named .csv)")

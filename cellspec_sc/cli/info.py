@@ -1,5 +1,8 @@
 """``cellspec info SOURCE``: print the summary of a cellspec.
 
+For a cellspec directory only DONE, the manifest, cellspec.json and the Parquet footers are read
+(:mod:`cellspec_sc.io.header`): the first line says so, and ``cellspec validate`` checks the data.
+
 >>> from cellspec_sc.cli.main import main
 >>> main(["info", "example"])  # doctest: +ELLIPSIS
 <cellspec> spec 1.0.0
@@ -11,15 +14,15 @@ from __future__ import annotations
 
 import argparse
 
-from cellspec_sc.io.sources import load
+from cellspec_sc.io.header import format_header, read_header
+from cellspec_sc.io.sources import is_cellspec_dir, load
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    print(repr(load(args.source)))
+    print(format_header(read_header(args.source)) if is_cellspec_dir(args.source) else repr(load(args.source)))
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("info", help="print the summary of a cellspec")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="PATH or 'example'")
     p.set_defaults(func=cmd_info)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cellspec_sc.bridges.luxar import LUXAR_SCENE, scene_path, to_luxar
-from cellspec_sc.cli.view import serve
+from cellspec_sc.cli.view import add_serve_options, serve
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.publish import check_target
 from cellspec_sc.io.sources import load
@@ -40,8 +40,7 @@ def cmd_luxar(args: argparse.Namespace) -> int:
     return serve(out, port=args.port, data_port=args.data_port, open_browser=not args.no_browser)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("luxar", help="compile cells into a Luxar scene for the browser viewer")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="a cellspec directory, an .h5ad written from to_anndata, or 'example'")
     p.add_argument("out", help="scene directory to write, e.g. cells.luxar.zarr (replaced when it exists)")
     p.add_argument("--layer", action="append", metavar="LAYER",
@@ -60,9 +59,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--open", action="store_true", help="serve the scene just written with luxar's viewer")
     add_serve_options(p)
     p.set_defaults(func=cmd_luxar)
-
-
-def add_serve_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--port", type=int, default=None, help="viewer port (default: a free port)")
-    p.add_argument("--data-port", type=int, default=None, help="data port (default: a free port)")
-    p.add_argument("--no-browser", action="store_true", help="serve without opening a browser")

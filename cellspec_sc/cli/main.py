@@ -7,8 +7,9 @@ traceback.
 >>> main(["convert", "example", "out.txt"])
 2
 
-Subcommands live in modules listed in ``COMMAND_MODULES``; each has a
-``register(subparsers)`` that adds its parsers and sets ``func`` on them.
+Each subcommand is one line of ``COMMANDS`` (its module and its line in ``cellspec --help``); the module's
+``register(parser)`` adds the arguments and sets ``func``. Only the module of the command being run is imported,
+so ``cellspec --help`` loads no pandas, pyarrow or numpy.
 
 ``-q/--quiet`` and ``-v/--verbose`` are accepted before or after the subcommand. Without them, progress
 bars appear on a terminal for big work only (see :mod:`cellspec_sc.progress`) and only warnings are
@@ -24,7 +25,9 @@ import sys
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib import import_module
+from typing import Any
 
 from cellspec_sc.errors import CellspecError, ValidationError
 from cellspec_sc.model.provenance import package_version
@@ -32,35 +35,74 @@ from cellspec_sc.progress import logger, set_verbosity
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: the module whose ``register(parser)`` fills its parser, and its ``cellspec --help`` line."""
+
+    module: str
+    help: str
+
+
 # in the order ``cellspec --help`` lists them
-COMMAND_MODULES: tuple[str, ...] = ("cellspec_sc.cli.demo", "cellspec_sc.cli.validate", "cellspec_sc.cli.info",
-                                     "cellspec_sc.cli.imports", "cellspec_sc.cli.convert", "cellspec_sc.cli.luxar",
-                                     "cellspec_sc.cli.view", "cellspec_sc.cli.preview", "cellspec_sc.cli.cohort")
+COMMANDS: dict[str, Command] = {
+    "demo": Command("cellspec_sc.cli.demo", "build the example, write and read it back, validate it, print its summary"),
+    "validate": Command("cellspec_sc.cli.validate", "validate a cellspec (a directory, a supported file, or 'example')"),
+    "info": Command("cellspec_sc.cli.info", "print the summary of a cellspec"),
+    "import": Command("cellspec_sc.cli.imports", "import a QuPath, MCMICRO or steinbock export into a cellspec directory"),
+    "convert": Command("cellspec_sc.cli.convert", "convert between cellspec directories, AnnData and SpatialData files"),
+    "luxar": Command("cellspec_sc.cli.luxar", "compile cells into a Luxar scene for the browser viewer"),
+    "view": Command("cellspec_sc.cli.view", "serve an existing Luxar scene (.luxar.zarr) with luxar's viewer"),
+    "preview": Command("cellspec_sc.cli.preview",
+                       "write a standalone HTML preview (features, channels, space, validation)"),
+    "cohort": Command("cellspec_sc.cli.cohort", "many cellspec directories as one cohort, on dask workers"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``cellspec`` parser; only ``command``'s module is imported and fills its parser (``"all"``: every one).
+
+    >>> build_parser("info").parse_args(["info", "example"]).source
+    'example'
+    """
     parser = argparse.ArgumentParser(prog="cellspec", description="cellspec 1.0 tables for segmented cells")
     parser.add_argument("--version", action="version", version=f"cellspec_sc {package_version()}")
     parser.add_argument("--debug", action="store_true", help="print the traceback when a command fails")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        import_module(name).register(sub)
     add_verbosity_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=SubcommandParser)
+    for name, spec in COMMANDS.items():
+        child = sub.add_parser(name, help=spec.help)
+        if command in (name, "all"):
+            import_module(spec.module).register(child)
     return parser
 
 
+def command_in(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` runs: its first word that is not an option (the top level has no option values).
+
+    >>> command_in(["-v", "convert", "example", "out.h5ad"])
+    'convert'
+    """
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
 def add_verbosity_options(parser: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
-    """``-q`` and ``-v`` on ``parser`` and on every subcommand below it (there with no default of their own,
-    so ``cellspec -v convert ...`` and ``cellspec convert ... -v`` mean the same)."""
+    """``-q`` and ``-v`` on ``parser``; on a subcommand with no default of their own, so ``cellspec -v convert ...``
+    and ``cellspec convert ... -v`` mean the same."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS if subcommand else False,
                        help="no progress bars; log errors only")
     group.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS if subcommand else 0,
                        help="progress bars whatever the size; log each step and its time (-vv: debug)")
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child in dict.fromkeys(action.choices.values()):  # aliases map to the same parser
-                add_verbosity_options(child, subcommand=True)
+
+
+class SubcommandParser(argparse.ArgumentParser):
+    """The parser of a subcommand, and of any level below it (``add_subparsers`` reuses the parent's class):
+    it accepts ``-q``/``-v`` too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        add_verbosity_options(self, subcommand=True)
 
 
 @contextmanager
@@ -83,7 +125,8 @@ def verbosity(quiet: bool, verbose: int) -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cellspec`` console script."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(command_in(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # argparse exits 2 on usage errors, 0 on --help

@@ -19,11 +19,10 @@ import sys
 
 from cellspec_sc.io.publish import HTML_FILE, PNG_FILE, check_target
 from cellspec_sc.io.sources import load
+from cellspec_sc.widgets.preview import preview
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    from cellspec_sc.widgets.preview import preview  # ipywidgets and matplotlib: loaded for this command only
-
     check_target(args.output, HTML_FILE, overwrite=True)  # before SOURCE is read; only our kind is replaced
     if args.png:
         check_target(args.png, PNG_FILE, overwrite=True)
@@ -41,8 +40,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("preview", help="write a standalone HTML preview (features, channels, space, validation)")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="a cellspec directory, a supported file, or 'example'")
     p.add_argument("-o", "--output", required=True, help="HTML file to write, e.g. report.html (an HTML file there is replaced, "
                                                         "anything else refused)")

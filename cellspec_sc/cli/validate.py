@@ -36,8 +36,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return print_report(validate(x, area_range=args.area_range, na_max=args.na_max), only_problems=args.problems)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("validate", help="validate a cellspec (a directory, a supported file, or 'example')")
+def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="PATH or 'example'")
     p.add_argument("--area-range", nargs=2, type=float, metavar=("LOW", "HIGH"), default=None,
                    help="plausible whole-cell area in um2 (default 1 10000)")

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from cellspec_sc.bridges.anndata import UNS_KEY, obs_names
+from cellspec_sc.bridges.anndata_keys import UNS_KEY
+from cellspec_sc.bridges.anndata_obs import obs_names
 from cellspec_sc.bridges.uns_tables import encode_table, to_json_text
 from cellspec_sc.cohort.load import lazy_measurements
 from cellspec_sc.cohort.members import check_stamp

@@ -22,13 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from cellspec_sc.cohort.anndata import cohort_anndata
+from cellspec_sc.cohort.dataset import write_dataset
 from cellspec_sc.cohort.features import FeaturePlan
+from cellspec_sc.cohort.map import map_cohort
 from cellspec_sc.cohort.members import Member
+from cellspec_sc.cohort.selection import find_member, selected_members
+from cellspec_sc.cohort.summary import summarize
+from cellspec_sc.cohort.validate import CohortReport, validate_cohort
 
 if TYPE_CHECKING:
     import anndata
-
-    from cellspec_sc.cohort.validate import CohortReport
 
 
 class Cohort:
@@ -84,52 +88,39 @@ class Cohort:
 
     def member(self, directory: str | Path) -> Member:
         """The member for ``directory`` (as given, or any path to the same folder)."""
-        from cellspec_sc.cohort.selection import find_member
-
         return find_member(self.members, directory)
 
     # -- operations ----------------------------------------------------------------------------
     def select(self, *, images: Iterable[str] | None = None, samples: Iterable[str] | None = None) -> Cohort:
         """The sub-cohort of the given images and/or samples (directories left without one are dropped)."""
-        from cellspec_sc.cohort.selection import select
-
-        return select(self, images=images, samples=samples)
+        return Cohort(selected_members(self, images=images, samples=samples), self.plan,
+                      partition_by=self.partition_by)
 
     def validate(self, client: Any = None, *, progress: bool | None = None) -> CohortReport:
         """Validate every directory on the workers, plus the cohort checks; see :mod:`.validate`."""
-        from cellspec_sc.cohort.validate import validate_cohort
-
         return validate_cohort(self, client=client, progress=progress)
 
     def summary(self, client: Any = None, *, progress: bool | None = None) -> pd.DataFrame:
         """One row per (image_id, feature_id): n, na, mean, sd, min, quantiles, max; see :mod:`.summary`."""
-        from cellspec_sc.cohort.summary import summarize
-
         return summarize(self, client=client, progress=progress)
 
     def to_anndata(self) -> anndata.AnnData:
         """An AnnData whose X is a dask array with one chunk per row group; see :mod:`.anndata`."""
-        from cellspec_sc.cohort.anndata import cohort_anndata
-
         return cohort_anndata(self)
 
     def write_dataset(self, path: str | Path, partition_by: Sequence[str] = ("sample_id",), client: Any = None, *,
                       progress: bool | None = None, overwrite: bool = False) -> Path:
         """Write one hive-partitioned Parquet dataset with cohort.json, manifest and DONE; see :mod:`.dataset`."""
-        from cellspec_sc.cohort.dataset import write_dataset
-
         return write_dataset(self, path, partition_by=partition_by, client=client, progress=progress,
                              overwrite=overwrite)
 
     def map(self, fn: Callable[[Any], Any], client: Any = None, *, progress: bool | None = None) -> list[Any]:
         """``fn(CellSpec)`` of every directory on the workers, results in order; see :mod:`.map`."""
-        from cellspec_sc.cohort.map import map_cohort
-
         return map_cohort(self, fn, client=client, progress=progress)
 
     def preview(self, summary: pd.DataFrame | None = None, client: Any = None) -> Any:
         """The cohort widget: image x marker heatmap of medians and NA fraction, outlier images."""
-        from cellspec_sc.widgets.cohort import CohortPreview
+        from cellspec_sc.widgets.cohort import CohortPreview  # ipywidgets and matplotlib: for the widget only
 
         return CohortPreview(self, summary=summary, client=client)
 

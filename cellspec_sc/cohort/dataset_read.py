@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cellspec_sc.cohort.failures import CohortError
 from cellspec_sc.cohort.features import FeaturePlan
@@ -25,9 +25,6 @@ from cellspec_sc.cohort.parts import hive_value
 from cellspec_sc.io.manifest import DONE, read_manifest, verify_listed
 from cellspec_sc.io.metadata import frame_of_rows, supported_version
 from cellspec_sc.io.refusals import UnlistedDataFile
-
-if TYPE_CHECKING:
-    from cellspec_sc.cohort.cohort import Cohort
 
 COHORT_FILE = "cohort.json"
 DATA_FOLDER = "cells"
@@ -45,10 +42,9 @@ def constants_of(file: str) -> tuple[tuple[str, str | None], ...]:
     return tuple((name, hive_value(value)) for name, _, value in (f.partition("=") for f in folders))
 
 
-def open_dataset(root: Path) -> Cohort:
-    """The cohort stored in the dataset at ``root`` (manifest, DONE and cohort.json checked)."""
-    from cellspec_sc.cohort.cohort import Cohort
-
+def read_dataset(root: Path) -> tuple[list[Member], FeaturePlan, tuple[str, ...]]:
+    """The members, feature plan and partition columns of the cohort stored in the dataset at ``root``
+    (manifest, DONE and cohort.json checked)."""
     entries = read_manifest(root)
     if COHORT_FILE not in entries:
         raise UnlistedDataFile(root, COHORT_FILE, "is not listed in MANIFEST.sha256")
@@ -75,7 +71,7 @@ def open_dataset(root: Path) -> Cohort:
                               extensions=source.get("extensions", {}), **own))
     missing = document["provenance"].get("missing_features", {})
     plan = FeaturePlan(document["features"], tables["dictionary"], missing)
-    return Cohort(members, plan, partition_by=tuple(document["partition_by"]))
+    return members, plan, tuple(document["partition_by"])
 
 
 def _rows_of(frame: Any, label: str) -> Any:

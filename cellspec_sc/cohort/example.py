@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cellspec_sc.io.directory import write
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.example import example
 
@@ -38,8 +39,6 @@ def write_example_cohort(root: str | Path, n_directories: int = 3, *, n_cells: i
                          n_features: int | None = None, seed: int = 0, **options: Any) -> list[Path]:
     """Write ``n_directories`` simulated slides under ``root`` (``slide01``, ``slide02``, ...); returns
     their paths. ``options`` go to :func:`cellspec_sc.example`."""
-    from cellspec_sc.io.directory import write
-
     root = Path(root)
     paths = []
     for i in range(1, n_directories + 1):

@@ -28,6 +28,7 @@ from cellspec_sc.cohort.failures import CohortError, Failure, guarded
 from cellspec_sc.cohort.load import member_object
 from cellspec_sc.cohort.members import Member, check_stamp, verify_member
 from cellspec_sc.cohort.run import run
+from cellspec_sc.io.directory import read
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.validation.runner import validate
 
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
 def load_member(member: Member) -> CellSpec:
     """The member as a validated CellSpec (refuses a directory that changed since the cohort was opened)."""
     if member.image_filter is None and member.root.joinpath("cellspec.json").is_file() and member.done:
-        from cellspec_sc.io.directory import read
-
         x = read(member.root)
         for file in member.stamps:  # read() checked the files against the manifest it found: the one opened?
             check_stamp(member, file)

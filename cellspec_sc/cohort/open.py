@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from cellspec_sc.cohort.cohort import Cohort
-from cellspec_sc.cohort.dataset_read import COHORT_FILE, open_dataset
+from cellspec_sc.cohort.dataset_read import COHORT_FILE, read_dataset
 from cellspec_sc.cohort.failures import CohortError, Failure, failure_of
 from cellspec_sc.cohort.features import combine
 from cellspec_sc.cohort.members import open_directory
@@ -43,7 +43,8 @@ def open_cohort(paths: str | os.PathLike | Iterable[str | os.PathLike], *, featu
     if datasets:
         if len(found) > 1:
             raise CohortError(f"{datasets[0]} is a cohort dataset; open it alone, not with other paths")
-        return open_dataset(datasets[0])
+        members, plan, partition_by = read_dataset(datasets[0])
+        return Cohort(members, plan, partition_by=partition_by)
     members, refused = [], []
     for index, path in enumerate(found):
         try:

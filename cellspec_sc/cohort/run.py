@@ -15,15 +15,16 @@ widget in a notebook, nothing on a pipe).
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
-from typing import Any
-
-from tqdm.auto import tqdm
+from typing import TYPE_CHECKING, Any
 
 from cellspec_sc.cohort.failures import failure_of
+from cellspec_sc.progress import progress
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 def current_client(client: Any = None) -> Any:
@@ -40,19 +41,14 @@ def current_client(client: Any = None) -> Any:
         return None
 
 
-@contextmanager
-def progress(total: int, description: str, enabled: bool | None = None) -> Iterator[tqdm]:
-    """A bar counting directories; ``enabled=None``: shown when stderr is a terminal (or in a notebook)."""
-    with tqdm(total=total, desc=description, unit="dir", leave=False, dynamic_ncols=True,
-              disable=None if enabled is None else not enabled) as bar:
-        yield bar
-
-
 def run(tasks: list[Any], labels: list[str], description: str, *, client: Any = None,
         progress_bar: bool | None = None) -> list[Any]:
-    """Compute one dask ``Delayed`` per directory; results in order, failures as :class:`Failure`."""
+    """Compute one dask ``Delayed`` per directory; results in order, failures as :class:`Failure`.
+
+    The bar counting directories (:func:`cellspec_sc.progress.progress`) is shown on a terminal unless the
+    verbosity is quiet (a directory is big work), always with ``progress_bar=True``, never with False."""
     client = current_client(client)
-    with progress(len(tasks), description, progress_bar) as bar:
+    with progress(len(tasks), description, unit="dir", size=math.inf, show=progress_bar) as bar:
         if client is None:
             return _run_local(tasks, labels, bar)
         return _run_distributed(client, tasks, labels, bar)

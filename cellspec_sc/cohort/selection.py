@@ -49,10 +49,9 @@ def wanted_images(cohort: Cohort, images: Iterable[str] | None, samples: Iterabl
     return wanted
 
 
-def select(cohort: Cohort, *, images: Iterable[str] | None = None, samples: Iterable[str] | None = None) -> Cohort:
-    """The sub-cohort of ``cohort`` holding the given images and/or samples."""
-    from cellspec_sc.cohort.cohort import Cohort
-
+def selected_members(cohort: Cohort, *, images: Iterable[str] | None = None,
+                     samples: Iterable[str] | None = None) -> list[Member]:
+    """The members of the sub-cohort of ``cohort`` holding the given images and/or samples (narrowed to them)."""
     wanted = wanted_images(cohort, images, samples)
     members = []
     for member in cohort.members:
@@ -63,7 +62,7 @@ def select(cohort: Cohort, *, images: Iterable[str] | None = None, samples: Iter
         if keep != own or member.image_filter is not None:
             member = _restricted(member, frozenset(keep))
         members.append(replace(member, index=len(members)))
-    return Cohort(members, cohort.plan, partition_by=cohort.partition_by)
+    return members
 
 
 def _restricted(member: Member, images: frozenset[str]) -> Member:

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from cellspec_sc.docgen.markdown import markdown_table
+from cellspec_sc.io import bounded, strict_json
 from cellspec_sc.io.columns import ARROW_TYPES
 from cellspec_sc.io.directory import write
 from cellspec_sc.io.refusals import UnlistedFileWarning, all_refusals
@@ -44,7 +45,7 @@ y = cs.read(path)                                  # y.equals(x) is True, bit fo
 
 ```sh
 cellspec validate run1.cellspec    # exit 0 valid, 1 validation failed, 2 refused
-cellspec info run1.cellspec
+cellspec info run1.cellspec        # reads only DONE, the manifest, cellspec.json and the Parquet footers
 cellspec demo --out demo-output    # writes the example to demo-output/example.cellspec and reads it back
 ```
 
@@ -221,8 +222,6 @@ def render_directory() -> str:
 
 
 def _limits() -> str:
-    from cellspec_sc.io import bounded, strict_json
-
     return _LIMITS.format(done=bounded.DONE_MAX_BYTES, line=bounded.MANIFEST_LINE_MAX_BYTES,
                           metadata=bounded.DEFAULT_MAX_METADATA_BYTES >> 20, ratio=bounded.DEFAULT_MAX_INFLATION,
                           floor=bounded.INFLATION_FLOOR_BYTES >> 20, depth=strict_json.MAX_DEPTH,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cellspec_sc.readers import mcmicro, qupath, steinbock
+from cellspec_sc.readers import mcmicro, qupath_headers, steinbock
 from cellspec_sc.readers.features import build_dictionary
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "readers.md"
@@ -47,7 +47,7 @@ def _mapping_rows(specs) -> list[tuple[str, ...]]:
 
 def render_tables() -> str:
     """The generated part of docs/readers.md."""
-    qupath_specs = [qupath.classify(h, calibrated=True) for h in QUPATH_EXAMPLES]
+    qupath_specs = [qupath_headers.classify(h, calibrated=True) for h in QUPATH_EXAMPLES]
     mc_specs, _ = mcmicro.classify_columns(list(MCMICRO_EXAMPLES), default_compartment="cell", markers=None)
     parts = [
         "### QuPath: headers and what they become",
@@ -55,14 +55,14 @@ def render_tables() -> str:
         "shapes are in micrometres; with pixel centroids they are `px` / `px2`):",
         _table(("header", "kind", "feature_id", "unit"), _mapping_rows(qupath_specs)),
         "### QuPath: words the reader knows",
-        _table(("compartment word", "compartment"), [(f"`{k.capitalize()}`", v) for k, v in qupath.COMPARTMENTS.items()]),
+        _table(("compartment word", "compartment"), [(f"`{k.capitalize()}`", v) for k, v in qupath_headers.COMPARTMENTS.items()]),
         _table(("object-measurement statistic (0.5+)", "statistic"),
-               [(f"`{k.capitalize() if k != 'std.dev.' else 'Std.Dev.'}`", v) for k, v in qupath.OBJECT_STATISTICS.items()]),
+               [(f"`{k.capitalize() if k != 'std.dev.' else 'Std.Dev.'}`", v) for k, v in qupath_headers.OBJECT_STATISTICS.items()]),
         _table(("cell-detection statistic", "statistic"),
-               [(f"`{k}`", v or "(kind other)") for k, v in qupath.DETECTION_STATISTICS.items()]),
+               [(f"`{k}`", v or "(kind other)") for k, v in qupath_headers.DETECTION_STATISTICS.items()]),
         _table(("shape name", "statistic", "unit without a unit in the header"),
                [(f"`{k.capitalize()}`", s, {0: "1", 1: "um or px", 2: "um2 or px2"}[d])
-                for k, (s, d) in qupath.SHAPES.items()]),
+                for k, (s, d) in qupath_headers.SHAPES.items()]),
         "### MCMICRO: columns and what they become",
         "For a file `<image>--<segmentation>_cell.csv` without `markers.csv`:",
         _table(("column", "kind", "feature_id", "unit"), _mapping_rows(mc_specs)),

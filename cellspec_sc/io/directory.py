@@ -228,16 +228,19 @@ def _refuse_if_replaced(directory: Path, stamp: tuple[int, ...] | None) -> None:
 
 
 def _read(directory: Path, lazy: bool = False, limits: ReadLimits = ReadLimits()) -> CellSpec:
-    # The data files are hashed on another core while they are decoded; a file that does not
-    # match its manifest entry is refused before anything else that went wrong with it.
+    # Three cores' worth of work on two: the data files are hashed in one thread, the matrix decoded
+    # in another, while this one builds the tables and runs the checks that do not need the matrix
+    # values. A file that does not match its manifest entry is refused before anything else that
+    # went wrong with it.
     entries, pending = verify_directory(directory, deferred=() if lazy else DATA_FILES, limits=limits)
     try:
         x, decoded = _load(directory, entries, lazy, limits)
+        report = validate(x, source_nonfinite=decoded.stored_nan, stats=decoded.stats)
     except BaseException:
         pending.check()
         raise
     pending.check()
-    validate(x, source_nonfinite=decoded.stored_nan, stats=decoded.stats).raise_if_failed(str(directory))
+    report.raise_if_failed(str(directory))
     return x
 
 
@@ -255,9 +258,14 @@ def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimi
     check_outlines_listed(directory, tables["images"], entries)
     feature_ids = feature_ids_of(tables["dictionary"], directory)
     bounds = {"max_inflation": limits.max_inflation} if fmt == "tsv" else {}
-    options = {"lazy": True, **bounds} if lazy else bounds
+    options = {"lazy": True} if lazy else {"wait": False} if fmt == "parquet" else bounds
     decoded = reader(directory / f"cells{suffix}", types["cells"], feature_ids, directory, **options)
-    adjacency = _read_adjacency(directory, entries, suffix, reader, types, bounds)
+    try:
+        adjacency = _read_adjacency(directory, entries, suffix, reader, types, bounds)
+    except BaseException:
+        if hasattr(decoded.stats, "cancel"):  # the matrix is still being decoded: stop that
+            decoded.stats.cancel()
+        raise
     x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame, measurements=decoded.matrix,
                  adjacency=adjacency, provenance=document["provenance"], source_dir=directory.resolve(),
                  extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)

@@ -16,8 +16,9 @@ strings as UTF-8, integers as int32. Written and read one row batch at a time.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from cellspec_sc.spec.types import spec_type_of
 
 _DECODE_BYTES = 1 << 25  # decoded feature values held at once while filling the matrix (two pieces in flight)
 _ROW_GROUP_BYTES = 1 << 27  # ~128 MB row groups on write
+DECODE_THREADS = max(1, (os.cpu_count() or 2) - 1)  # threads filling the matrix; one more core hashes the file and checks the cells
 _THREADED_ROWS = 1 << 12  # row groups at least this long are decoded with pyarrow's threads, column by column
 
 
@@ -73,12 +75,15 @@ def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], 
 
 
 def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str],
-                 directory: Path | str, *, lazy: bool = False) -> Decoded:
+                 directory: Path | str, *, lazy: bool = False, wait: bool = True) -> Decoded:
     """The table columns as a canonical frame, the measurement matrix, stored-NaN counts per feature and
     the :class:`~cellspec_sc.validation.matrix_stats.MatrixStats` of the matrix, gathered while decoding it.
 
     ``lazy=True``: the matrix is a dask array with one block per row group (see :func:`lazy_matrix`);
     stored NaN is then refused when a block is computed, so the counts are empty and there are no stats.
+    ``wait=False``: the matrix is returned while a thread still fills it (:class:`MatrixDecoding`, in
+    ``stats``): its ``result()`` waits and gives the stats, whose ``stored_nonfinite`` are the counts;
+    the caller checks the table columns meanwhile (``read`` validates the cells on the first core).
     """
     file = path.name
     try:
@@ -88,17 +93,25 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
         raise UndecodableData(directory, file, f"not a readable Parquet file: {err}") from None
     table_types = check_stored_columns(stored, types, feature_ids, directory, file)
     try:
-        names = [c["name"] for c in table_types]
-        raw = handle.read(columns=names, use_threads=True)
-        columns = pa.table({c["name"]: conform(raw.column(c["name"]), c["type"], file, c["name"], directory)
-                            for c in table_types}) if names else raw
-        frame = arrow_to_frame(columns, table_types)
-        if lazy:
-            return Decoded(frame, lazy_matrix(path, feature_ids, directory), {}, None)
-        matrix, stored_nan, stats = _decode_matrix(handle, feature_ids, stats_for(frame, len(feature_ids)), file)
+        frame = _table_frame(handle, table_types, directory, file)
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"Parquet data cannot be decoded: {err}") from None
-    return Decoded(frame, matrix, stored_nan, stats)
+    if lazy:
+        return Decoded(frame, lazy_matrix(path, feature_ids, directory), {}, None)
+    decoding = MatrixDecoding(path, handle, feature_ids, stats_for(frame, len(feature_ids)), directory)
+    if not wait:
+        return Decoded(frame, decoding.matrix, {}, decoding)
+    stats = decoding.result()
+    return Decoded(frame, decoding.matrix, stats.stored_nonfinite, stats)
+
+
+def _table_frame(handle: pq.ParquetFile, table_types: list[dict[str, str]], directory: Path | str,
+                 file: str) -> pd.DataFrame:
+    names = [c["name"] for c in table_types]
+    raw = handle.read(columns=names, use_threads=True)
+    columns = pa.table({c["name"]: conform(raw.column(c["name"]), c["type"], file, c["name"], directory)
+                        for c in table_types}) if names else raw
+    return arrow_to_frame(columns, table_types)
 
 
 def check_stored_columns(stored: pa.Schema, types: list[dict[str, str]], feature_ids: list[str],
@@ -123,35 +136,69 @@ def stats_for(frame: pd.DataFrame, n_features: int) -> MatrixStats:
     return MatrixStats(n_features, codes, len(names))
 
 
-def _decode_matrix(handle: pq.ParquetFile, feature_ids: list[str], stats: MatrixStats,
-                   file: str = "cells.parquet") -> tuple[np.ndarray, dict[str, int], MatrixStats]:
-    """The feature columns as one float64 matrix, filled a row group (and batch of columns) at a time.
+class MatrixDecoding:
+    """Fills one preallocated float64 matrix with the feature columns in a thread, a row group (and about
+    ``_DECODE_BYTES`` of columns) at a time, gathering the stats of each piece while it is in the cache.
 
-    While one piece is copied into the matrix, a thread decodes the next (pyarrow releases the GIL).
-    Returns the matrix, the NaN each column stores as numbers rather than null, and the stats.
+    ``matrix`` is usable once :meth:`result` returned (it waits, then gives the
+    :class:`~cellspec_sc.validation.matrix_stats.MatrixStats` with ``stored_nonfinite`` set, or raises
+    :class:`~cellspec_sc.io.refusals.UndecodableData`); :meth:`cancel` stops the thread at its next
+    piece, for a caller that failed. The thread decodes without pyarrow's own threads (for float
+    columns they cost more CPU than they save), so the caller's core stays free for the cells table
+    and its checks, and a third thread hashes the file.
     """
-    meta = handle.metadata
-    matrix = empty_matrix(meta.num_rows, len(feature_ids))
-    nulls = np.zeros(len(feature_ids), dtype=np.int64)
-    offsets = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]).tolist()
-    pieces = [(index, first, names) for index in range(meta.num_row_groups)
-              for first, names in _column_batches(feature_ids, meta.row_group(index).num_rows)]
 
-    def decode(k: int) -> pa.Table:
-        index, _, names = pieces[k]
-        return _read_piece(handle, index, names)
+    def __init__(self, path: Path, handle: pq.ParquetFile, feature_ids: list[str], stats: MatrixStats,
+                 directory: Path | str):
+        meta, file = handle.metadata, path.name
+        self.matrix = empty_matrix(meta.num_rows, len(feature_ids))
+        self._feature_ids, self._stats, self._directory, self._file = feature_ids, stats, directory, file
+        self._stop = threading.Event()
+        offsets = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]).tolist()
+        pieces = [(index, offsets[index], offsets[index + 1], first, names) for index in range(meta.num_row_groups)
+                  for first, names in _column_batches(feature_ids, offsets[index + 1] - offsets[index])]
+        workers = max(1, min(len(pieces), DECODE_THREADS))
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="parquet-decode")
+        self._bar = progress(meta.num_rows, f"reading {file}", size=self.matrix.size)
+        bar = self._bar.__enter__()
+        try:
+            self._futures = [pool.submit(self._fill, handle if k == 0 else pq.ParquetFile(path, metadata=meta),
+                                         pieces[k::workers], stats if k == 0 else stats.empty_like(), bar)
+                             for k in range(workers)]
+        finally:
+            pool.shutdown(wait=False)
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-decode") as pool, \
-            progress(meta.num_rows, f"reading {file}", size=matrix.size) as bar:
-        ahead = pool.submit(decode, 0) if pieces else None
-        for k, (index, first, names) in enumerate(pieces):
-            decoded = ahead.result()
-            ahead = pool.submit(decode, k + 1) if k + 1 < len(pieces) else None
-            row = offsets[index]
-            _place(decoded, matrix[row:offsets[index + 1]], first, nulls, stats, row)
-            if first + len(names) == len(feature_ids):  # the row group's last column batch
-                bar.update(offsets[index + 1] - row)
-    return matrix, _stored_nan(stats, nulls, feature_ids), stats
+    def result(self) -> MatrixStats:
+        try:
+            parts = [future.result() for future in self._futures]
+        except BaseException:
+            self.cancel()
+            raise
+        finally:
+            self._bar.__exit__(None, None, None)
+        stats, nulls = parts[0]
+        for other, other_nulls in parts[1:]:
+            stats.merge(other)
+            nulls += other_nulls
+        stats.stored_nonfinite = _stored_nan(stats, nulls, self._feature_ids)
+        return stats
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    def _fill(self, handle: pq.ParquetFile, pieces: list[tuple[int, int, int, int, list[str]]], stats: MatrixStats,
+              bar: Any) -> tuple[MatrixStats, np.ndarray]:
+        nulls = np.zeros(len(self._feature_ids), dtype=np.int64)
+        try:
+            for index, start, stop, first, names in pieces:
+                if self._stop.is_set():
+                    raise CancelledError(f"decoding {self._file} was cancelled")
+                piece = handle.read_row_group(index, columns=names, use_threads=False)
+                _place(piece, self.matrix[start:stop], first, nulls, stats, start)
+                bar.update((stop - start) * len(names) / len(self._feature_ids))
+        except (pa.ArrowException, OSError) as err:
+            raise UndecodableData(self._directory, self._file, f"Parquet data cannot be decoded: {err}") from None
+        return stats, nulls
 
 
 def _stored_nan(stats: MatrixStats, nulls: np.ndarray, feature_ids: list[str] | tuple[str, ...]) -> dict[str, int]:

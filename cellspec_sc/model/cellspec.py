@@ -36,7 +36,7 @@ class CellSpec:
     ['cell:FOXP3:mean', 'cell:FOXP3:median', 'nucleus:FOXP3:mean', 'nucleus:FOXP3:median']
     """
 
-    __slots__ = (*COMPONENTS, "source_dir", "extensions")
+    __slots__ = (*COMPONENTS, "source_dir", "extensions", "validation_memo")
 
     def __init__(
         self,
@@ -59,6 +59,9 @@ class CellSpec:
         # Top-level keys of cellspec.json this package does not know (not a component, not
         # compared): kept on read and written back, so other implementations' additions survive.
         self.extensions = dict(extensions or {})
+        # (content token, options, report) of the last validation (not a component, not compared):
+        # see cellspec_sc.validation.memo, which reuses the report while the content is unchanged.
+        self.validation_memo: tuple[str, dict[str, Any], ValidationReport] | None = None
         self.cells = cells
         self.measurements = measurements
         self.dictionary = dictionary

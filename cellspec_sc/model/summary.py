@@ -34,10 +34,16 @@ def _safe(fn, default: Any = "?") -> Any:
         return default
 
 
+def feature_kinds(dictionary: Any) -> dict[str, int]:
+    """Features per kind: intensity, shape, other first, then any other kind (empty when unreadable)."""
+    kinds = _safe(lambda: {k: int(n) for k, n in dictionary["kind"].value_counts(sort=False).items()}, {})
+    return {k: kinds.get(k, 0) for k in ("intensity", "shape", "other") if kinds.get(k, 0)} | \
+        {k: v for k, v in kinds.items() if k not in ("intensity", "shape", "other")}
+
+
 def summarise(x: CellSpec) -> dict[str, Any]:
     """The facts of the summary block."""
     d = x.dictionary
-    kinds = _safe(lambda: {k: int(n) for k, n in d["kind"].value_counts(sort=False).items()}, {})
     markers = _safe(lambda: list(dict.fromkeys(d.loc[d["kind"] == "intensity", "marker"].dropna())), [])
     return {
         "spec_version": x.spec_version,
@@ -46,8 +52,7 @@ def summarise(x: CellSpec) -> dict[str, Any]:
         "samples": _safe(lambda: int(x.cells["sample_id"].nunique()) if len(x.cells) else
                          int(x.images["sample_id"].nunique())),
         "features": _safe(lambda: len(d)),
-        "kinds": {k: kinds.get(k, 0) for k in ("intensity", "shape", "other") if kinds.get(k, 0)} |
-                 {k: v for k, v in kinds.items() if k not in ("intensity", "shape", "other")},
+        "kinds": feature_kinds(d),
         "markers": markers,
         "pixel_sizes": _safe(lambda: sorted({float(v) for v in x.images["pixel_size"].dropna()}), []),
         "contacts": None if x.adjacency is None else _safe(lambda: len(x.adjacency)),
@@ -56,14 +61,16 @@ def summarise(x: CellSpec) -> dict[str, Any]:
     }
 
 
-def _pixel_text(sizes: list[float]) -> str:
+def pixel_text(sizes: list[float]) -> str:
+    """Pixel size(s) as printed in the summary, e.g. ``0.5 um/px`` or ``0.3-0.5 um/px``."""
     if not sizes:
         return "unknown"
     fmt = [np.format_float_positional(s, trim="-") for s in (sizes[0], sizes[-1])]
     return f"{fmt[0]} um/px" if len(sizes) == 1 else f"{fmt[0]}-{fmt[1]} um/px"
 
 
-def _markers_text(markers: list[str]) -> str:
+def markers_text(markers: list[str]) -> str:
+    """The marker line of the summary: count, then the first few names."""
     shown = ", ".join(markers[:_MAX_MARKERS])
     more = f", … (+{len(markers) - _MAX_MARKERS} more)" if len(markers) > _MAX_MARKERS else ""
     return f"{len(markers)}: {shown}{more}" if markers else "0"
@@ -76,8 +83,8 @@ def _rows(x: CellSpec) -> list[tuple[str, str]]:
     return [
         ("cells", f"{s['cells']} in {s['images']} images ({s['samples']} samples)"),
         ("features", f"{s['features']}: {kinds}" if kinds else f"{s['features']}"),
-        ("markers", _markers_text(s["markers"])),
-        ("pixel", _pixel_text(s["pixel_sizes"])),
+        ("markers", markers_text(s["markers"])),
+        ("pixel", pixel_text(s["pixel_sizes"])),
         ("adjacency", adjacency),
         ("source", s["source"]),
     ]

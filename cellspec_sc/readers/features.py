@@ -95,7 +95,7 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
     """
     voc = vocabulary()
     mapping = checked_marker_map(marker_map)
-    rows, seen, applied = [], set(), {}
+    rows, seen, applied, named = [], set(), {}, {}
     for spec in specs:
         spec = _within_vocabulary(spec, voc)
         source_marker = None
@@ -106,7 +106,7 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
             else:
                 spec = replace(spec, marker=marker)
                 applied[source_marker] = marker
-                _check_distinct_markers(applied, marker, source_marker)
+                _check_distinct_markers(named, marker, source_marker)
         fid = _feature_id(spec, voc)
         if fid in seen and spec.kind != "other":
             spec, source_marker = FeatureSpec.other(spec.source_name, spec.unit), None
@@ -123,10 +123,11 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
     return canonical_frame(frame, "dictionary"), applied
 
 
-def _check_distinct_markers(applied: Mapping[str, str], marker: str, source: str) -> None:
-    clash = [src for src, m in applied.items() if m == marker and src != source]
-    if clash:
-        raise InputError(f"markers {clash[0]!r} and {source!r} would both be called {marker!r} (marker_map or ':' "
+def _check_distinct_markers(named: dict[str, str], marker: str, source: str) -> None:
+    """Refuse two source markers given one name; ``named`` (marker -> first source marker) grows as it goes."""
+    first = named.setdefault(marker, source)
+    if first != source:
+        raise InputError(f"markers {first!r} and {source!r} would both be called {marker!r} (marker_map or ':' "
                          "replacement); give them distinct names in marker_map")
 
 

@@ -16,8 +16,10 @@ import csv
 import os
 import re
 import textwrap
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from cellspec_sc.errors import InputError
@@ -61,7 +63,7 @@ class Header:
     names: tuple[str, ...]
     encoding: str = "utf-8"
 
-    @property
+    @cached_property
     def normalised(self) -> dict[str, str]:
         """Lower-cased normalised header -> header as written (first occurrence)."""
         out: dict[str, str] = {}
@@ -134,7 +136,7 @@ def read_header(path: str | os.PathLike, delimiter: str, tool: str, encoding: st
     blank = [i + 1 for i, n in enumerate(names) if not n.strip()]
     if blank:
         raise InputError(f"{path.name}: line 1, column {blank[0]}: empty column name in the header")
-    dups = sorted({n for n in names if names.count(n) > 1})
+    dups = sorted(n for n, count in Counter(names).items() if count > 1)
     if dups:
         raise InputError(f"{path.name}: line 1: duplicated column name(s) {', '.join(map(repr, dups))}"
                          f"{_quote_note(text, delimiter, names, dups)}")

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from cellspec_sc.errors import InputError
@@ -45,11 +47,13 @@ from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
 from cellspec_sc.readers.values import (
     check_finite_centroids,
+    check_image_ids,
     check_missing_text,
-    check_unique_ids,
+    constant_strings,
     first_line_where,
     pixel_size_for,
     positive_area,
+    string_column,
 )
 
 ADAPTER = "mcmicro"
@@ -84,6 +88,7 @@ INTENSITY_PROPS = {
 # cytoplasm, a ring inside the cell outline is the membrane.
 MASKS = {"cell": "cell", "nuclei": "nucleus", "nucleus": "nucleus", "cyto": "cytoplasm", "cytoplasm": "cytoplasm",
          "nucleiring": "cytoplasm", "cellring": "membrane", "cytoring": "membrane"}
+_PROPS_LONGEST_FIRST = sorted(INTENSITY_PROPS, key=len, reverse=True)
 _MASK_SUFFIX = re.compile(r"^(?P<base>.+)_(?P<mask>[A-Za-z]+Mask)$")
 
 
@@ -126,7 +131,12 @@ def mcquant_names(names: list[str]) -> list[str]:
     >>> mcquant_names(["DNA", "CD3", "DNA"])
     ['DNA_1', 'CD3', 'DNA_2']
     """
-    return [f"{n}_{names[:i].count(n) + 1}" if names.count(n) > 1 else n for i, n in enumerate(names)]
+    total, seen = Counter(names), Counter()
+    out = []
+    for name in names:
+        seen[name] += 1
+        out.append(f"{name}_{seen[name]}" if total[name] > 1 else name)
+    return out
 
 
 def read_markers_csv(path: str | os.PathLike) -> list[str]:
@@ -139,8 +149,8 @@ def read_markers_csv(path: str | os.PathLike) -> list[str]:
         check_missing_text(header.path, names, "marker_name", None)
         order = np.arange(len(names))
         if "channel_number" in header.names:
-            numbers = np.array([_number_or_nan(v) for v in table.column("channel_number").to_pylist()])
-            if np.isfinite(numbers).all():
+            numbers = _numbers_or_none(table.column("channel_number"))
+            if numbers is not None and np.isfinite(numbers).all():
                 order = np.argsort(numbers, kind="stable")
         return mcquant_names([str(names[i]).strip() for i in order])
     if len(header.names) == 1:
@@ -151,11 +161,12 @@ def read_markers_csv(path: str | os.PathLike) -> list[str]:
                      f"found: {', '.join(header.names)}")
 
 
-def _number_or_nan(value) -> float:
+def _numbers_or_none(values: pa.ChunkedArray) -> np.ndarray | None:
+    """Text as float64 (NaN for empty), or None when one value is not a number."""
     try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
+        return pc.cast(pc.utf8_trim_whitespace(values), pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:
+        return None
 
 
 # -- column classification -------------------------------------------------------------------------------
@@ -166,7 +177,7 @@ def _strip_mask(name: str) -> tuple[str, str | None]:
 
 def _split_property(base: str, markers: set[str] | None) -> tuple[str, str] | None:
     """(marker, property) when ``base`` is ``<marker>_<known property>``."""
-    for prop in sorted(INTENSITY_PROPS, key=len, reverse=True):
+    for prop in _PROPS_LONGEST_FIRST:
         if base.endswith("_" + prop) and len(base) > len(prop) + 1:
             marker = base[: -len(prop) - 1]
             if markers is None or marker in markers:
@@ -230,8 +241,9 @@ class McquantAdapter(ToolAdapter):
         self.channel_names = read_markers_csv(self.markers_csv) if self.markers_csv is not None else None
 
     def roles(self, header: Header) -> ColumnRoles:
-        fixed = {ID_COLUMN, *CENTROIDS, *OLD_CENTROIDS, *OLDEST_CENTROIDS}
-        return ColumnRoles(text=[ID_COLUMN], numbers=[c for c in header.names if c in fixed - {ID_COLUMN}],
+        centroids = {*CENTROIDS, *OLD_CENTROIDS, *OLDEST_CENTROIDS}
+        fixed = {ID_COLUMN, *centroids}
+        return ColumnRoles(text=[ID_COLUMN], numbers=[c for c in header.names if c in centroids],
                            matrix=[n for n in header.names if n not in fixed])
 
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
@@ -259,17 +271,15 @@ class McquantAdapter(ToolAdapter):
     def tables(self, header, parsed, dictionary, applied, specs) -> Tables:
         path, n = header.path, parsed.n
         ps, ps_y = self.ps, self.ps_y
-        cell_ids = parsed.text(ID_COLUMN)
-        check_missing_text(path, cell_ids, ID_COLUMN, None)
+        cell_ids = parsed.arrow(ID_COLUMN)
         image_name = self.image_id if self.image_id is not None else self.file_image
-        images = np.full(n, image_name, dtype=object)
-        check_unique_ids(path, images, cell_ids, ID_COLUMN, None)
+        check_image_ids(path, cell_ids, ID_COLUMN, image_name)
+        sample = self.sample_id if self.sample_id is not None else image_name
         x_raw, y_raw, centroid_cols = _raw_centroids(header, parsed)
 
         x_px, y_px = x_raw + 0.5, y_raw + 0.5  # regionprops: pixel i has its centre at i; the spec: at i + 0.5
-        cells = {"cell_id": cell_ids.astype(object), "image_id": images,
-                 "sample_id": np.full(n, self.sample_id if self.sample_id is not None else image_name, dtype=object),
-                 "x": x_px * ps, "y": y_px * (ps_y or ps)}
+        cells = {"cell_id": string_column(cell_ids), "image_id": string_column(constant_strings(image_name, n)),
+                 "sample_id": string_column(constant_strings(sample, n)), "x": x_px * ps, "y": y_px * (ps_y or ps)}
         area = _cell_area(dictionary, parsed.matrix, self.shape_compartment, ps * (ps_y or ps))
         if area is not None:
             cells["area"] = area
@@ -297,7 +307,7 @@ class McquantAdapter(ToolAdapter):
         if self.channel_names is None:
             return intensity_channels(dictionary, applied)
         markers = [clean_marker(n, self.marker_map)[0] for n in self.channel_names]
-        repeated = sorted({m for m in markers if markers.count(m) > 1})
+        repeated = sorted(m for m, count in Counter(markers).items() if count > 1)
         if repeated:
             raise InputError(f"{Path(self.markers_csv).name}: marker_map gives several channels the name(s) "
                              f"{', '.join(map(repr, repeated))}; markers must be unique per image")

@@ -20,6 +20,7 @@ import pyarrow.csv as pacsv
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.readers.headers import SEPARATORS, Header
+from cellspec_sc.readers.pieces import data_start, line_pieces, ordered_map, piece_buffer
 from cellspec_sc.readers.values import arrow_objects
 
 
@@ -66,20 +67,19 @@ class Parsed:
         return self.number_columns[name]
 
 
-# Bytes per block handed to pyarrow's CSV reader (one record batch each): large enough that the
-# per-batch Python work is small, small enough that a block is parsed while it is still in cache.
-BLOCK_BYTES = 1 << 21
 # Bytes read from the start of the file to estimate its number of rows.
 SAMPLE_BYTES = 1 << 20
 
 
 def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str], matrix: Sequence[str],
                    keep: tuple[str, Sequence[str]] | None = None, unfiltered: Sequence[str] = ()) -> Parsed:
-    """Parse the file with pyarrow's CSV reader, batch by batch, straight into the measurement matrix.
+    """Parse the file with pyarrow's CSV reader, in pieces on every core, straight into the measurement matrix.
 
     ``text`` columns are read as strings (kept as Arrow arrays), every other column as float64 (empty
     fields are null). ``keep=(column, values)`` keeps only rows whose text ``column`` is one of
-    ``values``; ``unfiltered`` text columns are also returned for every row. The matrix (kept rows x
+    ``values``; ``unfiltered`` text columns are also returned for every row. The file is cut into pieces
+    at line boundaries, parsed on every core and put together in file order
+    (:func:`~cellspec_sc.readers.pieces.ordered_map`). The matrix (kept rows x
     ``matrix`` columns, C order) is allocated once, with room for the rows estimated from the first
     megabyte of the file (pages never written cost no memory), and only grown if the estimate was
     short, so peak memory stays close to the result instead of holding a whole Arrow table beside it.
@@ -112,43 +112,78 @@ def read_options(header: Header, **options) -> pacsv.ReadOptions:
     return pacsv.ReadOptions(**options)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What every piece of one parse needs: the convert options and which columns go where."""
+
+    header: Header
+    convert: pacsv.ConvertOptions
+    positions: list[int]
+    text: Sequence[str]
+    numbers: Sequence[str]
+    unfiltered: Sequence[str]
+    keep: tuple[str, Sequence[str]] | None
+    numbers_as_text: bool
+
+
+@dataclass
+class _Piece:
+    """One parsed piece: its kept rows (``sel``: positions among the piece's rows, None for all) as a
+    C-order block of the matrix, its text and number columns, and the NA counts of the block."""
+
+    rows: int
+    sel: np.ndarray | None
+    block: np.ndarray
+    text: dict[str, pa.Array]
+    numbers: dict[str, np.ndarray]
+    whole: dict[str, pa.Array]
+    counts: dict[str, int]
+
+
+class _PieceUnparsable(Exception):
+    """A value of a kept row is not a number (found after the filter); ``row`` counts within the piece."""
+
+    def __init__(self, column: str, value: str, row: int) -> None:
+        super().__init__(column, value, row)
+        self.column, self.value, self.row = column, value, row
+
+
 def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, numbers_as_text: bool) -> Parsed:
     as_text = set(header.names) if numbers_as_text else set(text)
     types = {name: (pa.string() if name in as_text else pa.float64()) for name in header.names}
     convert = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
                                    quoted_strings_can_be_null=True)
+    position = {name: i for i, name in enumerate(header.names)}
+    plan = _Plan(header, convert, [position[name] for name in matrix], text, numbers, unfiltered, keep,
+                 numbers_as_text)
     out = empty_matrix(_estimated_rows(header.path), len(matrix))
-    positions = [header.names.index(name) for name in matrix]
     counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
     parts: dict[str, list[pa.Array]] = {name: [] for name in text}
     number_parts: dict[str, list[np.ndarray]] = {name: [] for name in numbers}
     whole: dict[str, list[pa.Array]] = {name: [] for name in unfiltered}
     row_parts: list[np.ndarray] = []
     read = filled = 0
+    spans = line_pieces(header.path, data_start(header.path))
     try:
-        reader = pacsv.open_csv(header.path, read_options=read_options(header, use_threads=True, block_size=BLOCK_BYTES),
-                                parse_options=pacsv.ParseOptions(delimiter=header.delimiter), convert_options=convert)
-        for batch in reader:
-            sel = _kept_in_batch(batch, keep)
-            for name in unfiltered:
-                whole[name].append(batch.column(name))
-            rows_in_file = np.arange(read, read + batch.num_rows) if sel is None else sel + read
-            kept, kept_sel = batch, sel
-            if numbers_as_text:  # the kept rows only, their numbers converted now
-                kept, kept_sel = _numbers_of_rows(header, batch, sel, set(text), rows_in_file), None
-            for name in parts:
-                values = kept.column(name)
-                parts[name].append(values if kept_sel is None else values.take(kept_sel))
-            for name in number_parts:
-                values = kept.column(name).to_numpy(zero_copy_only=False)
-                number_parts[name].append(values if kept_sel is None else values[kept_sel])
-            m = len(rows_in_file)
+        for piece in ordered_map(lambda span: _parse_piece(plan, span), spans):
+            m = piece.block.shape[0]
             if filled + m > out.shape[0]:  # only if the estimate was short: grow by half
                 out = _grown(out, filled, max(filled + m, out.shape[0] + out.shape[0] // 2))
-            _fill_block(kept, positions, kept_sel, out[filled:filled + m], counts)
-            row_parts.append(rows_in_file)
-            read += batch.num_rows
+            out[filled:filled + m] = piece.block
+            for name, values in piece.text.items():
+                parts[name].append(values)
+            for name, values in piece.numbers.items():
+                number_parts[name].append(values)
+            for name, values in piece.whole.items():
+                whole[name].append(values)
+            for name, count in piece.counts.items():
+                counts[name] += count
+            row_parts.append(np.arange(read, read + piece.rows) if piece.sel is None else piece.sel + read)
+            read += piece.rows
             filled += m
+    except _PieceUnparsable as failed:
+        raise InputError(f"{header.path.name}: line {read + failed.row + 2}, column {failed.column!r}: cannot parse "
+                         f"{failed.value!r} as a number") from None
     except (pa.ArrowInvalid, pa.ArrowException) as err:
         if not numbers_as_text and _is_conversion_error(str(err)):
             raise _ConversionFailed(str(err)) from None
@@ -167,9 +202,34 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, numbers_
     )
 
 
-def _numbers_of_rows(header: Header, batch: pa.RecordBatch, sel: np.ndarray | None, text: set[str],
-                     rows_in_file: np.ndarray) -> pa.RecordBatch:
+def _parse_piece(plan: _Plan, span: tuple[int, int]) -> _Piece:
+    """Parse one piece of the file (on a worker thread): filter its rows, fill its block of the matrix."""
+    header = plan.header
+    table = pacsv.read_csv(piece_buffer(header.path, span),
+                           read_options=read_options(header, column_names=list(header.names), use_threads=False,
+                                                     block_size=span[1] - span[0] + 1),
+                           parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
+                           convert_options=plan.convert)
+    batch = pa.RecordBatch.from_arrays([c.combine_chunks() for c in table.columns], names=table.column_names)
+    sel = _kept_in_batch(batch, plan.keep)
+    kept, kept_sel = batch, sel
+    if plan.numbers_as_text:  # the kept rows only, their numbers converted now
+        kept, kept_sel = _numbers_of_rows(batch, sel, set(plan.text)), None
+    text = {name: kept.column(name) if kept_sel is None else kept.column(name).take(kept_sel) for name in plan.text}
+    numbers = {}
+    for name in plan.numbers:
+        values = kept.column(name).to_numpy(zero_copy_only=False)
+        numbers[name] = values if kept_sel is None else values[kept_sel]
+    counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
+    block = np.empty((batch.num_rows if sel is None else len(sel), len(plan.positions)), dtype=np.float64)
+    _fill_block(kept, plan.positions, kept_sel, block, counts)
+    return _Piece(batch.num_rows, sel, block, text, numbers, {name: batch.column(name) for name in plan.unfiltered},
+                  counts)
+
+
+def _numbers_of_rows(batch: pa.RecordBatch, sel: np.ndarray | None, text: set[str]) -> pa.RecordBatch:
     """The rows ``sel`` of an all-text ``batch`` with every non-``text`` column converted to float64."""
+    rows = np.arange(batch.num_rows) if sel is None else sel
     batch = batch if sel is None else batch.take(pa.array(sel))
     columns = []
     for name, values in zip(batch.schema.names, batch.columns, strict=True):
@@ -179,19 +239,19 @@ def _numbers_of_rows(header: Header, batch: pa.RecordBatch, sel: np.ndarray | No
         try:
             columns.append(pc.cast(values, pa.float64()))
         except pa.ArrowInvalid:
-            raise _unparsable(header, name, values, rows_in_file) from None
+            raise _unparsable(name, values, rows) from None
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
-def _unparsable(header: Header, column: str, values: pa.Array, rows_in_file: np.ndarray) -> InputError:
+def _unparsable(column: str, values: pa.Array, rows: np.ndarray) -> Exception:
+    """The first value of ``values`` that is not a number, with its row (``rows``: row of each value)."""
     for i, value in enumerate(values.to_pylist()):
         try:
             if value is not None:
                 pa.array([value]).cast(pa.float64())
         except pa.ArrowInvalid:
-            return InputError(f"{header.path.name}: line {int(rows_in_file[i]) + 2}, column {column!r}: cannot parse "
-                              f"{value!r} as a number")
-    return InputError(f"{header.path.name}: column {column!r}: cannot parse a value as a number")
+            return _PieceUnparsable(column, value, int(rows[i]))
+    return pa.ArrowInvalid(f"column {column!r}: cannot parse a value as a number")
 
 
 def _is_conversion_error(message: str) -> bool:
@@ -230,7 +290,8 @@ def _fill_block(batch: pa.RecordBatch, positions: Sequence[int], sel: np.ndarray
     """Copy the matrix columns (at ``positions`` of the batch) of the kept rows into ``block`` (rows x columns).
 
     Columns are first copied into a column-major scratch array and then transposed into ``block`` in
-    one copy, which is much faster than writing each column with a stride of a whole row.
+    one copy, which is much faster than writing each column with a stride of a whole row. NaN and
+    infinities are counted on the scratch array, in one pass when every value is finite.
     """
     scratch = np.empty((len(positions), block.shape[0]), dtype=np.float64)
     nulls = 0
@@ -244,13 +305,15 @@ def _fill_block(batch: pa.RecordBatch, positions: Sequence[int], sel: np.ndarray
                 nulls += col.null_count
             else:
                 nulls += int(np.count_nonzero(col.is_null().to_numpy(zero_copy_only=False)[sel]))
+    n_nan = n_inf = 0
+    if not np.isfinite(scratch).all():
+        n_nan = int(np.count_nonzero(np.isnan(scratch)))
+        inf = np.isinf(scratch)
+        n_inf = int(np.count_nonzero(inf))
+        if n_inf:
+            scratch[inf] = np.nan
     block[...] = scratch.T
     counts["missing_in_source"] += nulls
-    n_nan = int(np.count_nonzero(np.isnan(block)))
-    inf = np.isinf(block)
-    n_inf = int(np.count_nonzero(inf))
-    if n_inf:
-        block[inf] = np.nan
     counts["nonfinite_converted"] += n_inf
     counts["na_converted"] += n_nan - nulls
 

@@ -4,10 +4,11 @@ Every tool reader is a :class:`ToolAdapter`: mostly data (the columns it require
 the roles of its columns) plus the few functions that differ between tools (which rows to keep, how
 centroids and pixel sizes are found). :func:`read_export` runs the same steps for every adapter:
 
-1. :func:`~cellspec_sc.readers.headers.read_header` checks the header line and
-   :func:`~cellspec_sc.readers.headers.require_columns` that it is a table of this tool;
-2. :meth:`ToolAdapter.check_header` refuses what the header alone shows to be unreadable (before any
-   parsing), and :meth:`ToolAdapter.roles` says which columns are text, numbers or measurements;
+1. :meth:`ToolAdapter.header` reads the header line (:func:`~cellspec_sc.readers.headers.read_header`),
+   checks that it is a table of this tool (:func:`~cellspec_sc.readers.headers.require_columns`) and
+   refuses what the header alone shows to be unreadable (:meth:`ToolAdapter.check_header`), before any
+   parsing; a tool that writes a folder of tables (steinbock) gives the header of the joined table;
+2. :meth:`ToolAdapter.roles` says which columns are text, numbers or measurements;
 3. :meth:`ToolAdapter.parse` (by default :func:`~cellspec_sc.readers.parsing.stream_columns`) parses
    the file, while the input is hashed on another thread;
 4. :meth:`ToolAdapter.classify` turns each measurement header into a
@@ -16,12 +17,14 @@ centroids and pixel sizes are found). :func:`read_export` runs the same steps fo
 5. :meth:`ToolAdapter.tables` builds cells, images and channels from the parsed rows;
 6. :func:`assemble` adds provenance and validates the object once.
 
-Adding a tool means one module with one adapter subclass and its ``read_<tool>`` function.
+Adding a tool means one module with one adapter subclass (``roles``, ``classify`` and ``tables`` are
+abstract) and its ``read_<tool>`` function.
 """
 
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,11 +68,13 @@ class Tables:
     channels: pd.DataFrame
     parameters: dict[str, Any]
     extra_inputs: Sequence[str | os.PathLike | dict[str, Any]] = field(default_factory=tuple)
+    """Inputs besides the export itself (recorded in provenance after it, in this order)."""
     adjacency: pd.DataFrame | None = None
 
 
-class ToolAdapter:
-    """One tool's export grammar. Subclasses set the class attributes and override what differs.
+class ToolAdapter(ABC):
+    """One tool's export grammar. Subclasses set the class attributes, implement :meth:`roles`,
+    :meth:`classify` and :meth:`tables`, and override what else differs.
 
     An adapter instance holds the reader's options for one read (pixel size, ids, marker map ...).
     """
@@ -94,26 +99,33 @@ class ToolAdapter:
         """The field separator of ``path``."""
         return ","
 
+    def header(self, path: Path) -> Header:
+        """The checked header of the export at ``path``: a table of this tool that can be read."""
+        header = read_header(path, self.delimiter(path), self.tool, self.encoding)
+        require_columns(header, self.tool, self.required)
+        self.check_header(header)
+        return header
+
     def check_header(self, header: Header) -> None:
         """Refuse what the header alone shows cannot be read (before the file is parsed)."""
 
+    @abstractmethod
     def roles(self, header: Header) -> ColumnRoles:
         """Which columns are text, numbers and measurements."""
-        raise NotImplementedError
 
     def parse(self, header: Header, roles: ColumnRoles) -> Parsed:
         """Parse the export (every adapter so far streams it with pyarrow)."""
         return stream_columns(header, text=roles.text, numbers=roles.numbers, matrix=roles.matrix, keep=roles.keep,
                               unfiltered=roles.unfiltered)
 
+    @abstractmethod
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
         """One FeatureSpec per ``roles.matrix`` column, in order."""
-        raise NotImplementedError
 
+    @abstractmethod
     def tables(self, header: Header, parsed: Parsed, dictionary: pd.DataFrame, applied: Mapping[str, str],
                specs: Sequence[FeatureSpec]) -> Tables:
         """Cells, images, channels and reader parameters from the parsed rows."""
-        raise NotImplementedError
 
 
 def read_export(adapter: ToolAdapter, path: str | os.PathLike, *, validate_result: bool = True) -> CellSpec:
@@ -122,30 +134,32 @@ def read_export(adapter: ToolAdapter, path: str | os.PathLike, *, validate_resul
     ``validate_result=False`` leaves the one validation to a caller that validates anyway
     (``cellspec import`` validates once and hands the report to the writer)."""
     path = Path(path)
-    header = read_header(path, adapter.delimiter(path), adapter.tool, adapter.encoding)
-    require_columns(header, adapter.tool, adapter.required)
-    adapter.check_header(header)
+    header = adapter.header(path)
     roles = adapter.roles(header)
-    source = BackgroundHash(path)  # SHA-256 of the input, computed while the file is parsed
+    # SHA-256 of a single-file export, computed while it is parsed (a folder's tables are inputs of their own)
+    source = BackgroundHash(path) if path.is_file() else None
     try:
         parsed = adapter.parse(header, roles)
         specs = adapter.classify(header, roles)
         dictionary, applied = build_dictionary(specs, adapter.marker_map)
         tables = adapter.tables(header, parsed, dictionary, applied, specs)
+        record = input_record(path, sha256=source.result()) if source is not None else None
         return assemble(adapter, path=path, parsed=parsed, dictionary=dictionary, tables=tables,
-                        path_record=input_record(path, sha256=source.result()), validate_result=validate_result)
+                        path_record=record, validate_result=validate_result)
     finally:
-        source.cancel()
+        if source is not None:
+            source.cancel()
 
 
 def assemble(adapter: ToolAdapter, *, path: Path, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
-             path_record: dict[str, Any], validate_result: bool = True) -> CellSpec:
+             path_record: dict[str, Any] | None, validate_result: bool = True) -> CellSpec:
     """Build the object with its provenance, then refuse it if validation fails (a reader bug, never user
     data: the reader stops on bad input before this). This is the only validation of a read."""
     counts = {"rows_read": parsed.rows_read, "rows_kept": parsed.n, **parsed.counts}
     provenance = new_provenance(
         producer={"tool": adapter.producer, "version": None}, adapter=adapter.name, adapter_version=adapter.version,
-        inputs=[path_record, *(p if isinstance(p, dict) else input_record(p) for p in tables.extra_inputs)],
+        inputs=[*([path_record] if path_record is not None else []),
+                *(p if isinstance(p, dict) else input_record(p) for p in tables.extra_inputs)],
         counts=counts, parameters=tables.parameters,
     )
     x = CellSpec(

@@ -58,6 +58,16 @@ def check_missing_text(path: Path, values: np.ndarray, column: str, rows: np.nda
         raise InputError(f"{path.name}: line {first_line_where(bad, rows)}, column {column!r}: missing identifier")
 
 
+def check_image_ids(path: Path, ids: pa.ChunkedArray | pa.Array, column: str, image: str,
+                    rows: np.ndarray | None = None) -> None:
+    """The cell ids of one image MUST be present and unique: quick Arrow tests first, then the slow path
+    (:func:`check_missing_text`, :func:`check_unique_ids`) that names the lines only when one fails."""
+    if has_missing_text(ids):
+        check_missing_text(path, arrow_objects(ids), column, rows)
+    if pc.count_distinct(ids, mode="all").as_py() != len(ids):
+        check_unique_ids(path, np.full(len(ids), image, dtype=object), arrow_objects(ids), column, rows)
+
+
 def has_missing_text(values: pa.ChunkedArray | pa.Array) -> bool:
     """Whether an Arrow text column has a missing or empty value (what :func:`check_missing_text` refuses)."""
     return bool(values.null_count) or bool(pc.any(pc.equal(values, "")).as_py())
@@ -74,6 +84,18 @@ def ids_are_unique(image_index: np.ndarray, cell_ids: pa.ChunkedArray | pa.Array
         return False
     pairs = pa.table({"image": pa.array(image_index), "cell": cell_ids})
     return pairs.group_by(["image", "cell"]).aggregate([]).num_rows == len(cell_ids)
+
+
+def first_unknown(values: pa.ChunkedArray | pa.Array, known: pa.ChunkedArray | pa.Array) -> int | None:
+    """Position of the first of ``values`` that is not one of ``known`` (a null is never known), or None.
+
+    >>> first_unknown(pa.array(["1", "2", "7"]), pa.array(["1", "2"]))
+    2
+    """
+    if isinstance(known, pa.ChunkedArray):
+        known = known.combine_chunks() if known.num_chunks else pa.array([], type=known.type)
+    position = pc.index(pc.is_in(values, value_set=known), False).as_py()
+    return None if position < 0 else position
 
 
 def arrow_objects(values: pa.ChunkedArray | pa.Array) -> np.ndarray:

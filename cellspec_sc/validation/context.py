@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,17 @@ from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes, m
 
 class Skip(Exception):
     """Raised inside a check when its input is missing."""
+
+
+class StatsPending(Exception):
+    """Raised inside a check that needs the matrix stats while a reader still gathers them: the runner
+    runs that check again once they are there (see :meth:`Context.stats`)."""
+
+
+class PendingStats(Protocol):
+    """Matrix stats still being gathered (e.g. :class:`cellspec_sc.io.parquet.MatrixDecoding`)."""
+
+    def result(self) -> MatrixStats: ...
 
 
 @dataclass
@@ -59,7 +70,7 @@ class Context:
     na_max: float
     source_nonfinite: Mapping[str, int]
     broken: set[str] = field(default_factory=set)
-    given_stats: MatrixStats | None = None
+    given_stats: MatrixStats | PendingStats | None = None
     _stats: MatrixStats | None = None
     _columns: dict[tuple[str, str, str], Any] = field(default_factory=dict)
 
@@ -115,11 +126,31 @@ class Context:
         return m
 
     def stats(self) -> MatrixStats:
-        """Counts and per-image ranges of the matrix: one pass, shared by the four matrix checks."""
+        """Counts and per-image ranges of the matrix: one pass, shared by the four matrix checks.
+
+        Raises :class:`StatsPending` while given stats are still being gathered (the matrix is being
+        filled); :meth:`wait_for_stats` ends that."""
         m = self.matrix()
+        if self.stats_pending:
+            raise StatsPending()
         if self._stats is None:
             self._stats = self.given_stats if self._usable(self.given_stats, m) else self._gather(m)
         return self._stats
+
+    @property
+    def stats_pending(self) -> bool:
+        return self.given_stats is not None and not isinstance(self.given_stats, MatrixStats)
+
+    def wait_for_stats(self) -> None:
+        """Wait for pending stats (a reader's error, e.g. undecodable data, is raised here)."""
+        if self.stats_pending:
+            self.given_stats = self.given_stats.result()  # type: ignore[union-attr]
+
+    def nonfinite_in_source(self) -> dict[str, int]:
+        """{feature id: NaN/infinite values the source stored as numbers}: what the reader's stats found,
+        and what the caller passed as ``source_nonfinite`` (that wins for a feature named in both)."""
+        found = self.given_stats.stored_nonfinite if isinstance(self.given_stats, MatrixStats) else {}
+        return {**found, **self.source_nonfinite}
 
     def _usable(self, stats: MatrixStats | None, m: Any) -> bool:
         return stats is not None and stats.n_features == m.shape[1] and (stats.has_ranges or not self._rows_match())

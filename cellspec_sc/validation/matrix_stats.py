@@ -80,6 +80,8 @@ class MatrixStats:
     NaN is ignored by the ranges; an image whose values of a feature are all NaN keeps
     ``low = inf, high = -inf``. Blocks may come in any order and cover a range of columns
     (``first_column``), as a reader decodes a file a row group and a batch of columns at a time.
+    ``stored_nonfinite``: {feature id: NaN the file stored as a number, not as null}, set by a reader
+    that decoded the matrix (in memory both are NaN, so only the reader can tell).
     """
 
     def __init__(self, n_features: int, codes: np.ndarray | None = None, n_images: int = 0):
@@ -92,6 +94,26 @@ class MatrixStats:
         ranges = n_images if codes is not None else 0
         self.low = np.full((ranges, n_features), np.inf)
         self.high = np.full((ranges, n_features), -np.inf)
+        self.stored_nonfinite: dict[str, int] = {}
+
+    def empty_like(self) -> MatrixStats:
+        """Empty stats of the same shape and image codes (for another thread; see :meth:`merge`)."""
+        return MatrixStats(self.n_features, self.codes, self.low.shape[0])
+
+    def merge(self, other: MatrixStats) -> None:
+        """Add what ``other`` gathered over other blocks of the same matrix.
+
+        >>> a, b = MatrixStats(1), MatrixStats(1)
+        >>> a.add(0, np.array([[1.0], [np.inf]])); b.add(5, np.array([[np.nan], [-np.inf]]))
+        >>> a.merge(b); a.nan.tolist(), a.infinite.tolist(), a.first_infinite.tolist(), a.negative.tolist()
+        ([1], [2], [1], [1])
+        """
+        for name in ("nan", "infinite", "negative"):
+            getattr(self, name)[:] += getattr(other, name)
+        mine, theirs = self.first_infinite, other.first_infinite
+        self.first_infinite[:] = np.where((mine < 0) | ((theirs >= 0) & (theirs < mine)), theirs, mine)
+        np.fmin(self.low, other.low, out=self.low)
+        np.fmax(self.high, other.high, out=self.high)
 
     @property
     def has_ranges(self) -> bool:

@@ -22,9 +22,10 @@ import numpy as np
 from cellspec_sc.progress import progress
 from cellspec_sc.spec.vocabulary import vocabulary
 from cellspec_sc.validation.checks import implementation
-from cellspec_sc.validation.context import CheckFn, Context, Problem, Skip
+from cellspec_sc.validation.context import CheckFn, Context, PendingStats, Problem, Skip, StatsPending
 from cellspec_sc.validation.portability import RULE, portability_problems
 from cellspec_sc.validation.matrix_stats import MatrixStats
+from cellspec_sc.validation.memo import content_token, remember, remembered
 from cellspec_sc.validation.report import MAX_ROWS_SHOWN, CheckResult, ValidationReport
 
 
@@ -34,7 +35,7 @@ def validate(
     area_range: tuple[float, float] | None = None,
     na_max: float | None = None,
     source_nonfinite: Mapping[str, int] | None = None,
-    stats: MatrixStats | None = None,
+    stats: MatrixStats | PendingStats | None = None,
 ) -> ValidationReport:
     """Check ``x`` against every rule of section 10.
 
@@ -46,7 +47,9 @@ def validate(
     silently becoming NA). In memory NA is NaN, so only infinities fail there.
     ``stats`` are the :class:`~cellspec_sc.validation.matrix_stats.MatrixStats` of
     ``x.measurements`` when the caller gathered them already (``read`` does,
-    while decoding); otherwise one pass over the matrix gathers them.
+    while decoding); otherwise one pass over the matrix gathers them. They may
+    still be in the making (an object with ``result()``, e.g. while a reader
+    fills the matrix): the checks that need them run last, after ``result()``.
 
     >>> from cellspec_sc import example
     >>> validate(example(), area_range=(1, 50)).status("area_range")
@@ -54,17 +57,41 @@ def validate(
     """
     voc = vocabulary()
     defaults = voc.defaults
-    ctx = Context(x=x, voc=voc, area_range=tuple(area_range or defaults["area_range"]),
-                  na_max=float(defaults["na_max"] if na_max is None else na_max),
+    options = {"area_range": tuple(area_range or defaults["area_range"]),
+               "na_max": float(defaults["na_max"] if na_max is None else na_max)}
+    fresh = stats is None and not source_nonfinite  # else a reader's facts complete the object's own
+    token = content_token(x) if fresh else None
+    known = remembered(x, options, token) if token else None
+    if known is not None:
+        return known
+    ctx = Context(x=x, voc=voc, area_range=options["area_range"], na_max=options["na_max"],
                   source_nonfinite=dict(source_nonfinite or {}), given_stats=stats)
-    with progress(len(voc.checks) + 1, "validating", unit="checks", size=table_values(x)) as bar:
-        results = []
-        for chk in voc.checks:
-            results.append(run_check(ctx, chk.name, chk.level, chk.rule))
+    report = ValidationReport(_run_checks(ctx), options)
+    if not ctx.nonfinite_in_source():  # what the source stored is not in the object: such a report is not its own
+        remember(x, options, report, token if fresh else content_token(x))
+    return report
+
+
+def _run_checks(ctx: Context) -> list[CheckResult]:
+    """Every check in the vocabulary's order, then the portability note; checks needing stats that are
+    still being gathered run after the others."""
+    checks = ctx.voc.checks
+    with progress(len(checks) + 1, "validating", unit="checks", size=table_values(ctx.x)) as bar:
+        results: dict[str, CheckResult] = {}
+        waiting = []
+        for chk in checks:
+            try:
+                results[chk.name] = run_check(ctx, chk.name, chk.level, chk.rule)
+                bar.update(1)
+            except StatsPending:
+                waiting.append(chk)
+        ctx.wait_for_stats()
+        for chk in waiting:
+            results[chk.name] = run_check(ctx, chk.name, chk.level, chk.rule)
             bar.update(1)
-        results.append(run_check(ctx, "portability", "semantic", RULE, portability))  # a note beyond section 10
+        portable = run_check(ctx, "portability", "semantic", RULE, portability)  # a note beyond section 10
         bar.update(1)
-    return ValidationReport(results, {"area_range": ctx.area_range, "na_max": ctx.na_max})
+    return [results[chk.name] for chk in checks] + [portable]
 
 
 def table_values(x: Any) -> int:
@@ -99,6 +126,8 @@ def run_check(ctx: Context, name: str, level: str, rule: str, fn: CheckFn | None
     fn = fn or implementation(name)
     try:
         found = fn(ctx)
+    except StatsPending:
+        raise
     except Skip as reason:
         return CheckResult(name, level, "skip", f"skipped: {reason}", rule)
     except Exception as err:  # noqa: BLE001 - a malformed object must give a report, not a traceback

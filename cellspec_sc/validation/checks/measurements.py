@@ -41,14 +41,15 @@ def _measurements_finite(ctx: Context) -> Problem | None:
     stats = ctx.stats()
     infinite, first_row = stats.infinite, stats.first_infinite
     ids = feature_ids(ctx, stats.n_features)
+    source = ctx.nonfinite_in_source()
     problems = [f"{ids[j]}: {infinite[j]} infinite value(s), first at row {first_row[j]}"
                 for j in np.flatnonzero(infinite)]
     problems += [f"{f}: {n} NaN/infinite value(s) stored as numbers in the source (not as NA)"
-                 for f, n in ctx.source_nonfinite.items() if n]
+                 for f, n in source.items() if n]
     if not problems:
         return None
-    column = ids[int(np.flatnonzero(infinite)[0])] if infinite.any() else next(iter(ctx.source_nonfinite))
+    column = ids[int(np.flatnonzero(infinite)[0])] if infinite.any() else next(f for f, n in source.items() if n)
     rows = [int(first_row[j]) for j in np.flatnonzero(infinite)]
     return Problem("measurements: " + "; ".join(problems[:MAX_ROWS_SHOWN]) +
                    (f"; … ({len(problems)} features)" if len(problems) > MAX_ROWS_SHOWN else ""),
-                   column, rows, int(infinite.sum()) + int(sum(ctx.source_nonfinite.values())))
+                   column, rows, int(infinite.sum()) + int(sum(source.values())))

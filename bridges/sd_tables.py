@@ -1,0 +1,57 @@
+"""Finding the cells table in a SpatialData, and the rows of each region (element) it annotates."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from cellspec_sc.bridges.sd_record import ANNDATA_UNS_KEY, ATTRS_KEY, UNS_KEY
+from cellspec_sc.errors import InputError
+
+if TYPE_CHECKING:
+    from spatialdata import SpatialData
+
+
+def cells_table_key(sdata: SpatialData, table_key: str | None) -> str:
+    tables = list(sdata.tables)
+    if table_key is not None:
+        if table_key not in sdata.tables:
+            raise InputError(f"SpatialData has no table {table_key!r} (tables: {tables or 'none'})")
+        return table_key
+    ours = bridge_table(sdata)
+    if ours in sdata.tables:
+        return str(ours)
+    if len(tables) == 1:
+        return tables[0]
+    if not tables:
+        raise InputError("SpatialData has no table; a cellspec needs one table with the cells (a spatialdata "
+                         "query that keeps no cell drops the table too)")
+    raise InputError(f"SpatialData has {len(tables)} tables {tables}; say which holds the cells with table_key=")
+
+
+def bridge_table(sdata: SpatialData) -> str | None:
+    """The table named in ``sdata.attrs["cellspec_sc"]`` (spatialdata.concatenate drops attrs)."""
+    return (sdata.attrs.get(ATTRS_KEY) or {}).get("table") if isinstance(sdata.attrs, Mapping) else None
+
+
+def cellspec_tables(sdata: SpatialData) -> list[str]:
+    """Keys of the tables that carry both records of ``to_spatialdata``."""
+    return [k for k, t in sdata.tables.items() if ANNDATA_UNS_KEY in t.uns and UNS_KEY in t.uns]
+
+
+def rows_by_region(regions: pd.Series) -> list[tuple[str, np.ndarray]]:
+    """(region name, row positions) for every region that has rows (missing regions left out)."""
+    codes = pd.Categorical(regions)
+    return [(str(name), np.flatnonzero(codes.codes == k)) for k, name in enumerate(codes.categories)
+            if (codes.codes == k).any()]
+
+
+def instance_keys(values: pd.Series | pd.Index) -> pd.Index:
+    """Instance ids as strings, so that ids stored as numbers match ids stored as text (object
+    dtype: pandas' ``isin`` on Arrow strings loops in Python)."""
+    return pd.Index(values.astype(str).to_numpy(dtype=object), dtype=object)
+
+

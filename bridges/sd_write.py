@@ -1,0 +1,221 @@
+"""cellspec -> SpatialData: one circles element (and outlines) per image, two coordinate systems, one table."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from cellspec_sc.bridges.anndata import to_anndata
+from cellspec_sc.bridges.sd_names import allocate
+from cellspec_sc.bridges.sd_record import (
+    ATTRS_KEY, BRIDGE_VERSION, FALLBACK_RULE, INSTANCE_KEY, OUTLINE_FILES_KEY, OUTLINES_SUFFIX, PIXEL_SUFFIX,
+    RADIUS_FALLBACK_KEY, RADIUS_RULE, REGION_KEY, TABLE_KEY, UNS_KEY, SpatialDataBridgeWarning, encode_files,
+)
+from cellspec_sc.bridges.uns_tables import to_json_text
+from cellspec_sc.io.outlines import image_outlines, outline_files
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.provenance import package_version
+from cellspec_sc.progress import progress
+
+if TYPE_CHECKING:
+    import anndata
+    import geopandas as gpd
+    from spatialdata import SpatialData
+
+# -- cellspec -> SpatialData ---------------------------------------------------------------------
+def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, outlines: bool = True,
+                   outline_units: str = "px") -> SpatialData:
+    """The cellspec as a SpatialData with one circles element (and, given outlines, one polygons
+    element) per image, two coordinate systems per image and one table; ``x`` is not changed.
+
+    ``source_dir`` is the cellspec directory that ``images.geometry_ref`` is relative to
+    (default ``x.source_dir``); ``outlines=False`` skips the GeoJSON files; ``outline_units``
+    says whether their coordinates are full-resolution pixels (``"px"``, QuPath) or ``"um"``.
+    The object must pass structure validation (:class:`~cellspec_sc.ValidationError`).
+
+    >>> import cellspec_sc as cs
+    >>> sdata = cs.to_spatialdata(cs.example())
+    >>> bool(sdata.shapes["img1"].geometry.iloc[0].x == cs.example().cells["x"].iloc[0])
+    True
+    """
+    import spatialdata
+    from spatialdata.models import TableModel
+
+    x.validate().raise_if_failed("to_spatialdata")
+    names = _image_names(x)
+    groups = _cell_rows_by_image(x, names)
+    table = to_anndata(x)
+    cell_ids = table.obs[INSTANCE_KEY]
+    shapes: dict[str, gpd.GeoDataFrame] = {}
+    fallback: dict[str, int] = {}
+    with progress(x.n_cells, "to_spatialdata shapes", unit="cells", size=np.size(x.measurements)) as bar:
+        for image_id, rows in groups.items():
+            name, transforms = names[image_id], _transformations(x.images, image_id, names[image_id])
+            shapes[name], n_fallback = _circles(x, rows, cell_ids, transforms)
+            if n_fallback:
+                fallback[image_id] = n_fallback
+            bar.update(len(rows))
+        files = outline_files(x, source_dir=source_dir) if outlines else {}
+        outline_record = _add_outlines(x, groups, names, cell_ids, shapes, files, outline_units)
+    if files:
+        table.uns[OUTLINE_FILES_KEY] = encode_files(files)
+    renamed = _make_obs_names_valid(table)
+    table.obs[REGION_KEY] = _region_column(x, groups, names)
+    table.uns[UNS_KEY] = to_json_text(_record(x, names, groups, renamed, fallback, outline_record))
+    regions = [names[i] for i in groups]
+    table = TableModel.parse(table, region=regions, region_key=REGION_KEY, instance_key=INSTANCE_KEY)
+    sdata = spatialdata.SpatialData(shapes=shapes, tables={TABLE_KEY: table})
+    sdata.attrs[ATTRS_KEY] = {"package": "cellspec_sc", "version": package_version(),
+                              "spec_version": str(x.spec_version), "bridge_version": BRIDGE_VERSION,
+                              "table": TABLE_KEY}
+    return sdata
+
+
+def _image_names(x: CellSpec) -> dict[str, str]:
+    """Element / coordinate system base name of every image, in images order (validation has
+    made sure that every image of a cell is there)."""
+    ids = [str(i) for i in x.images["image_id"]]
+    return allocate(ids, taken=[TABLE_KEY], suffixes=("", OUTLINES_SUFFIX, PIXEL_SUFFIX))
+
+
+def _cell_rows_by_image(x: CellSpec, names: Mapping[str, str]) -> dict[str, np.ndarray]:
+    """Row positions of the cells of each image that has cells, in ``names`` order."""
+    image_of_cell = x.cells["image_id"].astype(object).to_numpy()
+    codes = pd.Categorical(image_of_cell, categories=list(names)).codes
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+    return {image_id: order[bounds[k]:bounds[k + 1]] for k, image_id in enumerate(names)
+            if bounds[k + 1] > bounds[k]}
+
+
+def _pixel_sizes(images: pd.DataFrame, image_id: str) -> tuple[float, float]:
+    row = images[images["image_id"] == image_id].iloc[0]
+    ps_x = float(row["pixel_size"])
+    ps_y = row["pixel_size_y"] if "pixel_size_y" in images.columns else None
+    ps_y = ps_x if ps_y is None or pd.isna(ps_y) else float(ps_y)
+    return ps_x, ps_y
+
+
+def _transformations(images: pd.DataFrame, image_id: str, name: str) -> dict[str, Any]:
+    """``<name>``: micrometres as stored; ``<name>_px``: the full-resolution pixel grid.
+
+    The spec puts the centre of pixel ``i`` at ``(i + 0.5) * pixel_size`` um and SpatialData
+    the centre of pixel ``i`` of an image at ``i + 0.5``, so a pure scale aligns the two.
+    """
+    from spatialdata.transformations import Identity, Scale
+
+    scale = _pixel_scale(images, image_id)
+    out: dict[str, Any] = {name: Identity()}
+    if scale is not None:
+        out[name + PIXEL_SUFFIX] = Scale(list(scale), axes=("x", "y"))
+    return out
+
+
+def _pixel_scale(images: pd.DataFrame, image_id: str) -> tuple[float, float] | None:
+    """Pixels per micrometre in x and y; None when that is not finite (subnormal pixel sizes),
+    as a coordinate transformation with an infinite scale is not valid NGFF JSON."""
+    ps_x, ps_y = _pixel_sizes(images, image_id)
+    with np.errstate(over="ignore", divide="ignore"):
+        scale = (float(np.float64(1.0) / ps_x), float(np.float64(1.0) / ps_y))
+    return scale if all(np.isfinite(scale)) else None
+
+
+def _circles(x: CellSpec, rows: np.ndarray, cell_ids: pd.Series, transforms: dict[str, Any]
+             ) -> tuple[gpd.GeoDataFrame, int]:
+    import geopandas as gpd
+    from spatialdata.models import ShapesModel
+
+    cells = x.cells.iloc[rows]
+    area = cells["area"].to_numpy(dtype=np.float64, na_value=np.nan) if "area" in cells else np.full(len(rows), np.nan)
+    radius = np.sqrt(area / np.pi)
+    missing = ~np.isfinite(radius) | (radius <= 0)
+    if missing.any():
+        known = radius[~missing]
+        image_id = str(cells["image_id"].iloc[0])
+        radius[missing] = np.median(known) if known.size else _pixel_sizes(x.images, image_id)[0]
+    index = pd.Index(cell_ids.iloc[rows].to_numpy(), dtype=cell_ids.dtype, name=None)
+    frame = gpd.GeoDataFrame(
+        {"radius": radius, RADIUS_FALLBACK_KEY: missing},
+        geometry=gpd.points_from_xy(cells["x"].to_numpy(dtype=np.float64), cells["y"].to_numpy(dtype=np.float64)),
+        index=index,
+    )
+    return ShapesModel.parse(frame, transformations=transforms), int(missing.sum())
+
+
+def _add_outlines(x: CellSpec, groups: Mapping[str, np.ndarray], names: Mapping[str, str], cell_ids: pd.Series,
+                  shapes: dict[str, gpd.GeoDataFrame], files: Mapping[str, Path], units: str) -> dict[str, Any]:
+    """Add one polygons element per image with readable outlines; returns what was read."""
+    import geopandas as gpd
+    from spatialdata.models import ShapesModel
+
+    record: dict[str, Any] = {}
+    for image_id, found in image_outlines(x, units=units, files=dict(files)).items():
+        rows = groups.get(image_id)
+        if rows is None:
+            continue
+        ids = cell_ids.iloc[rows]
+        geometry = found.for_cells(ids.astype(object))
+        record[image_id] = {"n_outlines": len(geometry), "cells_without_outline": int(len(rows) - len(geometry)),
+                            "skipped": dict(found.skipped)}
+        if geometry.empty:
+            warnings.warn(f"image {image_id!r}: no outline in {found.path.name} matches a cell id",
+                          SpatialDataBridgeWarning, stacklevel=3)
+            continue
+        name = names[image_id]
+        index = pd.Index(geometry.index, dtype=cell_ids.dtype)
+        frame = gpd.GeoDataFrame(geometry=gpd.GeoSeries(geometry.to_numpy(), index=index))
+        shapes[name + OUTLINES_SUFFIX] = ShapesModel.parse(
+            frame, transformations=_transformations(x.images, image_id, name))
+        record[image_id]["element"] = name + OUTLINES_SUFFIX
+    return record
+
+
+def _make_obs_names_valid(table: anndata.AnnData) -> dict[str, str]:
+    """Rename obs columns SpatialData refuses; returns ``{new: original}``."""
+    columns = [str(c) for c in table.obs.columns]
+    mapping = allocate(columns, taken=[REGION_KEY], column=True)
+    renamed = {new: old for old, new in mapping.items() if new != old}
+    if renamed:
+        table.obs.columns = [mapping[c] for c in columns]
+    return renamed
+
+
+def _region_column(x: CellSpec, groups: Mapping[str, np.ndarray], names: Mapping[str, str]) -> pd.Categorical:
+    """The element name of every cell, categorical over the annotated elements."""
+    regions = [names[i] for i in groups]
+    values = np.empty(x.n_cells, dtype=object)
+    for image_id, rows in groups.items():
+        values[rows] = names[image_id]
+    return pd.Categorical(values, categories=regions)
+
+
+def _record(x: CellSpec, names: Mapping[str, str], groups: Mapping[str, np.ndarray], renamed: Mapping[str, str],
+            fallback: Mapping[str, int], outlines: Mapping[str, Any]) -> dict[str, Any]:
+    images = []
+    for image_id, name in names.items():
+        entry: dict[str, Any] = {"image_id": image_id, "name": name, "n_cells": int(len(groups.get(image_id, ())))}
+        if image_id in groups:
+            has_pixels = _pixel_scale(x.images, image_id) is not None
+            entry.update(circles=name, coordinate_system=name,
+                         pixel_coordinate_system=name + PIXEL_SUFFIX if has_pixels else None,
+                         pixel_size=list(_pixel_sizes(x.images, image_id)))
+        if image_id in outlines:
+            entry["outlines"] = outlines[image_id]
+        images.append(entry)
+    return {
+        "bridge_version": BRIDGE_VERSION,
+        "region_key": REGION_KEY,
+        "instance_key": INSTANCE_KEY,
+        "images": images,
+        "obs_columns_renamed": dict(renamed),
+        "radius": {"rule": RADIUS_RULE, "fallback_rule": FALLBACK_RULE, "fallback_cells": dict(fallback),
+                   "fallback_column": RADIUS_FALLBACK_KEY},
+    }
+
+

@@ -1,0 +1,211 @@
+"""The files around steinbock's per-image tables: ``panel.csv``, ``images.csv``, the list of images,
+``neighbors/<image>.csv`` and the provenance records of every file read.
+
+The per-image tables themselves (``intensities/``, ``regionprops/``) go through the reader pipeline in
+:mod:`cellspec_sc.readers.steinbock`. Everything here works on whole Arrow columns; the only Python
+loops run once per image.
+
+>>> image_stem("Patient1_001.tiff")
+'Patient1_001'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from cellspec_sc.errors import InputError
+from cellspec_sc.model.provenance import input_record
+from cellspec_sc.readers.headers import Header, read_header, require_columns
+from cellspec_sc.readers.parsing import read_options
+from cellspec_sc.readers.values import check_missing_text, first_unknown, pixel_size_for, string_column
+
+OBJECT = "Object"
+NEIGHBOR_COLUMNS = ("Object", "Neighbor", "Distance")
+FOLDERS = ("intensities", "regionprops", "neighbors")
+KEEP_TRUE = ("1", "True", "true")
+KEEP_FALSE = ("0", "False", "false")
+IMAGES_CSV_TEXT = ("image", "acquisition_description", "source_file", "recovery_file", "recovered")
+
+
+def image_stem(name: str) -> str:
+    """The file stem steinbock uses for an image's tables (``images.csv`` names the ``.tiff``)."""
+    for suffix in (".ome.tiff", ".ome.tif", ".tiff", ".tif"):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def read_text_table(header: Header) -> pa.Table:
+    """Every column of ``header``'s file as Arrow strings (null for empty fields)."""
+    return pacsv.read_csv(header.path, read_options=read_options(header), convert_options=pacsv.ConvertOptions(
+        column_types={n: pa.string() for n in header.names}, strings_can_be_null=True))
+
+
+@dataclass(frozen=True)
+class Panel:
+    """The kept channels of ``panel.csv``: metal tags and target names, in channel order."""
+
+    channels: list[str]
+    names: list[str]
+
+
+def read_panel(path: Path, encoding: str | None = None) -> Panel:
+    """Kept channels of a steinbock ``panel.csv`` (rows with ``keep`` 0 are left out)."""
+    header = read_header(path, ",", "steinbock panel.csv", encoding)
+    require_columns(header, "steinbock panel.csv", [("channel",), ("name",)])
+    table = read_text_table(header)
+    keep = np.ones(table.num_rows, dtype=bool)
+    if "keep" in header.names:
+        flags = pc.utf8_trim_whitespace(pc.fill_null(table.column("keep"), ""))
+        valid = pc.is_in(flags, value_set=pa.array(KEEP_TRUE + KEEP_FALSE))
+        bad = pc.index(valid, False).as_py()
+        if bad >= 0:
+            raise InputError(f"{path.name}: line {bad + 2}, column 'keep': expected 0 or 1, got "
+                             f"{table.column('keep')[bad].as_py()!r}")
+        keep = pc.is_in(flags, value_set=pa.array(KEEP_TRUE)).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(keep)
+    channels, names = (table.column(c).take(pa.array(rows)).to_numpy(zero_copy_only=False) for c in ("channel", "name"))
+    check_missing_text(path, channels, "channel", rows)
+    check_missing_text(path, names, "name", rows)
+    return Panel([str(c).strip() for c in channels], [str(n).strip() for n in names])
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """One row of ``images.csv``: the image's stem, its size in pixels and its pixel size if known."""
+
+    stem: str
+    line: int
+    width_px: float | None
+    height_px: float | None
+    pixel_size: float | None
+    pixel_size_y: float | None
+
+
+def read_images_csv(path: Path, encoding: str | None = None) -> list[ImageInfo]:
+    """Rows of a steinbock ``images.csv``; the pixel size is ``acquisition_width_um / width_px``."""
+    header = read_header(path, ",", "steinbock images.csv", encoding)
+    require_columns(header, "steinbock images.csv", [("image",)])
+    types = {n: (pa.string() if n in IMAGES_CSV_TEXT else pa.float64()) for n in header.names}
+    try:
+        table = pacsv.read_csv(path, read_options=read_options(header), convert_options=pacsv.ConvertOptions(
+            column_types=types, null_values=[""], strings_can_be_null=True))
+    except pa.ArrowInvalid as err:
+        raise InputError(f"{path.name}: cannot parse: {err}") from None
+
+    def column(name: str) -> np.ndarray:
+        if name not in header.names:
+            return np.full(table.num_rows, np.nan)
+        return table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
+
+    blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(table.column("image")), ""), True)
+    missing = pc.index(blank, True).as_py()
+    if missing >= 0:
+        raise InputError(f"{path.name}: line {missing + 2}, column 'image': missing image name")
+    images = table.column("image").to_pylist()  # one row per image
+    width, height = column("width_px"), column("height_px")
+    size, size_y = _ratio(column("acquisition_width_um"), width), _ratio(column("acquisition_height_um"), height)
+    distinct_y = np.isfinite(size_y) & np.isfinite(size) & (np.abs(size_y - size) > 1e-9 * size)
+    return [ImageInfo(image_stem(str(images[i]).strip()), i + 2, _number(width[i]), _number(height[i]),
+                      _number(size[i]), _number(size_y[i]) if distinct_y[i] else None) for i in range(len(images))]
+
+
+def _ratio(um: np.ndarray, px: np.ndarray) -> np.ndarray:
+    """Micrometres per pixel where both are finite and positive, else NaN."""
+    ok = np.isfinite(um) & np.isfinite(px) & (um > 0) & (px > 0)
+    return np.where(ok, um / np.where(ok, px, 1.0), np.nan)
+
+
+def _number(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+def image_stems(folder: Path, infos: Sequence[ImageInfo]) -> list[str]:
+    """The images of the folder: those of ``images.csv`` in its order, then the other ``intensities/*.csv``."""
+    files = sorted(p.name[:-4] for p in (folder / "intensities").glob("*.csv")) \
+        if (folder / "intensities").is_dir() else []
+    if not files:
+        raise InputError(f"{folder.name}: no intensities/*.csv; not a steinbock output folder (expected "
+                         "intensities/, regionprops/, and optionally neighbors/, panel.csv, images.csv)")
+    present = set(files)
+    listed = [i.stem for i in infos if i.stem in present]
+    return listed + sorted(present - set(listed))
+
+
+def image_pixel_sizes(folder: Path, stems: Sequence[str], infos: Mapping[str, ImageInfo], pixel_size
+                      ) -> tuple[dict[str, float], dict[str, float | None], str]:
+    """(x pixel size, y pixel size when it differs, where they came from) of every image."""
+    given = pixel_size_for(stems, pixel_size)
+    if given is not None:
+        return given, {s: None for s in stems}, "argument"
+    sizes, sizes_y = {}, {}
+    for stem in stems:
+        info = infos.get(stem)
+        if info is None or info.pixel_size is None:
+            where = (f"images.csv: line {info.line}, column 'acquisition_width_um'" if info is not None
+                     else f"images.csv: no row for image {stem!r}" if infos else "no images.csv")
+            raise InputError(f"{folder.name}/{where}: no pixel size for image {stem!r} (steinbock centroids are in "
+                             "pixels); pass it in micrometres per pixel: read_steinbock(folder, pixel_size=1.0) or "
+                             "`cellspec import steinbock FOLDER OUT --pixel-size 1.0`")
+        sizes[stem], sizes_y[stem] = info.pixel_size, info.pixel_size_y
+    return sizes, sizes_y, "images.csv: acquisition_width_um / width_px"
+
+
+def images_table(stems: Sequence[str], infos: Mapping[str, ImageInfo], sizes: Mapping[str, float],
+                 sizes_y: Mapping[str, float | None], sample_id: str | None) -> dict[str, list]:
+    """The spec's images table of the folder's images."""
+    table: dict[str, list] = {"image_id": list(stems), "sample_id": [sample_id or s for s in stems],
+                              "pixel_size": [sizes[s] for s in stems]}
+    if any(v is not None for v in sizes_y.values()):
+        table["pixel_size_y"] = [sizes_y[s] or sizes[s] for s in stems]
+    if stems and all(s in infos and infos[s].width_px is not None for s in stems):
+        table["width_px"] = [int(infos[s].width_px) for s in stems]
+        table["height_px"] = [int(infos[s].height_px) for s in stems]
+    return table
+
+
+def neighbor_pairs(folder: Path, stem: str, ids: pa.ChunkedArray | pa.Array, method: str,
+                   encoding: str | None) -> pd.DataFrame | None:
+    """``neighbors/<stem>.csv`` as adjacency rows: each unordered pair once, the smaller id (byte order)
+    first, self-pairs dropped; None when the file does not exist."""
+    path = folder / "neighbors" / f"{stem}.csv"
+    if not path.is_file():
+        return None
+    header = read_header(path, ",", "steinbock neighbors", encoding)
+    require_columns(header, "steinbock neighbors", [(c,) for c in NEIGHBOR_COLUMNS[:2]])
+    table = read_text_table(header)
+    a, b = table.column("Object"), table.column("Neighbor")
+    for values, column in ((a, "Object"), (b, "Neighbor")):
+        i = first_unknown(values, ids)
+        if i is not None:
+            raise InputError(f"{folder.name}/neighbors/{path.name}: line {i + 2}, column {column!r}: object "
+                             f"{values[i].as_py()!r} is not in intensities/{stem}.csv")
+    distinct = pc.not_equal(a, b)
+    a, b = a.filter(distinct), b.filter(distinct)
+    first = pc.less(a, b)
+    pairs = pd.DataFrame({"cell_id_a": string_column(pc.if_else(first, a, b)),
+                          "cell_id_b": string_column(pc.if_else(first, b, a))})
+    pairs = pairs.drop_duplicates(ignore_index=True)
+    return pd.DataFrame({"image_id": stem, "cell_id_a": pairs["cell_id_a"], "cell_id_b": pairs["cell_id_b"],
+                         "shared_boundary": 0.0, "method": method})
+
+
+def input_records(folder: Path, stems: Sequence[str], with_neighbors: bool) -> list[dict]:
+    """Provenance records of every file read, named by their path inside the folder."""
+    files = [folder / n for n in ("panel.csv", "images.csv") if (folder / n).is_file()]
+    for sub in FOLDERS if with_neighbors else FOLDERS[:2]:
+        files += [folder / sub / f"{s}.csv" for s in stems if (folder / sub / f"{s}.csv").is_file()]
+    records = []
+    for path in files:
+        record = input_record(path)
+        record["path_basename"] = path.relative_to(folder).as_posix()  # intensities/a.csv and regionprops/a.csv
+        records.append(record)
+    return records

@@ -1,0 +1,101 @@
+"""Exports parsed in many pieces on two threads read exactly as in one piece on one thread, and errors in
+a late piece name the line of the whole file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cellspec_sc as cs
+from cellspec_sc.errors import InputError
+from cellspec_sc.readers import pieces
+from cellspec_sc.readers.pieces import data_start, line_pieces, ordered_map
+
+HEAD = ["Image", "Object ID", "Object type", "Centroid X µm", "Centroid Y µm", "Centroid X px", "Centroid Y px",
+        "Cell: CD3: Mean", "Nucleus: Area µm^2"]
+
+
+def qupath_rows(n: int, rng: np.random.Generator) -> list[list[str]]:
+    """Cells of two images, an annotation (text in a number column) every 17 rows, NaN and empty values."""
+    rows = []
+    for i in range(n):
+        image = "a.tif" if i < n // 2 else "b.tif"
+        if i % 17 == 5:
+            rows.append([image, f"ann{i}", "Annotation", "n/a", "n/a", "", "", "big", ""])
+            continue
+        px, py = (float(v) for v in rng.uniform(0, 1000, 2).round(3))
+        value = ["NaN", "", "-0.0", "5e-324", repr(float(rng.lognormal()))][i % 5]
+        rows.append([image, f"c{i:05d}", "Cell", repr(px * 0.5), repr(py * 0.5), repr(px), repr(py), value,
+                     repr(float(rng.uniform(10, 50)))])
+    return rows
+
+
+def write(path, rows, newline="\n"):
+    path.write_bytes((newline.join("\t".join(r) for r in [HEAD, *rows]) + newline).encode())
+    return path
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_many_pieces_on_two_threads_read_exactly_as_one_piece(tmp_path, monkeypatch, newline):
+    path = write(tmp_path / "cells.tsv", qupath_rows(600, np.random.default_rng(1)), newline)
+    one = cs.read_qupath(path)
+    monkeypatch.setattr(pieces, "PIECE_BYTES", 300)  # about 40 pieces
+    monkeypatch.setattr(pieces, "workers", lambda: 2)
+    assert len(line_pieces(path, data_start(path))) > 30
+    many = cs.read_qupath(path)
+    assert many.equals(one.replace(provenance=many.provenance)), many.differences(one)
+    assert many.provenance["counts"] == one.provenance["counts"]
+    assert one.provenance["counts"]["rows_read"] == 600
+    assert many.n_cells == 600 - len(range(5, 600, 17))
+    # the cell ids without Object ID count rows over the whole file, so piece boundaries must not show
+    ids = write(tmp_path / "noid.tsv", [r[:1] + r[2:] for r in qupath_rows(300, np.random.default_rng(2))])
+    text = ids.read_text().replace("Object ID\t", "", 1)
+    ids.write_text(text)
+    assert cs.read_qupath(ids).cells["cell_id"].tolist()[-1] == "150"
+
+
+def test_errors_in_a_late_piece_name_the_line_of_the_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(pieces, "PIECE_BYTES", 300)
+    monkeypatch.setattr(pieces, "workers", lambda: 2)
+    rows = qupath_rows(400, np.random.default_rng(3))
+    rows[350][7] = "high"  # a kept cell: refused after the filter, on the fallback path
+    with pytest.raises(InputError, match=r"late.tsv: line 352, column 'Cell: CD3: Mean': cannot parse 'high'"):
+        cs.read_qupath(write(tmp_path / "late.tsv", rows))
+    cells = [r for r in qupath_rows(400, np.random.default_rng(3)) if r[2] == "Cell"]
+    cells[340][7] = "high"
+    with pytest.raises(InputError, match=r"cells.tsv: line 342, column 'Cell: CD3: Mean': cannot parse 'high'"):
+        cs.read_qupath(write(tmp_path / "cells.tsv", cells), object_types=None)  # no filter: the first path
+    rows = qupath_rows(400, np.random.default_rng(3))
+    rows[300] = rows[300][:-1]
+    with pytest.raises(InputError, match=r"short.tsv: line 302: expected 9 tab-separated fields as in the header, "
+                                         r"found 8"):
+        cs.read_qupath(write(tmp_path / "short.tsv", rows))
+
+
+def test_line_pieces_cover_the_data_and_end_at_newlines(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"a,b\r\n" + b"".join(b"%d,%d\r\n" % (i, i * i) for i in range(1000)) + b"7,49")
+    start = data_start(path)
+    spans = line_pieces(path, start, piece_bytes=100)
+    data = path.read_bytes()
+    assert spans[0][0] == start == 5 and spans[-1][1] == len(data)
+    assert all(a == b for (_, a), (b, _) in zip(spans, spans[1:]))  # contiguous
+    assert all(data[b - 1:b] == b"\n" for _, b in spans[:-1])
+    assert b"".join(data[a:b] for a, b in spans).count(b"\n") == 1000
+    assert line_pieces(path, len(data)) == []
+
+
+def test_ordered_map_keeps_order_and_stops_on_the_first_error():
+    assert list(ordered_map(lambda i: i * i, range(50), threads=2)) == [i * i for i in range(50)]
+    started = []
+
+    def work(i):
+        started.append(i)
+        if i == 3:
+            raise ValueError("piece 3")
+        return i
+
+    with pytest.raises(ValueError, match="piece 3"):
+        list(ordered_map(work, range(1000), threads=2))
+    assert list(ordered_map(str, [7], threads=2)) == ["7"]
+    assert len(started) < 20  # at most two per thread in flight: the rest was never started

@@ -1,0 +1,113 @@
+"""Each operation validates its object at most once; `cellspec info DIR` never reads the data files.
+
+Validations are counted by wrapping the runner's ``run_check`` (one ``portability`` note per run of
+the checks). `info` is tried on a directory whose data pages are garbage while the Parquet footer,
+cellspec.json and the manifest are intact: it must still print the summary, while `validate`
+refuses the directory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import cellspec_sc as cs
+from cellspec_sc.cli.main import main
+from cellspec_sc.validation import runner
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """A list that grows by one per run of the checks (not per reuse of a kept report)."""
+    counted: list[str] = []
+    real = runner.run_check
+
+    def counting(ctx, name, level, rule, fn=None):
+        if name == "portability":
+            counted.append(name)
+        return real(ctx, name, level, rule, fn)
+
+    monkeypatch.setattr(runner, "run_check", counting)
+    return counted
+
+
+def test_read_then_write_validates_once(tmp_path, runs):
+    path = cs.write(cs.example(n_cells=60), tmp_path / "a")
+    assert len(runs) == 1
+    x = cs.read(path)
+    assert len(runs) == 2  # read validates what it returns...
+    cs.write(x, tmp_path / "b")
+    assert cs.validate(x).ok
+    assert len(runs) == 2  # ...and write and validate reuse that report
+    assert cs.read(tmp_path / "b").equals(x)
+
+
+def test_an_edit_in_place_is_validated_again(tmp_path, runs):
+    x = cs.read(cs.write(cs.example(n_cells=60), tmp_path / "a"))
+    before = len(runs)
+    x.measurements[3, 2] = np.inf  # in place: same array object
+    with pytest.raises(cs.ValidationError, match="measurements_finite"):
+        cs.write(x, tmp_path / "b")
+    assert len(runs) == before + 1
+    assert not (tmp_path / "b").exists()
+    x.measurements[3, 2] = 1.0
+    x.cells.loc[5, "x"] = -1e9  # a cells value edited in place
+    assert cs.validate(x).status("centroids_within_image") == "warn"
+    assert len(runs) == before + 2
+
+
+def test_other_options_are_validated_again(runs):
+    x = cs.example(n_cells=60)
+    cs.validate(x)
+    assert cs.validate(x, area_range=(1, 5)).status("area_range") == "warn"
+    assert cs.validate(x).status("area_range") == "pass"
+    assert len(runs) == 3
+
+
+def test_cellspec_validate_dir_runs_the_checks_once(tmp_path, runs, capsys):
+    path = cs.write(cs.example(n_cells=60), tmp_path / "a")
+    runs.clear()
+    assert main(["validate", str(path)]) == 0
+    assert "cellspec validation: OK" in capsys.readouterr().out
+    assert len(runs) == 1
+
+
+def garble_data_pages(path):
+    """Overwrite every byte between the leading magic and the first byte of the footer."""
+    file = path / "cells.parquet"
+    data = bytearray(file.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little") + 8
+    data[4:len(data) - footer] = b"\xa5" * (len(data) - footer - 4)
+    file.write_bytes(bytes(data))
+
+
+def test_info_reads_no_data(tmp_path, capsys, runs):
+    x = cs.example(n_cells=500, adjacency=True)
+    path = cs.write(x, tmp_path / "a")
+    garble_data_pages(path)
+    with pytest.raises((pa.ArrowException, OSError)):
+        pq.read_table(path / "cells.parquet")  # the data really are garbage
+    runs.clear()
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith("data files not read)")
+    assert "cells     500 in 2 images (2 samples)" in out
+    assert f"adjacency {len(x.adjacency)} contacts" in out
+    assert runs == []
+    assert main(["validate", str(path)]) == 2  # the data file no longer matches its manifest entry
+    assert "cells.parquet" in capsys.readouterr().err
+
+
+def test_info_refuses_what_read_refuses_in_the_metadata(tmp_path, capsys):
+    path = cs.write(cs.example(n_cells=20), tmp_path / "a")
+    (path / "cellspec.json").write_text("{}")
+    assert main(["info", str(path)]) == 2
+    assert "cellspec.json" in capsys.readouterr().err
+
+
+def test_info_on_the_tsv_variant(tmp_path, capsys):
+    path = cs.write(cs.example(n_cells=20), tmp_path / "a", format="tsv")
+    assert main(["info", str(path)]) == 0
+    assert "cells     ? (not stored outside the data in the TSV variant) in 2 images" in capsys.readouterr().out
