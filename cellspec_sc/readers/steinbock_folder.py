@@ -43,10 +43,11 @@ def image_stem(name: str) -> str:
     return name
 
 
-def read_text_table(header: Header) -> pa.Table:
-    """Every column of ``header``'s file as Arrow strings (null for empty fields)."""
+def read_text_table(header: Header, columns: Sequence[str] | None = None) -> pa.Table:
+    """Every column of ``header``'s file (or only ``columns``) as Arrow strings (null for empty fields)."""
     return pacsv.read_csv(header.path, read_options=read_options(header), convert_options=pacsv.ConvertOptions(
-        column_types={n: pa.string() for n in header.names}, strings_can_be_null=True))
+        column_types={n: pa.string() for n in header.names}, strings_can_be_null=True,
+        include_columns=list(columns) if columns is not None else None))
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ def neighbor_pairs(folder: Path, stem: str, ids: pa.ChunkedArray | pa.Array, met
         return None
     header = read_header(path, ",", "steinbock neighbors", encoding)
     require_columns(header, "steinbock neighbors", [(c,) for c in NEIGHBOR_COLUMNS[:2]])
-    table = read_text_table(header)
+    table = read_text_table(header, columns=NEIGHBOR_COLUMNS[:2])
     a, b = table.column("Object"), table.column("Neighbor")
     for values, column in ((a, "Object"), (b, "Neighbor")):
         i = first_unknown(values, ids)
@@ -191,11 +192,11 @@ def neighbor_pairs(folder: Path, stem: str, ids: pa.ChunkedArray | pa.Array, met
     distinct = pc.not_equal(a, b)
     a, b = a.filter(distinct), b.filter(distinct)
     first = pc.less(a, b)
-    pairs = pd.DataFrame({"cell_id_a": string_column(pc.if_else(first, a, b)),
-                          "cell_id_b": string_column(pc.if_else(first, b, a))})
-    pairs = pairs.drop_duplicates(ignore_index=True)
-    return pd.DataFrame({"image_id": stem, "cell_id_a": pairs["cell_id_a"], "cell_id_b": pairs["cell_id_b"],
-                         "shared_boundary": 0.0, "method": method})
+    ordered = pa.table({"cell_id_a": pc.if_else(first, a, b), "cell_id_b": pc.if_else(first, b, a)})
+    pairs = ordered.group_by(["cell_id_a", "cell_id_b"], use_threads=False).aggregate([])  # in order of first sight
+    return pd.DataFrame({"image_id": stem, "cell_id_a": string_column(pairs.column("cell_id_a")),
+                         "cell_id_b": string_column(pairs.column("cell_id_b")), "shared_boundary": 0.0,
+                         "method": method})
 
 
 def input_records(folder: Path, stems: Sequence[str], with_neighbors: bool) -> list[dict]:
