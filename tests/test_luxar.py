@@ -148,6 +148,35 @@ def test_stack_layout_puts_images_on_a_categorical_dimension(tmp_path, x):
         assert np.all(node["positions"][:, 2] == k)
 
 
+def test_stack_by_sample_puts_each_samples_cells_on_its_own_entry(tmp_path):
+    """Three images of two samples: the stacking dimension is ``sample`` (in order of first appearance), each
+    sample's node holds exactly the cells of its images at their own x, y, on that sample's index."""
+    x = cs.example(n_images=3, n_cells=60)
+    sample_of = {"img1": "patient-B", "img2": "patient-B", "img3": "patient-A"}
+    x = x.replace(cells=x.cells.assign(sample_id=x.cells["image_id"].map(sample_of).astype("string")),
+                  images=x.images.assign(sample_id=x.images["image_id"].map(sample_of).astype("string")))
+    path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layout="stack", stack_by="sample_id")
+    scene = luxar.LuxarScene.load(path)
+    dims = scene.root_attrs["scene_dimensions"]["dimensions"]
+    assert [d["name"] for d in dims] == ["x", "y", "sample"]
+    assert dims[2]["categories"] == ["patient-B", "patient-A"] and dims[2]["display"] is False
+    assert sorted(n["name"] for n in scene.nodes if n["type"] == "points") == [
+        "patient-A/patient-A.cells", "patient-B/patient-B.cells"]
+    cells = x.cells.set_index([x.cells["image_id"].astype(str), x.cells["cell_id"].astype(str)])
+    for k, sample in enumerate(dims[2]["categories"]):
+        node = points_node(path, f"{sample}/{sample}.cells")
+        images = [label.split(" · ")[1] for label in node["labels"]]
+        expected = cells[cells["sample_id"] == sample]
+        assert sorted(zip(images, node["keys"])) == sorted(expected.index)  # every cell of the sample, no other
+        assert {sample_of[i] for i in images} == {sample}
+        assert np.all(node["positions"][:, 2] == k)
+        xy = expected.loc[list(zip(images, node["keys"])), ["x", "y"]].to_numpy()
+        tolerance = (xy.max(axis=0) - xy.min(axis=0)).max() / 65535
+        np.testing.assert_allclose(node["positions"][:, :2], xy, atol=tolerance, rtol=0)
+    waypoints = scene.root_attrs["viewer_config"]["waypoints"]
+    assert [w["when"] for w in waypoints] == [{"sample": 0}, {"sample": 1}]
+
+
 # -- feature and marker layers ---------------------------------------------------------------------
 
 def test_feature_scalars_window_lut_and_na(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 import cellspec_sc as cs
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers import pieces
-from cellspec_sc.readers.pieces import data_start, line_pieces, ordered_map
+from cellspec_sc.readers.pieces import data_lines, data_start, line_pieces, ordered_map
 
 HEAD = ["Image", "Object ID", "Object type", "Centroid X µm", "Centroid Y µm", "Centroid X px", "Centroid Y px",
         "Cell: CD3: Mean", "Nucleus: Area µm^2"]
@@ -83,6 +83,7 @@ def test_line_pieces_cover_the_data_and_end_at_newlines(tmp_path):
     assert all(data[b - 1:b] == b"\n" for _, b in spans[:-1])
     assert b"".join(data[a:b] for a, b in spans).count(b"\n") == 1000
     assert line_pieces(path, len(data)) == []
+    assert data_lines(path) == 1001  # the last line has no newline
 
 
 def test_ordered_map_keeps_order_and_stops_on_the_first_error():

@@ -114,6 +114,21 @@ def test_byte_order_of_ids_decides_the_pair_order(tmp_path):
     assert adj[["cell_id_a", "cell_id_b"]].values.tolist() == [["10", "9"]]  # "10" < "9" byte-wise
 
 
+def test_pairs_keep_the_order_they_are_first_listed_in(tmp_path):
+    """steinbock lists each edge twice; the pairs come in the order their first listing appears in the file."""
+    rng = np.random.default_rng(7)
+    ids = list(range(1, 201))
+    edges = [tuple(int(v) for v in rng.choice(ids, 2, replace=False)) for _ in range(400)]
+    listed = [e for a, b in edges for e in ((a, b), (b, a))]
+    rng.shuffle(listed)
+    folder = write_steinbock(tmp_path / "s", {"im": {
+        "ids": ids, "values": [[1.0, 2.0, 3.0]] * len(ids), "areas": [5] * len(ids),
+        "centroids": [(float(i), float(i)) for i in ids], "neighbors": [(a, b, 1.0) for a, b in listed]}})
+    expected = list(dict.fromkeys(tuple(sorted((str(a), str(b)))) for a, b in listed))
+    adj = cs.read_steinbock(folder).adjacency
+    assert list(map(tuple, adj[["cell_id_a", "cell_id_b"]].values.tolist())) == expected
+
+
 def test_pixel_size_from_images_csv_argument_and_provenance(tmp_path):
     folder = two_images(tmp_path, acquisition_um=0.5)
     x = cs.read_steinbock(folder)

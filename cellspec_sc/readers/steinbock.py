@@ -46,6 +46,7 @@ from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.readers.features import SKIMAGE_REGIONPROPS, FeatureSpec, channels_frame, clean_marker
 from cellspec_sc.readers.headers import Header, read_header, require_columns
 from cellspec_sc.readers.parsing import Parsed
+from cellspec_sc.readers.pieces import data_lines
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
 from cellspec_sc.readers.steinbock_folder import (
     OBJECT,
@@ -126,20 +127,24 @@ class SteinbockAdapter(ToolAdapter):
                            matrix=[n for n in header.names if n != OBJECT and n not in numbers])
 
     def parse(self, header: Header, roles: ColumnRoles) -> Parsed:
-        """Every image's intensities and regionprops, parsed and joined on ``Object``, one image after another."""
-        parts = [self._parse_image(stem, intensities, regionprops)
-                 for stem, (intensities, regionprops) in zip(self.stems, self.files, strict=True)]
+        """Every image's intensities and regionprops, parsed and joined on ``Object``, one image after another,
+        each written straight into the joined matrix (allocated for the lines of the intensities files)."""
+        matrix = empty_matrix(sum(data_lines(intensities.path) for intensities, _ in self.files), len(roles.matrix))
+        parts, start = [], 0
+        for stem, (intensities, regionprops) in zip(self.stems, self.files, strict=True):
+            a = super().parse(intensities, self.roles(intensities))
+            if start + a.n > matrix.shape[0]:  # never with newline-ended lines; grown rather than overrun
+                grown = empty_matrix(matrix.shape[0] + a.n, matrix.shape[1])
+                grown[:start] = matrix[:start]
+                matrix = grown
+            parts.append(self._join_image(stem, intensities, regionprops, a, matrix[start:start + a.n]))
+            start += a.n
         self.rows_per_image = [p.n for p in parts]
-        matrix = empty_matrix(sum(self.rows_per_image), len(roles.matrix))
-        start = 0
-        for part in parts:
-            matrix[start:start + part.n] = part.matrix
-            start += part.n
         return Parsed(rows_read=start, rows=None,
                       text_columns={OBJECT: pa.chunked_array([c for p in parts for c in p.arrow(OBJECT).chunks],
                                                              type=pa.string())},
                       number_columns={c: np.concatenate([p.number(c) for p in parts]) for c in CENTROIDS},
-                      unfiltered={}, matrix=matrix,
+                      unfiltered={}, matrix=matrix[:start],
                       counts={k: sum(p.counts[k] for p in parts) for k in parts[0].counts})
 
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
@@ -193,9 +198,9 @@ class SteinbockAdapter(ToolAdapter):
         require_columns(regionprops, "steinbock regionprops", [(OBJECT,), (CENTROIDS[0],), (CENTROIDS[1],)])
         return intensities, regionprops
 
-    def _parse_image(self, stem: str, intensities: Header, regionprops: Header) -> Parsed:
-        """One image's two tables joined on ``Object`` (rows in the order of the intensities table)."""
-        a = super().parse(intensities, self.roles(intensities))
+    def _join_image(self, stem: str, intensities: Header, regionprops: Header, a: Parsed, out: np.ndarray) -> Parsed:
+        """One image's parsed intensities ``a`` joined on ``Object`` with its regionprops (rows in the order of
+        the intensities table), the measurements written into ``out``."""
         b = super().parse(regionprops, self.roles(regionprops))
         ids = a.arrow(OBJECT)
         check_image_ids(intensities.path, ids, OBJECT, stem)
@@ -203,9 +208,11 @@ class SteinbockAdapter(ToolAdapter):
         x_raw, y_raw = (b.number(c)[order] for c in CENTROIDS)
         for values, column in ((x_raw, CENTROIDS[0]), (y_raw, CENTROIDS[1])):
             check_finite_centroids(regionprops.path, values, column, order)
-        matrix = np.hstack([a.matrix, b.matrix[order]]) if b.matrix.shape[1] else a.matrix
+        width = a.matrix.shape[1]
+        out[:, :width] = a.matrix
+        out[:, width:] = b.matrix[order]
         return Parsed(rows_read=a.n, rows=None, text_columns={OBJECT: ids},
-                      number_columns={CENTROIDS[0]: x_raw, CENTROIDS[1]: y_raw}, unfiltered={}, matrix=matrix,
+                      number_columns={CENTROIDS[0]: x_raw, CENTROIDS[1]: y_raw}, unfiltered={}, matrix=out,
                       counts={k: a.counts[k] + b.counts[k] for k in a.counts})
 
     def _adjacency(self, folder: Path, parsed: Parsed):

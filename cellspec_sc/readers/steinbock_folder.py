@@ -192,8 +192,10 @@ def neighbor_pairs(folder: Path, stem: str, ids: pa.ChunkedArray | pa.Array, met
     distinct = pc.not_equal(a, b)
     a, b = a.filter(distinct), b.filter(distinct)
     first = pc.less(a, b)
-    ordered = pa.table({"cell_id_a": pc.if_else(first, a, b), "cell_id_b": pc.if_else(first, b, a)})
-    pairs = ordered.group_by(["cell_id_a", "cell_id_b"], use_threads=False).aggregate([])  # in order of first sight
+    ordered = pa.table({"cell_id_a": pc.if_else(first, a, b), "cell_id_b": pc.if_else(first, b, a),
+                        "row": np.arange(len(a))})
+    # each pair once, in the order it is first seen (Arrow's groups come in an order of their own)
+    pairs = ordered.group_by(["cell_id_a", "cell_id_b"]).aggregate([("row", "min")]).sort_by("row_min")
     return pd.DataFrame({"image_id": stem, "cell_id_a": string_column(pairs.column("cell_id_a")),
                          "cell_id_b": string_column(pairs.column("cell_id_b")), "shared_boundary": 0.0,
                          "method": method})
