@@ -70,7 +70,7 @@ def test_squidpy_conventions():
     sq.gr.nhood_enrichment(adata, cluster_key="classification", connectivity_key="spatial")
 
 
-def test_readme_workflow_runs_as_written_at_20000_cells():
+def test_readme_workflow_runs_as_written_at_20000_cells(tmp_path, monkeypatch):
     """The README's scanpy block with scanpy's defaults (pynndescent kNN above 4,096 cells): it failed in
     sc.pp.neighbors with pynndescent 0.7.0 ('csr_array' object has no attribute 'getnnz'), hence pynndescent<0.7."""
     import re
@@ -80,10 +80,11 @@ def test_readme_workflow_runs_as_written_at_20000_cells():
     section = readme.split("### AnnData and scanpy", 1)[1]
     block = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
     assert "sc.pp.neighbors(adata)" in block  # the default neighbours, not the test's sklearn transformer
-    namespace = {"cs": cs, "np": np, "sc": sc, "x": cs.example(n_cells=20_000)}
+    monkeypatch.chdir(tmp_path)  # the block writes its result
+    namespace = {"cs": cs, "slide": cs.example(n_cells=20_000)}
     with pytest.warns(AnnDataBridgeWarning):
         exec(compile(block, "README.md (AnnData and scanpy)", "exec"), namespace)  # noqa: S102 - the README's code
-    y = namespace["y"]
+    y = namespace["clustered"]
     assert y.n_cells == 20_000 and y.cells["leiden"].nunique() > 1
     assert namespace["adata"].obsp["connectivities"].shape == (20_000, 20_000)
     assert y.validate().ok

@@ -139,37 +139,3 @@ def test_preview_heatmap_data_outliers_and_opening_an_image(tmp_path):
     assert x.images["image_id"].tolist() == ["slide04_img2"]
     assert x.n_cells == int((shifted.cells["image_id"] == "slide04_img2").sum())
     assert b"http" not in w.heatmap.value
-
-
-def test_docs_page_runs_as_written(tmp_path, monkeypatch):
-    """docs/cohorts.md: python and bash blocks in order in one folder; blocks marked 'not run' say why."""
-    import os
-    import re
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    page = Path(__file__).resolve().parent.parent / "docs" / "cohorts.md"
-    lines = page.read_text(encoding="utf-8").splitlines()
-    monkeypatch.chdir(tmp_path)
-    namespace: dict = {"__name__": "__snippet__"}
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    k, ran = 0, 0
-    while k < len(lines):
-        opening = re.match(r"```(\w*)", lines[k])
-        if not opening:
-            k += 1
-            continue
-        end = next(j for j in range(k + 1, len(lines)) if lines[j].startswith("```"))
-        code, language = "\n".join(lines[k + 1:end]) + "\n", opening.group(1)
-        skipped = re.match(r"<!-- not run: (.{10,}) -->", lines[k - 1])
-        assert language in ("python", "bash", "text"), f"line {k + 1}: fence language {language!r}"
-        if not skipped and language == "python":
-            exec(compile("\n" * (k + 1) + code, page.name, "exec"), namespace)  # noqa: S102
-            ran += 1
-        elif not skipped and language == "bash":
-            done = subprocess.run(["bash", "-e", "-c", code], env=env, capture_output=True, text=True, timeout=600)
-            assert done.returncode == 0, f"line {k + 1}: {done.stdout}\n{done.stderr}"
-            ran += 1
-        k = end + 1
-    assert ran >= 9

@@ -195,3 +195,37 @@ def test_notebook_helper_serves_an_iframe_and_stops(tmp_path):
         view.stop()
     assert not view.running
     assert "stopped" in view._repr_html_()
+
+
+def test_stacked_by_sample_the_viewer_shows_one_samples_images_at_a_time(tmp_path):
+    """Images a1 and a2 (sample A) and b1 (sample B) stacked by sample: at sample A the viewer draws the cells of
+    a1 and a2 and nothing where b1's cells are; at sample B the reverse."""
+    columns = {"a1": 50.0, "a2": 250.0, "b1": 150.0}  # each image's cells in one column of its own
+    frame = pd.DataFrame([{"cell_id": f"{image}-{r}", "image_id": image, "x": cx, "y": y,
+                           "area": np.pi * 15.0 ** 2, "classification": "T cell"}
+                          for image, cx in columns.items() for r, y in enumerate((30.0, 80.0, 270.0))])
+    x = cells_object({image: (300.0, 300.0) for image in columns}, frame)
+    sample_of = {"a1": "A", "a2": "A", "b1": "B"}
+    x = x.replace(cells=x.cells.assign(sample_id=x.cells["image_id"].map(sample_of).astype("string")),
+                  images=x.images.assign(sample_id=x.images["image_id"].map(sample_of).astype("string")))
+    path = cs.to_luxar(x, tmp_path / "samples.luxar.zarr", layout="stack", stack_by="sample_id")
+    # looked at in the top third only: the dimension panel covers the bottom of the view (y = 270 sets the extent)
+    top = frame[frame["y"] < 100]
+    cells = {image: top.loc[top["image_id"] == image, ["x", "y"]].to_numpy() for image in columns}
+    empty = np.array([[100.0, 55.0], [200.0, 55.0]])  # between the columns: background
+    seen = {}
+    with viewer_page(path, tmp_path / "profile") as (page, errors):
+        for k, sample in enumerate(("A", "B")):
+            set_dimension(page, path, "sample", k)
+            seen[sample] = {name: colours_at(page, f"/{sample}", xy)
+                            for name, xy in [*cells.items(), ("empty", empty)]}
+    assert errors == []
+    for sample, colours in seen.items():
+        background = colours["empty"].mean(axis=0)
+        assert np.abs(colours["empty"] - background).max() < 3 / 255, colours["empty"]
+        for image in columns:
+            difference = np.abs(colours[image] - background).max(axis=1)
+            if sample_of[image] == sample:
+                assert np.all(difference > 0.1), (sample, image, colours[image], background)
+            else:
+                assert np.all(difference < 3 / 255), (sample, image, colours[image], background)

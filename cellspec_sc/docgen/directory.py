@@ -38,6 +38,7 @@ checks it.
 
 ```python
 import cellspec_sc as cs
+x = cs.example(adjacency=True)                     # or any object: cs.read_qupath(...), cs.from_anndata(...)
 path = cs.write(x, "run1.cellspec")               # or x.write(...); format="tsv"; overwrite=True
 y = cs.read(path)                                  # y.equals(x) is True, bit for bit
 ```
@@ -50,7 +51,7 @@ cellspec demo --out demo-output    # writes the example to demo-output/example.c
 
 ## Layout
 
-```
+```text
 <dir>/
   cells.parquet       cells columns, then one float64 column per feature_id (dictionary order)
   adjacency.parquet   only when the object has adjacency
