@@ -27,6 +27,16 @@ def test_cellspec_help_imports_no_heavy_module():
     assert loaded_after(code) == []
 
 
+def test_python_m_cellspec_sc_cli_help_imports_no_heavy_module():
+    """The command as users run it: ``-X importtime`` lists every module the interpreter imported."""
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "cellspec_sc.cli", "--help"], capture_output=True,
+                         text=True, timeout=120, check=True)
+    assert "usage: cellspec" in run.stdout and "convert" in run.stdout
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in run.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "cellspec_sc" in imported and not imported & set(HEAVY), sorted(imported & set(HEAVY))
+
+
 def test_import_cellspec_sc_imports_no_heavy_module_until_a_name_is_used():
     assert loaded_after("import cellspec_sc as cs; cs.__version__; dir(cs)") == []
     assert {"pandas", "numpy"} <= set(loaded_after("import cellspec_sc as cs; cs.CellSpec"))

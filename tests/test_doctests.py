@@ -13,7 +13,7 @@ import pkgutil
 import pytest
 
 PACKAGES = ("cellspec_sc", "cellspec_sc.bridges", "cellspec_sc.widgets")
-NOT_IMPORTED = {"cellspec_sc.docgen.__main__"}  # runs the generator when imported
+NOT_IMPORTED = {"cellspec_sc.docgen.__main__", "cellspec_sc.cli.__main__"}  # run a command when imported
 
 
 def package_modules() -> list[str]:
