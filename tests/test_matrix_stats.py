@@ -207,3 +207,52 @@ def test_stored_nan_found_by_the_reader_fails_measurements_finite(tmp_path):
     report = cs.validate(x, stats=decoded.stats)
     assert report.status("measurements_finite") == "fail"
     assert f"{x.feature_ids[1]}: 1 NaN/infinite value(s) stored as numbers" in report.result("measurements_finite").message
+
+
+@pytest.mark.parametrize("order", ["grouped", "a few runs", "interleaved"])
+def test_column_stats_equal_block_stats_however_images_are_ordered(tmp_path, monkeypatch, order):
+    """Decoded columns are reduced per run of one image (1-D, before the copy); when images are
+    interleaved (more runs than worth it) the row blocks are reduced instead. Both give the stats by
+    the definition, with NaN, infinities and negatives in the matrix."""
+    monkeypatch.setattr(parquet_io, "_THREADED_ROWS", 1)  # every row group takes the column path
+    monkeypatch.setattr(parquet_io, "_ROW_GROUP_BYTES", 1 << 16)
+    x = cs.example(n_cells=3000, n_features=20, n_images=3)
+    rows = np.arange(3000)
+    if order == "a few runs":
+        rows = np.concatenate([rows[::2], rows[1::2]])  # images come round twice
+    elif order == "interleaved":
+        rows = np.random.default_rng(0).permutation(3000)
+    x = x.subset(cells=rows)
+    x.measurements[::11, 4] = np.nan
+    x.measurements[100:140, 6] = -2.0
+    path = cs.write(x, tmp_path / "x")
+    want = x.measurements.copy()
+    want[[7, 2900], 5] = [np.inf, -np.inf]  # infinities cannot be written by cs.write: stored by pyarrow
+    table = pq.read_table(path / "cells.parquet")
+    at = table.schema.get_field_index(x.feature_ids[5])
+    pq.write_table(table.set_column(at, x.feature_ids[5], pa.array(want[:, 5])), path / "cells.parquet",
+                   row_group_size=700)
+    decoded = parquet_io.read_parquet(path / "cells.parquet", cells_types(path), x.feature_ids, path)
+    codes, names = first_seen_codes(x.cells["image_id"])
+    assert_stats_equal(decoded.stats, expected_stats(want, codes, len(names)))
+    np.testing.assert_array_equal(decoded.matrix, want)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "tsv"])
+def test_read_layout_f_gives_the_same_object_column_major(tmp_path, monkeypatch, fmt):
+    """read(layout="F") fills a column-major matrix (a copy per column, no transposition): equal values,
+    the same stats and report, and it writes back to the same directory content."""
+    monkeypatch.setattr(parquet_io, "_ROW_GROUP_BYTES", 1 << 16)
+    x = cs.example(n_cells=5000, n_features=30, n_images=3)
+    x.measurements[::13, 2] = np.nan
+    x.measurements[40:60, 3] = -1.0
+    path = cs.write(x, tmp_path / "x", format=fmt)
+    y, c_order = cs.read(path, layout="F"), cs.read(path)  # (the TSV variant rounds: compare with a C read)
+    assert y.measurements.flags.f_contiguous and not y.measurements.flags.c_contiguous
+    assert y.equals(c_order) and (fmt == "tsv" or y.equals(x))
+    fresh = y.replace(measurements=np.ascontiguousarray(y.measurements))
+    assert [(r.name, r.status, r.message) for r in cs.validate(y).results] == \
+        [(r.name, r.status, r.message) for r in cs.validate(fresh).results]
+    assert cs.read(cs.write(y, tmp_path / "again", format=fmt)).equals(c_order)
+    with pytest.raises(cs.InputError, match="layout"):
+        cs.read(path, layout="A")

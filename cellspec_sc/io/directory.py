@@ -27,6 +27,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION, DEFAULT_MAX_METADATA_BYTES, ReadLimits
 from cellspec_sc.io.columns import Decoded, column_types_of
 from cellspec_sc.errors import CellspecError, InputError
@@ -178,8 +180,8 @@ def _write_contents(x: CellSpec, stage: Path, format: str, column_types: dict, m
 
 
 # -- read --------------------------------------------------------------------------------------
-def read(path: str | Path, *, lazy: bool = False, max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
-         max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
+def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C",
+         max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES, max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
     """Read a cellspec directory written by this or any other implementation of the spec.
 
     ``lazy=True`` (Parquet variant only) leaves the measurements on disk: they
@@ -188,6 +190,12 @@ def read(path: str | Path, *, lazy: bool = False, max_metadata_bytes: int = DEFA
     manifest and the object is validated block by block, so memory stays at a
     few row groups however big the matrix; see docs/benchmarks.md for what works
     on such an object.
+
+    ``layout="F"`` gives a column-major matrix (each feature contiguous, as the
+    Parquet file stores it): a plain copy per column instead of the transposing
+    copy into rows, for when the next step works feature by feature (per-feature
+    statistics, plots of one marker); ``"C"`` (rows contiguous) is what numpy,
+    AnnData and scanpy expect. Values and ``equals`` are the same.
 
     Every refusal of the format raises its own :class:`cellspec_sc.FormatError`
     subclass (see :mod:`cellspec_sc.io.refusals`) before anything is returned; an
@@ -200,12 +208,15 @@ def read(path: str | Path, *, lazy: bool = False, max_metadata_bytes: int = DEFA
     how far a gzipped TSV file may inflate (times its size, at least 64 MiB).
     """
     limits = ReadLimits(max_metadata_bytes, max_inflation)
+    if layout not in ("C", "F") or (lazy and layout != "C"):
+        raise InputError(f"layout must be 'C' or 'F' (eager reads only), not {layout!r}"
+                         + (" with lazy=True" if lazy else ""))
     directory = Path(path)
     if not directory.is_dir():
         raise NotACellspecDirectory(directory, None, "is not a directory")
     stamp = directory_stamp(directory)
     try:
-        x = _read_or_refuse(directory, lazy, limits)
+        x = _read_or_refuse(directory, lazy, limits, layout)
     except CellspecError:
         _refuse_if_replaced(directory, stamp)  # what looked corrupt was another writer's directory
         raise
@@ -213,9 +224,9 @@ def read(path: str | Path, *, lazy: bool = False, max_metadata_bytes: int = DEFA
     return x
 
 
-def _read_or_refuse(directory: Path, lazy: bool, limits: ReadLimits) -> CellSpec:
+def _read_or_refuse(directory: Path, lazy: bool, limits: ReadLimits, layout: str) -> CellSpec:
     try:
-        return _read(directory, lazy, limits)
+        return _read(directory, lazy, limits, layout)
     except OSError as err:  # permissions, a directory where a file belongs, I/O errors
         name = Path(err.filename).name if err.filename else None
         raise UnreadableFile(directory, name, err.strerror or str(err)) from None
@@ -227,14 +238,14 @@ def _refuse_if_replaced(directory: Path, stamp: tuple[int, ...] | None) -> None:
                                                 "read it again") from None
 
 
-def _read(directory: Path, lazy: bool = False, limits: ReadLimits = ReadLimits()) -> CellSpec:
+def _read(directory: Path, lazy: bool = False, limits: ReadLimits = ReadLimits(), layout: str = "C") -> CellSpec:
     # Three cores' worth of work on two: the data files are hashed in one thread, the matrix decoded
     # in another, while this one builds the tables and runs the checks that do not need the matrix
     # values. A file that does not match its manifest entry is refused before anything else that
     # went wrong with it.
     entries, pending = verify_directory(directory, deferred=() if lazy else DATA_FILES, limits=limits)
     try:
-        x, decoded = _load(directory, entries, lazy, limits)
+        x, decoded = _load(directory, entries, lazy, limits, layout)
         report = validate(x, source_nonfinite=decoded.stored_nan, stats=decoded.stats)
     except BaseException:
         pending.check()
@@ -244,7 +255,8 @@ def _read(directory: Path, lazy: bool = False, limits: ReadLimits = ReadLimits()
     return x
 
 
-def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimits) -> tuple[CellSpec, Decoded]:
+def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimits,
+          layout: str = "C") -> tuple[CellSpec, Decoded]:
     if METADATA not in entries:
         raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")
     document = load_document(directory / METADATA, directory, limits.max_metadata_bytes)
@@ -258,7 +270,7 @@ def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimi
     check_outlines_listed(directory, tables["images"], entries)
     feature_ids = feature_ids_of(tables["dictionary"], directory)
     bounds = {"max_inflation": limits.max_inflation} if fmt == "tsv" else {}
-    options = {"lazy": True} if lazy else {"wait": False} if fmt == "parquet" else bounds
+    options = {"lazy": True} if lazy else {"wait": False, "layout": layout} if fmt == "parquet" else bounds
     decoded = reader(directory / f"cells{suffix}", types["cells"], feature_ids, directory, **options)
     try:
         adjacency = _read_adjacency(directory, entries, suffix, reader, types, bounds)
@@ -266,7 +278,8 @@ def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimi
         if hasattr(decoded.stats, "cancel"):  # the matrix is still being decoded: stop that
             decoded.stats.cancel()
         raise
-    x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame, measurements=decoded.matrix,
+    matrix = np.asfortranarray(decoded.matrix) if layout == "F" and fmt == "tsv" else decoded.matrix
+    x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame, measurements=matrix,
                  adjacency=adjacency, provenance=document["provenance"], source_dir=directory.resolve(),
                  extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
     return x, decoded

@@ -24,10 +24,16 @@ import numpy as np
 _MAPPED_FROM = 1 << 26  # below 64 MB the allocator is fine
 
 
-def empty_matrix(rows: int, columns: int) -> np.ndarray:
-    """An uninitialised C-order float64 matrix; large ones in an anonymous mapping without huge pages."""
+def empty_matrix(rows: int, columns: int, order: str = "C") -> np.ndarray:
+    """An uninitialised float64 matrix in ``order`` ``"C"`` (rows contiguous) or ``"F"`` (columns
+    contiguous); large ones in an anonymous mapping without huge pages.
+
+    >>> empty_matrix(3, 2, order="F").flags.f_contiguous
+    True
+    """
     nbytes = rows * columns * 8
     if nbytes < _MAPPED_FROM:
-        return np.empty((rows, columns), dtype=np.float64)
+        return np.empty((rows, columns), dtype=np.float64, order=order)
     mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    return np.frombuffer(mapping, dtype=np.float64).reshape(rows, columns)
+    flat = np.frombuffer(mapping, dtype=np.float64)
+    return flat.reshape(columns, rows).T if order == "F" else flat.reshape(rows, columns)

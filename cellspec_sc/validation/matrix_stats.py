@@ -141,6 +141,46 @@ class MatrixStats:
         if self.codes is not None:
             self._add_ranges(start, block, slice(first, first + block.shape[1]), low, high)
 
+    def image_runs(self, start: int, n: int, most: int = 64) -> list[tuple[int, int, int]] | None:
+        """(image code, first, stop) of the runs of equal codes in rows ``start:start + n`` (offsets from
+        ``start``), for :meth:`add_column`; None when there are more than ``most`` (interleaved images)."""
+        if self.codes is None:
+            return [(-1, 0, n)]
+        codes = self.codes[start:start + n]
+        if n and codes[0] == codes[-1] and (codes == codes[0]).all():  # cells are usually grouped by image
+            return [(int(codes[0]), 0, n)]
+        edges = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+        if edges.size >= most:
+            return None
+        bounds = [0, *edges.tolist(), n]
+        return [(int(codes[a]), a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    def add_column(self, start: int, column: int, values: np.ndarray, runs: list[tuple[int, int, int]]) -> None:
+        """Account for ``values``, rows ``start:`` of feature ``column`` as one contiguous 1-D array (a
+        decoded Parquet column, before it is copied into a row-major matrix); ``runs`` from
+        :meth:`image_runs`. Equal to :meth:`add` of the same values, and about twice as fast.
+
+        >>> s, t = MatrixStats(1, np.array([0, 0, 1]), 2), MatrixStats(1, np.array([0, 0, 1]), 2)
+        >>> v = np.array([2.0, -1.0, np.nan])
+        >>> s.add_column(0, 0, v, s.image_runs(0, 3)); t.add(0, v[:, None])
+        >>> [(a.tolist(), b.tolist()) for a, b in ((s.nan, t.nan), (s.negative, t.negative), (s.low, t.low))]
+        [([1], [1]), ([1], [1]), ([[-1.0], [inf]], [[-1.0], [inf]])]
+        """
+        with np.errstate(invalid="ignore", over="ignore"):
+            total = np.add.reduce(values)
+        if not np.isfinite(total):
+            self._count_nonfinite(start, values[:, None], np.array([column]))
+        low = np.inf
+        for code, a, b in runs:
+            segment = values[a:b]
+            lowest = np.fmin.reduce(segment)
+            low = np.fmin(low, lowest)
+            if code >= 0 and self.codes is not None:
+                self.low[code, column] = np.fmin(self.low[code, column], lowest)
+                self.high[code, column] = np.fmax(self.high[code, column], np.fmax.reduce(segment))
+        if low < 0:
+            self.negative[column] += np.count_nonzero(values < 0)
+
     def _count_nonfinite(self, start: int, sub: np.ndarray, columns: np.ndarray) -> None:
         self.nan[columns] += np.count_nonzero(np.isnan(sub), axis=0)
         infinite = np.isinf(sub)

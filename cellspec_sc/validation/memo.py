@@ -65,6 +65,9 @@ def _add_array(digest: Any, values: np.ndarray) -> None:
     digest.update(repr((values.dtype.str, values.shape)).encode())
     if values.dtype.hasobject:
         raise TypeError("object arrays are not fingerprinted")
+    if values.flags.f_contiguous and not values.flags.c_contiguous:  # read(layout="F"): hashed as stored
+        digest.update(b"F")
+        values = values.T
     contiguous = values if values.flags.c_contiguous else np.ascontiguousarray(values)
     digest.update(memoryview(contiguous.reshape(-1).view(np.uint8)))
 
