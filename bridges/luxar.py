@@ -121,6 +121,8 @@ def to_luxar(
     src = scene_input(obj)
     _check_layers(src, specs)
     group_ids = src.image_ids if stack_by == "image_id" else _sample_ids(src)
+    if link is not None and stack_by == "sample_id":
+        _warn_link_needs_one_image(src)
     geometry = image_layout(src.cells, src.images, group_ids, layout, by=stack_by)
     colour_layers = _colour_layers(src, specs, colormap, window, percentiles)
     category_dims = {layer.category_dim: _category_labels(layer.colouring) for layer in colour_layers
@@ -202,6 +204,16 @@ def _sample_ids(src: SceneInput) -> list[str]:
         raise InputError("stack_by='sample_id' needs a sample_id for every cell (cells column sample_id)")
     src.cells["sample_id"] = src.cells["sample_id"].astype(str)
     return [str(v) for v in pd.unique(src.cells["sample_id"].to_numpy(dtype=object))]
+
+
+def _warn_link_needs_one_image(src: SceneInput) -> None:
+    """The right-click link fills {image_id} per node; a sample's node with several images gets none."""
+    images_per_sample = src.cells.groupby("sample_id", sort=False)["image_id"].nunique()
+    mixed = [str(s) for s in images_per_sample.index[images_per_sample.to_numpy() > 1]]
+    if mixed:
+        warnings.warn(f"link: samples {mixed[:5]} hold cells of several images, so their cells offer no 'open "
+                      "link' action (the template's {image_id} is filled per node); stack by image_id to keep "
+                      "the link on every cell", UserWarning, stacklevel=3)
 
 
 def _colour_layers(src: SceneInput, specs: list[LayerSpec], colormap: str, window: tuple[float, float] | None,

@@ -177,6 +177,20 @@ def test_stack_by_sample_puts_each_samples_cells_on_its_own_entry(tmp_path):
     assert [w["when"] for w in waypoints] == [{"sample": 0}, {"sample": 1}]
 
 
+def test_stack_by_sample_keeps_the_link_where_a_sample_has_one_image_and_warns_where_it_cannot(tmp_path):
+    x = cs.example(n_images=3, n_cells=60)
+    sample_of = {"img1": "B", "img2": "B", "img3": "A"}
+    x = x.replace(cells=x.cells.assign(sample_id=x.cells["image_id"].map(sample_of).astype("string")),
+                  images=x.images.assign(sample_id=x.images["image_id"].map(sample_of).astype("string")))
+    with pytest.warns(UserWarning, match=r"link: samples \['B'\] hold cells of several images") as caught:
+        path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layout="stack", stack_by="sample_id",
+                           link="https://images.example/{image_id}/{cell_id}")
+    assert {w.filename for w in caught if "link:" in str(w.message)} == {__file__}  # the caller's line
+    root = zarr.open_group(str(path), mode="r")
+    assert root["A/A.cells"].attrs["link"] == "https://images.example/img3/{hover_key}"
+    assert "link" not in root["B/B.cells"].attrs and root["B/B.cells"].attrs["copy"] == "{hover_key}"
+
+
 # -- feature and marker layers ---------------------------------------------------------------------
 
 def test_feature_scalars_window_lut_and_na(tmp_path):

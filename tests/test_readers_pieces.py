@@ -3,12 +3,15 @@ a late piece name the line of the whole file."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers import pieces
+from cellspec_sc.readers.notices import ReaderWarning
 from cellspec_sc.readers.pieces import data_lines, data_start, line_pieces, ordered_map
 
 HEAD = ["Image", "Object ID", "Object type", "Centroid X µm", "Centroid Y µm", "Centroid X px", "Centroid Y px",
@@ -30,19 +33,24 @@ def qupath_rows(n: int, rng: np.random.Generator) -> list[list[str]]:
     return rows
 
 
-def write(path, rows, newline="\n"):
-    path.write_bytes((newline.join("\t".join(r) for r in [HEAD, *rows]) + newline).encode())
+def write(path, rows, newline="\n", encoding="utf-8"):
+    path.write_bytes((newline.join("\t".join(r) for r in [HEAD, *rows]) + newline).encode(encoding))
     return path
 
 
-@pytest.mark.parametrize("newline", ["\n", "\r\n"])
-def test_many_pieces_on_two_threads_read_exactly_as_one_piece(tmp_path, monkeypatch, newline):
-    path = write(tmp_path / "cells.tsv", qupath_rows(600, np.random.default_rng(1)), newline)
-    one = cs.read_qupath(path)
-    monkeypatch.setattr(pieces, "PIECE_BYTES", 300)  # about 40 pieces
-    monkeypatch.setattr(pieces, "workers", lambda: 2)
-    assert len(line_pieces(path, data_start(path))) > 30
-    many = cs.read_qupath(path)
+@pytest.mark.parametrize(("newline", "encoding"), [("\n", "utf-8"), ("\r\n", "utf-8"), ("\r\n", "cp1252")])
+def test_many_pieces_on_two_threads_read_exactly_as_one_piece(tmp_path, monkeypatch, newline, encoding):
+    rows = qupath_rows(600, np.random.default_rng(1))
+    rows[400][1] = "Zelle ä µ"  # a Windows export: every piece is transcoded
+    path = write(tmp_path / "cells.tsv", rows, newline, encoding)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReaderWarning)  # "reading the file as cp1252"
+        one = cs.read_qupath(path)
+        monkeypatch.setattr(pieces, "PIECE_BYTES", 300)  # about 40 pieces
+        monkeypatch.setattr(pieces, "workers", lambda: 2)
+        assert len(line_pieces(path, data_start(path))) > 30
+        many = cs.read_qupath(path)
+    assert "Zelle ä µ" in set(many.cells["cell_id"])
     assert many.equals(one.replace(provenance=many.provenance)), many.differences(one)
     assert many.provenance["counts"] == one.provenance["counts"]
     assert one.provenance["counts"]["rows_read"] == 600

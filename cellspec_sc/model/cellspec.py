@@ -11,6 +11,8 @@ import pandas as pd
 
 from cellspec_sc.model.compare import frame_differences, matrix_differences, value_differences
 from cellspec_sc.errors import InputError
+from cellspec_sc.model.from_tables import FUNCTION as FROM_TABLES
+from cellspec_sc.model.from_tables import parts_from_tables
 from cellspec_sc.model.provenance import with_history_step
 from cellspec_sc.model.summary import format_html, format_text, summarise
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
@@ -69,6 +71,25 @@ class CellSpec:
         self.channels = channels
         self.provenance = provenance
         self.adjacency = adjacency
+
+    @classmethod
+    def from_tables(cls, *, cells: pd.DataFrame, measurements: Any, dictionary: pd.DataFrame,
+                    images: pd.DataFrame, channels: pd.DataFrame, adjacency: pd.DataFrame | None = None,
+                    producer: str | dict[str, Any], **provenance: Any) -> CellSpec:
+        """A valid object from your own tables, or a ValidationError saying which rules to satisfy.
+
+        Columns are coerced to the spec types (ids to text, integers to float64 or Int32, float32 matrix to
+        float64, infinities to NA); dictionary rows without ``feature_id`` get one from the rule of their kind,
+        rows without ``source_name`` the measurement column's name; provenance is filled (``reader`` is this
+        package, ``created_utc`` now, counts, a ``from_tables`` history step). ``producer``: your tool, a name
+        or ``{"tool": ..., "version": ...}``; ``**provenance``: ``inputs`` (paths or records), ``parameters``,
+        ``counts``, ``created_utc`` or other fields. See docs/object.md and
+        :mod:`cellspec_sc.model.from_tables` for an example.
+        """
+        x = cls(**parts_from_tables(cells=cells, measurements=measurements, dictionary=dictionary, images=images,
+                                    channels=channels, adjacency=adjacency, producer=producer, **provenance))
+        x.validate().raise_if_failed(f"{FROM_TABLES}: change what the rules below name and call it again")
+        return x
 
     # -- parts ---------------------------------------------------------------------------------
     def parts(self) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from cellspec_sc.errors import InputError
@@ -33,6 +33,7 @@ ENCODING_SAMPLE = 1 << 20
 FALLBACK_ENCODINGS = ("cp1252", "latin-1")
 
 
+@lru_cache(maxsize=1 << 16)  # a reader asks for each header several times; the micro-sign variants never change
 def normalise_header(name: str) -> str:
     """A header with every micro-sign variant of the vocabulary written as ``u`` and spaces collapsed.
 

@@ -81,7 +81,8 @@ def piece_buffer(path: Path, span: tuple[int, int]) -> pa.BufferReader:
 def workers() -> int:
     """Threads for parsing: the CPUs this process may use, as pyarrow counts them (``pa.set_cpu_count(1)``
     makes parsing single-threaded)."""
-    return max(1, min(pa.cpu_count(), len(os.sched_getaffinity(0))))
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)  # not macOS
+    return max(1, min(pa.cpu_count(), usable))
 
 
 def ordered_map(fn: Callable[[T], R], items: Sequence[T], threads: int | None = None) -> Iterator[R]:
