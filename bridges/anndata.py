@@ -214,7 +214,7 @@ def _note_table_changes(table: str, frame: pd.DataFrame, stored_types: Mapping[s
     missing = [name for name in stored_types if name not in frame.columns]
     if missing:
         changes[f"{table}_columns_removed"] = missing
-    now = column_fingerprints(frame[[c for c in frame.columns if c in stored_hashes]])
+    now = column_fingerprints(frame[[c for c in frame.columns if c in stored_hashes]], stored_hashes)
     edited = [name for name, digest in now.items() if digest != stored_hashes[name]]
     if edited:
         changes[f"{table}_columns_changed"] = edited

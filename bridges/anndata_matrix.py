@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import xxhash
 
+from cellspec_sc.model.digest import column_digest
 from cellspec_sc.progress import progress
 from cellspec_sc.validation.matrix_stats import row_blocks
 
@@ -58,11 +59,24 @@ def is_dask(matrix: Any) -> bool:
     return type(matrix).__module__.startswith("dask.")
 
 
-def column_fingerprints(frame: pd.DataFrame) -> dict[str, str]:
-    """A hash of each column's values (NA-aware, doubles by their bits), to detect edited columns."""
+def column_fingerprints(frame: pd.DataFrame, like: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A digest of each column's values (``"xxh3:<hex>"``, :func:`cellspec_sc.model.digest.column_digest`:
+    NA-aware, doubles by their bits), to detect edited columns.
+
+    ``like``: fingerprints recorded earlier; a column recorded in the older form (SHA-256 of pandas'
+    row hashes, without the ``xxh3:`` prefix) is fingerprinted that way, so records written before
+    still compare.
+
+    >>> column_fingerprints(pd.DataFrame({"a": [1.0]}))["a"][:5]
+    'xxh3:'
+    """
+    like = like or {}
     out = {}
     for name in frame.columns:
-        hashes = pd.util.hash_pandas_object(frame[name], index=False).to_numpy(dtype=np.uint64)
-        out[str(name)] = hashlib.sha256(hashes.tobytes()).hexdigest()[:32]
+        column = frame[name]
+        if str(like.get(str(name), "xxh3:")).startswith("xxh3:"):
+            out[str(name)] = "xxh3:" + column_digest(column)
+        else:
+            hashes = pd.util.hash_pandas_object(column, index=False).to_numpy(dtype=np.uint64)
+            out[str(name)] = hashlib.sha256(hashes.tobytes()).hexdigest()[:32]
     return out
-

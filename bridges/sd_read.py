@@ -132,7 +132,9 @@ def _rows_with_shapes(sdata: SpatialData, table: anndata.AnnData, record: Mappin
         if element is None:
             gone[region] = int(rows.size)
         else:
-            keep[rows] = instance_keys(table.obs[instance_key].iloc[rows]).isin(instance_keys(element.index))
+            instances, shapes = instance_keys(table.obs[instance_key].iloc[rows]), instance_keys(element.index)
+            # as written by to_spatialdata: the rows name the shapes in order, no id-by-id matching needed
+            keep[rows] = True if instances.equals(shapes) else instances.isin(shapes)
     if gone:
         warnings.warn(f"cells of shapes elements that are not in the SpatialData are left out: {gone} "
                       "(restrict_to_shapes=False keeps them)", SpatialDataBridgeWarning, stacklevel=3)

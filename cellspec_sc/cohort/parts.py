@@ -3,7 +3,7 @@
 Every read checks before and after that the file is the one the cohort opened
 (size, modification time, inode), so a result never mixes two versions of a
 directory. A task holds the rows of one row group at a time; columns are
-decoded in batches of about 32 MB (:func:`cellspec_sc.io.parquet.fill_row_group`).
+decoded in batches of about 8 MB (:func:`cellspec_sc.io.parquet.fill_row_group`).
 
 >>> import cellspec_sc as cs, tempfile, pathlib
 >>> from cellspec_sc.cohort.members import open_directory
@@ -152,7 +152,7 @@ def _decoded(handle: pq.ParquetFile, part: Part, names: list[str],
              mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """The kept rows of columns ``names`` as float64 (null as NaN) and each column's null count there."""
     counts = np.zeros(len(names), dtype=np.int64)
-    if mask is None:  # the read path's decoder: column batches of ~32 MB straight into the block
+    if mask is None:  # the read path's decoder: column batches of ~8 MB straight into the block
         block = empty_matrix(part.rows, len(names))
         fill_row_group(handle, part.row_group, names, block, counts)
         return block, counts

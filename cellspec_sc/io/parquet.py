@@ -35,7 +35,7 @@ from cellspec_sc.progress import progress
 from cellspec_sc.io.refusals import ChangedSinceRead, ColumnMismatch, StoredNonFinite, UndecodableData
 from cellspec_sc.spec.types import spec_type_of
 
-_DECODE_BYTES = 1 << 25  # decoded feature values held at once while filling the matrix (two pieces in flight)
+_DECODE_BYTES = 1 << 23  # decoded feature values per piece: ~8 MB (bigger pieces left up to 250 MB of freed Arrow buffers resident on a first read)
 _ROW_GROUP_BYTES = 1 << 27  # ~128 MB row groups on write
 DECODE_THREADS = max(1, (os.cpu_count() or 2) - 1)  # threads filling the matrix; one more core hashes the file and checks the cells
 _THREADED_ROWS = 1 << 12  # row groups at least this long are decoded with pyarrow's threads, column by column

@@ -28,6 +28,7 @@ import pyarrow as pa
 import xxhash
 
 from cellspec_sc.model.cellspec import COMPONENTS, CellSpec
+from cellspec_sc.model.digest import array_digest, frame_digest
 from cellspec_sc.validation.report import ValidationReport
 
 
@@ -40,59 +41,18 @@ def content_token(x: Any) -> str | None:
     >>> content_token(x) == content_token(x.replace()) != content_token(x.replace(provenance={}))
     True
     """
-    if not isinstance(x, CellSpec) or not isinstance(x.measurements, np.ndarray):
+    if not isinstance(x, CellSpec) or not isinstance(x.measurements, np.ndarray) or x.measurements.dtype.hasobject:
         return None
-    digest = xxhash.xxh3_128()
+    parts = []
     try:
         for name in COMPONENTS:
-            digest.update(name.encode())
-            _add_value(digest, getattr(x, name))
+            value = getattr(x, name)
+            parts.append(array_digest(value, same_nan=False) if isinstance(value, np.ndarray) else
+                         frame_digest(value) if isinstance(value, pd.DataFrame) else
+                         json.dumps(value, sort_keys=True, default=repr))
     except (TypeError, ValueError, pa.ArrowException):  # a malformed object: validate it every time
         return None
-    return digest.hexdigest()
-
-
-def _add_value(digest: Any, value: Any) -> None:
-    if isinstance(value, np.ndarray):
-        _add_array(digest, value)
-    elif isinstance(value, pd.DataFrame):
-        _add_frame(digest, value)
-    else:  # spec_version, provenance, None
-        digest.update(json.dumps(value, sort_keys=True, default=repr).encode())
-
-
-def _add_array(digest: Any, values: np.ndarray) -> None:
-    digest.update(repr((values.dtype.str, values.shape)).encode())
-    if values.dtype.hasobject:
-        raise TypeError("object arrays are not fingerprinted")
-    if values.flags.f_contiguous and not values.flags.c_contiguous:  # read(layout="F"): hashed as stored
-        digest.update(b"F")
-        values = values.T
-    contiguous = values if values.flags.c_contiguous else np.ascontiguousarray(values)
-    digest.update(memoryview(contiguous.reshape(-1).view(np.uint8)))
-
-
-def _add_frame(digest: Any, frame: pd.DataFrame) -> None:
-    digest.update(repr((list(map(repr, frame.columns)), [str(t) for t in frame.dtypes], frame.shape)).encode())
-    if not isinstance(frame.index, pd.RangeIndex):
-        _add_arrow(digest, pa.array(frame.index))
-    else:
-        digest.update(repr(frame.index).encode())
-    for i in range(frame.shape[1]):
-        column = frame.iloc[:, i]
-        values = column.array
-        if isinstance(values, pd.arrays.NumpyExtensionArray) and not values.dtype.numpy_dtype.hasobject:
-            _add_array(digest, values.to_numpy())
-        else:  # Arrow-backed (zero copy), masked (a cheap conversion) or object columns
-            _add_arrow(digest, pa.array(column))
-
-
-def _add_arrow(digest: Any, array: pa.Array | pa.ChunkedArray) -> None:
-    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
-    for chunk in chunks:
-        digest.update(repr((str(chunk.type), chunk.offset, len(chunk), chunk.null_count)).encode())
-        for buffer in chunk.buffers():
-            digest.update(b"-" if buffer is None else memoryview(buffer))
+    return xxhash.xxh3_128("|".join(parts).encode()).hexdigest()
 
 
 def remembered(x: Any, options: dict[str, Any], token: str) -> ValidationReport | None:
