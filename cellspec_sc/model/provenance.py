@@ -11,6 +11,7 @@ import copy
 import hashlib
 import os
 from datetime import UTC, datetime
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,13 @@ from typing import Any
 PACKAGE = "cellspec_sc"
 
 
+@cache  # importlib.metadata scans the installed distributions: milliseconds on every read otherwise
 def package_version() -> str:
-    """The installed version of cellspec_sc."""
+    """The installed version of cellspec_sc.
+
+    >>> package_version() == package_version()
+    True
+    """
     try:
         return version(PACKAGE)
     except PackageNotFoundError:  # running from a source tree without install
