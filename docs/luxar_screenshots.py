@@ -39,7 +39,7 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp())
     img = HERE / "img"
-    x = cs.example(n_cells=2000)
+    x = cs.example(n_cells=6000)  # two 650 x 490 um sections: tumour nests, T cells at their margins, stroma
     scene = cs.to_luxar(x, work / "a.luxar.zarr", layers=["cells", "marker:CD3e"])
     shoot(scene, img / "luxar-default.png")
     shoot(scene, img / "luxar-marker.png", [(2, 1)])  # 'colour by' -> CD3e
@@ -49,6 +49,9 @@ def main() -> None:
     shoot(scene, img / "luxar-category-embedding.png", [(2, 4)])  # 'classification' -> one class
     scene = cs.to_luxar(x, work / "c.luxar.zarr", layers=["marker:CD3e"], layout="stack")
     shoot(scene, img / "luxar-stack.png", [(2, 1)])  # 'image' -> img2
+    small = cs.example(n_cells=300, adjacency=True, outlines=True)  # outlines: GeoJSON named by geometry_ref
+    scene = cs.to_luxar(small, work / "d.luxar.zarr", layers=["cells", "outlines", "adjacency"])
+    shoot(scene, img / "luxar-outlines.png")
 
 
 if __name__ == "__main__":

@@ -104,8 +104,10 @@ def test_cellspec_json_contents(tmp_path):
                                                 for n in ("cell_id", "image_id", "sample_id")]
     assert doc["column_types"]["cells"][-1] == {"name": x.feature_ids[-1], "type": "double"}
     assert [c["name"] for c in doc["column_types"]["adjacency"]] == list(x.adjacency.columns)
-    assert doc["images"][0] == {"image_id": "img1", "sample_id": "s1", "pixel_size": 0.5, "width_px": 2000,
-                                "height_px": 1500, "platform": "simulated", "source_image": "img1.ome.tiff"}
+    first = x.images.iloc[0]
+    assert doc["images"][0] == {"image_id": "img1", "sample_id": "s1", "pixel_size": 0.5,
+                                "width_px": int(first["width_px"]), "height_px": int(first["height_px"]),
+                                "platform": "simulated", "source_image": "img1.ome.tiff"}
     assert doc["dictionary"][0]["marker"] is None or isinstance(doc["dictionary"][0]["marker"], str)
     assert len(doc["channels"]) == len(x.channels)
     assert doc["provenance"] == x.provenance

@@ -97,7 +97,7 @@ def test_scene_attributes_units_title_citation_and_y_down_camera(tmp_path, x):
     assert attrs["units"] == "um" and attrs["title"] == "My slide"
     dims = attrs["scene_dimensions"]["dimensions"]
     assert [d["name"] for d in dims] == ["x", "y", "go to"] and dims[2]["categories"] == ["all images", "img1", "img2"]
-    assert attrs["citation"]["short"] == "Cells measured by simulate 1.0.0 (cellspec_sc simulator 1.0.0)"
+    assert attrs["citation"]["short"] == "Cells measured by simulate 2.0.0 (cellspec_sc simulator 2.0.0)"
     camera = scene.viewer_config.camera
     assert camera.view_axis == "xy" and camera.up == (0.0, -1.0, 0.0)  # y grows downward, nothing mirrored
     assert attrs["cellspec"]["layers"] == [{"layer": "cells"}]
@@ -132,7 +132,7 @@ def test_hover_labels_keys_positions_and_radii_follow_stored_order(tmp_path, x):
 def test_side_by_side_offsets_follow_image_widths(tmp_path, x):
     path = cs.to_luxar(x, tmp_path / "s.luxar.zarr")
     scene = luxar.LuxarScene.load(path)
-    width = 2000 * 0.5  # width_px x pixel_size of the example images
+    width = float(x.images["width_px"][0] * x.images["pixel_size"][0])  # both example images have this width
     assert scene.get_group("img1")["transform"][0, 3] == 0.0
     assert scene.get_group("img2")["transform"][0, 3] == pytest.approx(width + 0.08 * width)
 
@@ -417,7 +417,7 @@ def test_anndata_cluster_and_embedding_layers(tmp_path, scanpy_adata):
                                                         + adata.obs["cell_id"].astype(str)).to_numpy())
     cluster = pd.Series(adata.obs["cluster"].to_numpy(), index=umap.index)
     lo, hi = umap.min(), umap.max()
-    size = 1500 * 0.5  # the tallest image in micrometres, from the images table kept by to_anndata
+    size = float((x.images["height_px"] * x.images["pixel_size"]).max())  # the tallest image in micrometres
     span = (hi - lo).max()
     for image in ("img1", "img2"):
         slide = points_node(path, f"{image}/{image}.category_cluster")
@@ -445,7 +445,7 @@ def test_anndata_features_markers_and_contacts(tmp_path, scanpy_adata):
     scene = luxar.LuxarScene.load(path)
     n_segments = sum(len(scene.get_lines(f"adjacency/{im}/contacts").segments) for im in ("img1", "img2"))
     assert n_segments == len(x.adjacency)  # from obsp['spatial_connectivities']
-    assert scene.root_attrs["citation"]["short"].startswith("Cells measured by simulate 1.0.0")
+    assert scene.root_attrs["citation"]["short"].startswith("Cells measured by simulate 2.0.0")
 
 
 def test_anndata_without_cellspec_record_uses_cell_extents(tmp_path, x):

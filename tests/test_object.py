@@ -40,7 +40,8 @@ def test_example_parameters_make_larger_objects():
     assert x.measurements.shape == (5000, 200)
     assert x.cells["image_id"].nunique() == 3
     assert {"region__tissue", "boundary_distance__core"} <= set(x.cells.columns)
-    assert len(x.adjacency) > 5000 and set(x.adjacency["method"]) == {"delaunay"}
+    # cells packed like tissue touch more than one other cell on average; contacts come from the outlines
+    assert len(x.adjacency) > x.n_cells and set(x.adjacency["method"]) == {"polygon_intersection"}
     report = cs.validate(x)
     assert report.ok and not report.warnings, report.format(only_problems=True)
 
@@ -167,13 +168,13 @@ def test_repr_prints_the_summary_block_of_section_1():
         "  markers   4: DAPI, CD3e, Pan-Cytokeratin, FOXP3",
         "  pixel     0.5 um/px",
         "  adjacency none",
-        "  source    simulate 1.0.0 (cellspec_sc simulator 1.0.0)",
+        "  source    simulate 2.0.0 (cellspec_sc simulator 2.0.0)",
     ]
 
 
 def test_repr_survives_an_invalid_object_and_html_escapes():
     x = cs.example(adjacency=True)
-    assert "contacts (delaunay)" in repr(x)
+    assert f"{len(x.adjacency)} contacts (polygon_intersection)" in repr(x)
     broken = x.replace(dictionary=None)
     assert repr(broken).startswith("<cellspec>")
     d = x.dictionary.copy()

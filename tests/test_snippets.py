@@ -5,6 +5,7 @@ for the rules, including the only way to leave a block out (a visible ``<!-- not
 """
 
 import doctest
+import re
 
 import matplotlib
 import pytest
@@ -15,6 +16,15 @@ from snippets import RUN, BlockFailed, blocks_of, pages, run_page, run_python
 matplotlib.use("Agg")
 
 KNOWN = {*RUN, "text", "json"}
+# Pages speak of the project as it is: no tracker numbers, no promises of work that "comes later".
+NOT_PROJECT_TEXT = re.compile(
+    r"\bissues? #?\d+"
+    r"|\b(?:comes?|coming|added|done|follows?|planned|implemented|arrives?|handled|fixed|measured|built|written"
+    r"|described|covered) later\b"
+    r"|\b(?:in a|until) later\b|\blater (?:issue|session|release|version|pass|step|slice|work)\b"
+    r"|\bnot yet (?:implemented|supported|measured|available|done|written)\b"
+    r"|\b(?:this|next|previous|a later) session\b|\bhelpers? (?:worked|shared)\b",
+    re.IGNORECASE)
 
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
@@ -41,6 +51,23 @@ def test_blocks_left_out_say_why(page):
         if block.skip is not None:
             assert block.language in RUN, f"{page.name}:{block.line}: a 'not run' marker on a block that never runs"
             assert len(block.skip) >= 10, f"{page.name}:{block.line}: 'not run' needs a reason, got {block.skip!r}"
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
+def test_pages_speak_of_the_project_only(page):
+    found = [f"{page.name}:{n}: {m.group(0)!r}" for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+             for m in NOT_PROJECT_TEXT.finditer(line)]
+    assert not found, "say what the project is, not which issue or session did it or what comes later:\n" + \
+        "\n".join(found)
+
+
+def test_the_project_text_rule_catches_what_it_should():
+    caught = ["see issue 17", "Issues #3 and 4", "the benchmarks come later", "in a later session",
+              "Not yet measured on a quiet machine", "while eight helpers worked"]
+    fine = ["the later one becomes other", "a later cs.write of the same object", "read later from the source file",
+            "tissue", "Measured under load only"]
+    assert all(NOT_PROJECT_TEXT.search(t) for t in caught)
+    assert not any(NOT_PROJECT_TEXT.search(t) for t in fine)
 
 
 def test_readme_and_every_docs_page_are_covered():

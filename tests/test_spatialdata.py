@@ -187,7 +187,7 @@ def test_an_image_added_in_pixels_overlays_the_cells():
     sdata = cs.to_spatialdata(x)
     cell = x.cells.iloc[0]  # img1, pixel size 0.5: pixel (col, row) = floor(x / 0.5), floor(y / 0.5)
     col, row = int(cell["x"] // 0.5), int(cell["y"] // 0.5)
-    pixels = np.zeros((1, 1500, 2000), dtype=np.uint8)
+    pixels = np.zeros((1, int(x.images["height_px"][0]), int(x.images["width_px"][0])), dtype=np.uint8)
     pixels[0, row, col] = 255
     sdata.images["img1_image"] = Image2DModel.parse(pixels, dims=("c", "y", "x"),
                                                     transformations={"img1_px": Identity()})
@@ -200,6 +200,18 @@ def test_an_image_added_in_pixels_overlays_the_cells():
 
 
 # -- queries and filtering -----------------------------------------------------------------------
+def frame_um(x, image_id="img1"):
+    """(width, height) of an image in micrometres, from its images row."""
+    row = x.images.set_index("image_id").loc[image_id]
+    return float(row["width_px"] * row["pixel_size"]), float(row["height_px"] * row["pixel_size"])
+
+
+def box_um(x):
+    """A box over part of img1: from 10% to 60% of its width, 7% to 67% of its height."""
+    width, height = frame_um(x)
+    return (0.1 * width, 0.07 * height, 0.6 * width, 0.67 * height)
+
+
 def expected_cells(x, image_id, x0, y0, x1, y1):
     c = x.cells
     inside = (c["image_id"] == image_id) & c["x"].between(x0, x1) & c["y"].between(y0, y1)
@@ -223,7 +235,7 @@ def check_subset(y, x, wanted):
 @pytest.mark.parametrize("filter_table", [True, False])
 def test_bounding_box_query_gives_a_valid_cellspec_of_the_cells_left(xa, tmp_path, filter_table):
     sdata = through_zarr(cs.to_spatialdata(xa), tmp_path / "q.zarr")
-    box = (100.0, 50.0, 600.0, 500.0)
+    box = box_um(xa)
     q = sd.bounding_box_query(sdata, axes=("x", "y"), min_coordinate=list(box[:2]), max_coordinate=list(box[2:]),
                               target_coordinate_system="img1", filter_table=filter_table)
     wanted = expected_cells(xa, "img1", *box)
@@ -237,21 +249,26 @@ def test_bounding_box_query_gives_a_valid_cellspec_of_the_cells_left(xa, tmp_pat
 
 def test_bounding_box_query_in_pixels_matches_the_same_box_in_micrometres(xa):
     sdata = cs.to_spatialdata(xa)
-    q = sd.bounding_box_query(sdata, axes=("x", "y"), min_coordinate=[200, 100], max_coordinate=[1200, 1000],
+    box = box_um(xa)
+    in_pixels = [v / 0.5 for v in box]  # pixel size 0.5 um
+    q = sd.bounding_box_query(sdata, axes=("x", "y"), min_coordinate=in_pixels[:2], max_coordinate=in_pixels[2:],
                               target_coordinate_system="img1_px")
-    check_subset(cs.from_spatialdata(q), xa, expected_cells(xa, "img1", 100.0, 50.0, 600.0, 500.0))
+    wanted = expected_cells(xa, "img1", *box)
+    assert 0 < len(wanted) < 40
+    check_subset(cs.from_spatialdata(q), xa, wanted)
 
 
 def test_polygon_query_gives_a_valid_cellspec_of_the_cells_left(xa):
     from shapely.geometry import Polygon
 
     sdata = cs.to_spatialdata(xa)
-    triangle = Polygon([(0, 0), (1000, 0), (0, 750)])
+    width, height = frame_um(xa)
+    triangle = Polygon([(0, 0), (width, 0), (0, height)])  # the top-left half of img1
     q = sd.polygon_query(sdata, triangle, target_coordinate_system="img1")
     c = xa.cells
     in_img1 = c["image_id"] == "img1"
     # a circle is kept when it intersects the triangle: centre distance to the hypotenuse below its radius
-    distance = (750 * c["x"] + 1000 * c["y"] - 750_000) / 1250
+    distance = (height * c["x"] + width * c["y"] - width * height) / np.hypot(width, height)
     radius = np.sqrt(c["area"] / np.pi)
     wanted = {("img1", cell_id) for cell_id in c.loc[in_img1 & (distance < radius), "cell_id"]}
     assert 0 < len(wanted) < 40

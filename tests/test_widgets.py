@@ -194,17 +194,19 @@ def test_space_raster_sums_and_positions():
     x = cs.example(n_cells=60, n_images=1)
     values = np.linspace(1.0, 60.0, 60)
     values[5] = np.nan
+    width, height = (float(x.images[c][0] * x.images["pixel_size"][0]) for c in ("width_px", "height_px"))
     cells = x.cells.copy()
     cells.loc[0, ["x", "y"]] = [0.2, 0.2]  # top-left corner
-    cells.loc[1, ["x", "y"]] = [999.9, 749.9]  # bottom-right corner of the 1000 x 750 um image
+    cells.loc[1, ["x", "y"]] = [width - 0.1, height - 0.1]  # bottom-right corner of the image
     x = _with_column(x.replace(cells=cells), "cell:DAPI:mean", values)
     w = preview(x, feature="cell:DAPI:mean").draw()
     w.select(panel="Space")
     view = w.space_data()
     assert view.raster.cells.sum() == 60 and view.raster.finite.sum() == 59
     assert view.raster.sum.sum() == pytest.approx(np.nansum(values))
-    assert view.raster.cells[0, 0] >= 1 and view.raster.cells[-1, -1] >= 1
-    assert view.grid.width == 1000.0 and view.grid.height == 750.0
+    corner = int((height - 0.1) // view.grid.bin_um), int((width - 0.1) // view.grid.bin_um)  # its bin, by hand
+    assert view.raster.cells[0, 0] >= 1 and view.raster.cells[corner] >= 1
+    assert view.grid.width == width and view.grid.height == height
     lo, hi, cmap, label = view.colour_range
     assert (lo, hi) == tuple(np.nanquantile(values, [0.02, 0.98]))
     assert label == "cell:DAPI:mean (a.u.)"

@@ -1,5 +1,9 @@
 """Simulated example objects: the spec's example, and larger ones for tests and benchmarks.
 
+The cells sit in a simulated tissue (:mod:`cellspec_sc.model.tissue`): tumour nests
+in stroma, T cells and Tregs at the nest margins, markers that follow the cell
+types, contacts and outlines from the cells' geometry.
+
 >>> from cellspec_sc import example
 >>> x = example()
 >>> x.summary()["kinds"]
@@ -11,7 +15,13 @@
 
 from __future__ import annotations
 
+import atexit
+import json
+import os
+import shutil
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,12 +29,12 @@ import pandas as pd
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.model.provenance import new_provenance
+from cellspec_sc.model.tissue import CLASSES, OUTLINE_VERTICES, Tissue, contacts, simulate_tissue
 from cellspec_sc.spec.types import canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 
-SIMULATOR_VERSION = "1.0.0"
+SIMULATOR_VERSION = "2.0.0"
 SPEC_MARKERS = ("DAPI", "CD3e", "Pan-Cytokeratin", "FOXP3")
-CLASSES = ("Tumor", "T cell", "Treg", "Stroma")
 # Mean level of each spec marker per class (rows follow CLASSES); extra markers get random levels.
 _LEVELS = {
     "DAPI": (900.0, 800.0, 800.0, 700.0),
@@ -32,10 +42,10 @@ _LEVELS = {
     "Pan-Cytokeratin": (1200.0, 30.0, 30.0, 60.0),
     "FOXP3": (5.0, 10.0, 400.0, 5.0),
 }
-_CLASS_WEIGHTS = (0.45, 0.25, 0.05, 0.25)
 _COMPARTMENT_SCALE = {"cell": 1.0, "nucleus": 1.3}
 _STAT_SCALE = {"mean": 1.0, "median": 0.92}
-_IMAGE_SIZE_PX = (2000, 1500)
+_LAYER_INSET_UM = 20.0  # each further region layer marks the nests shrunk by this much more
+_OUTLINE_SEED = 1  # spawn key of the generator that turns the outlines (apart from the cells' one)
 _CHUNK_BYTES = 1 << 26  # rows simulated at once: about 64 MB of values (one dask block when lazy)
 # Fixed so that example(seed) is reproducible to the bit, provenance included.
 _CREATED_UTC = "2026-01-01T00:00:00Z"
@@ -53,17 +63,33 @@ def example(
     adjacency: bool = False,
     region_layers: Sequence[str] = (),
     lazy: bool = False,
+    outlines: bool = False,
+    outline_dir: str | os.PathLike | None = None,
 ) -> CellSpec:
-    """Simulate a valid cellspec object.
+    """Simulate a valid cellspec object: a section of tissue with tumour nests, stroma and immune cells.
 
     The defaults give the spec's example: 80 cells in 2 images of 2 samples,
     19 features (16 intensity: 4 markers x cell/nucleus x mean/median; 2 shape:
     cell and nucleus area; 1 other: detection probability), pixel size 0.5 um/px,
     no adjacency. ``n_features`` adds markers (``M005``, ``M006``, ...) until
-    there are that many features in total; ``adjacency=True`` adds Delaunay
-    contacts; each name in ``region_layers`` adds ``region__<layer>`` and
-    ``boundary_distance__<layer>`` columns. One million cells x 200 features
-    take a few seconds.
+    there are that many features in total.
+
+    Cells are packed one per ~170 um2, so the images grow with ``n_cells``
+    (all images share one frame). ``classification`` is Tumor inside irregular
+    nests, T cell and Treg mostly in a band just outside them and in a few
+    lymphoid aggregates, Stroma elsewhere; each marker's level follows the class
+    (Pan-Cytokeratin in tumour, CD3e in T cells and Tregs, FOXP3 in Tregs), so
+    markers are spatially autocorrelated. ``adjacency=True`` adds the contacts of
+    the cells' outlines (method ``polygon_intersection``, see
+    :mod:`cellspec_sc.model.tissue`); each name in ``region_layers`` adds
+    ``region__<layer>`` (``tumor``/``stroma``) and ``boundary_distance__<layer>``
+    columns that follow the nests (each further layer draws them 20 um smaller).
+    ``outlines=True`` writes each image's cell outlines as GeoJSON (pixels, one
+    polygon per cell of exactly its ``area``) into ``outline_dir`` (default: a
+    temporary folder removed when Python exits), names them in
+    ``images.geometry_ref`` and makes that folder the object's ``source_dir``,
+    so ``cs.write`` copies them into the directory. The same seed gives the same
+    object. One million cells x 200 features take a few seconds.
 
     ``lazy=True`` gives the same object with the measurements as a dask array
     whose blocks are simulated when computed, so a slide bigger than memory can
@@ -75,14 +101,14 @@ def example(
     n_samples = n_images if n_samples is None else n_samples
     markers = _markers_for(list(markers), n_features)
     dictionary = _dictionary(markers, n_features)
-    images = _images(n_images, n_samples, pixel_size)
     image_of_cell = np.sort(np.arange(n_cells) % n_images) if n_images else np.zeros(0, dtype=int)
-    cls = rng.choice(len(CLASSES), size=n_cells, p=_CLASS_WEIGHTS)
-    cells = _cells(rng, image_of_cell, images, cls, region_layers)
-    measurements = _measurements(seed, rng, dictionary, markers, cls, cells["area"].to_numpy(), lazy)
+    tissue = simulate_tissue(rng, image_of_cell)
+    images = _images(n_images, n_samples, pixel_size, tissue)
+    cells = _cells(image_of_cell, images, tissue, region_layers)
+    measurements = _measurements(seed, rng, dictionary, markers, tissue.classes, tissue.area, lazy)
     parameters = {"seed": seed, "n_cells": n_cells, "n_images": n_images, "n_samples": n_samples,
                   "n_features": len(dictionary), "pixel_size": pixel_size, "adjacency": adjacency,
-                  "region_layers": list(region_layers)}
+                  "region_layers": list(region_layers), "outlines": outlines}
     provenance = new_provenance(
         producer={"tool": "simulate", "version": SIMULATOR_VERSION},
         adapter="simulator", adapter_version=SIMULATOR_VERSION,
@@ -90,6 +116,10 @@ def example(
         parameters=parameters,
     )
     provenance["created_utc"] = _CREATED_UTC
+    source_dir = None
+    if outlines:
+        source_dir = _outline_folder(outline_dir)
+        images = _write_outlines(seed, cells, images, tissue, source_dir)
     return CellSpec(
         spec_version=SPEC_VERSION,
         cells=cells,
@@ -98,7 +128,8 @@ def example(
         images=images,
         channels=_channels(images, markers),
         provenance=provenance,
-        adjacency=_delaunay_contacts(cells) if adjacency else None,
+        adjacency=_contacts(cells, tissue) if adjacency else None,
+        source_dir=source_dir,
     )
 
 
@@ -123,14 +154,14 @@ def _dictionary(markers: list[str], n_features: int | None) -> pd.DataFrame:
     return canonical_frame(pd.DataFrame(rows, columns=columns), "dictionary")
 
 
-def _images(n_images: int, n_samples: int, pixel_size: float) -> pd.DataFrame:
+def _images(n_images: int, n_samples: int, pixel_size: float, tissue: Tissue) -> pd.DataFrame:
     ids = [f"img{i + 1}" for i in range(n_images)]
     frame = pd.DataFrame({
         "image_id": ids,
         "sample_id": [f"s{i % max(n_samples, 1) + 1}" for i in range(n_images)],
         "pixel_size": [float(pixel_size)] * n_images,
-        "width_px": [_IMAGE_SIZE_PX[0]] * n_images,
-        "height_px": [_IMAGE_SIZE_PX[1]] * n_images,
+        "width_px": [int(np.ceil(tissue.width_um / pixel_size))] * n_images,
+        "height_px": [int(np.ceil(tissue.height_um / pixel_size))] * n_images,
         "platform": ["simulated"] * n_images,
         "source_image": [f"{i}.ome.tiff" for i in ids],
     })
@@ -148,30 +179,26 @@ def _channels(images: pd.DataFrame, markers: list[str]) -> pd.DataFrame:
     return canonical_frame(frame, "channels")
 
 
-def _cells(rng: np.random.Generator, image_of_cell: np.ndarray, images: pd.DataFrame, cls: np.ndarray,
+def _cells(image_of_cell: np.ndarray, images: pd.DataFrame, tissue: Tissue,
            region_layers: Sequence[str]) -> pd.DataFrame:
     n = image_of_cell.size
-    ps = float(images["pixel_size"].iloc[0]) if len(images) else 1.0
-    width, height = _IMAGE_SIZE_PX[0] * ps, _IMAGE_SIZE_PX[1] * ps
     ids = images["image_id"].to_numpy(dtype=object)
     samples = images["sample_id"].to_numpy(dtype=object)
     first_of_image = np.searchsorted(image_of_cell, np.arange(len(images)))
     local_index = np.arange(n) - first_of_image[image_of_cell] + 1 if n else np.zeros(0, dtype=int)
-    x = rng.uniform(0.0, width, n)
-    y = rng.uniform(0.0, height, n)
     frame = {
         "cell_id": local_index.astype(str).astype(object),
         "image_id": ids[image_of_cell],
         "sample_id": samples[image_of_cell],
-        "x": x,
-        "y": y,
-        "area": np.clip(rng.lognormal(np.log(150.0), 0.35, n), 20.0, 2000.0),
-        "classification": np.asarray(CLASSES, dtype=object)[cls],
+        "x": tissue.x,
+        "y": tissue.y,
+        "area": tissue.area,
+        "classification": np.asarray(CLASSES, dtype=object)[tissue.classes],
     }
-    for layer in region_layers:
-        boundary = width * rng.uniform(0.3, 0.7)
-        frame[f"region__{layer}"] = np.where(x < boundary, "tumor", "stroma").astype(object)
-        frame[f"boundary_distance__{layer}"] = x - boundary
+    for depth, layer in enumerate(region_layers):
+        distance = tissue.boundary_distance + depth * _LAYER_INSET_UM
+        frame[f"region__{layer}"] = np.where(distance < 0, "tumor", "stroma").astype(object)
+        frame[f"boundary_distance__{layer}"] = distance
     return canonical_frame(pd.DataFrame(frame), "cells")
 
 
@@ -224,28 +251,64 @@ def _intensity_levels(rng: np.random.Generator, dictionary: pd.DataFrame, marker
     return np.column_stack(columns) if columns else np.zeros((len(CLASSES), 0))
 
 
-def _delaunay_contacts(cells: pd.DataFrame) -> pd.DataFrame:
-    from scipy.spatial import Delaunay
-
-    parts = []
-    for image_id, group in cells.groupby("image_id", sort=False):
-        if len(group) < 3:
-            continue
-        pts = group[["x", "y"]].to_numpy()
-        tri = Delaunay(pts)
-        edges = np.concatenate([tri.simplices[:, [0, 1]], tri.simplices[:, [1, 2]], tri.simplices[:, [0, 2]]])
-        edges = np.unique(np.sort(edges, axis=1), axis=0)
-        length = np.linalg.norm(pts[edges[:, 0]] - pts[edges[:, 1]], axis=1)
-        ids = group["cell_id"].to_numpy(dtype=object)
-        a, b = ids[edges[:, 0]], ids[edges[:, 1]]
-        swap = np.array([x.encode() > y.encode() for x, y in zip(a, b, strict=True)], dtype=bool)
-        parts.append(pd.DataFrame({
-            "image_id": image_id,
-            "cell_id_a": np.where(swap, b, a),
-            "cell_id_b": np.where(swap, a, b),
-            "shared_boundary": np.round(np.clip(20.0 - 0.5 * length, 0.0, None), 6),
-            "method": "delaunay",
-        }))
-    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        {"image_id": [], "cell_id_a": [], "cell_id_b": [], "shared_boundary": [], "method": []})
+def _contacts(cells: pd.DataFrame, tissue: Tissue) -> pd.DataFrame:
+    """The adjacency table of :func:`cellspec_sc.model.tissue.contacts`, each pair in byte order of ids."""
+    i, j, shared = contacts(tissue)
+    ids = cells["cell_id"].to_numpy(dtype=str)  # decimal digits: code point order is byte order
+    a, b = ids[i], ids[j]
+    swap = a > b
+    frame = pd.DataFrame({
+        "image_id": cells["image_id"].to_numpy(dtype=object)[i],
+        "cell_id_a": np.where(swap, b, a).astype(object),
+        "cell_id_b": np.where(swap, a, b).astype(object),
+        "shared_boundary": np.round(shared, 6),
+        "method": "polygon_intersection",
+    })
     return canonical_frame(frame, "adjacency")
+
+
+# -- outlines -------------------------------------------------------------------------------------
+def _outline_folder(outline_dir: str | os.PathLike | None) -> Path:
+    if outline_dir is not None:
+        folder = Path(outline_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder.resolve()
+    folder = Path(tempfile.mkdtemp(prefix="cellspec-example-outlines-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def outline_features(cell_ids: np.ndarray, x_px: np.ndarray, y_px: np.ndarray, radius_px: np.ndarray,
+                     turn: np.ndarray) -> list[dict]:
+    """GeoJSON features: a regular polygon per cell (closed ring, pixels rounded to 1/1000).
+
+    >>> f = outline_features(np.array(["1"]), np.array([10.0]), np.array([5.0]), np.array([2.0]), np.array([0.0]))
+    >>> f[0]["id"], f[0]["geometry"]["coordinates"][0][0], len(f[0]["geometry"]["coordinates"][0])
+    ('1', [12.0, 5.0], 17)
+    """
+    angles = turn[:, None] + np.linspace(0.0, 2 * np.pi, OUTLINE_VERTICES + 1)[None, :]
+    angles[:, -1] = angles[:, 0]  # close each ring exactly
+    ring = np.stack([x_px[:, None] + radius_px[:, None] * np.cos(angles),
+                     y_px[:, None] + radius_px[:, None] * np.sin(angles)], axis=-1).round(3)
+    return [{"type": "Feature", "id": cid, "properties": {"cell_id": cid},
+             "geometry": {"type": "Polygon", "coordinates": [points]}}
+            for cid, points in zip(cell_ids.tolist(), ring.tolist(), strict=True)]
+
+
+def _write_outlines(seed: int, cells: pd.DataFrame, images: pd.DataFrame, tissue: Tissue,
+                    folder: Path) -> pd.DataFrame:
+    """Write ``outlines/<image_id>.geojson`` for every image under ``folder``; returns ``images`` with
+    ``geometry_ref`` naming them."""
+    turn = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_OUTLINE_SEED,))).uniform(
+        0.0, 2 * np.pi / OUTLINE_VERTICES, len(cells))
+    image_of_cell = cells["image_id"].to_numpy(dtype=object)
+    refs = []
+    for image_id, pixel_size in zip(images["image_id"], images["pixel_size"], strict=True):
+        rows = image_of_cell == image_id
+        features = outline_features(cells["cell_id"].to_numpy(dtype=str)[rows], tissue.x[rows] / pixel_size,
+                                    tissue.y[rows] / pixel_size, tissue.radius[rows] / pixel_size, turn[rows])
+        ref = f"outlines/{image_id}.geojson"
+        (folder / "outlines").mkdir(parents=True, exist_ok=True)
+        (folder / ref).write_text(json.dumps({"type": "FeatureCollection", "features": features}), encoding="utf-8")
+        refs.append(ref)
+    return canonical_frame(images.assign(geometry_ref=refs), "images")

@@ -8,7 +8,7 @@
   markers   4: DAPI, CD3e, Pan-Cytokeratin, FOXP3
   pixel     0.5 um/px
   adjacency none
-  source    simulate 1.0.0 (cellspec_sc simulator 1.0.0)
+  source    simulate 2.0.0 (cellspec_sc simulator 2.0.0)
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.notices import notice
+from cellspec_sc.readers.text_checks import check_encoding_name, check_regular_file, check_text, check_wide_encoding
 from cellspec_sc.spec.vocabulary import vocabulary
 
 SEPARATORS = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}
@@ -87,10 +88,12 @@ def detect_encoding(path: Path, encoding: str | None = None) -> str:
     first of :data:`FALLBACK_ENCODINGS` that decodes it, with a warning that names it."""
     if encoding is not None:
         try:
-            return codecs.lookup(encoding).name
+            name = codecs.lookup(encoding).name
         except LookupError:
             raise InputError(f"encoding={encoding!r} is not an encoding Python knows (try 'utf-8', 'cp1252', "
                              "'latin-1')") from None
+        check_encoding_name(name, path)
+        return name
     with open(path, "rb") as handle:
         sample = handle.read(ENCODING_SAMPLE)
     try:
@@ -119,11 +122,12 @@ def read_header(path: str | os.PathLike, delimiter: str, tool: str, encoding: st
     parser. Raises InputError naming the file and line 1.
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    encoding = detect_encoding(path, encoding)
+    check_regular_file(path)
     with open(path, "rb") as handle:
         first = handle.readline()
+    check_wide_encoding(path, first)
+    check_text(path, first, 0, delimiter, ())
+    encoding = detect_encoding(path, encoding)
     text = first.decode("utf-8-sig" if encoding == "utf-8" else encoding, errors="replace").rstrip("\r\n")
     if not text.strip():
         raise InputError(f"{path.name}: line 1: the file is empty; expected a {tool} table with a header line")

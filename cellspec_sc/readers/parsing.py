@@ -20,7 +20,8 @@ import pyarrow.csv as pacsv
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.readers.headers import SEPARATORS, Header
-from cellspec_sc.readers.pieces import data_start, line_pieces, ordered_map, piece_buffer
+from cellspec_sc.readers.pieces import data_start, line_pieces, ordered_map, piece_bytes
+from cellspec_sc.readers.text_checks import check_text
 from cellspec_sc.readers.values import arrow_objects
 
 
@@ -205,7 +206,9 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, numbers_
 def _parse_piece(plan: _Plan, span: tuple[int, int]) -> _Piece:
     """Parse one piece of the file (on a worker thread): filter its rows, fill its block of the matrix."""
     header = plan.header
-    table = pacsv.read_csv(piece_buffer(header.path, span),
+    data = piece_bytes(header.path, span)
+    check_text(header.path, data, span[0], header.delimiter, header.names)
+    table = pacsv.read_csv(pa.BufferReader(data),
                            read_options=read_options(header, column_names=list(header.names), use_threads=False,
                                                      block_size=span[1] - span[0] + 1),
                            parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
