@@ -13,6 +13,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from browser import browser_page  # noqa: E402
+from widgets_screenshots import save_small  # noqa: E402  (docs/ is this script's folder, first on sys.path)
 
 import cellspec_sc as cs  # noqa: E402
 from cellspec_sc.bridges.luxar_viewer import LuxarViewer  # noqa: E402
@@ -31,7 +32,7 @@ def shoot(scene: Path, out: Path, dims: list[tuple[int, int]] = ()) -> None:
         for index, value in dims:
             page.evaluate(SET, [index, value])
             page.wait_for_timeout(2500)
-        page.screenshot(path=str(out))
+        save_small(page.screenshot(), out.name)  # 128-colour palette, written under docs/img/
 
 
 def main() -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from browser import browser_page, free_port, screenshot_is_blank, server
@@ -66,15 +66,19 @@ def _dropdown(root, label: str):
 def lab_with_preview(tmp: Path, *, viewport: tuple[int, int] = (1400, 1000)):
     """JupyterLab serving a copy of notebooks/preview.ipynb, and a page that has run all its cells.
 
-    Yields (page, errors, outside requests, the widget locator, the notebook's folder).
+    The copy leaves out the notebook's cleanup cell, and the kernel's TMPDIR is a folder of the test, so the
+    exports stay in the folder the notebook made with ``tempfile.mkdtemp``.
+    Yields (page, errors, outside requests, the widget locator, the notebook's output folder).
     """
-    root = tmp / "root"
+    root, kernel_tmp = tmp / "root", tmp / "kernel-tmp"
     root.mkdir()
-    shutil.copy(NOTEBOOK, root / "preview.ipynb")
+    kernel_tmp.mkdir()
+    nbformat.write(without_cleanup(nbformat.read(NOTEBOOK, as_version=4)), root / "preview.ipynb")
     _write_settings(tmp / "settings")
     port, token = free_port(), "cellspec-test-token"
     base = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "config"), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime")}
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "config"), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+           "TMPDIR": str(kernel_tmp)}
     with server(_lab_command(root, tmp, port, token), ready_url=f"{base}/api/status?token={token}",
                 cwd=root, env=env), browser_page(tmp / "profile", viewport=viewport) as (page, errors):
         outside = _outside_requests(page, base)
@@ -87,13 +91,25 @@ def lab_with_preview(tmp: Path, *, viewport: tuple[int, int] = (1400, 1000)):
         page.wait_for_function("(el) => el.naturalWidth > 0", arg=histogram.element_handle(), timeout=30_000)
         page.wait_for_function(_KERNEL_IDLE, timeout=60_000)  # every cell has run
         widget.scroll_into_view_if_needed()
-        yield page, errors, outside, widget, root
+        made = sorted(kernel_tmp.glob("cellspec-preview-*"))
+        assert len(made) == 1, f"the notebook's output folder in {kernel_tmp}: {made}"
+        yield page, errors, outside, widget, made[0]
+
+
+def without_cleanup(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook without its last code cell, which removes the output folder (and the note above it)."""
+    last = max(k for k, c in enumerate(nb.cells) if c.cell_type == "code")
+    assert "shutil.rmtree(work)" in nb.cells[last].source, "notebooks/preview.ipynb ends with its cleanup cell"
+    nb.cells = nb.cells[:last - 1] if nb.cells[last - 1].cell_type == "markdown" else nb.cells[:last]
+    return nb
 
 
 def test_preview_in_jupyterlab(tmp_path):
-    with lab_with_preview(tmp_path) as (page, errors, outside, widget, root):
+    with lab_with_preview(tmp_path) as (page, errors, outside, widget, out):
         histogram = widget.locator(".widget-tab-contents img").first
-        assert (root / "preview.html").exists() and (root / "preview.png").exists()
+        assert (out / "preview.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        html = (out / "preview.html").read_text(encoding="utf-8")
+        assert "nucleus:FOXP3:mean" in html and "data:image/png;base64," in html  # the feature selected then
 
         # the notebook's later cells selected nucleus:FOXP3:mean through Python: the controls show it
         assert _dropdown(widget, "marker").input_value() == "FOXP3"

@@ -31,6 +31,9 @@ R = TypeVar("R")
 # Bytes of text per piece: big enough that the per-piece Python work (a few calls per column) is small
 # beside the parse, small enough that the pieces in flight cost little memory and both cores get work.
 PIECE_BYTES = 1 << 23
+# A file smaller than PIECE_BYTES x threads is cut into one piece per thread, none below this: a 4 MB export is
+# parsed on both cores (half its wall time), while a tiny file stays one piece parsed in the caller's thread.
+MIN_PIECE_BYTES = 1 << 20
 
 
 def data_start(path: Path) -> int:
@@ -54,11 +57,12 @@ def data_lines(path: Path) -> int:
 
 def line_pieces(path: Path, start: int, piece_bytes: int | None = None) -> list[tuple[int, int]]:
     """Byte ranges ``[a, b)`` covering ``start`` to the end of the file, each ending just after a newline
-    (the last one at the end of the file), about ``piece_bytes`` (default :data:`PIECE_BYTES`) long."""
-    piece_bytes = piece_bytes or PIECE_BYTES
+    (the last one at the end of the file), about ``piece_bytes`` long (default :data:`PIECE_BYTES`, or for a
+    smaller file an equal share per thread of :func:`workers`, at least :data:`MIN_PIECE_BYTES`)."""
     size = path.stat().st_size
     if size <= start:
         return []
+    piece_bytes = piece_bytes or min(PIECE_BYTES, max(MIN_PIECE_BYTES, -(-(size - start) // workers())))
     if size - start <= piece_bytes:
         return [(start, size)]
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
