@@ -299,28 +299,29 @@ def test_changed_file_that_no_longer_decodes_is_refused_for_its_hash(written):
     refused(written, r.ChecksumMismatch, "cells.parquet")
 
 
-def test_undecodable_feature_pages_refused_from_the_decoding_thread(tmp_path):
-    """The matrix decodes in a thread while the cells are checked: a corrupt data page of a feature
-    column (footer intact, manifest resealed) still gives UndecodableData naming the file."""
+def with_corrupt_feature_page(tmp_path):
+    """A directory whose cells.parquet has 180 bytes of garbage in a feature column's data page
+    (footer intact; the manifest not resealed)."""
     path = cs.write(cs.example(n_cells=3000, n_features=40), tmp_path / "obj")
     data = bytearray((path / "cells.parquet").read_bytes())
     meta = pq.ParquetFile(path / "cells.parquet").metadata
     page = meta.row_group(0).column(meta.num_columns - 5).data_page_offset
     data[page + 20:page + 200] = b"\xff" * 180
     (path / "cells.parquet").write_bytes(bytes(data))
+    return path
+
+
+def test_undecodable_feature_pages_refused_from_the_decoding_thread(tmp_path):
+    """The matrix decodes in a thread while the cells are checked: a corrupt data page of a feature
+    column (manifest resealed) still gives UndecodableData naming the file."""
+    path = with_corrupt_feature_page(tmp_path)
     reseal(path)
     refused(path, r.UndecodableData, "cells.parquet")
 
 
 def test_changed_feature_pages_refused_by_the_manifest_first(tmp_path):
     """Same corruption without resealing: the manifest mismatch is what the reader reports."""
-    path = cs.write(cs.example(n_cells=3000, n_features=40), tmp_path / "obj")
-    data = bytearray((path / "cells.parquet").read_bytes())
-    meta = pq.ParquetFile(path / "cells.parquet").metadata
-    page = meta.row_group(0).column(meta.num_columns - 5).data_page_offset
-    data[page + 20:page + 200] = b"\xff" * 180
-    (path / "cells.parquet").write_bytes(bytes(data))
-    refused(path, r.ChecksumMismatch, "cells.parquet")
+    refused(with_corrupt_feature_page(tmp_path), r.ChecksumMismatch, "cells.parquet")
 
 
 UNREADABLE_CHILD = """

@@ -25,12 +25,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.model.provenance import new_provenance
 from cellspec_sc.model.tissue import CLASSES, OUTLINE_VERTICES, Tissue, contacts, simulate_tissue
-from cellspec_sc.spec.types import canonical_frame
+from cellspec_sc.spec.types import PANDAS_DTYPES, canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 
 SIMULATOR_VERSION = "2.0.0"
@@ -252,17 +254,19 @@ def _intensity_levels(rng: np.random.Generator, dictionary: pd.DataFrame, marker
 
 
 def _contacts(cells: pd.DataFrame, tissue: Tissue) -> pd.DataFrame:
-    """The adjacency table of :func:`cellspec_sc.model.tissue.contacts`, each pair in byte order of ids."""
+    """The adjacency table of :func:`cellspec_sc.model.tissue.contacts`, each pair in byte order of ids
+    (compared by Arrow, which orders UTF-8 strings by their bytes)."""
     i, j, shared = contacts(tissue)
-    ids = cells["cell_id"].to_numpy(dtype=str)  # decimal digits: code point order is byte order
-    a, b = ids[i], ids[j]
-    swap = a > b
+    ids = pa.array(cells["cell_id"])
+    a, b = ids.take(pa.array(i)), ids.take(pa.array(j))
+    swap = pc.greater(a, b)
+    target = PANDAS_DTYPES["character"]
     frame = pd.DataFrame({
-        "image_id": cells["image_id"].to_numpy(dtype=object)[i],
-        "cell_id_a": np.where(swap, b, a).astype(object),
-        "cell_id_b": np.where(swap, a, b).astype(object),
+        "image_id": pd.Series(pa.array(cells["image_id"]).take(pa.array(i)), dtype=target),
+        "cell_id_a": pd.Series(pc.if_else(swap, b, a), dtype=target),
+        "cell_id_b": pd.Series(pc.if_else(swap, a, b), dtype=target),
         "shared_boundary": np.round(shared, 6),
-        "method": "polygon_intersection",
+        "method": pd.Series(["polygon_intersection"] * len(i), dtype=target),
     })
     return canonical_frame(frame, "adjacency")
 

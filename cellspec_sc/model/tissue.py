@@ -10,11 +10,11 @@ T cells and Tregs packed in a band just outside the nests (the invasive margin)
 and in the aggregates, stromal cells elsewhere, a few lymphocytes everywhere.
 
 Every cell is a regular polygon (:data:`OUTLINE_VERTICES` corners) of the cell's
-area, never overlapping another: its circumradius is at most half the distance
-to its nearest neighbour. Two cells are in contact when their outlines, each
-grown by :data:`CONTACT_GAP_UM` / 2, overlap; the shared boundary is the chord
-of that overlap. Everything is vectorised over cells (neighbours are found
-through the grid), so a million cells take well under a second.
+area, never overlapping another: the circles around two neighbours' polygons
+never overlap (r_i + r_j <= their distance). Two cells are in contact when those
+circles, each grown by :data:`CONTACT_GAP_UM` / 2, overlap; the shared boundary
+is the chord of that overlap. Everything is vectorised over cells (neighbours
+are found as slices of the grid), so a million cells take about a second.
 
 >>> import numpy as np
 >>> t = simulate_tissue(np.random.default_rng(0), np.repeat([0, 1], 500))
