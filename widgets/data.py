@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata import from_anndata
+from cellspec_sc.display.colors import category_order
 from cellspec_sc.display.ranges import robust_range
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
@@ -128,6 +129,10 @@ class PreviewData:
             self._codes[column] = compute.category_codes(self.x.cells[column])
         return self._codes[column]
 
+    def label_colours(self, column: str, labels: list[str]) -> list[str]:
+        """The colour of each legend label of ``column``: by the column's category order, as in Luxar."""
+        return compute.category_colours(labels, category_order(self.x.cells[column]))
+
     # -- features ------------------------------------------------------------------------------
     def values(self, feature_id: str) -> np.ndarray:
         """One measurement column as a contiguous float64 array (a few are cached)."""
@@ -172,7 +177,7 @@ class PreviewData:
         codes, labels = self.codes(column)
         raster = compute.category_raster(index, codes[self.rows(image_id)], labels, grid)
         present = raster.counts > 0
-        entries = compute.legend_entries(labels, raster.counts)
+        entries = compute.legend_entries(labels, raster.counts, self.label_colours(column, labels))
         return grid, raster, [e for e, keep in zip(entries, present, strict=True) if keep]
 
     # -- channels and validation ------------------------------------------------------------------

@@ -265,7 +265,7 @@ class Preview(W.VBox):
             return SpaceView(image, colour_by, grid, compute.value_rgba(raster, lo, hi), f"{title}, {n} cells",
                              raster, colour_range=(lo, hi, "viridis", label))
         grid, raster, legend = d.category_map(colour_by, image)
-        colours = compute.category_colours(raster.categories)
+        colours = d.label_colours(colour_by, list(raster.categories))
         return SpaceView(image, colour_by, grid, compute.category_rgba(raster, colours),
                          f"{image}: {colour_by}, {n} cells", raster, legend=tuple(legend))
 

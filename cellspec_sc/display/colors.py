@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 NA_GREY = "#b0b0b0"  # widgets: bins whose cells are all NA, the NA category
 OTHER_GREY = "#555555"  # widgets: categories pooled as "(other)"
@@ -73,6 +74,28 @@ def category_rgb(categories: Sequence[str], given: Mapping[str, str] | None = No
     else:
         base = colormaps["hsv"](np.linspace(0.0, 1.0, n, endpoint=False))[:, :3]
     return np.asarray(base, dtype=np.float32).reshape(n, 3)
+
+
+def category_order(values: pd.Series) -> list[str]:
+    """The order that fixes each category's colour: a categorical's own categories, else the distinct
+    non-missing values sorted (byte order). Luxar scenes and the preview widget both colour by it, so a
+    class has one colour everywhere.
+
+    >>> category_order(pd.Series(["b", None, "a", "b"]))
+    ['a', 'b']
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return [str(c) for c in values.cat.categories]
+    return sorted({str(v) for v in values.dropna().unique()})
+
+
+def category_colour_map(order: Sequence[str]) -> dict[str, str]:
+    """``"#rrggbb"`` of each category from its position in ``order`` (see :func:`category_rgb`).
+
+    >>> category_colour_map(["B cell", "T cell"])
+    {'B cell': '#1f77b4', 'T cell': '#ff7f0e'}
+    """
+    return {str(c): hex_colour(rgb) for c, rgb in zip(order, category_rgb(list(order)), strict=True)}
 
 
 def image_colours(image_ids: Sequence[str]) -> dict[str, str]:

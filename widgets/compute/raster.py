@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.colors import to_rgba
 
-from cellspec_sc.display.colors import EMPTY, NA_GREY, OTHER_GREY, category_hex
+from cellspec_sc.display.colors import EMPTY, NA_GREY, OTHER_GREY, category_colour_map, category_hex
 
 MAX_CATEGORIES = 20  # shown categories per map, the rest is pooled as OTHER
 OTHER = "(other)"
@@ -165,23 +165,30 @@ class LegendEntry:
 CATEGORY_FIXED = {NA_LABEL: NA_GREY, OTHER: OTHER_GREY}  # colours of the pooled labels
 
 
-def category_colours(labels: Sequence[str]) -> list[str]:
-    """One ``"#rrggbb"`` per map label: tab20 in order, grey for ``NA``, a dark grey for ``(other)``.
+def category_colours(labels: Sequence[str], order: Sequence[str] | None = None) -> list[str]:
+    """One ``"#rrggbb"`` per map label: grey for ``NA``, a dark grey for ``(other)``; the others by their
+    position in ``order`` (the column's category order, as Luxar scenes colour them), or tab20 in turn.
 
     >>> category_colours(["T cell", OTHER, NA_LABEL])
     ['#1f77b4', '#555555', '#b0b0b0']
+    >>> category_colours(["T cell", "B cell"], order=["B cell", "T cell"])
+    ['#ff7f0e', '#1f77b4']
     """
-    return category_hex(labels, CATEGORY_FIXED)
+    if order is None:
+        return category_hex(labels, CATEGORY_FIXED)
+    by_order = category_colour_map(order)
+    return [CATEGORY_FIXED.get(label) or by_order[label] for label in labels]
 
 
-def legend_entries(labels: Sequence[str], counts: np.ndarray) -> list[LegendEntry]:
+def legend_entries(labels: Sequence[str], counts: np.ndarray,
+                   colours: Sequence[str] | None = None) -> list[LegendEntry]:
     """One entry per category with its cell count and colour.
 
     >>> [e.label for e in legend_entries(["T cell", "NA"], np.array([3, 1]))]
     ['T cell', 'NA']
     """
     return [LegendEntry(label, int(n), colour)
-            for label, n, colour in zip(labels, counts, category_colours(labels), strict=True)]
+            for label, n, colour in zip(labels, counts, colours or category_colours(labels), strict=True)]
 
 
 def value_rgba(raster: ValueRaster, lo: float, hi: float, cmap: str = "viridis") -> np.ndarray:
