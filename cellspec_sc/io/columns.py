@@ -134,8 +134,10 @@ class MatrixFiller:
     def _copy(self, column: pa.Array | pa.ChunkedArray, name: str, target: np.ndarray) -> None:
         values = column.to_numpy(zero_copy_only=False) if column.type == pa.float64() \
             else np.full(len(column), np.nan)  # an all-null column (conformed earlier)
-        # A sum is NaN only if a value is NaN (or inf - inf), so most columns skip the exact count.
-        suspect = column.null_count or np.isnan(np.add.reduce(values))
+        # A sum is NaN only if a value is NaN (or inf - inf, also after an overflow), so most columns skip
+        # the exact count; the overflow itself is expected and says nothing to the user.
+        with np.errstate(over="ignore", invalid="ignore"):
+            suspect = column.null_count or np.isnan(np.add.reduce(values))
         nan = int(np.count_nonzero(np.isnan(values))) - column.null_count if suspect else 0
         if nan:
             self.stored_nan[name] = self.stored_nan.get(name, 0) + nan
