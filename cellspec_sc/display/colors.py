@@ -5,8 +5,8 @@ Colours are ``"#rrggbb"`` strings (widgets, HTML) or RGB float triples in 0..1 (
 
 >>> hex_colour((1.0, 0.5, 0.0))
 '#ff8000'
->>> category_hex(["T cell", "NA"], fixed={"NA": NA_GREY})
-['#1f77b4', '#b0b0b0']
+>>> category_colour_map(["B cell", "T cell"])["T cell"]
+'#ff7f0e'
 """
 
 from __future__ import annotations
@@ -26,29 +26,6 @@ UNCOLOURED = (0.85, 0.85, 0.85)  # Luxar: cells layer of an object without class
 def hex_colour(rgb: Sequence[float]) -> str:
     """``"#rrggbb"`` of an RGB triple in 0..1."""
     return "#" + "".join(f"{int(round(float(c) * 255)):02x}" for c in rgb)
-
-
-def category_hex(labels: Sequence[str], fixed: Mapping[str, str] | None = None) -> list[str]:
-    """One ``"#rrggbb"`` per label: tab20 in order with its ten strong colours first; a label in ``fixed``
-    gets its colour there instead (NA, "(other)") and does not use up a palette colour.
-
-    >>> category_hex(["a", "(other)", "b"], fixed={"(other)": OTHER_GREY})
-    ['#1f77b4', '#555555', '#ff7f0e']
-    """
-    from matplotlib import colormaps
-    from matplotlib.colors import to_hex
-
-    palette = [to_hex(c) for c in colormaps["tab20"].colors]
-    palette = palette[0::2] + palette[1::2]  # the strong ten first
-    fixed = fixed or {}
-    out, i = [], 0
-    for label in labels:
-        if label in fixed:
-            out.append(fixed[label])
-        else:
-            out.append(palette[i % len(palette)])
-            i += 1
-    return out
 
 
 def category_rgb(categories: Sequence[str], given: Mapping[str, str] | None = None) -> np.ndarray:

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.colors import to_rgba
 
-from cellspec_sc.display.colors import EMPTY, NA_GREY, OTHER_GREY, category_colour_map, category_hex
+from cellspec_sc.display.colors import EMPTY, NA_GREY, OTHER_GREY, category_colour_map
 
 MAX_CATEGORIES = 20  # shown categories per map, the rest is pooled as OTHER
 OTHER = "(other)"
@@ -165,30 +165,24 @@ class LegendEntry:
 CATEGORY_FIXED = {NA_LABEL: NA_GREY, OTHER: OTHER_GREY}  # colours of the pooled labels
 
 
-def category_colours(labels: Sequence[str], order: Sequence[str] | None = None) -> list[str]:
+def category_colours(labels: Sequence[str], order: Sequence[str]) -> list[str]:
     """One ``"#rrggbb"`` per map label: grey for ``NA``, a dark grey for ``(other)``; the others by their
-    position in ``order`` (the column's category order, as Luxar scenes colour them), or tab20 in turn.
+    position in ``order`` (the column's category order), the rule Luxar scenes colour by.
 
-    >>> category_colours(["T cell", OTHER, NA_LABEL])
-    ['#1f77b4', '#555555', '#b0b0b0']
-    >>> category_colours(["T cell", "B cell"], order=["B cell", "T cell"])
-    ['#ff7f0e', '#1f77b4']
+    >>> category_colours(["T cell", OTHER, NA_LABEL, "B cell"], order=["B cell", "T cell"])
+    ['#ff7f0e', '#555555', '#b0b0b0', '#1f77b4']
     """
-    if order is None:
-        return category_hex(labels, CATEGORY_FIXED)
     by_order = category_colour_map(order)
     return [CATEGORY_FIXED.get(label) or by_order[label] for label in labels]
 
 
-def legend_entries(labels: Sequence[str], counts: np.ndarray,
-                   colours: Sequence[str] | None = None) -> list[LegendEntry]:
+def legend_entries(labels: Sequence[str], counts: np.ndarray, colours: Sequence[str]) -> list[LegendEntry]:
     """One entry per category with its cell count and colour.
 
-    >>> [e.label for e in legend_entries(["T cell", "NA"], np.array([3, 1]))]
-    ['T cell', 'NA']
+    >>> [(e.label, e.cells) for e in legend_entries(["T cell", "NA"], np.array([3, 1]), ["#1f77b4", NA_GREY])]
+    [('T cell', 3), ('NA', 1)]
     """
-    return [LegendEntry(label, int(n), colour)
-            for label, n, colour in zip(labels, counts, colours or category_colours(labels), strict=True)]
+    return [LegendEntry(label, int(n), colour) for label, n, colour in zip(labels, counts, colours, strict=True)]
 
 
 def value_rgba(raster: ValueRaster, lo: float, hi: float, cmap: str = "viridis") -> np.ndarray:
