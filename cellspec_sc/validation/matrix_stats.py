@@ -75,6 +75,24 @@ def first_seen_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(codes, dtype=np.int64), np.asarray(names, dtype=object)
 
 
+def first_seen_code_array(values: pd.Series) -> np.ndarray:
+    """The codes of :func:`first_seen_codes` alone, for a text column with many distinct values (cell
+    ids): Arrow's dictionary encoding without making a Python string of each distinct value.
+
+    >>> first_seen_code_array(pd.Series(["b", "a", None, "b"], dtype="string")).tolist()
+    [0, 1, -1, 0]
+    """
+    try:
+        encoded = pc.dictionary_encode(pa.chunked_array(pa.array(values, from_pandas=True)))
+    except (pa.ArrowException, TypeError, ValueError):
+        return first_seen_codes(values)[0]
+    chunks = encoded.chunks
+    if any(not c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]):
+        return first_seen_codes(values)[0]
+    parts = [pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False) for c in chunks]
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
 def arrow_first_seen_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`first_seen_codes` of an Arrow string column, before it becomes a pandas column (Arrow's
     dictionary encoding, which ``pd.factorize`` of an Arrow-backed column also uses).
