@@ -18,11 +18,12 @@ def test_quick_cohort_benchmark_reports_every_step_with_peaks_and_no_restarts(tm
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]
-    assert [(r["step"], r["workers"]) for r in rows] == [(s, w) for w in (1, 2)
-                                                        for s in ("validate", "summary", "write_dataset")]
+    assert [(r["step"], r["workers"]) for r in rows] == [(s, w) for s in ("validate", "summary", "write_dataset")
+                                                        for w in (1, 2)]
     for row in rows:
         assert "error" not in row and row["workers_restarted"] == 0
-        assert math.isfinite(row["seconds"]) and row["seconds"] > 0
+        assert math.isfinite(row["seconds"]) and row["seconds"] > 0 and row["all_seconds"] == [row["seconds"]]
+        assert 0 < row["worker_cpu_s"] < 60 * row["workers"]
         assert len(row["worker_peak_bytes"]) == row["workers"] and min(row["worker_peak_bytes"]) > 50 * 2**20
         assert row["client_peak_bytes"] > 50 * 2**20 and row["cells"] == 4 * 3_000
         if row["workers"] == 2:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import hashlib
 import os
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 _AT_FDCWD = -100
@@ -54,6 +55,36 @@ def fsync_file(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+@functools.cache
+def _sync_file_range() -> Callable[..., int] | None:
+    """libc's sync_file_range (Linux), None where the system has none."""
+    fn = getattr(ctypes.CDLL(None, use_errno=True), "sync_file_range", None)
+    if fn is not None:
+        fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    return fn
+
+
+def start_writeback(path: Path) -> None:
+    """Ask the kernel to start writing a complete file's data to disk now, without waiting for it.
+
+    Linux ``sync_file_range(SYNC_FILE_RANGE_WRITE)``; nothing elsewhere. Only a hint: durability still
+    comes from :func:`fsync_file` at publication (errors surface there), but a writer that starts each
+    file's writeback as soon as the file is complete keeps the disk busy while it computes the next one,
+    instead of stopping in fsync until the disk drains, and leaves little for the final fsync.
+    """
+    fn = _sync_file_range()
+    if fn is None:
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fn(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
     finally:
         os.close(fd)
 
