@@ -32,6 +32,7 @@ import shutil
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,31 @@ def settle(paths: list[Path]) -> None:
                     pass
 
 
+def disk_floor(scratch: Path, size: int, writers: int) -> dict[str, Any]:
+    """Time writing ``size`` bytes (random, in ``writers`` files written at once by threads) and fsyncing
+    them, the least any step writing that much can take on this disk; the files are removed after."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    chunk = os.urandom(1 << 24)
+
+    def write(i: int) -> None:
+        left = size // writers + (size % writers if i == 0 else 0)
+        fd = os.open(scratch / f"floor-{i}.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            while left > 0:
+                left -= os.write(fd, memoryview(chunk)[:left])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    settle([])
+    started = time.perf_counter()
+    with ThreadPoolExecutor(writers) as pool:
+        list(pool.map(write, range(writers)))
+    seconds = time.perf_counter() - started
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {"bytes": size, "writers": writers, "seconds": seconds, "mb_per_s": size / seconds / 2**20}
+
+
 def run_step(client: Any, cohort: Any, step: str, scratch: Path) -> dict[str, Any]:
     """Time one step on ``client``; peaks of every worker and of the client; CPU of the workers; restarts."""
     before = client.run(_start_sampler)
@@ -174,11 +200,14 @@ def run_step(client: Any, cohort: Any, step: str, scratch: Path) -> dict[str, An
     seconds = time.perf_counter() - started
     cpu = sum(client.run(_cpu_seconds).values()) - sum(cpu_before.values())
     peaks = client.run(_read_sampler)
+    written = sum(f.stat().st_size for f in scratch.rglob("*") if f.is_file()) if scratch.is_dir() else 0
     shutil.rmtree(scratch, ignore_errors=True)
     restarted = sorted(set(before.items()) ^ set(client.run(lambda: os.getpid()).items()))
     row = {"step": step, "seconds": seconds, "cells_per_s": cohort.n_cells / seconds, "worker_cpu_s": cpu,
            "worker_peak_bytes": sorted(peaks.values()), "client_peak_bytes": client_peak.stop(),
            "workers_restarted": len(restarted) // 2}
+    if step == "write_dataset":
+        row["bytes_written"] = written
     if error:
         row["error"] = error
     return row
@@ -243,18 +272,29 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def floor_line(floor: dict[str, Any] | None, rows: list[dict[str, Any]]) -> str:
+    """One sentence: how long the disk alone takes for write_dataset's bytes, beside write_dataset's times."""
+    if not floor:
+        return "disk floor: not measured (write_dataset wrote nothing)"
+    steps = ", ".join(f"{r['workers']} worker(s) {r['seconds']:.3g} s" for r in rows if r["step"] == "write_dataset")
+    return (f"disk floor: {floor['bytes'] / 2**30:.2f} GiB written by {floor['writers']} thread(s) and fsynced in "
+            f"{floor['seconds']:.3g} s ({floor['mb_per_s']:,.0f} MiB/s); write_dataset: {steps}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     args.data.mkdir(parents=True, exist_ok=True)
     paths = prepare(args.data, args.directories, args.cells, args.features)
     rows = run_all(args, paths)
+    written = max((r.get("bytes_written", 0) for r in rows), default=0)
+    floor = disk_floor(args.data / "cohort-scratch", written, max(r["workers"] for r in rows)) if written else None
     out = args.json or args.data / "cohort-results.json"
     document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "command": " ".join(["python -m benchmarks.cohort", *(argv if argv is not None else sys.argv[1:])]),
-                "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows}
+                "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows, "disk_floor": floor}
     out.write_text(json.dumps(document, indent=1))
     text = markdown(rows)
-    print("\n" + text + f"\n\nJSON: {out}")
+    print("\n" + text + f"\n\n{floor_line(floor, rows)}\nJSON: {out}")
     if args.markdown:
         args.markdown.write_text(text + "\n")
     return 0 if all(not r.get("error") and not r["workers_restarted"] for r in rows) else 1
