@@ -166,13 +166,13 @@ def test_overwrite_keeps_the_old_file_until_the_new_one_is_complete(tmp_path):
 def test_a_file_is_flushed_while_written_and_a_failed_flush_fails_the_write(tmp_path, monkeypatch):
     """The payload goes to disk while the writer is still writing (the fsync before publishing then finds
     little left); a failed flush is the write's failure, never swallowed: nothing is published."""
-    flushed_sizes = []
+    flushed_sizes, flush = [], staging._flush_started
 
     def recording(fd):
         flushed_sizes.append(os.fstat(fd).st_size)
-        os.fsync(fd)
+        flush(fd)
 
-    monkeypatch.setattr(staging, "_datasync", recording)
+    monkeypatch.setattr(staging, "_flush_started", recording)
     target = tmp_path / "page.html"
     page = "<!DOCTYPE html><p>" + "x" * 1_000_000
     with publishing(target, HTML_FILE, overwrite=False) as payload:
@@ -186,7 +186,7 @@ def test_a_file_is_flushed_while_written_and_a_failed_flush_fails_the_write(tmp_
     def failing(fd):
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
-    monkeypatch.setattr(staging, "_datasync", failing)
+    monkeypatch.setattr(staging, "_flush_started", failing)
     other = tmp_path / "other.html"
     with pytest.raises(WriteFailed) as caught:
         with publishing(other, HTML_FILE, overwrite=False) as payload:

@@ -19,13 +19,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import hashlib
 import os
 import secrets
 import shutil
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 _AT_FDCWD = -100
@@ -60,13 +61,44 @@ def fsync_file(path: Path) -> None:
         os.close(fd)
 
 
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+@functools.cache
+def _sync_file_range() -> Callable[..., int] | None:
+    """libc's sync_file_range (Linux), None where the system has none."""
+    fn = getattr(ctypes.CDLL(None, use_errno=True), "sync_file_range", None)
+    if fn is not None:
+        fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    return fn
+
+
+def start_writeback(path: Path) -> None:
+    """Ask the kernel to start writing a complete file's data to disk now, without waiting for it.
+
+    Linux ``sync_file_range(SYNC_FILE_RANGE_WRITE)``; nothing elsewhere. Only a hint: durability still
+    comes from :func:`fsync_file` at publication (errors surface there), but a writer that starts each
+    file's writeback as soon as the file is complete keeps the disk busy while it computes the next one,
+    instead of stopping in fsync until the disk drains, and leaves little for the final fsync.
+    """
+    fn = _sync_file_range()
+    if fn is None:
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fn(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def flushing_behind(path: Path, interval: float = 0.1) -> Iterator[None]:
-    """While the block writes the file ``path``, a thread flushes what is written so far to disk every
-    ``interval`` seconds (``fdatasync``, which releases the GIL), so the disk works while the writer
-    does and the :func:`fsync_file` before publishing finds little left. It adds no guarantee and
-    replaces no fsync: a failed flush is raised when the block ends (the kernel reports a write-back
-    error once, so it must not be lost here), and the file is fsynced as before.
+    """While the block writes the file ``path``, a thread starts writing what is written so far to disk
+    every ``interval`` seconds (:func:`start_writeback` of what the writer has added; ``fdatasync`` where
+    the system has no ``sync_file_range``), so the disk works while the writer does and the
+    :func:`fsync_file` before publishing finds little left. It adds no guarantee and replaces no fsync;
+    a failed flush is raised when the block ends (the kernel reports a write-back error once, so it
+    must not be lost here).
 
     >>> import tempfile
     >>> path = Path(tempfile.mkdtemp()) / "f"
@@ -84,7 +116,7 @@ def flushing_behind(path: Path, interval: float = 0.1) -> Iterator[None]:
                 if fd is None:
                     fd = _open_regular(path)
                 if fd is not None:
-                    _datasync(fd)
+                    _flush_started(fd)
         except OSError as err:
             failed.append(err)
         finally:
@@ -112,6 +144,16 @@ def _open_regular(path: Path) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def _flush_started(fd: int) -> None:
+    """Start writeback of ``fd``'s dirty data (sync_file_range), else flush it (fdatasync, or fsync on macOS)."""
+    fn = _sync_file_range()
+    if fn is None:
+        _datasync(fd)
+    elif fn(fd, 0, 0, _SYNC_FILE_RANGE_WRITE) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
 
 
 _datasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
