@@ -271,18 +271,3 @@ def test_duplicated_pairs_of_many_distinct_codes_are_hashed():
     want[[3, 4999]] = True
     np.testing.assert_array_equal(duplicated_pairs(a, b), want)
 
-
-@given(st.lists(st.lists(st.one_of(st.none(), st.text(alphabet="ab\x00é", max_size=4)), max_size=6), min_size=1,
-                max_size=3), st.integers(0, 3))
-def test_nul_screen_never_misses_a_nul(chunks, skip):
-    """The portability note scans a text column's Arrow bytes for NUL before searching value by value:
-    whenever a value holds NUL (in any chunk, after a slice) the screen says so, so the note is unchanged."""
-    from cellspec_sc.spec.types import PANDAS_DTYPES
-    from cellspec_sc.validation.portability import may_hold_nul
-
-    parts = [pd.Series(c, dtype=PANDAS_DTYPES["character"]) for c in chunks]
-    values = pd.concat(parts, ignore_index=True).iloc[skip:] if len(parts) > 1 else parts[0].iloc[skip:]
-    if any("\x00" in v for v in values.dropna()):
-        assert may_hold_nul(values)
-    else:
-        assert not may_hold_nul(values)

@@ -112,3 +112,53 @@ class BackgroundHash:
         if self._stop.is_set() or self._digest is None:
             raise RuntimeError(f"hashing {self.path.name} was cancelled")
         return self._digest
+
+
+class PieceHash:
+    """SHA-256 of a file whose pieces are read by several threads (a parse cut at line boundaries): each
+    thread hands in the bytes it read, and they are hashed in file order, so the file is read once.
+
+    ``start`` bytes from the beginning (the header) are hashed at once. :meth:`add` waits until the
+    pieces before its own are in; a thread that could not read its piece calls :meth:`fail`, so that
+    no thread waits for it. A piece is only ever waited for by pieces after it, which started later
+    (a thread pool runs work in order), so nothing waits forever.
+
+    >>> import tempfile, pathlib, hashlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "f.csv"
+    >>> _ = path.write_bytes(b"a,b\\n1,2\\n3,4\\n")
+    >>> h = PieceHash(path, 4)
+    >>> h.add((4, 8), b"1,2\\n"); h.add((8, 12), b"3,4\\n")
+    >>> h.result() == hashlib.sha256(path.read_bytes()).hexdigest()
+    True
+    """
+
+    def __init__(self, path: str | os.PathLike, start: int):
+        self.path = Path(path)
+        with open(self.path, "rb") as handle:
+            head = handle.read(start)
+        self._digest = hashlib.sha256(head)
+        self._next = len(head)
+        self._failed = False
+        self._turn = threading.Condition()
+
+    def add(self, span: tuple[int, int], data: bytes) -> None:
+        """Hash ``data``, the bytes ``span = (a, b)`` of the file, after the pieces before it."""
+        with self._turn:
+            self._turn.wait_for(lambda: self._next == span[0] or self._failed)
+            if not self._failed:
+                self._digest.update(data)
+                self._next = span[1]
+            self._turn.notify_all()
+
+    def fail(self) -> None:
+        """A piece will never come: stop waiting for it (the digest is then unavailable)."""
+        with self._turn:
+            self._failed = True
+            self._turn.notify_all()
+
+    def result(self) -> str:
+        """Hex SHA-256 of the whole file (every piece added)."""
+        size = self.path.stat().st_size
+        if self._failed or self._next != size:
+            raise RuntimeError(f"{self.path.name}: hashed {self._next} of {size} bytes")
+        return self._digest.hexdigest()

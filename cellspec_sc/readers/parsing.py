@@ -1,8 +1,10 @@
 """Parse an export with pyarrow's CSV reader straight into the float64 measurement matrix.
 
-:func:`stream_columns` reads the file batch by batch, converts NaN and infinities to NA and counts them,
-keeps only the rows an adapter asks for, and turns every parse failure into an
-:class:`~cellspec_sc.InputError` naming file, line and column.
+:func:`stream_columns` cuts the file into pieces parsed on every core
+(:func:`~cellspec_sc.readers.piece_parse.parse_piece`), converts NaN and infinities to NA and counts them,
+keeps only the rows an adapter asks for, hashes the file from the bytes the pieces read, gathers the
+matrix stats validation needs, and turns every parse failure into an :class:`~cellspec_sc.InputError`
+naming file, line and column.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ import pyarrow.csv as pacsv
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.readers.headers import SEPARATORS, Header
-from cellspec_sc.readers.pieces import data_start, line_pieces, ordered_map, piece_bytes
-from cellspec_sc.readers.text_checks import check_text
+from cellspec_sc.io.hashing import PieceHash
+from cellspec_sc.readers.piece_parse import Piece, PieceUnparsable, Plan, RowSlots, parse_piece, read_options
+from cellspec_sc.readers.pieces import data_start, line_pieces, ordered_map
 from cellspec_sc.readers.values import arrow_objects
+from cellspec_sc.validation.matrix_stats import MatrixStats
 
 
 @dataclass
@@ -41,6 +45,10 @@ class Parsed:
     unfiltered: dict[str, pa.ChunkedArray]
     matrix: np.ndarray
     counts: dict[str, int]
+    sha256: str | None = None
+    """SHA-256 of the file, when the parse hashed it (from the bytes it read)."""
+    stats: GroupedStats | None = None
+    """Matrix stats gathered while parsing, ranges per group (see :class:`GroupedStats`)."""
 
     def __post_init__(self) -> None:
         self._objects: dict[str, np.ndarray] = {}
@@ -68,12 +76,46 @@ class Parsed:
         return self.number_columns[name]
 
 
+@dataclass(frozen=True)
+class GroupedStats:
+    """:class:`~cellspec_sc.validation.matrix_stats.MatrixStats` of the parsed matrix with per-group ranges:
+    ``stats.codes`` is the group of each kept row, ``groups`` the value of the adapter's ``group`` column of
+    each group (None: one group). :meth:`for_images` turns them into validation's per-image stats."""
+
+    stats: MatrixStats
+    groups: list[str | None]
+
+    def for_images(self, image_codes: np.ndarray, n_images: int) -> MatrixStats | None:
+        """The stats with ranges per image (``image_codes``: the image of each row, in validation's order),
+        or None when a group spans several images (the adapter's group column does not decide the image).
+
+        >>> s = MatrixStats(1, np.array([0, 0, 1]), 2); s.add(0, np.array([[1.0], [2.0], [5.0]]))
+        >>> g = GroupedStats(MatrixStats(1, np.array([0, 0, 1]), 2), ["a", "b"]); g.stats.merge(s, np.array([0, 1]))
+        >>> g.for_images(np.array([0, 0, 0]), 1).high.tolist(), g.for_images(np.array([0, 1, 1]), 2)
+        ([[5.0]], None)
+        """
+        groups = self.stats.codes
+        if groups is None or len(groups) != len(image_codes) or (groups < 0).any() or (image_codes < 0).any():
+            return None
+        first = np.full(len(self.groups), -1, dtype=np.int64)
+        first[groups[::-1]] = np.arange(len(groups) - 1, -1, -1)  # first row of each group
+        if (first < 0).any():
+            return None
+        image_of_group = image_codes[first]
+        if not np.array_equal(image_of_group[groups], image_codes):
+            return None
+        out = MatrixStats(self.stats.n_features, image_codes, n_images)
+        out.merge(self.stats, images=image_of_group)
+        return out
+
+
 # Bytes read from the start of the file to estimate its number of rows.
 SAMPLE_BYTES = 1 << 20
 
 
 def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str], matrix: Sequence[str],
-                   keep: tuple[str, Sequence[str]] | None = None, unfiltered: Sequence[str] = ()) -> Parsed:
+                   keep: tuple[str, Sequence[str]] | None = None, unfiltered: Sequence[str] = (),
+                   group: str | None = None) -> Parsed:
     """Parse the file with pyarrow's CSV reader, in pieces on every core, straight into the measurement matrix.
 
     ``text`` columns are read as strings (kept as Arrow arrays), every other column as float64 (empty
@@ -88,16 +130,18 @@ def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str
     ``nonfinite_converted`` (infinities) and ``missing_in_source`` (empty fields), all over kept rows.
     A parse failure becomes an InputError that names file, line and column. When rows are filtered,
     a value that is not a number in a row that is not kept does not matter: on such a failure the file
-    is parsed again with numbers read as text and converted after the filter.
+    is parsed again with numbers read as text and converted after the filter. The matrix stats
+    (:attr:`Parsed.stats`) have ranges per value of the text column ``group`` (the column that decides
+    each row's image; None: one image).
     """
     try:
         return _stream(header, text=text, numbers=numbers, matrix=matrix, keep=keep, unfiltered=unfiltered,
-                       numbers_as_text=False)
+                       group=group, numbers_as_text=False)
     except _ConversionFailed as failed:
         if keep is None:
             raise _located_error(header, failed.message) from None
     return _stream(header, text=text, numbers=numbers, matrix=matrix, keep=keep, unfiltered=unfiltered,
-                   numbers_as_text=True)
+                   group=group, numbers_as_text=True)
 
 
 class _ConversionFailed(Exception):
@@ -106,83 +150,42 @@ class _ConversionFailed(Exception):
         self.message = message
 
 
-def read_options(header: Header, **options) -> pacsv.ReadOptions:
-    """pyarrow ReadOptions for ``header``'s file, transcoding when it is not UTF-8."""
-    if header.encoding != "utf-8":
-        options["encoding"] = header.encoding
-    return pacsv.ReadOptions(**options)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """What every piece of one parse needs: the convert options and which columns go where."""
-
-    header: Header
-    convert: pacsv.ConvertOptions
-    positions: list[int]
-    text: Sequence[str]
-    numbers: Sequence[str]
-    unfiltered: Sequence[str]
-    keep: tuple[str, Sequence[str]] | None
-    numbers_as_text: bool
-
-
-@dataclass
-class _Piece:
-    """One parsed piece: its kept rows (``sel``: positions among the piece's rows, None for all) as a
-    C-order block of the matrix, its text and number columns, and the NA counts of the block."""
-
-    rows: int
-    sel: np.ndarray | None
-    block: np.ndarray
-    text: dict[str, pa.Array]
-    numbers: dict[str, np.ndarray]
-    whole: dict[str, pa.Array]
-    counts: dict[str, int]
-
-
-class _PieceUnparsable(Exception):
-    """A value of a kept row is not a number (found after the filter); ``row`` counts within the piece."""
-
-    def __init__(self, column: str, value: str, row: int) -> None:
-        super().__init__(column, value, row)
-        self.column, self.value, self.row = column, value, row
-
-
-def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, numbers_as_text: bool) -> Parsed:
+def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, numbers_as_text: bool) -> Parsed:
     as_text = set(header.names) if numbers_as_text else set(text)
     types = {name: (pa.string() if name in as_text else pa.float64()) for name in header.names}
     convert = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
                                    quoted_strings_can_be_null=True)
     position = {name: i for i, name in enumerate(header.names)}
-    plan = _Plan(header, convert, [position[name] for name in matrix], text, numbers, unfiltered, keep,
-                 numbers_as_text)
     out = empty_matrix(_estimated_rows(header.path), len(matrix))
+    start = data_start(header.path)
+    plan = Plan(header, convert, [position[name] for name in matrix], text, numbers, unfiltered, keep,
+                group if group in text else None, numbers_as_text, RowSlots(out), PieceHash(header.path, start))
     counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
     parts: dict[str, list[pa.Array]] = {name: [] for name in text}
     number_parts: dict[str, list[np.ndarray]] = {name: [] for name in numbers}
     whole: dict[str, list[pa.Array]] = {name: [] for name in unfiltered}
     row_parts: list[np.ndarray] = []
+    stats = _GroupStats(len(matrix))
+    overflow: list[np.ndarray] = []  # blocks of the pieces beyond the estimated rows, in order
     read = filled = 0
-    spans = line_pieces(header.path, data_start(header.path))
+    spans = line_pieces(header.path, start)
     try:
-        for piece in ordered_map(lambda span: _parse_piece(plan, span), spans):
-            m = piece.block.shape[0]
-            if filled + m > out.shape[0]:  # only if the estimate was short: grow by half
-                out = _grown(out, filled, max(filled + m, out.shape[0] + out.shape[0] // 2))
-            out[filled:filled + m] = piece.block
+        for piece in ordered_map(lambda item: parse_piece(plan, *item), list(enumerate(spans))):
+            if piece.block is not None:
+                overflow.append(piece.block)
             for name, values in piece.text.items():
-                parts[name].append(values)
+                parts[name].extend(values.chunks)
             for name, values in piece.numbers.items():
                 number_parts[name].append(values)
             for name, values in piece.whole.items():
-                whole[name].append(values)
+                whole[name].extend(values.chunks)
             for name, count in piece.counts.items():
                 counts[name] += count
+            stats.add(piece)
             row_parts.append(np.arange(read, read + piece.rows) if piece.sel is None else piece.sel + read)
             read += piece.rows
-            filled += m
-    except _PieceUnparsable as failed:
+            filled += piece.kept
+    except PieceUnparsable as failed:
         raise InputError(f"{header.path.name}: line {read + failed.row + 2}, column {failed.column!r}: cannot parse "
                          f"{failed.value!r} as a number") from None
     except (pa.ArrowInvalid, pa.ArrowException) as err:
@@ -198,63 +201,46 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, numbers_
         text_columns={n: pa.chunked_array(parts[n], type=pa.string()) for n in text},
         number_columns={n: _joined(number_parts[n], np.float64) for n in numbers},
         unfiltered={n: pa.chunked_array(whole[n], type=pa.string()) for n in unfiltered},
-        matrix=out[:filled],
+        matrix=_with_overflow(out, filled, overflow),
         counts=counts,
+        sha256=plan.hasher.result(),
+        stats=stats.result(),
     )
 
 
-def _parse_piece(plan: _Plan, span: tuple[int, int]) -> _Piece:
-    """Parse one piece of the file (on a worker thread): filter its rows, fill its block of the matrix."""
-    header = plan.header
-    data = piece_bytes(header.path, span)
-    check_text(header.path, data, span[0], header.delimiter, header.names)
-    table = pacsv.read_csv(pa.BufferReader(data),
-                           read_options=read_options(header, column_names=list(header.names), use_threads=False,
-                                                     block_size=span[1] - span[0] + 1),
-                           parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
-                           convert_options=plan.convert)
-    batch = pa.RecordBatch.from_arrays([c.combine_chunks() for c in table.columns], names=table.column_names)
-    sel = _kept_in_batch(batch, plan.keep)
-    kept, kept_sel = batch, sel
-    if plan.numbers_as_text:  # the kept rows only, their numbers converted now
-        kept, kept_sel = _numbers_of_rows(batch, sel, set(plan.text)), None
-    text = {name: kept.column(name) if kept_sel is None else kept.column(name).take(kept_sel) for name in plan.text}
-    numbers = {}
-    for name in plan.numbers:
-        values = kept.column(name).to_numpy(zero_copy_only=False)
-        numbers[name] = values if kept_sel is None else values[kept_sel]
-    counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
-    block = np.empty((batch.num_rows if sel is None else len(sel), len(plan.positions)), dtype=np.float64)
-    _fill_block(kept, plan.positions, kept_sel, block, counts)
-    return _Piece(batch.num_rows, sel, block, text, numbers, {name: batch.column(name) for name in plan.unfiltered},
-                  counts)
+class _GroupStats:
+    """The pieces' matrix stats put together: counts over the matrix, ranges per distinct value of the
+    adapter's ``group`` column (codes in order of first appearance in the file)."""
+
+    def __init__(self, n_features: int) -> None:
+        self.n_features = n_features
+        self.index: dict[str | None, int] = {}
+        self.pieces: list[tuple[MatrixStats, np.ndarray]] = []
+
+    def add(self, piece: Piece) -> None:
+        self.pieces.append((piece.stats, np.array([self.index.setdefault(g, len(self.index)) for g in piece.groups],
+                                                  dtype=np.int64)))
+
+    def result(self) -> GroupedStats:
+        codes = [np.where(s.codes < 0, -1, images[np.maximum(s.codes, 0)]) for s, images in self.pieces]
+        total = MatrixStats(self.n_features, np.concatenate(codes) if codes else np.zeros(0, np.int64), len(self.index))
+        for piece_stats, images in self.pieces:
+            total.merge(piece_stats, images=images)
+        return GroupedStats(total, list(self.index))
 
 
-def _numbers_of_rows(batch: pa.RecordBatch, sel: np.ndarray | None, text: set[str]) -> pa.RecordBatch:
-    """The rows ``sel`` of an all-text ``batch`` with every non-``text`` column converted to float64."""
-    rows = np.arange(batch.num_rows) if sel is None else sel
-    batch = batch if sel is None else batch.take(pa.array(sel))
-    columns = []
-    for name, values in zip(batch.schema.names, batch.columns, strict=True):
-        if name in text:
-            columns.append(values)
-            continue
-        try:
-            columns.append(pc.cast(values, pa.float64()))
-        except pa.ArrowInvalid:
-            raise _unparsable(name, values, rows) from None
-    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
-
-
-def _unparsable(column: str, values: pa.Array, rows: np.ndarray) -> Exception:
-    """The first value of ``values`` that is not a number, with its row (``rows``: row of each value)."""
-    for i, value in enumerate(values.to_pylist()):
-        try:
-            if value is not None:
-                pa.array([value]).cast(pa.float64())
-        except pa.ArrowInvalid:
-            return _PieceUnparsable(column, value, int(rows[i]))
-    return pa.ArrowInvalid(f"column {column!r}: cannot parse a value as a number")
+def _with_overflow(out: np.ndarray, filled: int, overflow: list[np.ndarray]) -> np.ndarray:
+    """The matrix of the ``filled`` kept rows: ``out`` itself, unless the estimate of the rows was short and
+    the last pieces kept their own blocks (then one bigger matrix)."""
+    if not overflow:
+        return out[:filled]
+    bigger = empty_matrix(filled, out.shape[1])
+    placed = filled - sum(len(b) for b in overflow)
+    bigger[:placed] = out[:placed]
+    for block in overflow:
+        bigger[placed:placed + len(block)] = block
+        placed += len(block)
+    return bigger
 
 
 def _is_conversion_error(message: str) -> bool:
@@ -263,7 +249,7 @@ def _is_conversion_error(message: str) -> bool:
 
 def _estimated_rows(path: Path, sample: int = SAMPLE_BYTES) -> int:
     """Room for the data rows: exact for a file within ``sample`` bytes, else the file size over the mean
-    line length of the first ``sample`` bytes, plus a tenth (the matrix grows if that is short)."""
+    line length of the first ``sample`` bytes, plus a tenth (pieces beyond it keep their own blocks)."""
     size = path.stat().st_size
     with open(path, "rb") as handle:
         head = handle.read(sample)
@@ -271,54 +257,6 @@ def _estimated_rows(path: Path, sample: int = SAMPLE_BYTES) -> int:
     if size <= len(head):
         return max(lines, 1)
     return max(int(size / (len(head) / max(lines, 1)) * 1.1) + 1024, 1)
-
-
-def _grown(out: np.ndarray, filled: int, rows: int) -> np.ndarray:
-    bigger = empty_matrix(rows, out.shape[1])
-    bigger[:filled] = out[:filled]
-    return bigger
-
-
-def _kept_in_batch(batch: pa.RecordBatch, keep: tuple[str, Sequence[str]] | None) -> np.ndarray | None:
-    if keep is None:
-        return None
-    column, values = keep
-    mask = pc.is_in(batch.column(column), value_set=pa.array(list(values), type=pa.string()))
-    mask = pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
-    return None if mask.all() else np.flatnonzero(mask)
-
-
-def _fill_block(batch: pa.RecordBatch, positions: Sequence[int], sel: np.ndarray | None, block: np.ndarray,
-                counts: dict[str, int]) -> None:
-    """Copy the matrix columns (at ``positions`` of the batch) of the kept rows into ``block`` (rows x columns).
-
-    Columns are first copied into a column-major scratch array and then transposed into ``block`` in
-    one copy, which is much faster than writing each column with a stride of a whole row. NaN and
-    infinities are counted on the scratch array, in one pass when every value is finite.
-    """
-    scratch = np.empty((len(positions), block.shape[0]), dtype=np.float64)
-    nulls = 0
-    columns = batch.columns
-    for j, position in enumerate(positions):
-        col = columns[position]
-        values = col.to_numpy(zero_copy_only=False)
-        scratch[j] = values if sel is None else values[sel]
-        if col.null_count:
-            if sel is None:
-                nulls += col.null_count
-            else:
-                nulls += int(np.count_nonzero(col.is_null().to_numpy(zero_copy_only=False)[sel]))
-    n_nan = n_inf = 0
-    if not np.isfinite(scratch).all():
-        n_nan = int(np.count_nonzero(np.isnan(scratch)))
-        inf = np.isinf(scratch)
-        n_inf = int(np.count_nonzero(inf))
-        if n_inf:
-            scratch[inf] = np.nan
-    block[...] = scratch.T
-    counts["missing_in_source"] += nulls
-    counts["nonfinite_converted"] += n_inf
-    counts["na_converted"] += n_nan - nulls
 
 
 def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:

@@ -34,7 +34,6 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import ValidationError
-from cellspec_sc.io.hashing import BackgroundHash
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.provenance import input_record, new_provenance
 from cellspec_sc.readers.features import FeatureSpec, build_dictionary, checked_marker_map
@@ -42,6 +41,7 @@ from cellspec_sc.readers.headers import Header, read_header, require_columns
 from cellspec_sc.readers.parsing import Parsed, stream_columns
 from cellspec_sc.spec.types import canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
+from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes
 from cellspec_sc.validation.runner import validate
 
 
@@ -57,6 +57,8 @@ class ColumnRoles:
     matrix: Sequence[str]
     keep: tuple[str, Sequence[str]] | None = None
     unfiltered: Sequence[str] = ()
+    group: str | None = None
+    """The text column that decides each row's image (None: one image), for the matrix stats' ranges."""
 
 
 @dataclass
@@ -116,7 +118,7 @@ class ToolAdapter(ABC):
     def parse(self, header: Header, roles: ColumnRoles) -> Parsed:
         """Parse the export (every adapter so far streams it with pyarrow)."""
         return stream_columns(header, text=roles.text, numbers=roles.numbers, matrix=roles.matrix, keep=roles.keep,
-                              unfiltered=roles.unfiltered)
+                              unfiltered=roles.unfiltered, group=roles.group)
 
     @abstractmethod
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
@@ -136,19 +138,14 @@ def read_export(adapter: ToolAdapter, path: str | os.PathLike, *, validate_resul
     path = Path(path)
     header = adapter.header(path)
     roles = adapter.roles(header)
-    # SHA-256 of a single-file export, computed while it is parsed (a folder's tables are inputs of their own)
-    source = BackgroundHash(path) if path.is_file() else None
-    try:
-        parsed = adapter.parse(header, roles)
-        specs = adapter.classify(header, roles)
-        dictionary, applied = build_dictionary(specs, adapter.marker_map)
-        tables = adapter.tables(header, parsed, dictionary, applied, specs)
-        record = input_record(path, sha256=source.result()) if source is not None else None
-        return assemble(adapter, path=path, parsed=parsed, dictionary=dictionary, tables=tables,
-                        path_record=record, validate_result=validate_result)
-    finally:
-        if source is not None:
-            source.cancel()
+    parsed = adapter.parse(header, roles)  # hashes a single-file export from the bytes it parses
+    specs = adapter.classify(header, roles)
+    dictionary, applied = build_dictionary(specs, adapter.marker_map)
+    tables = adapter.tables(header, parsed, dictionary, applied, specs)
+    # a folder's tables are inputs of their own
+    record = input_record(path, sha256=parsed.sha256) if path.is_file() else None
+    return assemble(adapter, path=path, parsed=parsed, dictionary=dictionary, tables=tables,
+                    path_record=record, validate_result=validate_result)
 
 
 def assemble(adapter: ToolAdapter, *, path: Path, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
@@ -174,7 +171,15 @@ def assemble(adapter: ToolAdapter, *, path: Path, parsed: Parsed, dictionary: pd
     )
     if not validate_result:
         return x
-    report = validate(x)
+    report = validate(x, stats=_image_stats(parsed, x.cells))
     if not report.ok:
         raise ValidationError(report, context=f"{path.name}: the {adapter.name} reader built an invalid object")
     return x
+
+
+def _image_stats(parsed: Parsed, cells: pd.DataFrame) -> MatrixStats | None:
+    """The parse's matrix stats with ranges per image in validation's order (None: validation gathers them)."""
+    if parsed.stats is None or "image_id" not in cells.columns:
+        return None
+    codes, names = first_seen_codes(cells["image_id"])
+    return parsed.stats.for_images(codes, len(names))

@@ -40,7 +40,8 @@ from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.readers.features import FeatureSpec, channels_frame, intensity_channels
 from cellspec_sc.readers.headers import Header, normalise_header
 from cellspec_sc.readers.notices import notice
-from cellspec_sc.readers.parsing import Parsed, read_options
+from cellspec_sc.readers.parsing import Parsed
+from cellspec_sc.readers.piece_parse import read_options
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
 from cellspec_sc.readers.qupath_headers import classify, header_style
 from cellspec_sc.readers.values import (
@@ -111,7 +112,8 @@ class QuPathAdapter(ToolAdapter):
         if type_column is not None and self.object_types is not None:
             keep = (type_column, tuple(self.object_types))
         return ColumnRoles(text=text, numbers=centroids, matrix=matrix, keep=keep,
-                           unfiltered=[image_column] if image_column is not None and keep is not None else [])
+                           unfiltered=[image_column] if image_column is not None and keep is not None else [],
+                           group=image_column)
 
     def parse(self, header: Header, roles: ColumnRoles) -> Parsed:
         parsed = super().parse(header, roles)

@@ -24,7 +24,7 @@ import pyarrow.csv as pacsv
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.provenance import input_record
 from cellspec_sc.readers.headers import Header, read_header, require_columns
-from cellspec_sc.readers.parsing import read_options
+from cellspec_sc.readers.piece_parse import read_options
 from cellspec_sc.readers.values import check_missing_text, first_unknown, pixel_size_for, string_column
 
 OBJECT = "Object"

@@ -139,20 +139,31 @@ class MatrixStats:
         """Empty stats of the same shape and image codes (for another thread; see :meth:`merge`)."""
         return MatrixStats(self.n_features, self.codes, self.low.shape[0], self.image_ids)
 
-    def merge(self, other: MatrixStats) -> None:
+    def merge(self, other: MatrixStats, images: np.ndarray | None = None) -> None:
         """Add what ``other`` gathered over other blocks of the same matrix.
+
+        ``images`` maps ``other``'s image codes to this one's (``other.low[i]`` widens ``self.low[images[i]]``),
+        for stats gathered per piece of a file with the piece's own codes.
 
         >>> a, b = MatrixStats(1), MatrixStats(1)
         >>> a.add(0, np.array([[1.0], [np.inf]])); b.add(5, np.array([[np.nan], [-np.inf]]))
         >>> a.merge(b); a.nan.tolist(), a.infinite.tolist(), a.first_infinite.tolist(), a.negative.tolist()
         ([1], [2], [1], [1])
+        >>> c, d = MatrixStats(1, np.array([0, 1]), 2), MatrixStats(1, np.array([0, 0, 1]), 2)
+        >>> d.add(0, np.array([[5.0], [6.0], [1.0]])); c.merge(d, images=np.array([1, 0]))
+        >>> c.low.tolist(), c.high.tolist()
+        ([[1.0], [5.0]], [[1.0], [6.0]])
         """
         for name in ("nan", "infinite", "negative"):
             getattr(self, name)[:] += getattr(other, name)
         mine, theirs = self.first_infinite, other.first_infinite
         self.first_infinite[:] = np.where((mine < 0) | ((theirs >= 0) & (theirs < mine)), theirs, mine)
-        np.fmin(self.low, other.low, out=self.low)
-        np.fmax(self.high, other.high, out=self.high)
+        if images is None:
+            np.fmin(self.low, other.low, out=self.low)
+            np.fmax(self.high, other.high, out=self.high)
+        elif len(images):
+            np.fmin.at(self.low, images, other.low)
+            np.fmax.at(self.high, images, other.high)
 
     @property
     def has_ranges(self) -> bool:

@@ -1,0 +1,81 @@
+"""What a parse gathers besides the values: the file's SHA-256 from the bytes its pieces read, the matrix
+stats validation uses instead of walking the matrix again, and the rows beyond an estimate that was short."""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+
+import numpy as np
+import pytest
+
+import cellspec_sc as cs
+from cellspec_sc.readers import parsing, pieces
+from cellspec_sc.readers.notices import ReaderWarning
+from cellspec_sc.readers.qupath import QuPathAdapter
+from cellspec_sc.validation.matrix_stats import first_seen_codes, matrix_stats
+from test_readers_pieces import qupath_rows, write
+
+
+def interleaved(tmp_path, n=900):
+    """Three images interleaved in runs, negatives, NaN, empty fields, a constant column in one image."""
+    rows = qupath_rows(n, np.random.default_rng(7))
+    for i, row in enumerate(rows):
+        row[0] = ["a.tif", "b.tif", "c.tif"][(i // 50) % 3]
+        if row[2] == "Cell" and i % 7 == 3:
+            row[8] = "-2.5"
+        if row[0] == "c.tif" and row[2] == "Cell":
+            row[7] = "4.0"
+    return write(tmp_path / "cells.tsv", rows)
+
+
+def parse(path):
+    adapter = QuPathAdapter()
+    header = adapter.header(path)
+    return adapter.parse(header, adapter.roles(header))
+
+
+@pytest.mark.parametrize("piece_bytes", [250, 1 << 23])
+def test_parse_stats_equal_a_walk_over_the_matrix(tmp_path, monkeypatch, piece_bytes):
+    path = interleaved(tmp_path)
+    monkeypatch.setattr(pieces, "PIECE_BYTES", piece_bytes)
+    monkeypatch.setattr(pieces, "workers", lambda: 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReaderWarning)
+        parsed = parse(path)
+        x = cs.read_qupath(path)
+    assert parsed.sha256 == hashlib.sha256(path.read_bytes()).hexdigest() == x.provenance["inputs"][0]["sha256"]
+    codes, names = first_seen_codes(x.cells["image_id"])
+    assert list(names) == ["a.tif", "b.tif", "c.tif"]
+    given = parsed.stats.for_images(codes, len(names))
+    walked = matrix_stats(x.measurements, codes, len(names))
+    for name in ("nan", "infinite", "negative", "first_infinite", "low", "high"):
+        assert np.array_equal(getattr(given, name), getattr(walked, name)), name
+    assert given.nan.sum() > 0 and given.negative.sum() > 0
+    assert given.low[2, 0] == given.high[2, 0] == 4.0  # the constant column of image c
+    report = cs.validate(x)
+    assert report.status("feature_support") == "warn" and "cell:CD3:mean" in report.result("feature_support").message
+
+
+def test_stats_of_groups_spanning_images_are_not_used(tmp_path):
+    path = interleaved(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReaderWarning)
+        parsed = parse(path)
+    codes = np.zeros(parsed.n, dtype=np.int64)
+    assert parsed.stats.for_images(codes, 1) is not None  # several groups, one image: fine
+    codes[::2] = 1  # a group (an Image value) in two images: the ranges cannot be told apart
+    assert parsed.stats.for_images(codes, 2) is None
+
+
+def test_rows_beyond_a_short_estimate_are_kept(tmp_path, monkeypatch):
+    path = interleaved(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReaderWarning)
+        one = cs.read_qupath(path)
+        monkeypatch.setattr(pieces, "PIECE_BYTES", 300)
+        monkeypatch.setattr(pieces, "workers", lambda: 2)
+        monkeypatch.setattr(parsing, "_estimated_rows", lambda path: 40)
+        short = cs.read_qupath(path)
+    assert short.n_cells > 400
+    assert short.equals(one.replace(provenance=short.provenance)), short.differences(one)
