@@ -270,4 +270,3 @@ def test_duplicated_pairs_of_many_distinct_codes_are_hashed():
     want = np.zeros(5000, dtype=bool)
     want[[3, 4999]] = True
     np.testing.assert_array_equal(duplicated_pairs(a, b), want)
-
