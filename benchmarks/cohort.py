@@ -3,9 +3,17 @@
     python -m benchmarks.cohort                 # 40 directories x 250,000 cells x 100 features (8 GB of float64)
     python -m benchmarks.cohort --quick --data /tmp/c   # seconds; what the test suite runs
 
-Each step runs on a LocalCluster of 1 and then 2 single-threaded worker
+Each step runs on a LocalCluster of 1 and on one of 2 single-threaded worker
 processes with ``--memory-limit`` each (3 GB by default: a worker holds far
-less than the cohort). A row per (step, workers): wall time, cells per second,
+less than the cohort). Both clusters are started (and their workers warmed up)
+before anything is timed, and the two worker counts take turns step by step
+(validate on 1 then 2 workers, summary on 1 then 2, ...), so both see the same
+data in the same disk state: before every timed run the harness flushes dirty
+pages (``os.sync``, so no earlier write is paid for by the next step) and reads
+every file of the cohort once (the page cache is warm for both, as far as the
+machine's memory holds the cohort). ``--repeat N`` times each (step, workers)
+N times in turn and keeps the fastest. A row per (step, workers): wall time,
+cells per second, the CPU seconds of the workers (user + system, summed),
 the peak RSS of every worker process and of the client (sampled every 20 ms in
 a thread), whether a worker was restarted or killed (its pid or address
 changed) and, on the 2-worker rows, the speedup over 1 worker (goal >= 1.7).
@@ -15,13 +23,16 @@ The cohort is written once under ``--data`` and reused.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
+import math
 import os
 import shutil
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +53,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--features", type=int, default=None)
     p.add_argument("--memory-limit", default=None, help="per worker (default 3GB; --quick 1GB)")
     p.add_argument("--workers", default="1,2", help="worker counts to compare, comma separated")
+    p.add_argument("--repeat", type=int, default=1, help="runs per (step, workers), in turn; the fastest is kept")
     p.add_argument("--data", type=Path, default=ROOT / "benchmarks" / ".data", help="where the cohort is written")
     p.add_argument("--json", type=Path, default=None, help="JSON output (default: DATA/cohort-results.json)")
     p.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
@@ -124,9 +136,53 @@ def _warm_up() -> bool:
     return cs.validate(cs.example()).ok
 
 
+def _cpu_seconds() -> float:
+    """Run on each worker: user + system CPU seconds of the worker process so far."""
+    times = os.times()
+    return times.user + times.system
+
+
+def settle(paths: list[Path]) -> None:
+    """Same disk state before every timed run: no dirty pages left by earlier work, every file of the
+    cohort read once (page cache warm)."""
+    os.sync()
+    buffer = bytearray(1 << 24)
+    for folder in paths:
+        for file in sorted(folder.iterdir()):
+            with open(file, "rb", buffering=0) as handle:
+                while handle.readinto(buffer):
+                    pass
+
+
+def disk_floor(scratch: Path, size: int, writers: int) -> dict[str, Any]:
+    """Time writing ``size`` bytes (random, in ``writers`` files written at once by threads) and fsyncing
+    them, the least any step writing that much can take on this disk; the files are removed after."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    chunk = os.urandom(1 << 24)
+
+    def write(i: int) -> None:
+        left = size // writers + (size % writers if i == 0 else 0)
+        fd = os.open(scratch / f"floor-{i}.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            while left > 0:
+                left -= os.write(fd, memoryview(chunk)[:left])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    settle([])
+    started = time.perf_counter()
+    with ThreadPoolExecutor(writers) as pool:
+        list(pool.map(write, range(writers)))
+    seconds = time.perf_counter() - started
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {"bytes": size, "writers": writers, "seconds": seconds, "mb_per_s": size / seconds / 2**20}
+
+
 def run_step(client: Any, cohort: Any, step: str, scratch: Path) -> dict[str, Any]:
-    """Time one step on ``client``; peaks of every worker and of the client; restarts."""
+    """Time one step on ``client``; peaks of every worker and of the client; CPU of the workers; restarts."""
     before = client.run(_start_sampler)
+    cpu_before = client.run(_cpu_seconds)
     client_peak = PeakRss()
     started = time.perf_counter()
     error = None
@@ -142,12 +198,16 @@ def run_step(client: Any, cohort: Any, step: str, scratch: Path) -> dict[str, An
     except Exception as err:  # noqa: BLE001 - reported in the row
         error = f"{type(err).__name__}: {str(err)[:300]}"
     seconds = time.perf_counter() - started
+    cpu = sum(client.run(_cpu_seconds).values()) - sum(cpu_before.values())
     peaks = client.run(_read_sampler)
+    written = sum(f.stat().st_size for f in scratch.rglob("*") if f.is_file()) if scratch.is_dir() else 0
     shutil.rmtree(scratch, ignore_errors=True)
     restarted = sorted(set(before.items()) ^ set(client.run(lambda: os.getpid()).items()))
-    row = {"step": step, "seconds": seconds, "cells_per_s": cohort.n_cells / seconds,
+    row = {"step": step, "seconds": seconds, "cells_per_s": cohort.n_cells / seconds, "worker_cpu_s": cpu,
            "worker_peak_bytes": sorted(peaks.values()), "client_peak_bytes": client_peak.stop(),
            "workers_restarted": len(restarted) // 2}
+    if step == "write_dataset":
+        row["bytes_written"] = written
     if error:
         row["error"] = error
     return row
@@ -159,15 +219,27 @@ def run_all(args: argparse.Namespace, paths: list[Path]) -> list[dict[str, Any]]
     import cellspec_sc as cs
 
     cohort = cs.open_cohort(paths)
+    counts = [int(w) for w in args.workers.split(",")]
     rows = []
-    for workers in [int(w) for w in args.workers.split(",")]:
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=args.memory_limit,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
-            client.run(_warm_up)  # imports and first-call caches of every worker, untimed
-            for step in STEPS:
-                row = run_step(client, cohort, step, args.data / "cohort-scratch")
+    with contextlib.ExitStack() as stack:
+        clients = {}
+        for workers in counts:
+            cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                       memory_limit=args.memory_limit, dashboard_address=None))
+            clients[workers] = stack.enter_context(Client(cluster, set_as_default=False))
+            clients[workers].run(_warm_up)  # imports and first-call caches of every worker, untimed
+        for step in STEPS:
+            runs: dict[int, list[dict[str, Any]]] = {w: [] for w in counts}
+            for _ in range(args.repeat):
+                for workers in counts:  # 1 worker, then 2, then (with --repeat) 1 again...
+                    settle(paths)
+                    runs[workers].append(run_step(clients[workers], cohort, step, args.data / "cohort-scratch"))
+            for workers in counts:
+                row = min(runs[workers], key=lambda r: (bool(r.get("error")), r["seconds"]))
                 row.update(workers=workers, directories=len(paths), cells=cohort.n_cells,
-                           features=len(cohort.feature_ids), memory_limit=args.memory_limit)
+                           all_seconds=[r["seconds"] for r in runs[workers]], features=len(cohort.feature_ids),
+                           memory_limit=args.memory_limit,
+                           workers_restarted=sum(r["workers_restarted"] for r in runs[workers]))
                 rows.append(row)
                 print(markdown([row]).splitlines()[-1], flush=True)
     by_step = {(r["step"], r["workers"]): r for r in rows}
@@ -184,7 +256,8 @@ def _mb(value: float) -> str:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    head = ("| step | workers | directories x cells x features | s | cells/s | peak MB per worker | peak MB client "
+    head = ("| step | workers | directories x cells x features | s | worker CPU s | cells/s | peak MB per worker "
+            "| peak MB client "
             "| workers restarted | speedup vs 1 worker (goal >= 1.7) |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
@@ -192,10 +265,20 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         if r.get("error"):
             speedup += f" error: {r['error'][:80]}"
         lines.append(f"| {r['step']} | {r['workers']} | {r['directories']} x {r['cells'] // r['directories']:,} x "
-                     f"{r['features']} | {r['seconds']:.3g} | {r['cells_per_s']:,.0f} | "
+                     f"{r['features']} | {r['seconds']:.3g} | {r.get('worker_cpu_s', math.nan):.3g} | "
+                     f"{r['cells_per_s']:,.0f} | "
                      f"{' / '.join(_mb(p) for p in r['worker_peak_bytes'])} | {_mb(r['client_peak_bytes'])} | "
                      f"{r['workers_restarted']} | {speedup} |")
     return "\n".join(lines)
+
+
+def floor_line(floor: dict[str, Any] | None, rows: list[dict[str, Any]]) -> str:
+    """One sentence: how long the disk alone takes for write_dataset's bytes, beside write_dataset's times."""
+    if not floor:
+        return "disk floor: not measured (write_dataset wrote nothing)"
+    steps = ", ".join(f"{r['workers']} worker(s) {r['seconds']:.3g} s" for r in rows if r["step"] == "write_dataset")
+    return (f"disk floor: {floor['bytes'] / 2**30:.2f} GiB written by {floor['writers']} thread(s) and fsynced in "
+            f"{floor['seconds']:.3g} s ({floor['mb_per_s']:,.0f} MiB/s); write_dataset: {steps}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,13 +286,15 @@ def main(argv: list[str] | None = None) -> int:
     args.data.mkdir(parents=True, exist_ok=True)
     paths = prepare(args.data, args.directories, args.cells, args.features)
     rows = run_all(args, paths)
+    written = max((r.get("bytes_written", 0) for r in rows), default=0)
+    floor = disk_floor(args.data / "cohort-scratch", written, max(r["workers"] for r in rows)) if written else None
     out = args.json or args.data / "cohort-results.json"
     document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "command": " ".join(["python -m benchmarks.cohort", *(argv if argv is not None else sys.argv[1:])]),
-                "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows}
+                "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows, "disk_floor": floor}
     out.write_text(json.dumps(document, indent=1))
     text = markdown(rows)
-    print("\n" + text + f"\n\nJSON: {out}")
+    print("\n" + text + f"\n\n{floor_line(floor, rows)}\nJSON: {out}")
     if args.markdown:
         args.markdown.write_text(text + "\n")
     return 0 if all(not r.get("error") and not r["workers_restarted"] for r in rows) else 1

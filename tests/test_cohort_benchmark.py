@@ -17,12 +17,19 @@ def test_quick_cohort_benchmark_reports_every_step_with_peaks_and_no_restarts(tm
                            "--json", str(out), "--markdown", str(tmp_path / "table.md")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rows = json.loads(out.read_text())["rows"]
-    assert [(r["step"], r["workers"]) for r in rows] == [(s, w) for w in (1, 2)
-                                                        for s in ("validate", "summary", "write_dataset")]
+    document = json.loads(out.read_text())
+    rows = document["rows"]
+    written = [r["bytes_written"] for r in rows if r["step"] == "write_dataset"]
+    assert written[0] == written[1] > 4 * 3_000 * 12 * 8  # the same dataset, at least its float64 values
+    floor = document["disk_floor"]
+    assert floor["bytes"] == written[0] and floor["writers"] == 2 and floor["seconds"] > 0
+    assert "disk floor:" in proc.stdout
+    assert [(r["step"], r["workers"]) for r in rows] == [(s, w) for s in ("validate", "summary", "write_dataset")
+                                                        for w in (1, 2)]
     for row in rows:
         assert "error" not in row and row["workers_restarted"] == 0
-        assert math.isfinite(row["seconds"]) and row["seconds"] > 0
+        assert math.isfinite(row["seconds"]) and row["seconds"] > 0 and row["all_seconds"] == [row["seconds"]]
+        assert 0 < row["worker_cpu_s"] < 60 * row["workers"]
         assert len(row["worker_peak_bytes"]) == row["workers"] and min(row["worker_peak_bytes"]) > 50 * 2**20
         assert row["client_peak_bytes"] > 50 * 2**20 and row["cells"] == 4 * 3_000
         if row["workers"] == 2:

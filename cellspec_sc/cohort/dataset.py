@@ -2,14 +2,19 @@
 
 Each worker task reads one row group of one directory and writes its rows
 (cells columns, then one float64 column per cohort feature, NA as null) with
-``pyarrow.dataset.write_dataset`` under ``cells/<column>=<value>/``, then
-fsyncs and hashes what it wrote. Every source file is hashed once, on the
-workers, against the manifest seen when the cohort was opened. Only when every
-directory succeeded does the client write ``cohort.json``, ``MANIFEST.sha256``
-and ``DONE`` (last) and publish the staged folder with one rename, like a
-cellspec directory; otherwise nothing is published and :class:`CohortError`
-names every failed directory. The output must be on a file system every worker
-and the client can reach (a shared file system on a cluster).
+``pyarrow.parquet.ParquetWriter``: one file per partition under
+``cells/<column>=<value>/`` (folder names by pyarrow's hive partitioning,
+:mod:`cellspec_sc.cohort.hive`), one row group per file. The task hashes each
+file it wrote and asks the kernel to start writing it to disk
+(:func:`~cellspec_sc.io.staging.start_writeback`) but does not wait: the disk
+drains while the worker computes the next part. Every source file is hashed
+once, on the workers, against the manifest seen when the cohort was opened.
+Only when every directory succeeded does the client fsync every staged file
+(the one wait for the disk), write ``cohort.json``, ``MANIFEST.sha256`` and
+``DONE`` (last) and publish the staged folder with one rename, like a cellspec
+directory; otherwise nothing is published and :class:`CohortError` names every
+failed directory. The output must be on a file system every worker and the
+client can reach (a shared file system on a cluster).
 
 >>> import cellspec_sc as cs, tempfile, pathlib
 >>> from cellspec_sc.cohort.example import write_example_cohort
@@ -30,11 +35,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import dask
-import pyarrow as pa
-import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
-from cellspec_sc.cohort.dataset_read import COHORT_FILE, DATA_FOLDER, FORMAT_VERSION, TABLES, constants_of
+from cellspec_sc.cohort.dataset_read import COHORT_FILE, DATA_FOLDER, FORMAT_VERSION, TABLES
 from cellspec_sc.cohort.failures import CohortError, Failure, guarded
+from cellspec_sc.cohort.hive import partition_groups
 from cellspec_sc.cohort.members import Member, verify_member
 from cellspec_sc.cohort.parts import part_table
 from cellspec_sc.cohort.run import run
@@ -42,7 +47,7 @@ from cellspec_sc.io.columns import column_types_of
 from cellspec_sc.io.metadata import dump_document, rows_of
 from cellspec_sc.io.manifest import write_manifest
 from cellspec_sc.io.publish import TargetKind, publishing
-from cellspec_sc.io.staging import fsync_file, fsync_tree
+from cellspec_sc.io.staging import fsync_tree, start_writeback
 from cellspec_sc.model.provenance import package_version, sha256_file, utc_now
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 
@@ -63,7 +68,7 @@ def write_dataset(cohort: Cohort, path: str | Path, *, partition_by: Sequence[st
         files = _write_parts(cohort, payload, partition_by, client, progress)
         document = _document(cohort, partition_by, files, Path(path))
         (payload / COHORT_FILE).write_bytes(dump_document(document, path))
-        fsync_tree(payload)
+        fsync_tree(payload)  # the workers did not wait for the disk: everything is on it before DONE
         write_manifest(payload, {COHORT_FILE: None, **{f: digest for rows in files for f, digest in rows}})
     return Path(path)
 
@@ -110,36 +115,24 @@ def _collect(member: Member, checked: None, written: list[list[tuple[str, str]]]
 
 def write_part(member: Member, k: int, stage: str, features: list[str],
                partition_by: tuple[str, ...]) -> list[tuple[str, str]]:
-    """Write part ``k`` of ``member`` into ``stage``; [(file relative to stage, sha256)] in row order."""
+    """Write part ``k`` of ``member`` into ``stage``, one file per partition in the order the partitions
+    first appear; [(file relative to stage, sha256)]. Each file's writeback starts as soon as it is
+    complete; the fsync comes once, at publication."""
     table = part_table(member, member.parts[k], features)
     if table.num_rows == 0:
         return []
-    written: list[str] = []
-    schema = pa.schema([(c, pa.string()) for c in partition_by])
-    options = ds.ParquetFileFormat().make_write_options(
-        use_dictionary=[c["name"] for c in member.table_types if c["name"] not in partition_by],
-        write_statistics=[c["name"] for c in member.table_types if c["name"] not in partition_by])
-    ds.write_dataset(table, Path(stage) / DATA_FOLDER, format="parquet", file_options=options,
-                     partitioning=ds.partitioning(schema, flavor="hive") if partition_by else None,
-                     basename_template=f"part-{member.index:05d}-{k:06d}-{{i}}.parquet",
-                     existing_data_behavior="overwrite_or_ignore", use_threads=False,
-                     file_visitor=lambda f: written.append(f.path))
-    relative = [Path(f).relative_to(stage).as_posix() for f in written]
-    relative.sort(key=_first_seen_order(table, partition_by))
-    out = []
-    for name in relative:
-        fsync_file(Path(stage) / name)
-        out.append((name, sha256_file(Path(stage) / name)))
-    return out
-
-
-def _first_seen_order(table: pa.Table, partition_by: tuple[str, ...]) -> Any:
-    """Sort key of written files: where their partition values first appear in ``table``."""
-    if not partition_by:
-        return lambda name: 0
-    keys = list(zip(*(table.column(c).to_pylist() for c in partition_by), strict=True))
-    first = {key: i for i, key in reversed(list(enumerate(keys)))}
-    return lambda name: first.get(tuple(v for _, v in constants_of(name)), len(keys))
+    cells = [c["name"] for c in member.table_types if c["name"] not in partition_by]
+    written = []
+    for folder, rows in partition_groups(table, partition_by):
+        name = "/".join(filter(None, (DATA_FOLDER, folder, f"part-{member.index:05d}-{k:06d}-0.parquet")))
+        path = Path(stage) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # dictionaries and statistics for the cells columns; measured doubles plain, as in a directory
+        with pq.ParquetWriter(path, rows.schema, use_dictionary=cells, write_statistics=cells) as writer:
+            writer.write_table(rows, row_group_size=max(rows.num_rows, 1))
+        start_writeback(path)
+        written.append((name, sha256_file(path)))
+    return written
 
 
 def _document(cohort: Cohort, partition_by: tuple[str, ...], files: list[list[tuple[str, str]]],

@@ -15,13 +15,13 @@ written), its images and channels, its provenance. Only metadata is read.
 from __future__ import annotations
 
 import json
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from cellspec_sc.cohort.failures import CohortError
 from cellspec_sc.cohort.features import FeaturePlan
 from cellspec_sc.cohort.members import Member, parts_of, stamp_of
-from cellspec_sc.cohort.parts import hive_value
+from cellspec_sc.cohort.hive import constants_of
 from cellspec_sc.io.manifest import DONE, read_manifest, verify_listed
 from cellspec_sc.io.metadata import frame_of_rows, supported_version
 from cellspec_sc.io.refusals import UnlistedDataFile
@@ -30,16 +30,6 @@ COHORT_FILE = "cohort.json"
 DATA_FOLDER = "cells"
 FORMAT_VERSION = "1.0"
 TABLES = ("dictionary", "images", "channels")
-
-
-def constants_of(file: str) -> tuple[tuple[str, str | None], ...]:
-    """The (column, value) pairs of a file's hive path.
-
-    >>> constants_of("cells/sample_id=a%20b/part-00000-000000-0.parquet")
-    (('sample_id', 'a b'),)
-    """
-    folders = PurePosixPath(file).parts[1:-1]
-    return tuple((name, hive_value(value)) for name, _, value in (f.partition("=") for f in folders))
 
 
 def read_dataset(root: Path) -> tuple[list[Member], FeaturePlan, tuple[str, ...]]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
@@ -33,14 +32,6 @@ from cellspec_sc.io.columns import ARROW_TYPES, arrow_to_frame, conform
 from cellspec_sc.io.parquet import fill_row_group
 from cellspec_sc.io.refusals import UndecodableData
 from cellspec_sc.model.memory import empty_matrix
-
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-
-
-def hive_value(text: str) -> str | None:
-    """A hive path segment's value (URI-decoded; the default partition is NA)."""
-    return None if text == HIVE_NULL else unquote(text)
-
 
 def _handle(member: Member, part: Part) -> pq.ParquetFile:
     try:

@@ -60,7 +60,7 @@ def _run_distributed(client: Any, tasks: list[Any], labels: list[str], bar: tqdm
     futures = client.compute(tasks)
     position = {future.key: i for i, future in enumerate(futures)}
     results: list[Any] = [None] * len(tasks)
-    for future in finished(futures):
+    for future in finished(futures, loop=client.loop):  # this client's loop, also when it is not the default
         i = position[future.key]
         try:
             results[i] = future.result()

@@ -25,10 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from cellspec_sc.errors import Unstorable
-from cellspec_sc.spec.types import is_arrow_text, spec_type_of
+from cellspec_sc.spec.types import spec_type_of
 
 NAME_MAX_BYTES = 255
 TABLES = ("cells", "dictionary", "images", "channels", "adjacency")
@@ -43,35 +42,34 @@ def _tables(x: Any) -> list[tuple[str, pd.DataFrame]]:
 def unstorable_text(x: Any) -> str | None:
     """Where ``x`` holds text with a NUL character (the first such value), or None."""
     for table, frame in _tables(x):
-        for column, values in frame.items():
+        for column in frame.columns:
+            values = frame[column]
             if isinstance(values, pd.DataFrame) or spec_type_of(values) != "character":
                 continue
-            row = _first_nul(values)
-            if row is not None:
+            text = values.astype("string")
+            if not _any_nul_byte(text):
+                continue
+            found = text.str.contains("\x00", regex=False).fillna(False).to_numpy(dtype=bool)
+            if found.any():
+                row = int(found.argmax())
                 return f"{table}.{column} row {row} holds a NUL character ({values.iloc[row]!r})"
     return None
 
 
-def _first_nul(values: pd.Series) -> int | None:
-    """Position of the first value holding a NUL character, or None (Arrow's substring search on Arrow text,
-    much cheaper per column than pandas' ``str.contains``)."""
-    if is_arrow_text(values):
-        text = pa.chunked_array(pa.array(values.array))
-        if not any(_data_has_nul(chunk) for chunk in text.chunks):
-            return None
-        found = pc.match_substring(text, "\x00")
-        position = pc.index(found, True).as_py() if pc.any(found).as_py() else -1
-    else:
-        hits = values.astype("string").str.contains("\x00", regex=False).fillna(False).to_numpy(dtype=bool)
-        position = int(hits.argmax()) if hits.any() else -1
-    return None if position < 0 else int(position)
+def _any_nul_byte(text: pd.Series) -> bool:
+    """Whether a NUL byte is anywhere in the Arrow data buffers of a text column (one pass at memory
+    speed; UTF-8 holds byte 0 only for the NUL character). The buffers may hold bytes of no value of
+    the column (a slice): a True is checked value by value, a False is certain.
 
-
-def _data_has_nul(chunk: pa.Array) -> bool:
-    """Whether the character data buffer of an Arrow text array holds a zero byte (bytes of other
-    slices included: then the exact search decides)."""
-    data = chunk.buffers()[2]
-    return data is not None and data.size > 0 and not np.frombuffer(data, dtype=np.uint8).all()
+    >>> [_any_nul_byte(pd.Series(values, dtype="string")) for values in (["a", None, "b"], ["a\\x00"])]
+    [False, True]
+    """
+    arrow = pa.array(text.array, from_pandas=True)
+    for chunk in arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]:
+        data = chunk.buffers()[2]
+        if data is not None and data.size and np.frombuffer(data, dtype=np.uint8).min() == 0:
+            return True
+    return False
 
 
 def unstorable_name(x: Any, limit: int = NAME_MAX_BYTES) -> str | None:

@@ -1,0 +1,60 @@
+"""How write_dataset lays out and publishes its files: hive folders as pyarrow names them, rows split by
+partition in first-seen order, every data file on disk (fsync) before DONE. Local threads, no cluster."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+import cellspec_sc as cs
+from cellspec_sc.cohort.example import write_example_cohort
+from cellspec_sc.cohort.hive import constants_of, partition_groups
+
+VALUES = ["a b", "x/y=z%", None, "Zürich", "a b", "ü", None, "x/y=z%", "a b"]
+
+
+def test_partition_groups_name_folders_as_pyarrows_hive_writer_and_keep_row_order(tmp_path):
+    table = pa.table({"sample_id": VALUES, "image_id": ["i1", "i2", "i1", "i1", "i1", "i2", "i2", "i2", "i2"],
+                      "row": list(range(len(VALUES)))})
+    columns = ("sample_id", "image_id")
+    ours = list(partition_groups(table, columns))
+    ds.write_dataset(table, tmp_path, format="parquet", basename_template="f-{i}.parquet",
+                     partitioning=ds.partitioning(pa.schema([(c, pa.string()) for c in columns]), flavor="hive"))
+    theirs = {p.parent.relative_to(tmp_path).as_posix(): pq.read_table(p).column("row").to_pylist()
+              for p in tmp_path.rglob("*.parquet")}
+    assert {folder: rows.column("row").to_pylist() for folder, rows in ours} == theirs
+    keys = list(zip(VALUES, table.column("image_id").to_pylist(), strict=True))
+    first_seen = list(dict.fromkeys(keys))
+    assert [tuple(v for _, v in constants_of(f"cells/{folder}/f.parquet")) for folder, _ in ours] == first_seen
+    assert all(rows.column_names == ["row"] for _, rows in ours)
+
+
+def test_a_contiguous_partition_is_a_slice_of_the_part_not_a_copy():
+    table = pa.table({"sample_id": ["s1"] * 3 + ["s2"] * 2, "v": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    (_, first), (_, second) = partition_groups(table, ("sample_id",))
+    values = table.column("v").chunk(0).buffers()[1]
+    assert first.column("v").chunk(0).buffers()[1].address == values.address
+    assert second.column("v").to_pylist() == [4.0, 5.0]
+    [(folder, whole)] = partition_groups(table, ())
+    assert folder == "" and whole.equals(table)
+
+
+def test_every_data_file_is_fsynced_before_done_is_written(tmp_path, monkeypatch):
+    cohort = cs.open_cohort(write_example_cohort(tmp_path / "slides", 2, n_cells=40))
+    synced = []
+    fsync = os.fsync
+
+    def recording(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    out = cohort.write_dataset(tmp_path / "dataset", client=None, progress=False)
+    data = sorted(str(p.resolve()).replace(str(out.resolve()), "") for p in (out / "cells").rglob("*.parquet"))
+    assert len(data) == 4  # 2 directories x 2 samples
+    done = next(i for i, p in enumerate(synced) if p.endswith("/DONE"))
+    before_done = {p.split(".cellspec-staging-", 1)[-1].split("/", 1)[-1] for p in synced[:done]}
+    assert {f"dataset{name}" for name in data} <= before_done
