@@ -35,6 +35,7 @@ from cellspec_sc.io.refusals import ChangedSinceRead, ColumnMismatch, StoredNonF
 from cellspec_sc.spec.types import spec_type_of
 
 _ROW_GROUP_BYTES = 1 << 27  # ~128 MB row groups on write
+_EARLY_ROWS = 1 << 16  # files at least this long start decoding the matrix before the cells table is built
 
 
 def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: Any,
@@ -90,10 +91,12 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"not a readable Parquet file: {err}") from None
     table_types = check_stored_columns(stored, types, feature_ids, directory, file)
-    # The matrix starts decoding before the cells table is built when the image of each row can be
+    # A long matrix starts decoding before the cells table is built when the image of each row can be
     # known from the image_id column alone (the stats keep per-image ranges).
-    early = None if lazy else early_stats(handle, table_types, len(feature_ids), directory, file)
-    decoding = None if early is None else MatrixDecoding(path, handle, feature_ids, early[0], directory, layout)
+    long = not lazy and handle.metadata.num_rows >= _EARLY_ROWS
+    early = early_stats(handle, table_types, len(feature_ids), directory, file) if long else None
+    decoding = None if early is None else MatrixDecoding(path, handle, feature_ids, early[0], directory, layout,
+                                                         handle_in_use=True)
     try:
         frame = _table_frame(handle, table_types, directory, file, early[1] if early else {})
     except BaseException as err:

@@ -54,10 +54,14 @@ class MatrixDecoding:
     """
 
     def __init__(self, path: Path, handle: pq.ParquetFile, feature_ids: list[str], stats: MatrixStats,
-                 directory: Path | str, layout: str = "C"):
+                 directory: Path | str, layout: str = "C", *, handle_in_use: bool = False):
         meta, file = handle.metadata, path.name
         self.matrix = empty_matrix(meta.num_rows, len(feature_ids), layout)
         self._path, self._meta, self._feature_ids, self._stats = path, meta, feature_ids, stats
+        # ``handle`` goes to the first thread, unless the caller still reads the cells table with it
+        # (then the caller decodes with it in result()); others open their own when they get a piece
+        # (opening costs a schema per handle: about 0.5 s for 100,000 columns).
+        self._handle = handle if handle_in_use else None
         self._directory, self._file = directory, file
         self._stop = threading.Event()
         offsets = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]).tolist()
@@ -69,13 +73,14 @@ class MatrixDecoding:
         self._bar = progress(meta.num_rows, f"reading {file}", size=self.matrix.size)
         self._progress = self._bar.__enter__()
         try:
-            self._futures = [pool.submit(self._fill, stats if k == 0 else stats.empty_like()) for k in range(workers)]
+            self._futures = [pool.submit(self._fill, stats if k == 0 else stats.empty_like(),
+                                         None if k or handle_in_use else handle) for k in range(workers)]
         finally:
             pool.shutdown(wait=False)
 
     def result(self) -> MatrixStats:
         try:
-            parts = [self._fill(self._stats.empty_like())]  # the caller decodes what is left, then waits
+            parts = [self._fill(self._stats.empty_like(), self._handle)]  # the caller decodes what is left, then waits
             parts += [future.result() for future in self._futures]
         except BaseException:
             self.cancel()
@@ -101,9 +106,8 @@ class MatrixDecoding:
         with self._taking:
             return next(self._pieces, None)
 
-    def _fill(self, stats: MatrixStats) -> tuple[MatrixStats, np.ndarray]:
+    def _fill(self, stats: MatrixStats, handle: pq.ParquetFile | None) -> tuple[MatrixStats, np.ndarray]:
         nulls = np.zeros(len(self._feature_ids), dtype=np.int64)
-        handle = None  # each thread its own, opened when it gets a piece
         try:
             while (piece := self._take()) is not None:
                 if self._stop.is_set():
