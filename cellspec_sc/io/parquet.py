@@ -98,7 +98,7 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     decoding = None if early is None else MatrixDecoding(path, handle, feature_ids, early[0], directory, layout,
                                                          handle_in_use=True)
     try:
-        frame = _table_frame(handle, table_types, directory, file, early[1] if early else {})
+        frame = _table_frame(handle, table_types, directory, file, early[1] if early else {}, decoding is None)
     except BaseException as err:
         if decoding is not None:
             decoding.cancel()
@@ -116,9 +116,10 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
 
 
 def _table_frame(handle: pq.ParquetFile, table_types: list[dict[str, str]], directory: Path | str,
-                 file: str, known: dict[str, pa.ChunkedArray]) -> pd.DataFrame:
-    """The cells columns as a canonical frame; ``known``: columns already read and conformed."""
-    raw = handle.read(columns=[c["name"] for c in table_types if c["name"] not in known], use_threads=True)
+                 file: str, known: dict[str, pa.ChunkedArray], use_threads: bool) -> pd.DataFrame:
+    """The cells columns as a canonical frame; ``known``: columns already read and conformed.
+    ``use_threads``: pyarrow's, when no decoding runs meanwhile (beside it they cost CPU, not time)."""
+    raw = handle.read(columns=[c["name"] for c in table_types if c["name"] not in known], use_threads=use_threads)
     columns = pa.table({c["name"]: known[c["name"]] if c["name"] in known else
                         conform(raw.column(c["name"]), c["type"], file, c["name"], directory)
                         for c in table_types}) if table_types else raw
