@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,8 +26,8 @@ from cellspec_sc.bridges.anndata_keys import (
     BRIDGE_VERSION, CONNECTIVITIES_KEY, FUNCTION, SHARED_BOUNDARY_KEY, SPATIAL_KEY, UNS_KEY, AnnDataBridgeWarning,
     warn, warn_not_carried,
 )
-from cellspec_sc.bridges.anndata_matrix import column_fingerprints, dense, holds_written_values, is_dask, \
-    measurement_fingerprint
+from cellspec_sc.bridges.anndata_matrix import column_fingerprints, dense, fingerprint_in_background, \
+    holds_written_values, is_dask
 from cellspec_sc.bridges.anndata_obs import carry_obs_columns, double_column, obs_names, scverse_obs
 from cellspec_sc.bridges.uns_tables import decode_table, encode_table, from_json_text, to_json_text
 from cellspec_sc.errors import InputError
@@ -65,13 +66,15 @@ def to_anndata(x: CellSpec) -> anndata.AnnData:
     matrix = x.measurements if is_dask(x.measurements) else np.asarray(x.measurements)
     if matrix.dtype != np.float64:
         matrix = matrix.astype(np.float64)
+    fingerprint = fingerprint_in_background(matrix)  # the one pass over X, on the other core meanwhile
     with progress(3, "to_anndata", unit="steps", size=matrix.size) as bar:
         names = pd.Index(obs_names(x.cells), dtype=object)
         obs = scverse_obs(x.cells).set_axis(names, axis=0)
         var = x.dictionary.set_axis(pd.Index(x.feature_ids, dtype=object), axis=0)
         obsm = {SPATIAL_KEY: np.column_stack([double_column(x.cells, "x"), double_column(x.cells, "y")])}
         bar.update(1)
-        adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns={UNS_KEY: _uns_record(x, matrix)})
+        uns = {UNS_KEY: _uns_record(x, matrix.shape, fingerprint)}
+        adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns=uns)
         bar.update(1)
         if x.adjacency is not None:
             adata.obsp[CONNECTIVITIES_KEY], adata.obsp[SHARED_BOUNDARY_KEY] = adjacency_matrices(x.cells, x.adjacency)
@@ -79,7 +82,7 @@ def to_anndata(x: CellSpec) -> anndata.AnnData:
     return adata
 
 
-def _uns_record(x: CellSpec, matrix: np.ndarray) -> dict[str, Any]:
+def _uns_record(x: CellSpec, shape: tuple[int, ...], fingerprint: Future[str]) -> dict[str, Any]:
     meta = {
         "bridge_version": BRIDGE_VERSION,
         "cells_types": dict(column_spec_types(x.cells, "cells")),
@@ -87,9 +90,9 @@ def _uns_record(x: CellSpec, matrix: np.ndarray) -> dict[str, Any]:
         "cells_fingerprints": column_fingerprints(x.cells),
         "dictionary_fingerprints": column_fingerprints(x.dictionary),
         "feature_ids": x.feature_ids,
-        "measurements_shape": list(matrix.shape),
-        "measurements_fingerprint": measurement_fingerprint(matrix),
+        "measurements_shape": list(shape),
     }
+    meta["measurements_fingerprint"] = fingerprint.result()
     record: dict[str, Any] = {
         "spec_version": str(x.spec_version),
         "provenance": to_json_text(x.provenance),
@@ -130,9 +133,11 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     record = adata.uns[UNS_KEY]
     meta = _read_meta(record)
     changes: dict[str, Any] = {}
+    matrix = dense(adata.X) if adata.X is not None else np.zeros((adata.n_obs, adata.n_vars))
+    written = _fingerprint_of_x(matrix, meta)
     cells = _cells_from_obs(adata.obs, meta, changes)
     dictionary = _dictionary_from_var(adata.var, meta, changes)
-    measurements = _measurements_from_x(adata, meta, allow_modified, changes)
+    measurements = _measurements_from_x(adata, matrix, meta, allow_modified, changes, written)
     adjacency = _adjacency_from_record(record, cells, changes)
     warn_replaced_graph(adata, cells, adjacency)
     warn_not_carried(adata, obsm={SPATIAL_KEY}, obsp={CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY})
@@ -247,9 +252,17 @@ def _dictionary_from_var(var: pd.DataFrame, meta: Mapping[str, Any], changes: di
     return dictionary
 
 
-def _measurements_from_x(adata: anndata.AnnData, meta: Mapping[str, Any], allow_modified: bool,
-                         changes: dict[str, Any]) -> np.ndarray:
-    matrix = dense(adata.X) if adata.X is not None else np.zeros((adata.n_obs, adata.n_vars))
+def _fingerprint_of_x(matrix: np.ndarray, meta: Mapping[str, Any]) -> Future[str] | None:
+    """X's fingerprint, computed in a thread while obs and var are restored; None when X cannot hold the
+    written values (another dtype or shape) or the record holds the older SHA-256."""
+    if matrix.dtype != np.float64 or list(matrix.shape) != list(meta["measurements_shape"]) or \
+            "measurements_fingerprint" not in meta:
+        return None
+    return fingerprint_in_background(matrix)
+
+
+def _measurements_from_x(adata: anndata.AnnData, matrix: np.ndarray, meta: Mapping[str, Any], allow_modified: bool,
+                         changes: dict[str, Any], written: Future[str] | None) -> np.ndarray:
     raw = _raw_measurements(adata, meta)
     if raw is not None:
         return raw
@@ -257,7 +270,7 @@ def _measurements_from_x(adata: anndata.AnnData, meta: Mapping[str, Any], allow_
     if np.asarray(matrix).dtype != np.float64:
         problem = f"X has dtype {np.asarray(matrix).dtype}, not the float64 measurements written by to_anndata"
     elif list(matrix.shape) == list(meta["measurements_shape"]) and \
-            not holds_written_values(matrix, meta):
+            not holds_written_values(matrix, meta, written):
         problem = "X no longer holds the values written by to_anndata (changed in place, e.g. by sc.pp.log1p " \
                   "or sc.pp.scale)"
     if problem is not None:

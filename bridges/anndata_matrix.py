@@ -8,7 +8,9 @@ np.float64(2.0)
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -47,10 +49,32 @@ def measurement_fingerprint(matrix: Any, algorithm: str = "xxh3_128") -> str:
     return f"xxh3_128:{digest.hexdigest()}" if algorithm == "xxh3_128" else digest.hexdigest()
 
 
-def holds_written_values(matrix: Any, meta: Mapping[str, Any]) -> bool:
-    """Whether ``matrix`` has the fingerprint ``to_anndata`` recorded (also a record's older SHA-256)."""
+def fingerprint_in_background(matrix: Any) -> Future[str]:
+    """:func:`measurement_fingerprint` of ``matrix`` computed in a thread while the caller goes on
+    (xxhash releases the GIL on buffers over 64 kB): ``.result()`` gives it, or raises what it raised.
+    The caller must not change ``matrix`` before the result is in.
+
+    >>> fingerprint_in_background(np.zeros((2, 2))).result() == measurement_fingerprint(np.zeros((2, 2)))
+    True
+    """
+    future: Future[str] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(measurement_fingerprint(matrix))
+        except BaseException as err:  # handed to the caller by .result()
+            future.set_exception(err)
+
+    threading.Thread(target=run, name="cellspec-fingerprint", daemon=True).start()
+    return future
+
+
+def holds_written_values(matrix: Any, meta: Mapping[str, Any], fingerprint: Future[str] | None = None) -> bool:
+    """Whether ``matrix`` has the fingerprint ``to_anndata`` recorded (also a record's older SHA-256).
+    ``fingerprint``: the matrix's own, already started (:func:`fingerprint_in_background`)."""
     if "measurements_fingerprint" in meta:
-        return measurement_fingerprint(matrix) == meta["measurements_fingerprint"]
+        mine = fingerprint.result() if fingerprint is not None else measurement_fingerprint(matrix)
+        return mine == meta["measurements_fingerprint"]
     return measurement_fingerprint(matrix, "sha256") == meta.get("measurements_sha256")
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.bridges.anndata_obs import text_array
 from cellspec_sc.bridges.sd_record import ANNDATA_UNS_KEY, ATTRS_KEY, UNS_KEY
 from cellspec_sc.errors import InputError
 
@@ -55,3 +56,18 @@ def instance_keys(values: pd.Series | pd.Index) -> pd.Index:
     return pd.Index(values.astype(str).to_numpy(dtype=object), dtype=object)
 
 
+
+
+def same_instances(values: pd.Series, index: pd.Index) -> bool:
+    """Whether ``values`` name the shapes of ``index`` one for one, in order (as ``to_spatialdata`` writes
+    them). Text against text is compared in Arrow, without a Python string per id; a False from there
+    only means "not the same text", and callers then match by :func:`instance_keys`.
+
+    >>> same_instances(pd.Series(["1", "2"], dtype="string"), pd.Index(["1", "2"], dtype="string"))
+    True
+    >>> same_instances(pd.Series([1, 2]), pd.Index(["1", "2"]))
+    True
+    """
+    if isinstance(values.dtype, pd.StringDtype) and isinstance(index.dtype, pd.StringDtype):
+        return text_array(values).equals(text_array(index))
+    return instance_keys(values).equals(instance_keys(index))

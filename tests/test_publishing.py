@@ -7,6 +7,7 @@ and the command line use the same check, before they read their input.
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 import cellspec_sc as cs
 from cellspec_sc.bridges.anndata_io import H5AD_FILE, read_h5ad, write_h5ad
 from cellspec_sc.cli.main import main
+from cellspec_sc.errors import WriteFailed
 from cellspec_sc.io import staging
 from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, HTML_FILE, check_target, publishing
 from cellspec_sc.io.refusals import ChangedSinceRead, TargetExists
@@ -159,6 +161,39 @@ def test_overwrite_keeps_the_old_file_until_the_new_one_is_complete(tmp_path):
     with publishing(target, HTML_FILE, overwrite=True) as payload:
         payload.write_text("<!DOCTYPE html><p>new</p>")
     assert target.read_text() == "<!DOCTYPE html><p>new</p>"
+
+
+def test_a_file_is_flushed_while_written_and_a_failed_flush_fails_the_write(tmp_path, monkeypatch):
+    """The payload goes to disk while the writer is still writing (the fsync before publishing then finds
+    little left); a failed flush is the write's failure, never swallowed: nothing is published."""
+    flushed_sizes, flush = [], staging._flush_started
+
+    def recording(fd):
+        flushed_sizes.append(os.fstat(fd).st_size)
+        flush(fd)
+
+    monkeypatch.setattr(staging, "_flush_started", recording)
+    target = tmp_path / "page.html"
+    page = "<!DOCTYPE html><p>" + "x" * 1_000_000
+    with publishing(target, HTML_FILE, overwrite=False) as payload:
+        payload.write_text(page)
+        deadline = time.monotonic() + 10
+        while not flushed_sizes and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert flushed_sizes[0] == len(page) and not target.exists()  # flushed before the block ended
+    assert target.read_text() == page
+
+    def failing(fd):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(staging, "_flush_started", failing)
+    other = tmp_path / "other.html"
+    with pytest.raises(WriteFailed) as caught:
+        with publishing(other, HTML_FILE, overwrite=False) as payload:
+            payload.write_text("<!DOCTYPE html><p>lost</p>")
+            time.sleep(0.5)
+    assert caught.value.errno == errno.EIO and str(other) in str(caught.value)
+    assert not other.exists() and leftovers(tmp_path) == []
 
 
 def test_overwrite_replaces_only_its_own_kind(tmp_path):

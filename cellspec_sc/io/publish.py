@@ -9,7 +9,9 @@ path :func:`publishing` hands it::
         ...  # write the files
 
 When the block ends without an exception the payload is fsynced and moved to
-``path`` in one step (:func:`cellspec_sc.io.staging.publish`):
+``path`` in one step (:func:`cellspec_sc.io.staging.publish`); a file payload is
+flushed to disk while it is written (:func:`cellspec_sc.io.staging.flushing_behind`),
+so that last fsync finds little left to do:
 
 - ``overwrite=False``: the final rename fails if anything is at ``path``, also
   something another process published a moment ago; the loser gets
@@ -50,7 +52,7 @@ from pathlib import Path
 from cellspec_sc.errors import WriteFailed
 from cellspec_sc.io.manifest import has_markers
 from cellspec_sc.io.refusals import TargetExists
-from cellspec_sc.io.staging import clean_stale, fsync_file, fsync_tree, publish, staging_directory
+from cellspec_sc.io.staging import clean_stale, flushing_behind, fsync_file, fsync_tree, publish, staging_directory
 
 @dataclass(frozen=True)
 class TargetKind:
@@ -134,7 +136,8 @@ def publishing(path: str | os.PathLike, kind: TargetKind, *, overwrite: bool) ->
         with staging_directory(target) as stage:
             payload = stage / target.name
             try:
-                yield payload
+                with contextlib.nullcontext() if kind.directory else flushing_behind(payload):
+                    yield payload
                 _finish(payload, target, kind, overwrite)
             except OSError as err:
                 raise WriteFailed(target, err, _file_in(err, payload)) from err

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from cellspec_sc.validation.context import Context, Problem, check
-from cellspec_sc.validation.matrix_stats import first_seen_codes
-from cellspec_sc.validation.rows import bad_rows, column_types, ids_present, merge, required_columns
+from cellspec_sc.validation.matrix_stats import first_seen_code_array, first_seen_codes
+from cellspec_sc.validation.rows import bad_rows, column_types, duplicated_pairs, ids_present, merge, required_columns
 
 
 @check("cells_required_columns")
@@ -46,9 +45,9 @@ def _cells_ids(ctx: Context) -> Problem | None:
 
 @check("cells_key_unique")
 def _cells_key(ctx: Context) -> Problem | None:
-    keys = pd.DataFrame({"image_id": ctx.strings("cells", "image_id"), "cell_id": ctx.strings("cells", "cell_id")})
-    dup = keys.duplicated(keep=False).to_numpy()
-    return bad_rows("cells", "cell_id", dup, "duplicated (image_id, cell_id)")
+    images = ctx.image_codes()[0]
+    cells = first_seen_code_array(ctx.strings("cells", "cell_id"))
+    return bad_rows("cells", "cell_id", duplicated_pairs(images, cells), "duplicated (image_id, cell_id)")
 
 
 @check("cells_coordinates_finite")
