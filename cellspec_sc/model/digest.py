@@ -93,5 +93,5 @@ def frame_digest(frame: pd.DataFrame) -> str:
     """
     index: Any = repr(frame.index) if isinstance(frame.index, pd.RangeIndex) else column_digest(frame.index.to_series())
     parts = [repr(list(map(repr, frame.columns))), str(index)]
-    parts += [column_digest(frame.iloc[:, i]) for i in range(frame.shape[1])]
+    parts += [column_digest(column) for _, column in frame.items()]
     return _join(b"frame", *parts)

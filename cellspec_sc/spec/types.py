@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from cellspec_sc.spec.vocabulary import vocabulary
 
@@ -77,8 +78,34 @@ def as_spec_type(series: pd.Series, spec_type: str) -> pd.Series:
 def _as_character(series: pd.Series, target: pd.StringDtype) -> pd.Series:
     if isinstance(series.dtype, pd.StringDtype) and series.dtype == target:
         return series
+    text = arrow_text(series)
+    if text is not None:
+        return pd.Series(pd.arrays.ArrowStringArray(text), index=series.index, name=series.name)
     values = series.astype(object)
     return values.where(series.notna(), None).astype(target)
+
+
+def is_arrow_text(values: pd.Series) -> bool:
+    """Whether ``values`` is text held by Arrow (pandas' ``string`` with pyarrow storage), as the spec's
+    ``character`` columns are."""
+    return isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow"
+
+
+def arrow_text(series: pd.Series) -> pa.ChunkedArray | None:
+    """The values of a column of ``str`` (and missing values) as Arrow large strings, straight from Arrow-backed
+    text or from Python strings (a tenth of the cost of pandas' ``astype``); None for other values.
+
+    >>> arrow_text(pd.Series(["a", None], dtype=object)).to_pylist(), arrow_text(pd.Series([1, "a"]))
+    (['a', None], None)
+    """
+    try:
+        if is_arrow_text(series):
+            return pa.chunked_array(pa.array(series.array)).cast(pa.large_string())
+        if series.dtype == object:
+            return pa.chunked_array([pa.array(series.to_numpy(), type=pa.large_string(), from_pandas=True)])
+    except (pa.ArrowTypeError, pa.ArrowInvalid):  # other objects: pandas turns them into str
+        pass
+    return None
 
 
 def _as_double(series: pd.Series) -> pd.Series:

@@ -16,8 +16,9 @@ from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from cellspec_sc.spec.types import PANDAS_DTYPES, spec_type_of
+from cellspec_sc.spec.types import PANDAS_DTYPES, is_arrow_text, spec_type_of
 from cellspec_sc.spec.vocabulary import Vocabulary
 from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes, matrix_stats
 
@@ -111,8 +112,7 @@ class Context:
             if how in ("text", "strings"):
                 if spec_type_of(s) != "character":
                     raise Skip(f"{table}.{column} is not character")
-                self._columns[key] = s.astype(object).where(s.notna(), None) if how == "text" \
-                    else s.astype(PANDAS_DTYPES["character"])
+                self._columns[key] = _objects(s) if how == "text" else s.astype(PANDAS_DTYPES["character"])
             else:
                 if spec_type_of(s) not in ("double", "integer"):
                     raise Skip(f"{table}.{column} is not numeric")
@@ -180,3 +180,11 @@ class Context:
         codes, uniques = self.image_codes()
         lookup = np.array([by_image.get(u, missing) for u in uniques] + [missing], dtype=dtype)
         return lookup[codes]  # code -1 (NA) picks the trailing ``missing``
+
+
+def _objects(s: pd.Series) -> pd.Series:
+    """A character column as str objects with None for NA (from Arrow directly when Arrow holds it)."""
+    if is_arrow_text(s):
+        values = pa.chunked_array(pa.array(s.array)).to_numpy(zero_copy_only=False)
+        return pd.Series(values, index=s.index, name=s.name, dtype=object)
+    return s.astype(object).where(s.notna(), None)

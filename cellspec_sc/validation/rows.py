@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from cellspec_sc.spec.types import spec_type_of
+from cellspec_sc.spec.types import is_arrow_text, spec_type_of
 from cellspec_sc.validation.context import Context, Problem, Skip
 from cellspec_sc.validation.report import MAX_ROWS_SHOWN
 
@@ -31,6 +33,15 @@ def bad_rows(table: str, column: str | None, mask: np.ndarray, what: str) -> Pro
 
 
 def missing_or_empty(values: pd.Series) -> np.ndarray:
+    """Where ``values`` is missing or ``""`` (Arrow-backed text with neither is answered by Arrow alone).
+
+    >>> missing_or_empty(pd.Series(["a", "", None], dtype="string")).tolist()
+    [False, True, True]
+    """
+    if is_arrow_text(values):
+        text = pa.chunked_array(pa.array(values.array))
+        if text.null_count == 0 and (len(text) == 0 or pc.min(pc.binary_length(text)).as_py() > 0):
+            return np.zeros(len(text), dtype=bool)
     return (values.isna() | values.eq("")).to_numpy(dtype=bool, na_value=True)
 
 

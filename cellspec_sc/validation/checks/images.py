@@ -77,12 +77,17 @@ def _channels_images(ctx: Context) -> Problem | None:
 
 @check("channels_index_contiguous")
 def _channels_index(ctx: Context) -> Problem | None:
-    frame = pd.DataFrame({"image_id": ctx.text("channels", "image_id"), "i": ctx.number("channels", "channel_index")})
-    bad_images = [str(img) for img, g in frame.groupby("image_id", sort=False, dropna=False)
-                  if not np.array_equal(np.sort(g["i"].to_numpy()), np.arange(1, len(g) + 1))]
-    if not bad_images:
+    codes, images = pd.factorize(ctx.text("channels", "image_id"), use_na_sentinel=False)
+    index = ctx.number("channels", "channel_index")
+    order = np.lexsort((index, codes))  # by image, then index: each image's indices must then read 1..n
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    bad = np.unique(sorted_codes[index[order] != rank + 1])
+    if not bad.size:
         return None
-    rows = np.flatnonzero(frame["image_id"].isin(bad_images).to_numpy())
+    bad_images = [str(images[code]) for code in bad]
+    rows = np.flatnonzero(np.isin(codes, bad))
     return Problem(f"channels.channel_index is not 1..n in image(s) {', '.join(bad_images[:MAX_ROWS_SHOWN])}: "
                    f"{rows_text(rows, rows.size)}", "channel_index", rows, int(rows.size))
 
@@ -91,7 +96,8 @@ def _channels_index(ctx: Context) -> Problem | None:
 def _channels_names(ctx: Context) -> Problem | None:
     name, marker = ctx.text("channels", "channel_name"), ctx.text("channels", "marker")
     image = ctx.text("channels", "image_id")
-    dup = pd.DataFrame({"i": image, "m": marker}).duplicated(keep=False).to_numpy() & marker.notna().to_numpy()
+    pairs = pd.Series(list(zip(image.to_numpy(), marker.to_numpy(), strict=True)), dtype=object)
+    dup = pairs.duplicated(keep=False).to_numpy() & marker.notna().to_numpy()
     return merge([p for p in (
         bad_rows("channels", "channel_name", missing_or_empty(name), "missing or empty channel_name"),
         bad_rows("channels", "marker", missing_or_empty(marker), "missing or empty marker"),
@@ -103,7 +109,9 @@ def _channels_names(ctx: Context) -> Problem | None:
 def _markers_in_channels(ctx: Context) -> Problem | None:
     intensity = kind_rows(ctx, "intensity")
     markers = list(dict.fromkeys(m for m in ctx.text("dictionary", "marker")[intensity] if m is not None))
-    per_image = ctx.text("channels", "marker").groupby(ctx.text("channels", "image_id").to_numpy()).agg(set).to_dict()
+    per_image: dict = {}
+    for image, marker in zip(ctx.text("channels", "image_id"), ctx.text("channels", "marker"), strict=True):
+        per_image.setdefault(image, set()).add(marker)
     missing = [f"{m!r} in image {img!r}" for img in ctx.text("images", "image_id") for m in markers
                if m not in per_image.get(img, set())]
     if not missing:
