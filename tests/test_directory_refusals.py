@@ -195,6 +195,21 @@ def test_stored_type_differs_from_column_types(written):
     refused(written, r.ColumnMismatch, "cells.parquet")
 
 
+@pytest.mark.parametrize("mistyped", [["image_id"], ["cell_id", "image_id"]])
+def test_mistyped_image_id_is_refused_in_column_order(written, mistyped):
+    """The matrix starts decoding once image_id alone reads as text; a stored image_id that does not
+    (numbers where column_types says character) is refused like any other column, and the first
+    mistyped column in column_types order is the one named."""
+    table = pq.read_table(written / "cells.parquet")
+    for name in mistyped:
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, name, pa.array(np.arange(table.num_rows), type=pa.int64()))
+    pq.write_table(table, written / "cells.parquet")
+    reseal(written)
+    err = refused(written, r.ColumnMismatch, "cells.parquet")
+    assert f"column {mistyped[0]!r} is stored as int64" in str(err)
+
+
 def test_adjacency_without_column_types(written):
     edit_json(written, lambda d: d["column_types"].pop("adjacency"))
     refused(written, r.UnlistedDataFile, "adjacency.parquet")

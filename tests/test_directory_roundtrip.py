@@ -214,8 +214,8 @@ import json, sys, tracemalloc
 from pathlib import Path
 import pyarrow as pa
 import cellspec_sc as cs
-from cellspec_sc.io import parquet as parquet_io
-parquet_io._DECODE_BYTES = 1 << 20  # small pieces for a small matrix
+from cellspec_sc.io import parquet as parquet_io, parquet_matrix
+parquet_matrix._DECODE_BYTES = 1 << 20  # small pieces for a small matrix
 path = Path(sys.argv[1])
 doc = json.loads((path / "cellspec.json").read_text())
 types, ids = doc["column_types"]["cells"], [row["feature_id"] for row in doc["dictionary"]]

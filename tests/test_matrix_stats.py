@@ -12,16 +12,20 @@ import importlib
 import json
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from dirhelpers import reseal
 from strategies import cellspecs
 
 import cellspec_sc as cs
 from cellspec_sc.io import parquet as parquet_io
-from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes, matrix_stats
+from cellspec_sc.io import parquet_matrix
+from cellspec_sc.spec.types import PANDAS_DTYPES
+from cellspec_sc.validation.matrix_stats import MatrixStats, arrow_first_seen_codes, first_seen_codes, matrix_stats
 
 
 def cells_types(path) -> list[dict[str, str]]:
@@ -80,9 +84,9 @@ def test_blocks_in_any_order_and_column_ranges_give_the_same_stats():
 def test_reader_gathers_the_stats_of_what_it_decoded(tmp_path, monkeypatch, threads):
     """One or several decoding threads (each gathers its own stats, merged at the end) give the stats of
     the whole matrix, and the matrix itself."""
-    monkeypatch.setattr(parquet_io, "DECODE_THREADS", threads)
+    monkeypatch.setattr(parquet_matrix, "DECODE_THREADS", threads)
     monkeypatch.setattr(parquet_io, "_ROW_GROUP_BYTES", 1 << 16)  # many row groups
-    monkeypatch.setattr(parquet_io, "_DECODE_BYTES", 1 << 12)  # and several column batches per group
+    monkeypatch.setattr(parquet_matrix, "_DECODE_BYTES", 1 << 12)  # and several column batches per group
     x = cs.example(n_cells=3000, n_features=40, n_images=3)
     x.measurements[::7, 5] = np.nan
     x.measurements[10, 6] = -1.0
@@ -102,9 +106,9 @@ def test_both_decode_paths_give_the_matrix_nulls_and_stored_nan(tmp_path, monkey
     """Long row groups are copied column by column, short ones converted by Arrow in one go; both give
     the same matrix, stats and stored-NaN counts, also for a foreign file's NaN and null-typed column,
     whether one thread decodes or two share the row groups."""
-    monkeypatch.setattr(parquet_io, "_THREADED_ROWS", threaded_rows)
-    monkeypatch.setattr(parquet_io, "DECODE_THREADS", threads)
-    monkeypatch.setattr(parquet_io, "_DECODE_BYTES", 1 << 14)  # several column batches
+    monkeypatch.setattr(parquet_matrix, "_THREADED_ROWS", threaded_rows)
+    monkeypatch.setattr(parquet_matrix, "DECODE_THREADS", threads)
+    monkeypatch.setattr(parquet_matrix, "_DECODE_BYTES", 1 << 14)  # several column batches
     x = cs.example(n_cells=3000, n_features=40, n_images=3)
     x.measurements[::7, 5] = np.nan  # NA: stored as null
     path = cs.write(x, tmp_path / "x")
@@ -214,7 +218,7 @@ def test_column_stats_equal_block_stats_however_images_are_ordered(tmp_path, mon
     """Decoded columns are reduced per run of one image (1-D, before the copy); when images are
     interleaved (more runs than worth it) the row blocks are reduced instead. Both give the stats by
     the definition, with NaN, infinities and negatives in the matrix."""
-    monkeypatch.setattr(parquet_io, "_THREADED_ROWS", 1)  # every row group takes the column path
+    monkeypatch.setattr(parquet_matrix, "_THREADED_ROWS", 1)  # every row group takes the column path
     monkeypatch.setattr(parquet_io, "_ROW_GROUP_BYTES", 1 << 16)
     x = cs.example(n_cells=3000, n_features=20, n_images=3)
     rows = np.arange(3000)
@@ -256,3 +260,44 @@ def test_read_layout_f_gives_the_same_object_column_major(tmp_path, monkeypatch,
     assert cs.read(cs.write(y, tmp_path / "again", format=fmt)).equals(c_order)
     with pytest.raises(cs.InputError, match="layout"):
         cs.read(path, layout="A")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.none(), st.sampled_from(["", "img1", "001", "1", "Bild ä", "区域", "a\x00b"])),
+                         max_size=8), min_size=1, max_size=4))
+def test_arrow_first_seen_codes_equal_pandas_factorize(chunks):
+    """Codes of the image_id column taken from Arrow before the cells frame exists (so decoding can start
+    early) are those validation takes from the pandas column: NA, empty text, non-ASCII, chunks."""
+    column = pa.chunked_array([pa.array(c, pa.string()) for c in chunks], pa.string())
+    codes, names = arrow_first_seen_codes(column)
+    want_codes, want_names = first_seen_codes(pd.Series(column.to_pylist(), dtype=PANDAS_DTYPES["character"]))
+    assert codes.dtype == want_codes.dtype and codes.tolist() == want_codes.tolist()
+    assert names.dtype == want_names.dtype and names.tolist() == want_names.tolist()
+
+
+def test_read_starts_decoding_with_the_image_codes_validation_uses(tmp_path, monkeypatch):
+    """A foreign file whose image_id is dictionary-encoded, in several row groups, with NA: the reader's
+    stats carry the image codes of the cells table, and validation of the object uses them (same report
+    as validating a copy that shares nothing with the read)."""
+    monkeypatch.setattr(parquet_matrix, "_DECODE_BYTES", 1 << 12)
+    x = cs.example(n_cells=2000, n_features=10, n_images=3)
+    path = cs.write(x, tmp_path / "x")
+    table = pq.read_table(path / "cells.parquet")
+    i = table.schema.get_field_index("image_id")
+    table = table.set_column(i, "image_id", table.column("image_id").dictionary_encode())
+    pq.write_table(table, path / "cells.parquet", row_group_size=300)
+    decoded = parquet_io.read_parquet(path / "cells.parquet", cells_types(path), x.feature_ids, path, wait=False)
+    codes, names = decoded.stats.image_codes
+    want_codes, want_names = first_seen_codes(decoded.frame["image_id"])
+    assert codes.tolist() == want_codes.tolist() and names.tolist() == want_names.tolist() == ["img1", "img2", "img3"]
+    decoded.stats.result()
+    x.cells.loc[5, "image_id"] = None  # NA image: code -1, and a failing check that names the row
+    table = table.set_column(i, "image_id", pa.array(x.cells["image_id"], pa.string()).dictionary_encode())
+    pq.write_table(table, path / "cells.parquet", row_group_size=300)
+    reseal(path)
+    with pytest.raises(cs.ValidationError) as info:
+        cs.read(path)
+    fresh = cs.validate(x.replace(measurements=x.measurements.copy()))
+    assert [(c.name, c.status, c.message) for c in info.value.report.results] == \
+        [(c.name, c.status, c.message) for c in fresh.results]
+    assert info.value.report.status("cells_ids_present") == "fail"

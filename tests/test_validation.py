@@ -239,3 +239,34 @@ def test_duplicated_rows_is_what_pandas_calls_duplicated(rows):
     xs, ys = (np.array([r[k] for r in rows], dtype=np.float64) for k in (1, 2))
     want = pd.DataFrame({"i": codes, "x": xs, "y": ys}).duplicated(keep=False).to_numpy()
     np.testing.assert_array_equal(duplicated_rows(codes, xs, ys), want)
+
+
+ID_TEXT = st.one_of(st.none(), st.sampled_from(["", "1", "001", "10", "img1", "Zelle ä", "细胞"]))
+
+
+@given(st.lists(st.tuples(ID_TEXT, ID_TEXT), max_size=40))
+def test_cells_key_unique_finds_what_pandas_calls_duplicated(keys):
+    """The (image_id, cell_id) check counts pairs of codes; the rows it reports are those of pandas'
+    duplicated(keep=False) of the two text columns, NA equal to NA."""
+    from cellspec_sc.spec.types import PANDAS_DTYPES
+    from cellspec_sc.validation.rows import duplicated_pairs
+    from cellspec_sc.validation.matrix_stats import first_seen_code_array, first_seen_codes
+
+    images, cells = (pd.Series([k[i] for k in keys], dtype=PANDAS_DTYPES["character"]) for i in (0, 1))
+    want = pd.DataFrame({"image_id": images, "cell_id": cells}).duplicated(keep=False).to_numpy()
+    got = duplicated_pairs(first_seen_codes(images)[0], first_seen_code_array(cells))
+    np.testing.assert_array_equal(got, want)
+    chunked = pd.concat([cells[:len(cells) // 2], cells[len(cells) // 2:]], ignore_index=True)  # two Arrow chunks
+    np.testing.assert_array_equal(first_seen_code_array(chunked), first_seen_codes(cells)[0])
+
+
+def test_duplicated_pairs_of_many_distinct_codes_are_hashed():
+    """Pairs too many to count in a table (every image and id distinct) take the hashing path."""
+    from cellspec_sc.validation.rows import duplicated_pairs
+
+    a = np.arange(5000)
+    b = np.arange(5000)
+    b[4999], a[4999] = b[3], a[3]  # one repeated pair
+    want = np.zeros(5000, dtype=bool)
+    want[[3, 4999]] = True
+    np.testing.assert_array_equal(duplicated_pairs(a, b), want)

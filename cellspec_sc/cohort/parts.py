@@ -3,7 +3,7 @@
 Every read checks before and after that the file is the one the cohort opened
 (size, modification time, inode), so a result never mixes two versions of a
 directory. A task holds the rows of one row group at a time; columns are
-decoded in batches of about 8 MB (:func:`cellspec_sc.io.parquet.fill_row_group`).
+decoded in batches of about 8 MB (:func:`cellspec_sc.io.parquet_matrix.fill_row_group`).
 
 >>> import cellspec_sc as cs, tempfile, pathlib
 >>> from cellspec_sc.cohort.members import open_directory
@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from cellspec_sc.cohort.members import Member, Part, check_stamp
 from cellspec_sc.io.columns import ARROW_TYPES, arrow_to_frame, conform
-from cellspec_sc.io.parquet import fill_row_group
+from cellspec_sc.io.parquet_matrix import fill_row_group
 from cellspec_sc.io.refusals import UndecodableData
 from cellspec_sc.model.memory import empty_matrix
 

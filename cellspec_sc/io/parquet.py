@@ -16,9 +16,7 @@ strings as UTF-8, integers as int32. Written and read one row batch at a time.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
-from concurrent.futures import CancelledError, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +27,14 @@ import pyarrow.parquet as pq
 
 from cellspec_sc.io.columns import Decoded, arrow_to_frame, batch_ranges, check_file_columns, conform, feature_arrays, file_columns
 from cellspec_sc.io.hashing import FollowingHash
-from cellspec_sc.validation.matrix_stats import MatrixStats, cache_rows, first_seen_codes
+from cellspec_sc.io.parquet_matrix import MatrixDecoding, fill_row_group, stored_nan
+from cellspec_sc.validation.matrix_stats import MatrixStats, arrow_first_seen_codes, first_seen_codes
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.progress import progress
 from cellspec_sc.io.refusals import ChangedSinceRead, ColumnMismatch, StoredNonFinite, UndecodableData
 from cellspec_sc.spec.types import spec_type_of
 
-_DECODE_BYTES = 1 << 23  # decoded feature values per piece: ~8 MB (bigger pieces left up to 250 MB of freed Arrow buffers resident on a first read)
 _ROW_GROUP_BYTES = 1 << 27  # ~128 MB row groups on write
-DECODE_THREADS = max(1, (os.cpu_count() or 2) - 1)  # threads filling the matrix; one more core hashes the file and checks the cells
-_THREADED_ROWS = 1 << 12  # row groups at least this long are decoded with pyarrow's threads, column by column
 
 
 def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: Any,
@@ -94,13 +90,22 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"not a readable Parquet file: {err}") from None
     table_types = check_stored_columns(stored, types, feature_ids, directory, file)
+    # The matrix starts decoding before the cells table is built when the image of each row can be
+    # known from the image_id column alone (the stats keep per-image ranges).
+    early = None if lazy else early_stats(handle, table_types, len(feature_ids), directory, file)
+    decoding = None if early is None else MatrixDecoding(path, handle, feature_ids, early, directory, layout)
     try:
         frame = _table_frame(handle, table_types, directory, file)
-    except (pa.ArrowException, OSError) as err:
-        raise UndecodableData(directory, file, f"Parquet data cannot be decoded: {err}") from None
+    except BaseException as err:
+        if decoding is not None:
+            decoding.cancel()
+        if isinstance(err, (pa.ArrowException, OSError)):
+            raise UndecodableData(directory, file, f"Parquet data cannot be decoded: {err}") from None
+        raise
     if lazy:
         return Decoded(frame, lazy_matrix(path, feature_ids, directory), {}, None)
-    decoding = MatrixDecoding(path, handle, feature_ids, stats_for(frame, len(feature_ids)), directory, layout)
+    if decoding is None:
+        decoding = MatrixDecoding(path, handle, feature_ids, stats_for(frame, len(feature_ids)), directory, layout)
     if not wait:
         return Decoded(frame, decoding.matrix, {}, decoding)
     stats = decoding.result()
@@ -135,163 +140,22 @@ def stats_for(frame: pd.DataFrame, n_features: int) -> MatrixStats:
     if image_id is None or isinstance(image_id, pd.DataFrame) or spec_type_of(image_id) != "character":
         return MatrixStats(n_features)
     codes, names = first_seen_codes(image_id)
-    return MatrixStats(n_features, codes, len(names))
+    return MatrixStats(n_features, codes, len(names), image_ids=names)
 
 
-class MatrixDecoding:
-    """Fills one preallocated float64 matrix with the feature columns in a thread, a row group (and about
-    ``_DECODE_BYTES`` of columns) at a time, gathering the stats of each piece while it is in the cache.
-
-    ``matrix`` is usable once :meth:`result` returned (it waits, then gives the
-    :class:`~cellspec_sc.validation.matrix_stats.MatrixStats` with ``stored_nonfinite`` set, or raises
-    :class:`~cellspec_sc.io.refusals.UndecodableData`); :meth:`cancel` stops the thread at its next
-    piece, for a caller that failed. The thread decodes without pyarrow's own threads (for float
-    columns they cost more CPU than they save), so the caller's core stays free for the cells table
-    and its checks, and a third thread hashes the file.
-    """
-
-    def __init__(self, path: Path, handle: pq.ParquetFile, feature_ids: list[str], stats: MatrixStats,
-                 directory: Path | str, layout: str = "C"):
-        meta, file = handle.metadata, path.name
-        self.matrix = empty_matrix(meta.num_rows, len(feature_ids), layout)
-        self._feature_ids, self._stats, self._directory, self._file = feature_ids, stats, directory, file
-        self._stop = threading.Event()
-        offsets = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]).tolist()
-        pieces = [(index, offsets[index], offsets[index + 1], first, names) for index in range(meta.num_row_groups)
-                  for first, names in _column_batches(feature_ids, offsets[index + 1] - offsets[index])]
-        workers = max(1, min(len(pieces), DECODE_THREADS))
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="parquet-decode")
-        self._bar = progress(meta.num_rows, f"reading {file}", size=self.matrix.size)
-        bar = self._bar.__enter__()
-        try:
-            self._futures = [pool.submit(self._fill, handle if k == 0 else pq.ParquetFile(path, metadata=meta),
-                                         pieces[k::workers], stats if k == 0 else stats.empty_like(), bar)
-                             for k in range(workers)]
-        finally:
-            pool.shutdown(wait=False)
-
-    def result(self) -> MatrixStats:
-        try:
-            parts = [future.result() for future in self._futures]
-        except BaseException:
-            self.cancel()
-            raise
-        finally:
-            self._bar.__exit__(None, None, None)
-        stats, nulls = parts[0]
-        for other, other_nulls in parts[1:]:
-            stats.merge(other)
-            nulls += other_nulls
-        stats.stored_nonfinite = _stored_nan(stats, nulls, self._feature_ids)
-        return stats
-
-    def cancel(self) -> None:
-        self._stop.set()
-
-    def _fill(self, handle: pq.ParquetFile, pieces: list[tuple[int, int, int, int, list[str]]], stats: MatrixStats,
-              bar: Any) -> tuple[MatrixStats, np.ndarray]:
-        nulls = np.zeros(len(self._feature_ids), dtype=np.int64)
-        try:
-            for index, start, stop, first, names in pieces:
-                if self._stop.is_set():
-                    raise CancelledError(f"decoding {self._file} was cancelled")
-                piece = handle.read_row_group(index, columns=names, use_threads=False)
-                _place(piece, self.matrix[start:stop], first, nulls, stats, start)
-                bar.update((stop - start) * len(names) / len(self._feature_ids))
-        except (pa.ArrowException, OSError) as err:
-            raise UndecodableData(self._directory, self._file, f"Parquet data cannot be decoded: {err}") from None
-        return stats, nulls
-
-
-def _stored_nan(stats: MatrixStats, nulls: np.ndarray, feature_ids: list[str] | tuple[str, ...]) -> dict[str, int]:
-    """NaN each column stores as a number rather than null: in memory both are NaN, the stats count
-    every NaN and Arrow counted the nulls."""
-    stored = stats.nan - nulls
-    return {feature_ids[j]: int(stored[j]) for j in np.flatnonzero(stored)}
-
-
-def _column_batches(feature_ids: list[str], n_rows: int) -> list[tuple[int, list[str]]]:
-    """(first column, names) of the column batches of a row group: about ``_DECODE_BYTES`` each.
-
-    A file written elsewhere with one huge row group (pyarrow's default is 1M rows) is decoded a few
-    columns at a time, so the process never holds a second copy of the matrix.
-    """
-    step = max(1, _DECODE_BYTES // max(8 * n_rows, 1))
-    return [(first, feature_ids[first:first + step]) for first in range(0, len(feature_ids), step)]
-
-
-def fill_row_group(handle: pq.ParquetFile, index: int, feature_ids: list[str], target: np.ndarray,
-                   nulls: np.ndarray, stats: MatrixStats | None = None) -> int:
-    """Decode the feature columns of row group ``index`` into the first rows of ``target``.
-
-    Adds each column's null count to ``nulls`` and the values to ``stats`` (rows counted from the
-    row group's start); returns the row group's row count.
-    """
-    n = handle.metadata.row_group(index).num_rows
-    for first, names in _column_batches(feature_ids, n):
-        _place(_read_piece(handle, index, names), target[:n], first, nulls, stats)
-    return n
-
-
-def _read_piece(handle: pq.ParquetFile, index: int, names: list[str]) -> pa.Table:
-    """Columns ``names`` of row group ``index``; pyarrow's threads only for long columns (for short
-    ones, as in a table of a few cells and 100,000 features, a task per column costs more than it
-    decodes)."""
-    long_columns = handle.metadata.row_group(index).num_rows >= _THREADED_ROWS
-    return handle.read_row_group(index, columns=names, use_threads=long_columns)
-
-
-def _place(decoded: pa.Table, target: np.ndarray, first: int, nulls: np.ndarray,
-           stats: MatrixStats | None = None, row: int = 0) -> None:
-    """Copy decoded feature columns into columns ``first:`` of ``target`` in cache-sized row blocks.
-
-    The stats (``row``: where ``target`` starts in the matrix) are taken from each decoded column
-    while it is still contiguous (1-D reductions per image run), or, when the rows' images are
-    interleaved, from each row block while it is in the cache; null counts are added to ``nulls``.
-    """
-    n, k = decoded.num_rows, decoded.num_columns
-    nulls[first:first + k] += [column.null_count for column in decoded.columns]
-    block = target[:, first:first + k]
-    if n < _THREADED_ROWS:  # short columns: one conversion in Arrow, not a numpy array per column
-        block[:] = _row_major(decoded)
-        if stats is not None:
-            stats.add(row, block, first)
-        return
-    values = [_float_values(decoded.column(j), n) for j in range(k)]
-    runs = stats.image_runs(row, n) if stats is not None else None
-    if runs is not None:
-        for j, column in enumerate(values):
-            stats.add_column(row, first + j, column, runs)  # type: ignore[union-attr]
-    if block.strides[0] == block.itemsize:  # columns contiguous (read(layout="F")): one copy per column
-        for j, column in enumerate(values):
-            block[:, j] = column
-        if stats is not None and runs is None:
-            stats.add(row, block, first)
-        return
-    rows = cache_rows(k)
-    for start in range(0, n, rows):
-        piece = block[start:start + rows]
-        np.stack([v[start:start + rows] for v in values], axis=1, out=piece)
-        if stats is not None and runs is None:
-            stats.add(row + start, piece, first)
-
-
-def _row_major(decoded: pa.Table) -> np.ndarray:
-    """Decoded float64 (or all-null) columns as one row-major matrix, null as NaN (converted by Arrow)."""
-    if any(kind != pa.float64() for kind in decoded.schema.types):  # all-null columns are typed null
-        decoded = pa.table([c if c.type == pa.float64() else pa.nulls(len(c), pa.float64()) for c in decoded.columns],
-                           schema=pa.schema([(name, pa.float64()) for name in decoded.column_names]))
-    batches = decoded.combine_chunks().to_batches()
-    if not batches or not decoded.num_columns:
-        return np.full((decoded.num_rows, decoded.num_columns), np.nan)
-    return np.asarray(batches[0].to_tensor(null_to_nan=True, row_major=True))
-
-
-def _float_values(column: pa.ChunkedArray, n: int) -> np.ndarray:
-    """A decoded float64 column as numpy, null as NaN; an all-null column (type null) as NaN."""
-    if column.type == pa.float64():
-        return column.to_numpy(zero_copy_only=False)
-    return np.full(n, np.nan)
+def early_stats(handle: pq.ParquetFile, table_types: list[dict[str, str]], n_features: int,
+                directory: Path | str, file: str) -> MatrixStats | None:
+    """What :func:`stats_for` gives for the cells table of ``handle``, from its image_id column alone;
+    None when that column does not read as character by itself (the whole table is then read first,
+    so whatever is wrong with it is refused in the usual order)."""
+    if not any(c["name"] == "image_id" and c["type"] == "character" for c in table_types):
+        return MatrixStats(n_features)
+    try:
+        stored = handle.read(columns=["image_id"], use_threads=False).column(0)
+        codes, names = arrow_first_seen_codes(conform(stored, "character", file, "image_id", directory))
+    except (ColumnMismatch, pa.ArrowException, OSError):
+        return None
+    return MatrixStats(n_features, codes, len(names), image_ids=names)
 
 
 def lazy_matrix(path: Path, feature_ids: list[str], directory: Path | str) -> Any:
@@ -345,7 +209,7 @@ def _decode_block(opened: Any, index: int, feature_ids: tuple[str, ...], directo
         fill_row_group(handle, index, list(feature_ids), block, nulls, stats)
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"row group {index} cannot be decoded: {err}") from None
-    stored = _stored_nan(stats, nulls, feature_ids)
+    stored = stored_nan(stats, nulls, feature_ids)
     if stored:
         name, count = next(iter(stored.items()))
         raise StoredNonFinite(directory, file, f"row group {index}: feature column {name!r} stores {count} NaN "

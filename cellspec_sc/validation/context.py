@@ -172,7 +172,9 @@ class Context:
         """(image code of each cell, -1 for NA; the image ids in order of first appearance)."""
         key = ("cells", "image_id", "codes")
         if key not in self._columns:
-            self._columns[key] = first_seen_codes(self.strings("cells", "image_id"))
+            ids = self.strings("cells", "image_id")
+            known = getattr(self.given_stats, "image_codes", None)  # a reader's, made from the same column
+            self._columns[key] = known if known is not None and len(known[0]) == len(ids) else first_seen_codes(ids)
         return self._columns[key]
 
     def per_cell(self, by_image: Mapping[Any, Any], missing: Any, dtype: Any) -> np.ndarray:

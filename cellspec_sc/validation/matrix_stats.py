@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 _BLOCK_ROWS = 1 << 15
 _CACHE_BYTES = 1 << 20  # rows handled at once: about 1 MB, so the five reductions read each value from the cache
@@ -73,6 +75,39 @@ def first_seen_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(codes, dtype=np.int64), np.asarray(names, dtype=object)
 
 
+def first_seen_code_array(values: pd.Series) -> np.ndarray:
+    """The codes of :func:`first_seen_codes` alone, for a text column with many distinct values (cell
+    ids): Arrow's dictionary encoding without making a Python string of each distinct value.
+
+    >>> first_seen_code_array(pd.Series(["b", "a", None, "b"], dtype="string")).tolist()
+    [0, 1, -1, 0]
+    """
+    try:
+        encoded = pc.dictionary_encode(pa.chunked_array(pa.array(values, from_pandas=True)))
+    except (pa.ArrowException, TypeError, ValueError):
+        return first_seen_codes(values)[0]
+    chunks = encoded.chunks
+    if any(not c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]):
+        return first_seen_codes(values)[0]
+    parts = [pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False) for c in chunks]
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
+def arrow_first_seen_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`first_seen_codes` of an Arrow string column, before it becomes a pandas column (Arrow's
+    dictionary encoding, which ``pd.factorize`` of an Arrow-backed column also uses).
+
+    >>> codes, names = arrow_first_seen_codes(pa.chunked_array([["b", "a"], [None, "b"]]))
+    >>> codes.tolist(), list(names)
+    ([0, 1, -1, 0], ['b', 'a'])
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    encoded = pc.dictionary_encode(values)
+    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, np.asarray(encoded.dictionary.to_pylist(), dtype=object)
+
+
 class MatrixStats:
     """Per-feature NaN, infinite and negative counts, and per-image (min, max) of every feature.
 
@@ -81,12 +116,16 @@ class MatrixStats:
     ``low = inf, high = -inf``. Blocks may come in any order and cover a range of columns
     (``first_column``), as a reader decodes a file a row group and a batch of columns at a time.
     ``stored_nonfinite``: {feature id: NaN the file stored as a number, not as null}, set by a reader
-    that decoded the matrix (in memory both are NaN, so only the reader can tell).
+    that decoded the matrix (in memory both are NaN, so only the reader can tell). ``image_ids``: the
+    image ids the codes stand for, when the caller made the codes with :func:`first_seen_codes` of the
+    cells' image_id (validation then reuses them: :attr:`image_codes`).
     """
 
-    def __init__(self, n_features: int, codes: np.ndarray | None = None, n_images: int = 0):
+    def __init__(self, n_features: int, codes: np.ndarray | None = None, n_images: int = 0,
+                 image_ids: np.ndarray | None = None):
         self.n_features = n_features
         self.codes = codes
+        self.image_ids = image_ids
         self.nan = np.zeros(n_features, dtype=np.int64)
         self.infinite = np.zeros(n_features, dtype=np.int64)
         self.first_infinite = np.full(n_features, -1, dtype=np.int64)
@@ -98,7 +137,7 @@ class MatrixStats:
 
     def empty_like(self) -> MatrixStats:
         """Empty stats of the same shape and image codes (for another thread; see :meth:`merge`)."""
-        return MatrixStats(self.n_features, self.codes, self.low.shape[0])
+        return MatrixStats(self.n_features, self.codes, self.low.shape[0], self.image_ids)
 
     def merge(self, other: MatrixStats, images: np.ndarray | None = None) -> None:
         """Add what ``other`` gathered over other blocks of the same matrix.
@@ -129,6 +168,11 @@ class MatrixStats:
     @property
     def has_ranges(self) -> bool:
         return self.codes is not None
+
+    @property
+    def image_codes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``first_seen_codes`` of the cells' image_id, when the stats were made from it."""
+        return (self.codes, self.image_ids) if self.codes is not None and self.image_ids is not None else None
 
     def add(self, start: int, block: np.ndarray, first_column: int = 0) -> None:
         """Account for ``block`` = rows ``start:start + len(block)``, columns from ``first_column``."""

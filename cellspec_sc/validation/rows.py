@@ -167,3 +167,23 @@ def duplicated_rows(codes: np.ndarray, *numbers: np.ndarray) -> np.ndarray:
                               **{f"v{i}": np.asarray(v)[candidates] for i, v in enumerate(numbers)}})
         out[candidates] = exact.duplicated(keep=False).to_numpy()
     return out
+
+
+def duplicated_pairs(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Rows whose pair of codes (``first_seen_codes``: -1 for NA, equal to NA) occurs more than once:
+    ``DataFrame.duplicated(keep=False)`` of the two coded columns. The pairs are counted in a table of
+    every possible pair when that is not much longer than the rows (ids repeated per image, as tools
+    number cells), else hashed.
+
+    >>> duplicated_pairs(np.array([0, 0, 1, 1, -1, -1]), np.array([0, 1, 0, 0, -1, -1])).tolist()
+    [False, False, True, True, True, True]
+    """
+    a, b = np.asarray(first, dtype=np.int64) + 1, np.asarray(second, dtype=np.int64) + 1
+    if a.size == 0:
+        return np.zeros(0, dtype=bool)
+    width = int(b.max()) + 1
+    span = (int(a.max()) + 1) * width
+    key = a * width + b  # below n**2, so no overflow under 3e9 rows
+    if span <= 4 * a.size + 4096:
+        return np.bincount(key, minlength=span)[key] > 1
+    return pd.Series(key).duplicated(keep=False).to_numpy()

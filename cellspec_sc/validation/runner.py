@@ -74,7 +74,7 @@ def validate(
 
 def _run_checks(ctx: Context) -> list[CheckResult]:
     """Every check in the vocabulary's order, then the portability note; checks needing stats that are
-    still being gathered run after the others."""
+    still being gathered run after the others (and the note, which needs no matrix values)."""
     checks = ctx.voc.checks
     with progress(len(checks) + 1, "validating", unit="checks", size=table_values(ctx.x)) as bar:
         results: dict[str, CheckResult] = {}
@@ -85,12 +85,12 @@ def _run_checks(ctx: Context) -> list[CheckResult]:
                 bar.update(1)
             except StatsPending:
                 waiting.append(chk)
+        portable = run_check(ctx, "portability", "semantic", RULE, portability)  # a note beyond section 10
+        bar.update(1)
         ctx.wait_for_stats()
         for chk in waiting:
             results[chk.name] = run_check(ctx, chk.name, chk.level, chk.rule)
             bar.update(1)
-        portable = run_check(ctx, "portability", "semantic", RULE, portability)  # a note beyond section 10
-        bar.update(1)
     return [results[chk.name] for chk in checks] + [portable]
 
 

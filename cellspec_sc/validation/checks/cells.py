@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from cellspec_sc.spec.types import is_arrow_text
 from cellspec_sc.validation.context import Context, Problem, check
-from cellspec_sc.validation.matrix_stats import first_seen_codes
-from cellspec_sc.validation.rows import bad_rows, column_types, ids_present, merge, required_columns
+from cellspec_sc.validation.matrix_stats import first_seen_code_array, first_seen_codes
+from cellspec_sc.validation.rows import bad_rows, column_types, duplicated_pairs, ids_present, merge, required_columns
 
 
 @check("cells_required_columns")
@@ -49,14 +45,9 @@ def _cells_ids(ctx: Context) -> Problem | None:
 
 @check("cells_key_unique")
 def _cells_key(ctx: Context) -> Problem | None:
-    cell_ids = ctx.strings("cells", "cell_id")
-    if is_arrow_text(cell_ids):  # ids unique over all images (QuPath's UUIDs, most files): no pair repeats
-        ids = pa.chunked_array(pa.array(cell_ids.array))
-        if ids.null_count == 0 and pc.count_distinct(ids).as_py() == len(ids):
-            return None
-    keys = pd.DataFrame({"image_id": ctx.strings("cells", "image_id"), "cell_id": cell_ids})
-    dup = keys.duplicated(keep=False).to_numpy()
-    return bad_rows("cells", "cell_id", dup, "duplicated (image_id, cell_id)")
+    images = ctx.image_codes()[0]
+    cells = first_seen_code_array(ctx.strings("cells", "cell_id"))
+    return bad_rows("cells", "cell_id", duplicated_pairs(images, cells), "duplicated (image_id, cell_id)")
 
 
 @check("cells_coordinates_finite")
