@@ -274,6 +274,27 @@ def test_generated_subsets_match_cellspec_subset(x, data):
     assert len(back.provenance["history"]) == len(x.provenance["history"]) + changed
 
 
+# text Arrow can hold (no lone surrogates), with NA, "", "001", non-ASCII, ordering-sensitive cases ("a" < "B"?)
+TEXT = st.one_of(st.none(), st.sampled_from(["", "001", "1", "a", "B", "ä", "z", "µ", "é", "😀"]),
+                 st.text(st.characters(exclude_categories=("Cs",)), max_size=4))
+
+
+@given(values=st.lists(TEXT, max_size=30))
+def test_grouping_categoricals_are_the_ones_pandas_makes(values):
+    """Arrow's dictionary encoding gives pandas' categorical of the same values: categories in the same order
+    (colours follow it), NA as -1, object categories."""
+    from cellspec_sc.bridges.anndata_obs import scverse_obs, sorted_categorical, text_array
+
+    column = pd.Series(values, dtype="string")
+    expected = pd.Categorical(column.astype(object).where(column.notna(), None))
+    made = sorted_categorical(text_array(column).dictionary_encode())
+    assert made.categories.tolist() == expected.categories.tolist()
+    assert made.categories.dtype == expected.categories.dtype and made.codes.dtype == expected.codes.dtype
+    np.testing.assert_array_equal(made.codes, expected.codes)
+    obs = scverse_obs(pd.DataFrame({"cell_id": column, "image_id": column}))
+    assert obs["cell_id"].dtype == "string" and obs["image_id"].cat.categories.tolist() == expected.categories.tolist()
+
+
 def test_damaged_uns_is_refused_with_a_cellspec_error(x):
     adata = cs.to_anndata(x)
     adata.uns["cellspec"]["meta"] = "{}"

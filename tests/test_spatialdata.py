@@ -287,6 +287,20 @@ def test_filtering_the_table_keeps_the_cells_of_the_rows_left(xa, tmp_path):
     check_subset(cs.from_spatialdata(through_zarr(sdata, tmp_path / "f.zarr")), xa, tumour)
 
 
+def test_rows_of_the_regions_interleaved_keep_every_cell_in_the_table_order(xa):
+    """Table rows shuffled (one left out: a reordered X of the same shape reads as changed in place), so each
+    region's rows are scattered, not the slice to_spatialdata writes: every cell left stays, in the table's
+    order, as from_anndata gives the same rows of to_anndata."""
+    sdata = cs.to_spatialdata(xa)
+    order = np.random.default_rng(3).permutation(xa.n_cells)[1:]
+    sdata.tables["table"] = sdata.tables["table"][order].copy()
+    regions = sdata.tables["table"].obs["cs__region"].to_numpy()
+    assert (regions[:-1] != regions[1:]).sum() > 2  # scattered
+    back = cs.from_spatialdata(sdata)
+    assert back.differences(cs.from_anndata(cs.to_anndata(xa)[order])) == []
+    assert back.cells["cell_id"].tolist() == xa.cells["cell_id"].iloc[order].tolist()
+
+
 def test_a_query_that_keeps_no_cell_is_reported(xa):
     q = sd.bounding_box_query(cs.to_spatialdata(xa), axes=("x", "y"), min_coordinate=[-50, -50],
                               max_coordinate=[-10, -10], target_coordinate_system="img1")

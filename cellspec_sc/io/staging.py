@@ -135,10 +135,11 @@ def flushing_behind(path: Path, interval: float = 0.1) -> Iterator[None]:
 
 
 def _open_regular(path: Path) -> int | None:
-    """A read-only descriptor of ``path`` when it is a regular file by now, else None."""
+    """A read-only descriptor of ``path`` when it is a regular file by now, else None (also when it cannot be
+    opened, e.g. no descriptor is left: flushing early is only a head start, the final fsync does not need it)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
-    except (FileNotFoundError, IsADirectoryError):
+    except OSError:
         return None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)

@@ -124,8 +124,10 @@ def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str
     at line boundaries, parsed on every core and put together in file order
     (:func:`~cellspec_sc.readers.pieces.ordered_map`). The matrix (kept rows x
     ``matrix`` columns, C order) is allocated once, with room for the rows estimated from the first
-    megabyte of the file (pages never written cost no memory), and only grown if the estimate was
-    short, so peak memory stays close to the result instead of holding a whole Arrow table beside it.
+    megabyte of the file (pages never written cost no memory); each piece writes its kept rows into it
+    directly, and only if the estimate was short do the last pieces keep blocks of their own (joined into
+    one bigger matrix at the end), so peak memory stays close to the result instead of holding a whole
+    Arrow table beside it.
     NaN and infinities become NaN (NA) and are counted: ``na_converted`` (NaN written by the tool),
     ``nonfinite_converted`` (infinities) and ``missing_in_source`` (empty fields), all over kept rows.
     A parse failure becomes an InputError that names file, line and column. When rows are filtered,

@@ -134,12 +134,13 @@ class QuPathAdapter(ToolAdapter):
         image_order = [str(i) for i in pc.unique(images).to_pylist()]  # in order of first appearance
         image_index = pc.index_in(images, value_set=pa.array(image_order, type=pa.string())).to_numpy()
         cell_ids, id_source = _cell_ids(header, parsed, images)
-        if not ids_are_unique(image_index, cell_ids):
+        cell_column = string_column(cell_ids)  # one Arrow chunk: hashed in about half the time of the parse's many
+        if not ids_are_unique(image_index, pa.array(cell_column)):
             check_unique_ids(path, arrow_objects(images), arrow_objects(cell_ids), id_source, parsed.rows)
 
         sizes, size_source = _pixel_sizes(header, parsed, images, image_order, self.pixel_size, um_cols, px_cols)
         per_row_size = np.array([sizes[i] for i in image_order], dtype=np.float64)[image_index]
-        cells = {"cell_id": string_column(cell_ids), "image_id": string_column(images)}
+        cells = {"cell_id": cell_column, "image_id": string_column(images)}
         samples = {i: (self.sample_id if self.sample_id is not None else i) for i in image_order}
         cells["sample_id"] = string_column(pa.array([samples[i] for i in image_order],
                                                     type=pa.string()).take(image_index))

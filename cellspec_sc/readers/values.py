@@ -64,7 +64,7 @@ def check_image_ids(path: Path, ids: pa.ChunkedArray | pa.Array, column: str, im
     (:func:`check_missing_text`, :func:`check_unique_ids`) that names the lines only when one fails."""
     if has_missing_text(ids):
         check_missing_text(path, arrow_objects(ids), column, rows)
-    if pc.count_distinct(ids, mode="all").as_py() != len(ids):
+    if len(pc.unique(ids)) != len(ids):
         check_unique_ids(path, np.full(len(ids), image, dtype=object), arrow_objects(ids), column, rows)
 
 
@@ -78,7 +78,7 @@ def ids_are_unique(image_index: np.ndarray, cell_ids: pa.ChunkedArray | pa.Array
     as a small integer). Only a quick yes; :func:`check_unique_ids` names the duplicates."""
     if len(cell_ids) == 0:
         return True
-    if pc.count_distinct(cell_ids, mode="all").as_py() == len(cell_ids):
+    if len(pc.unique(cell_ids)) == len(cell_ids):  # (half the time of count_distinct on a million UUIDs)
         return True  # unique over the whole file (QuPath's UUIDs), so within every image too
     if int(image_index.min()) == int(image_index.max()):
         return False
