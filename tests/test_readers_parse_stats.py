@@ -79,3 +79,21 @@ def test_rows_beyond_a_short_estimate_are_kept(tmp_path, monkeypatch):
         short = cs.read_qupath(path)
     assert short.n_cells > 400
     assert short.equals(one.replace(provenance=short.provenance)), short.differences(one)
+
+
+def test_a_read_and_cellspec_import_validate_without_walking_the_matrix(tmp_path, monkeypatch):
+    from cellspec_sc.cli.main import main
+    from cellspec_sc.validation import context
+
+    path = interleaved(tmp_path)
+
+    def walk(*args, **kwargs):
+        raise AssertionError("validation walked the matrix although the parse gathered its stats")
+
+    monkeypatch.setattr(context, "matrix_stats", walk)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReaderWarning)
+        x = cs.read_qupath(path)
+        assert main(["import", "qupath", str(path), str(tmp_path / "out.cellspec"), "-q"]) == 0
+    assert cs.validate(x).status("feature_support") == "warn"  # remembered: the report of the read
+    assert cs.read(tmp_path / "out.cellspec").equals(x.replace(provenance=cs.read(tmp_path / "out.cellspec").provenance))

@@ -5,7 +5,7 @@
     cellspec import steinbock FOLDER OUT_DIR [--pixel-size UM] [--aggregation mean] [--no-neighbors] ...
 
 The target is checked first (an existing OUT_DIR needs ``--overwrite``), then the export is read through
-the reader pipeline (:func:`cellspec_sc.readers.pipeline.read_export`), validated once, and written with
+the reader pipeline (:func:`cellspec_sc.readers.pipeline.read_export_report`), validated once, and written with
 :func:`cellspec_sc.write` (which reuses that report); a short summary and the validation verdict are
 printed. Refused input exits with status 2 and a message naming file, line and column.
 """
@@ -19,10 +19,9 @@ from cellspec_sc.io.directory import write
 from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target
 from cellspec_sc.io.refusals import TargetExists
 from cellspec_sc.readers.mcmicro import McquantAdapter
-from cellspec_sc.readers.pipeline import read_export
+from cellspec_sc.readers.pipeline import read_export_report
 from cellspec_sc.readers.qupath import QuPathAdapter
 from cellspec_sc.readers.steinbock import SteinbockAdapter
-from cellspec_sc.validation.runner import validate
 
 
 def _marker_map(pairs: list[str] | None) -> dict[str, str]:
@@ -45,9 +44,8 @@ def _check_target(args: argparse.Namespace) -> None:
 
 
 def _import(adapter, source: str, args: argparse.Namespace) -> int:
-    """Read ``source`` with ``adapter`` (validation left to this function), validate once, write, report."""
-    x = read_export(adapter, source, validate_result=False)
-    report = validate(x)
+    """Read ``source`` with ``adapter`` (validated once), refuse an invalid object, write with its report."""
+    x, report = read_export_report(adapter, source)
     report.raise_if_failed(f"{source}: the {adapter.name} reader built an invalid object")
     path = write(x, args.out_dir, format=args.format, overwrite=args.overwrite, report=report)
     counts = x.provenance["counts"]

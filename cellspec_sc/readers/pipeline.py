@@ -15,7 +15,7 @@ centroids and pixel sizes are found). :func:`read_export` runs the same steps fo
    :class:`~cellspec_sc.readers.features.FeatureSpec`, and
    :func:`~cellspec_sc.readers.features.build_dictionary` applies the vocabulary;
 5. :meth:`ToolAdapter.tables` builds cells, images and channels from the parsed rows;
-6. :func:`assemble` adds provenance and validates the object once.
+6. :func:`assemble` adds provenance, and :func:`read_export_report` validates the object once.
 
 Adding a tool means one module with one adapter subclass (``roles``, ``classify`` and ``tables`` are
 abstract) and its ``read_<tool>`` function.
@@ -42,6 +42,7 @@ from cellspec_sc.readers.parsing import Parsed, stream_columns
 from cellspec_sc.spec.types import canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes
+from cellspec_sc.validation.report import ValidationReport
 from cellspec_sc.validation.runner import validate
 
 
@@ -130,11 +131,18 @@ class ToolAdapter(ABC):
         """Cells, images, channels and reader parameters from the parsed rows."""
 
 
-def read_export(adapter: ToolAdapter, path: str | os.PathLike, *, validate_result: bool = True) -> CellSpec:
-    """Read one export with ``adapter`` through the steps of this module.
+def read_export(adapter: ToolAdapter, path: str | os.PathLike) -> CellSpec:
+    """Read one export with ``adapter`` through the steps of this module, and refuse the object if its one
+    validation fails (a reader bug, never user data: the reader stops on bad input before this)."""
+    x, report = read_export_report(adapter, path)
+    if not report.ok:
+        raise ValidationError(report, context=f"{Path(path).name}: the {adapter.name} reader built an invalid object")
+    return x
 
-    ``validate_result=False`` leaves the one validation to a caller that validates anyway
-    (``cellspec import`` validates once and hands the report to the writer)."""
+
+def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[CellSpec, ValidationReport]:
+    """The object read from ``path`` and the report of its one validation, which uses the matrix stats the
+    parse gathered (``cellspec import`` hands the report on to the writer; the object remembers it too)."""
     path = Path(path)
     header = adapter.header(path)
     roles = adapter.roles(header)
@@ -144,14 +152,13 @@ def read_export(adapter: ToolAdapter, path: str | os.PathLike, *, validate_resul
     tables = adapter.tables(header, parsed, dictionary, applied, specs)
     # a folder's tables are inputs of their own
     record = input_record(path, sha256=parsed.sha256) if path.is_file() else None
-    return assemble(adapter, path=path, parsed=parsed, dictionary=dictionary, tables=tables,
-                    path_record=record, validate_result=validate_result)
+    x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
+    return x, validate(x, stats=_image_stats(parsed, x.cells))
 
 
-def assemble(adapter: ToolAdapter, *, path: Path, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
-             path_record: dict[str, Any] | None, validate_result: bool = True) -> CellSpec:
-    """Build the object with its provenance, then refuse it if validation fails (a reader bug, never user
-    data: the reader stops on bad input before this). This is the only validation of a read."""
+def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
+             path_record: dict[str, Any] | None) -> CellSpec:
+    """Build the object with its provenance (not validated: :func:`read_export_report` validates it once)."""
     counts = {"rows_read": parsed.rows_read, "rows_kept": parsed.n, **parsed.counts}
     provenance = new_provenance(
         producer={"tool": adapter.producer, "version": None}, adapter=adapter.name, adapter_version=adapter.version,
@@ -159,7 +166,7 @@ def assemble(adapter: ToolAdapter, *, path: Path, parsed: Parsed, dictionary: pd
                 *(p if isinstance(p, dict) else input_record(p) for p in tables.extra_inputs)],
         counts=counts, parameters=tables.parameters,
     )
-    x = CellSpec(
+    return CellSpec(
         spec_version=SPEC_VERSION,
         cells=canonical_frame(pd.DataFrame(tables.cells), "cells"),
         measurements=np.ascontiguousarray(parsed.matrix, dtype=np.float64),
@@ -169,12 +176,6 @@ def assemble(adapter: ToolAdapter, *, path: Path, parsed: Parsed, dictionary: pd
         provenance=provenance,
         adjacency=tables.adjacency,
     )
-    if not validate_result:
-        return x
-    report = validate(x, stats=_image_stats(parsed, x.cells))
-    if not report.ok:
-        raise ValidationError(report, context=f"{path.name}: the {adapter.name} reader built an invalid object")
-    return x
 
 
 def _image_stats(parsed: Parsed, cells: pd.DataFrame) -> MatrixStats | None:
