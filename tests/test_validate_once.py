@@ -15,7 +15,7 @@ import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
-from cellspec_sc.validation import runner
+from cellspec_sc.validation import memo, runner
 
 
 @pytest.fixture
@@ -56,6 +56,20 @@ def test_an_edit_in_place_is_validated_again(tmp_path, runs):
     x.cells.loc[5, "x"] = -1e9  # a cells value edited in place
     assert cs.validate(x).status("centroids_within_image") == "warn"
     assert len(runs) == before + 2
+
+
+@pytest.mark.parametrize("row", [0, 29, 30, 59], ids=["first", "last of the first half", "first of the second", "last"])
+def test_an_edit_in_either_half_of_a_big_matrix_is_validated_again(tmp_path, runs, monkeypatch, row):
+    """A big matrix is digested in two halves at once (two cores); an edit in any row of either half is
+    still a new object to validate, and the same content keeps its report."""
+    monkeypatch.setattr(memo, "SPLIT_BYTES", 1)  # every matrix counts as big
+    x = cs.read(cs.write(cs.example(n_cells=60), tmp_path / "a"))
+    before = len(runs)
+    assert cs.validate(x) is x.validation_memo[2] and len(runs) == before
+    assert memo.content_token(x) == memo.content_token(x.replace(measurements=x.measurements.copy()))
+    x.measurements[row, 1] = np.inf
+    assert cs.validate(x).status("measurements_finite") == "fail"
+    assert len(runs) == before + 1
 
 
 def test_other_options_are_validated_again(runs):
