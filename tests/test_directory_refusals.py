@@ -14,6 +14,7 @@ import pytest
 from dirhelpers import edit_json, reseal
 
 import cellspec_sc as cs
+from cellspec_sc.io import parquet as parquet_io
 from cellspec_sc.io import refusals as r
 
 
@@ -196,10 +197,11 @@ def test_stored_type_differs_from_column_types(written):
 
 
 @pytest.mark.parametrize("mistyped", [["image_id"], ["cell_id", "image_id"]])
-def test_mistyped_image_id_is_refused_in_column_order(written, mistyped):
+def test_mistyped_image_id_is_refused_in_column_order(written, mistyped, monkeypatch):
     """The matrix starts decoding once image_id alone reads as text; a stored image_id that does not
     (numbers where column_types says character) is refused like any other column, and the first
     mistyped column in column_types order is the one named."""
+    monkeypatch.setattr(parquet_io, "_EARLY_ROWS", 1)  # even 30 cells
     table = pq.read_table(written / "cells.parquet")
     for name in mistyped:
         i = table.schema.get_field_index(name)

@@ -80,10 +80,13 @@ def test_blocks_in_any_order_and_column_ranges_give_the_same_stats():
     assert stats.first_infinite[2] == 17
 
 
+@pytest.mark.parametrize("early_rows", [1, 1 << 30], ids=["decoding before the cells table", "after it"])
 @pytest.mark.parametrize("threads", [1, 3])
-def test_reader_gathers_the_stats_of_what_it_decoded(tmp_path, monkeypatch, threads):
-    """One or several decoding threads (each gathers its own stats, merged at the end) give the stats of
-    the whole matrix, and the matrix itself."""
+def test_reader_gathers_the_stats_of_what_it_decoded(tmp_path, monkeypatch, threads, early_rows):
+    """One or several decoding threads and the caller (each gathers its own stats, merged at the end)
+    give the stats of the whole matrix, and the matrix itself, whether decoding starts before the cells
+    table is read or after."""
+    monkeypatch.setattr(parquet_io, "_EARLY_ROWS", early_rows)
     monkeypatch.setattr(parquet_matrix, "DECODE_THREADS", threads)
     monkeypatch.setattr(parquet_io, "_ROW_GROUP_BYTES", 1 << 16)  # many row groups
     monkeypatch.setattr(parquet_matrix, "_DECODE_BYTES", 1 << 12)  # and several column batches per group
@@ -280,6 +283,7 @@ def test_read_starts_decoding_with_the_image_codes_validation_uses(tmp_path, mon
     stats carry the image codes of the cells table, and validation of the object uses them (same report
     as validating a copy that shares nothing with the read)."""
     monkeypatch.setattr(parquet_matrix, "_DECODE_BYTES", 1 << 12)
+    monkeypatch.setattr(parquet_io, "_EARLY_ROWS", 1)  # decoding starts before the cells table is read
     x = cs.example(n_cells=2000, n_features=10, n_images=3)
     path = cs.write(x, tmp_path / "x")
     table = pq.read_table(path / "cells.parquet")

@@ -260,13 +260,11 @@ def test_cells_key_unique_finds_what_pandas_calls_duplicated(keys):
     np.testing.assert_array_equal(first_seen_code_array(chunked), first_seen_codes(cells)[0])
 
 
-def test_duplicated_pairs_of_many_distinct_codes_are_hashed():
-    """Pairs too many to count in a table (every image and id distinct) take the hashing path."""
-    from cellspec_sc.validation.rows import duplicated_pairs
+def test_repeated_is_what_pandas_calls_duplicated():
+    """The sort behind both duplicate checks: no repeat, one repeat far apart, many repeats, 64-bit keys."""
+    from cellspec_sc.validation.rows import repeated
 
-    a = np.arange(5000)
-    b = np.arange(5000)
-    b[4999], a[4999] = b[3], a[3]  # one repeated pair
-    want = np.zeros(5000, dtype=bool)
-    want[[3, 4999]] = True
-    np.testing.assert_array_equal(duplicated_pairs(a, b), want)
+    rng = np.random.default_rng(7)
+    for values in (np.arange(5000), np.r_[np.arange(5000), 3], rng.integers(0, 50, 2000),
+                   rng.integers(0, 2**63, 3000, dtype=np.int64).view(np.uint64), np.zeros(0, dtype=np.int64)):
+        np.testing.assert_array_equal(repeated(values), pd.Series(values).duplicated(keep=False).to_numpy())

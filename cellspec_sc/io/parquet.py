@@ -35,6 +35,7 @@ from cellspec_sc.io.refusals import ChangedSinceRead, ColumnMismatch, StoredNonF
 from cellspec_sc.spec.types import spec_type_of
 
 _ROW_GROUP_BYTES = 1 << 27  # ~128 MB row groups on write
+_EARLY_ROWS = 1 << 16  # files at least this long start decoding the matrix before the cells table is built
 
 
 def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matrix: Any,
@@ -90,12 +91,14 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     except (pa.ArrowException, OSError) as err:
         raise UndecodableData(directory, file, f"not a readable Parquet file: {err}") from None
     table_types = check_stored_columns(stored, types, feature_ids, directory, file)
-    # The matrix starts decoding before the cells table is built when the image of each row can be
+    # A long matrix starts decoding before the cells table is built when the image of each row can be
     # known from the image_id column alone (the stats keep per-image ranges).
-    early = None if lazy else early_stats(handle, table_types, len(feature_ids), directory, file)
-    decoding = None if early is None else MatrixDecoding(path, handle, feature_ids, early, directory, layout)
+    long = not lazy and handle.metadata.num_rows >= _EARLY_ROWS
+    early = early_stats(handle, table_types, len(feature_ids), directory, file) if long else None
+    decoding = None if early is None else MatrixDecoding(path, handle, feature_ids, early[0], directory, layout,
+                                                         handle_in_use=True)
     try:
-        frame = _table_frame(handle, table_types, directory, file)
+        frame = _table_frame(handle, table_types, directory, file, early[1] if early else {}, decoding is None)
     except BaseException as err:
         if decoding is not None:
             decoding.cancel()
@@ -113,11 +116,13 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
 
 
 def _table_frame(handle: pq.ParquetFile, table_types: list[dict[str, str]], directory: Path | str,
-                 file: str) -> pd.DataFrame:
-    names = [c["name"] for c in table_types]
-    raw = handle.read(columns=names, use_threads=True)
-    columns = pa.table({c["name"]: conform(raw.column(c["name"]), c["type"], file, c["name"], directory)
-                        for c in table_types}) if names else raw
+                 file: str, known: dict[str, pa.ChunkedArray], use_threads: bool) -> pd.DataFrame:
+    """The cells columns as a canonical frame; ``known``: columns already read and conformed.
+    ``use_threads``: pyarrow's, when no decoding runs meanwhile (beside it they cost CPU, not time)."""
+    raw = handle.read(columns=[c["name"] for c in table_types if c["name"] not in known], use_threads=use_threads)
+    columns = pa.table({c["name"]: known[c["name"]] if c["name"] in known else
+                        conform(raw.column(c["name"]), c["type"], file, c["name"], directory)
+                        for c in table_types}) if table_types else raw
     return arrow_to_frame(columns, table_types)
 
 
@@ -144,18 +149,19 @@ def stats_for(frame: pd.DataFrame, n_features: int) -> MatrixStats:
 
 
 def early_stats(handle: pq.ParquetFile, table_types: list[dict[str, str]], n_features: int,
-                directory: Path | str, file: str) -> MatrixStats | None:
-    """What :func:`stats_for` gives for the cells table of ``handle``, from its image_id column alone;
-    None when that column does not read as character by itself (the whole table is then read first,
-    so whatever is wrong with it is refused in the usual order)."""
+                directory: Path | str, file: str) -> tuple[MatrixStats, dict[str, pa.ChunkedArray]] | None:
+    """What :func:`stats_for` gives for the cells table of ``handle``, from its image_id column alone
+    (and that column, read and conformed); None when that column does not read as character by itself
+    (the whole table is then read first, so whatever is wrong with it is refused in the usual order)."""
     if not any(c["name"] == "image_id" and c["type"] == "character" for c in table_types):
-        return MatrixStats(n_features)
+        return MatrixStats(n_features), {}
     try:
         stored = handle.read(columns=["image_id"], use_threads=False).column(0)
-        codes, names = arrow_first_seen_codes(conform(stored, "character", file, "image_id", directory))
+        image_ids = conform(stored, "character", file, "image_id", directory)
+        codes, names = arrow_first_seen_codes(image_ids)
     except (ColumnMismatch, pa.ArrowException, OSError):
         return None
-    return MatrixStats(n_features, codes, len(names), image_ids=names)
+    return MatrixStats(n_features, codes, len(names), image_ids=names), {"image_id": image_ids}
 
 
 def lazy_matrix(path: Path, feature_ids: list[str], directory: Path | str) -> Any:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -54,28 +55,35 @@ class MatrixDecoding:
     """
 
     def __init__(self, path: Path, handle: pq.ParquetFile, feature_ids: list[str], stats: MatrixStats,
-                 directory: Path | str, layout: str = "C"):
+                 directory: Path | str, layout: str = "C", *, handle_in_use: bool = False):
         meta, file = handle.metadata, path.name
         self.matrix = empty_matrix(meta.num_rows, len(feature_ids), layout)
         self._path, self._meta, self._feature_ids, self._stats = path, meta, feature_ids, stats
+        # ``handle`` goes to the first thread, unless the caller still reads the cells table with it
+        # (then the caller decodes with it in result()); others open their own when they get a piece
+        # (opening costs a schema per handle: about 0.5 s for 100,000 columns).
+        self._handle = handle if handle_in_use else None
         self._directory, self._file = directory, file
         self._stop = threading.Event()
         offsets = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]).tolist()
         pieces = [(index, offsets[index], offsets[index + 1], first, names) for index in range(meta.num_row_groups)
                   for first, names in _column_batches(feature_ids, offsets[index + 1] - offsets[index])]
-        self._pieces, self._taking = iter(pieces), threading.Lock()
+        self._pieces, self._taking = deque(pieces), threading.Lock()
         workers = max(1, min(len(pieces), DECODE_THREADS))
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="parquet-decode")
         self._bar = progress(meta.num_rows, f"reading {file}", size=self.matrix.size)
         self._progress = self._bar.__enter__()
         try:
-            self._futures = [pool.submit(self._fill, stats if k == 0 else stats.empty_like()) for k in range(workers)]
+            self._futures = [pool.submit(self._fill, stats if k == 0 else stats.empty_like(),
+                                         None if k or handle_in_use else handle) for k in range(workers)]
         finally:
             pool.shutdown(wait=False)
 
     def result(self) -> MatrixStats:
         try:
-            parts = [self._fill(self._stats.empty_like())]  # the caller decodes what is left, then waits
+            # the caller decodes what is left, from the end: rows far from the threads' (two threads
+            # writing the same rows' cache lines would slow each other), then waits for them
+            parts = [self._fill(self._stats.empty_like(), self._handle, last=True)]
             parts += [future.result() for future in self._futures]
         except BaseException:
             self.cancel()
@@ -97,15 +105,14 @@ class MatrixDecoding:
         """The image codes of the stats being gathered (see :attr:`MatrixStats.image_codes`)."""
         return self._stats.image_codes
 
-    def _take(self) -> Piece | None:
+    def _take(self, last: bool) -> Piece | None:
         with self._taking:
-            return next(self._pieces, None)
+            return (self._pieces.pop() if last else self._pieces.popleft()) if self._pieces else None
 
-    def _fill(self, stats: MatrixStats) -> tuple[MatrixStats, np.ndarray]:
+    def _fill(self, stats: MatrixStats, handle: pq.ParquetFile | None, last: bool = False) -> tuple[MatrixStats, np.ndarray]:
         nulls = np.zeros(len(self._feature_ids), dtype=np.int64)
-        handle = None  # each thread its own, opened when it gets a piece
         try:
-            while (piece := self._take()) is not None:
+            while (piece := self._take(last)) is not None:
                 if self._stop.is_set():
                     raise CancelledError(f"decoding {self._file} was cancelled")
                 index, start, stop, first, names = piece
