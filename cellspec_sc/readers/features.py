@@ -20,7 +20,7 @@ import pandas as pd
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.names import first_free_name
 from cellspec_sc.readers.headers import other_name
-from cellspec_sc.spec.types import canonical_frame
+from cellspec_sc.spec.types import canonical_frame, character_array
 from cellspec_sc.spec.vocabulary import vocabulary
 
 MARKER_COLON_REPLACEMENT = "_"
@@ -117,9 +117,10 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
         seen.add(fid)
         rows.append((fid, spec.kind, spec.marker, spec.compartment, spec.statistic, spec.unit, spec.source_name,
                      source_marker))
-    frame = pd.DataFrame(rows, columns=DICTIONARY_COLUMNS) if rows else pd.DataFrame({c: [] for c in DICTIONARY_COLUMNS})
-    if not any(src is not None and src != m for _, _, m, _, _, _, _, src in rows):
-        frame = frame.drop(columns="marker_source")
+    renamed = any(src is not None and src != m for _, _, m, _, _, _, _, src in rows)
+    names = DICTIONARY_COLUMNS if renamed else DICTIONARY_COLUMNS[:-1]  # marker_source only when a name changed
+    values = list(zip(*rows, strict=True)) if rows else [()] * len(DICTIONARY_COLUMNS)
+    frame = pd.DataFrame({name: character_array(column) for name, column in zip(names, values, strict=False)})
     return canonical_frame(frame, "dictionary"), applied
 
 

@@ -21,6 +21,8 @@ Int32Dtype()
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -89,6 +91,15 @@ def is_arrow_text(values: pd.Series) -> bool:
     """Whether ``values`` is text held by Arrow (pandas' ``string`` with pyarrow storage), as the spec's
     ``character`` columns are."""
     return isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow"
+
+
+def character_array(values: Sequence[str | None]) -> pd.arrays.ArrowStringArray:
+    """Python strings (None: NA) as a column of the spec's ``character`` type, straight through Arrow.
+
+    >>> character_array(["a", None]).dtype == PANDAS_DTYPES["character"]
+    True
+    """
+    return pd.arrays.ArrowStringArray(pa.chunked_array([pa.array(list(values), type=pa.large_string())]))
 
 
 def arrow_text(series: pd.Series) -> pa.ChunkedArray | None:
