@@ -6,13 +6,18 @@ import hashlib
 import os
 import threading
 
+from pathlib import Path
+
 import pyarrow.parquet as pq
 import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.io import hashing
 from cellspec_sc.io import parquet as parquet_io
+from cellspec_sc.errors import InputError
 from cellspec_sc.io.hashing import BackgroundHash, FollowingHash
+
+DATA = Path(__file__).parent / "data" / "qupath"
 
 
 def test_following_a_writer_thread_gives_the_digest_of_the_whole_file(tmp_path, monkeypatch):
@@ -59,3 +64,30 @@ def test_written_manifest_digest_is_the_files_digest(tmp_path, monkeypatch):
     listed = dict(line.split("  ")[::-1] for line in (path / "MANIFEST.sha256").read_text().splitlines())
     assert listed["cells.parquet"] == hashlib.sha256((path / "cells.parquet").read_bytes()).hexdigest()
     assert pq.ParquetFile(path / "cells.parquet").metadata.num_row_groups == 5  # 1,024-row groups
+
+
+def test_piece_hash_of_a_file_that_grew_while_read_is_an_input_error_naming_it(tmp_path):
+    path = tmp_path / "export.csv"
+    path.write_bytes(b"a,b\n1,2\n3,4\n")
+    hasher = hashing.PieceHash(path, 4)
+    hasher.add((4, 8), b"1,2\n")
+    hasher.add((8, 12), b"3,4\n")
+    with open(path, "ab") as out:  # the exporting tool appends a row after the pieces were read
+        out.write(b"5,6\n")
+    with pytest.raises(InputError, match=r"export\.csv: the file changed while it was read \(12 bytes read, 16"):
+        hasher.result()
+
+
+def test_a_qupath_export_appended_to_during_the_read_is_refused_by_name(tmp_path, monkeypatch):
+    source = tmp_path / "detections.tsv"
+    source.write_bytes((DATA / "v04_cell_detection.tsv").read_bytes())
+    added = hashing.PieceHash.add
+
+    def add_then_append(self, span, data):  # a second process writing the export while it is read
+        added(self, span, data)
+        with open(source, "ab") as out:
+            out.write(source.read_bytes().splitlines(keepends=True)[-1])
+
+    monkeypatch.setattr(hashing.PieceHash, "add", add_then_append)
+    with pytest.raises(InputError, match="detections.tsv: the file changed while it was read"):
+        cs.read_qupath(source, pixel_size=0.5)

@@ -23,6 +23,8 @@ import os
 import threading
 from pathlib import Path
 
+from cellspec_sc.errors import InputError
+
 _CHUNK = 1 << 22  # 4 MB reads
 _SYNC_EVERY = 1 << 28  # start writing back every 256 MB, so the final fsync has little left to do
 
@@ -159,6 +161,9 @@ class PieceHash:
     def result(self) -> str:
         """Hex SHA-256 of the whole file (every piece added)."""
         size = self.path.stat().st_size
-        if self._failed or self._next != size:
-            raise RuntimeError(f"{self.path.name}: hashed {self._next} of {size} bytes")
+        if self._failed:
+            raise RuntimeError(f"{self.path.name}: a piece was not read, so the file has no digest")
+        if self._next != size:
+            raise InputError(f"{self.path}: the file changed while it was read ({self._next:,} bytes read, "
+                             f"{size:,} bytes now); read it again once whatever writes it has finished")
         return self._digest.hexdigest()
