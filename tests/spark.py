@@ -34,6 +34,8 @@ SETTINGS = {
     "spark.driver.bindAddress": "127.0.0.1",
     # partition folders such as sample_id=001 read as text, not as the integer 1 (docs/cohorts.md)
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+    # feature ids that differ only in case (cell:CD3e:mean, cell:CD3E:mean) are two columns
+    "spark.sql.caseSensitive": "true",
 }
 
 
