@@ -37,7 +37,7 @@ _MAPPED_FROM = 1 << 26  # below 64 MB the allocator is fine
 _REUSE_WITHIN = 2  # a kept mapping serves a matrix of at least 1/_REUSE_WITHIN of its size
 
 _kept: list[mmap.mmap] = []  # at most one: the mapping of the last large matrix released
-_keeping = threading.Lock()
+_keeping = threading.RLock()  # re-entrant: a collection inside the lock may release another matrix
 
 
 def empty_matrix(rows: int, columns: int, order: str = "C") -> np.ndarray:
