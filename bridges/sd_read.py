@@ -134,10 +134,10 @@ def _rows_with_shapes(sdata: SpatialData, table: anndata.AnnData, record: Mappin
         if element is None:
             gone[region] = int(rows.size)
         else:
-            contiguous = rows[-1] - rows[0] + 1 == rows.size  # as to_spatialdata writes them: a slice, no copy
-            instances = table.obs[instance_key].iloc[slice(rows[0], rows[-1] + 1) if contiguous else rows]
-            # as written by to_spatialdata: the rows name the shapes in order, no id-by-id matching needed
-            keep[rows] = True if same_instances(instances, element.index) else \
+            # as to_spatialdata writes them: one run of rows (a slice, no copy) naming the shapes in order
+            where = slice(rows[0], rows[-1] + 1) if rows[-1] - rows[0] + 1 == rows.size else rows
+            instances = table.obs[instance_key].iloc[where]
+            keep[where] = True if same_instances(instances, element.index) else \
                 instance_keys(instances).isin(instance_keys(element.index))
     if gone:
         warnings.warn(f"cells of shapes elements that are not in the SpatialData are left out: {gone} "

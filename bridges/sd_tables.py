@@ -46,8 +46,8 @@ def cellspec_tables(sdata: SpatialData) -> list[str]:
 def rows_by_region(regions: pd.Series) -> list[tuple[str, np.ndarray]]:
     """(region name, row positions) for every region that has rows (missing regions left out)."""
     codes = pd.Categorical(regions)
-    return [(str(name), np.flatnonzero(codes.codes == k)) for k, name in enumerate(codes.categories)
-            if (codes.codes == k).any()]
+    rows = (np.flatnonzero(codes.codes == k) for k in range(len(codes.categories)))
+    return [(str(name), where) for name, where in zip(codes.categories, rows, strict=True) if where.size]
 
 
 def instance_keys(values: pd.Series | pd.Index) -> pd.Index:
