@@ -32,8 +32,12 @@ SETTINGS = {
     "spark.sql.shuffle.partitions": "1",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
+    # short jobs on small data: the quick compiler only and one GC thread start and finish sooner
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     # partition folders such as sample_id=001 read as text, not as the integer 1 (docs/cohorts.md)
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+    # feature ids that differ only in case (cell:CD3e:mean, cell:CD3E:mean) are two columns
+    "spark.sql.caseSensitive": "true",
 }
 
 
@@ -43,7 +47,8 @@ def java_major() -> int:
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not java or not os.path.exists(java):
-        pytest.fail("Spark needs a Java runtime (17 or 21) and none was found (no JAVA_HOME, no java on PATH): "
+        where = f"JAVA_HOME={home} has no bin/java" if home else "no java on PATH and no JAVA_HOME"
+        pytest.fail(f"Spark needs a Java runtime (17 or 21) and found none ({where}): "
                     "apt-get install openjdk-17-jre-headless (.ci/run installs it)")
     shown = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
     found = re.search(r'version "(\d+)(?:\.(\d+))?', shown)
