@@ -5,10 +5,11 @@ Each worker task reads one row group of one directory and writes its rows
 ``pyarrow.parquet.ParquetWriter``: one file per partition under
 ``cells/<column>=<value>/`` (folder names by pyarrow's hive partitioning,
 :mod:`cellspec_sc.cohort.hive`), one row group per file. The task hashes each
-file it wrote and asks the kernel to start writing it to disk
-(:func:`~cellspec_sc.io.staging.start_writeback`) but does not wait: the disk
-drains while the worker computes the next part. Every source file is hashed
-once, on the workers, against the manifest seen when the cohort was opened.
+file as it writes it (:class:`~cellspec_sc.io.hashing.HashingFile`: the bytes on
+their way to disk; the file is never read back) and asks the kernel to start
+writing it to disk (:func:`~cellspec_sc.io.staging.start_writeback`) but does
+not wait: the disk drains while the worker computes the next part. Every
+source file is hashed once, on the workers, against the manifest seen when the cohort was opened.
 Only when every directory succeeded does the client fsync every staged file
 (the one wait for the disk), write ``cohort.json``, ``MANIFEST.sha256`` and
 ``DONE`` (last) and publish the staged folder with one rename, like a cellspec
@@ -44,11 +45,12 @@ from cellspec_sc.cohort.members import Member, verify_member
 from cellspec_sc.cohort.parts import part_table
 from cellspec_sc.cohort.run import run
 from cellspec_sc.io.columns import column_types_of
+from cellspec_sc.io.hashing import HashingFile
 from cellspec_sc.io.metadata import dump_document, rows_of
 from cellspec_sc.io.manifest import write_manifest
 from cellspec_sc.io.publish import TargetKind, publishing
 from cellspec_sc.io.staging import fsync_tree, start_writeback
-from cellspec_sc.model.provenance import package_version, sha256_file, utc_now
+from cellspec_sc.model.provenance import package_version, utc_now
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 
 if TYPE_CHECKING:
@@ -116,8 +118,8 @@ def _collect(member: Member, checked: None, written: list[list[tuple[str, str]]]
 def write_part(member: Member, k: int, stage: str, features: list[str],
                partition_by: tuple[str, ...]) -> list[tuple[str, str]]:
     """Write part ``k`` of ``member`` into ``stage``, one file per partition in the order the partitions
-    first appear; [(file relative to stage, sha256)]. Each file's writeback starts as soon as it is
-    complete; the fsync comes once, at publication."""
+    first appear; [(file relative to stage, sha256 of the bytes written)]. Each file's writeback starts as
+    soon as it is complete; the fsync comes once, at publication."""
     table = part_table(member, member.parts[k], features)
     if table.num_rows == 0:
         return []
@@ -128,10 +130,11 @@ def write_part(member: Member, k: int, stage: str, features: list[str],
         path = Path(stage) / name
         path.parent.mkdir(parents=True, exist_ok=True)
         # dictionaries and statistics for the cells columns; measured doubles plain, as in a directory
-        with pq.ParquetWriter(path, rows.schema, use_dictionary=cells, write_statistics=cells) as writer:
+        with HashingFile(path) as sink, pq.ParquetWriter(sink, rows.schema, use_dictionary=cells,
+                                                         write_statistics=cells) as writer:
             writer.write_table(rows, row_group_size=max(rows.num_rows, 1))
         start_writeback(path)
-        written.append((name, sha256_file(path)))
+        written.append((name, sink.hexdigest()))
     return written
 
 
