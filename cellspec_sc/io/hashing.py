@@ -27,6 +27,7 @@ import threading
 from pathlib import Path
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.direct import DirectFile
 
 _CHUNK = 1 << 22  # 4 MB reads
 _SYNC_EVERY = 1 << 28  # start writing back every 256 MB, so the final fsync has little left to do
@@ -173,21 +174,24 @@ class PieceHash:
 
 
 class HashingFile:
-    """A binary file (created, or truncated) that feeds every byte written to it to SHA-256 on the way to disk, for writers that
-    accept a file object (``pyarrow.parquet.ParquetWriter``): the digest of the file without reading it back.
-    Only for files written from start to end (no seek); close it (or leave the ``with`` block) before
-    :meth:`hexdigest`.
+    """A binary file (created, or truncated) that feeds every byte written to it to SHA-256 on the way to disk,
+    for writers that accept a file object (``pyarrow.parquet.ParquetWriter``): the digest of the file without
+    reading it back. Only for files written from start to end (no seek); close it (or leave the ``with``
+    block) before :meth:`hexdigest`. ``direct=True`` writes it around the page cache
+    (:class:`~cellspec_sc.io.direct.DirectFile`).
 
     >>> import tempfile, pathlib, hashlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "f.bin"
     >>> with HashingFile(path) as out:
     ...     _ = out.write(b"abc"); _ = out.write(memoryview(b"def"))
-    >>> out.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest() == hashlib.sha256(b"abcdef").hexdigest()
+    >>> out.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
+    True
+    >>> out.hexdigest() == hashlib.sha256(b"abcdef").hexdigest()
     True
     """
 
-    def __init__(self, path: str | os.PathLike):
-        self._file = open(path, "wb")  # noqa: SIM115 - closed by close() / the with block
+    def __init__(self, path: str | os.PathLike, *, direct: bool = False):
+        self._file = DirectFile(path) if direct else open(path, "wb")  # noqa: SIM115 - closed by close()
         self._digest = hashlib.sha256()
 
     def write(self, data: bytes | memoryview) -> int:
