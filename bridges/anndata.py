@@ -27,7 +27,7 @@ from cellspec_sc.bridges.anndata_keys import (
     warn, warn_not_carried,
 )
 from cellspec_sc.bridges.anndata_matrix import column_fingerprints, dense, fingerprint_in_background, \
-    holds_written_values, is_dask
+    holds_written_values, is_dask, recorded_algorithm
 from cellspec_sc.bridges.anndata_obs import carry_obs_columns, double_column, obs_names, scverse_obs
 from cellspec_sc.bridges.uns_tables import decode_table, encode_table, from_json_text, to_json_text
 from cellspec_sc.errors import InputError
@@ -258,7 +258,7 @@ def _fingerprint_of_x(matrix: np.ndarray, meta: Mapping[str, Any]) -> Future[str
     if matrix.dtype != np.float64 or list(matrix.shape) != list(meta["measurements_shape"]) or \
             "measurements_fingerprint" not in meta:
         return None
-    return fingerprint_in_background(matrix)
+    return fingerprint_in_background(matrix, recorded_algorithm(meta["measurements_fingerprint"]))
 
 
 def _measurements_from_x(adata: anndata.AnnData, matrix: np.ndarray, meta: Mapping[str, Any], allow_modified: bool,

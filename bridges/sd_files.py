@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +13,7 @@ from cellspec_sc.bridges.sd_read import from_spatialdata, stored_outline_files
 from cellspec_sc.bridges.sd_write import to_spatialdata
 from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.io.publish import TargetKind, check_target, publishing
+from cellspec_sc.io.staging import scratch_folder
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.progress import progress
 from cellspec_sc.validation.portability import refuse_unstorable
@@ -48,7 +46,7 @@ def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
     try:
         sdata = _read_zarr(path)
         if options.get("outline_dir") is None and stored_outline_files(sdata, options.get("table_key")):
-            options["outline_dir"] = _temporary_directory()
+            options["outline_dir"] = scratch_folder("outlines")
         return from_spatialdata(sdata, **options)
     except InputError as err:
         raise InputError(f"{path}: {err}") from None
@@ -68,12 +66,6 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
             progress(1, f"writing {Path(path).name}", unit="file", size=np.size(x.measurements)):
         sdata.write(str(payload))  # spatialdata writes only to a path that does not exist yet
     return Path(path)
-
-
-def _temporary_directory() -> Path:
-    directory = Path(tempfile.mkdtemp(prefix="cellspec-outlines-"))
-    atexit.register(shutil.rmtree, directory, ignore_errors=True)
-    return directory
 
 
 def _read_zarr(path: str | os.PathLike) -> SpatialData:

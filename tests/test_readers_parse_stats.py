@@ -47,7 +47,7 @@ def test_parse_stats_equal_a_walk_over_the_matrix(tmp_path, monkeypatch, piece_b
     assert parsed.sha256 == hashlib.sha256(path.read_bytes()).hexdigest() == x.provenance["inputs"][0]["sha256"]
     codes, names = first_seen_codes(x.cells["image_id"])
     assert list(names) == ["a.tif", "b.tif", "c.tif"]
-    given = parsed.stats.for_images(codes, len(names))
+    given = parsed.stats.for_images(codes, names)
     walked = matrix_stats(x.measurements, codes, len(names))
     for name in ("nan", "infinite", "negative", "first_infinite", "low", "high"):
         assert np.array_equal(getattr(given, name), getattr(walked, name)), name
@@ -63,9 +63,9 @@ def test_stats_of_groups_spanning_images_are_not_used(tmp_path):
         warnings.simplefilter("ignore", ReaderWarning)
         parsed = parse(path)
     codes = np.zeros(parsed.n, dtype=np.int64)
-    assert parsed.stats.for_images(codes, 1) is not None  # several groups, one image: fine
+    assert parsed.stats.for_images(codes, np.array(["a"])) is not None  # several groups, one image: fine
     codes[::2] = 1  # a group (an Image value) in two images: the ranges cannot be told apart
-    assert parsed.stats.for_images(codes, 2) is None
+    assert parsed.stats.for_images(codes, np.array(["a", "b"])) is None
 
 
 def test_rows_beyond_a_short_estimate_are_kept(tmp_path, monkeypatch):

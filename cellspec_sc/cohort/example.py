@@ -11,10 +11,19 @@ cohort), for docs, notebooks, tests and benchmarks.
 >>> import cellspec_sc as cs
 >>> sorted(cs.read(paths[1]).images["image_id"])
 ['slide02_img1', 'slide02_img2']
+
+``samples`` names each directory's samples instead, one per image (ids such as
+``"001"`` that an engine might read as a number):
+
+>>> samples = [["001", "002"], ["010", "Zürich"]]
+>>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20, samples=samples)
+>>> cs.read(paths[1]).images[["image_id", "sample_id"]].values.tolist()
+[['slide02_img1', '010'], ['slide02_img2', 'Zürich']]
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +44,36 @@ def prefixed(x: CellSpec, prefix: str) -> CellSpec:
     return x.replace(**tables)
 
 
+def with_samples(x: CellSpec, sample_ids: Sequence[str]) -> CellSpec:
+    """``x`` with the sample id of each image (in the order of ``x.images``) set to ``sample_ids``, in the
+    images and cells tables (and channels, where it has the column)."""
+    if len(sample_ids) != len(x.images):
+        raise ValueError(f"{len(sample_ids)} sample ids for {len(x.images)} images")
+    of_image = dict(zip(x.images["image_id"], sample_ids, strict=True))
+    tables = {}
+    for name in ("cells", "images", "channels"):
+        frame = getattr(x, name).copy()
+        if "sample_id" in frame.columns:
+            frame["sample_id"] = frame["image_id"].map(of_image).astype(frame["sample_id"].dtype)
+        tables[name] = frame
+    return x.replace(**tables)
+
+
 def write_example_cohort(root: str | Path, n_directories: int = 3, *, n_cells: int = 200, n_images: int = 2,
-                         n_features: int | None = None, seed: int = 0, **options: Any) -> list[Path]:
+                         n_features: int | None = None, seed: int = 0,
+                         samples: Sequence[Sequence[str]] | None = None, **options: Any) -> list[Path]:
     """Write ``n_directories`` simulated slides under ``root`` (``slide01``, ``slide02``, ...); returns
-    their paths. ``options`` go to :func:`cellspec_sc.example`."""
+    their paths. ``samples``: per directory, the sample id of each image (default: the simulator's, prefixed
+    like the image ids). ``options`` go to :func:`cellspec_sc.example`."""
     root = Path(root)
+    if samples is not None and len(samples) != n_directories:
+        raise ValueError(f"samples gives {len(samples)} directories' sample ids for {n_directories} directories")
     paths = []
     for i in range(1, n_directories + 1):
         name = f"slide{i:02d}"
-        x = example(seed + i, n_cells=n_cells, n_images=n_images, n_features=n_features, **options)
-        paths.append(write(prefixed(x, f"{name}_"), root / name))
+        x = prefixed(example(seed + i, n_cells=n_cells, n_images=n_images, n_features=n_features, **options),
+                     f"{name}_")
+        if samples is not None:
+            x = with_samples(x, samples[i - 1])
+        paths.append(write(x, root / name))
     return paths

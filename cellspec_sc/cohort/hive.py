@@ -2,8 +2,12 @@
 
 A cohort dataset keeps each partition column in the folder names
 (``cells/sample_id=S1/part-....parquet``), as pyarrow, DuckDB, Polars and Spark
-read them: values URI-encoded, NA as ``__HIVE_DEFAULT_PARTITION__``. The names
-are made by pyarrow's own hive partitioning. :func:`partition_groups` splits a
+read them: NA as ``__HIVE_DEFAULT_PARTITION__``; in values, ASCII characters other
+than letters, digits and ``-._~`` percent-encoded (made by pyarrow's own hive
+partitioning), printable non-ASCII characters kept as they are (UTF-8), as Hive
+and Spark write them. Spark decodes each ``%XX`` as one character, so pyarrow's
+percent-encoded UTF-8 bytes (``Z%C3%BCrich``) would read back in Spark as
+``ZÃ¼rich``; pyarrow, DuckDB and Polars read both forms. :func:`partition_groups` splits a
 table into its partitions in the order their values first appear; a partition
 whose rows are contiguous (the usual case: cells come image by image) is a
 zero-copy slice, only scattered rows are gathered into a copy.
@@ -12,15 +16,18 @@ zero-copy slice, only scattered rows are gathered into a copy.
 >>> t = pa.table({"sample_id": ["a b", "a b", None, "a b"], "v": [1, 2, 3, 4]})
 >>> [(folder, rows.column("v").to_pylist()) for folder, rows in partition_groups(t, ("sample_id",))]
 [('sample_id=a%20b', [1, 2, 4]), ('sample_id=__HIVE_DEFAULT_PARTITION__', [3])]
+>>> [folder for folder, _ in partition_groups(pa.table({"sample_id": ["Zürich/ä", "x\\u2028"]}), ("sample_id",))]
+['sample_id=Zürich%2Fä', 'sample_id=x%E2%80%A8']
 >>> constants_of("cells/sample_id=a%20b/part-00000-000000-0.parquet")
 (('sample_id', 'a b'),)
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_ENCODED_NON_ASCII = re.compile(r"(?:%[89A-Fa-f][0-9A-Fa-f])+")  # a run of percent-encoded UTF-8 bytes >= 0x80
 
 
 def hive_value(text: str) -> str | None:
@@ -78,4 +86,11 @@ def _folder(scheme: ds.Partitioning, values: dict[str, str | None]) -> str:
     condition = expressions[0]
     for e in expressions[1:]:
         condition = condition & e
-    return scheme.format(condition)[0]
+    return _non_ascii_as_text(scheme.format(condition)[0])
+
+
+def _non_ascii_as_text(folder: str) -> str:
+    """``folder`` with its percent-encoded printable non-ASCII characters written as text. Non-printable ones
+    (line and paragraph separators, which would split a manifest line) stay encoded."""
+    return _ENCODED_NON_ASCII.sub(
+        lambda run: "".join(c if c.isprintable() else quote(c, safe="") for c in unquote(run.group())), folder)

@@ -5,7 +5,8 @@ the target and renames it to the target only when complete. Replacing an
 existing directory swaps the two atomically (``renameat2(RENAME_EXCHANGE)`` on
 Linux), so the target name always holds a complete directory or nothing.
 Leftovers of writers that died are recognised by their name and removed by the
-next write to the same target. Writers use these through
+next write to the same target; the same goes for the process-private scratch
+folders (:func:`scratch_folder`) that a killed process could not remove at exit. Writers use these through
 :func:`cellspec_sc.io.publish.publishing`, which also checks the target.
 
 >>> staging_prefix(Path("/data/run1"))
@@ -16,6 +17,7 @@ next write to the same target. Writers use these through
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import errno
@@ -25,6 +27,7 @@ import os
 import secrets
 import shutil
 import stat
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -218,6 +221,26 @@ def clean_stale(target: Path) -> list[Path]:
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry)
     return removed
+
+
+def scratch_folder(purpose: str) -> Path:
+    """A new folder in the temporary directory for this process's files, removed when it exits.
+
+    The name carries the process id, so that folders of processes that were killed (no exit
+    handler ran) are recognised and removed by the next call for the same purpose.
+
+    >>> folder = scratch_folder("doctest")
+    >>> folder.is_dir(), folder.name.startswith(f"cellspec-doctest-{os.getpid()}-")
+    (True, True)
+    """
+    prefix = f"cellspec-{purpose}-"
+    for entry in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
+        pid = _writer_pid(entry.name, prefix)
+        if pid is not None and not _pid_alive(pid):
+            shutil.rmtree(entry, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 @contextlib.contextmanager

@@ -15,11 +15,8 @@ types, contacts and outlines from the cells' geometry.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellspec_sc.io.staging import scratch_folder
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.model.provenance import new_provenance
@@ -277,9 +275,7 @@ def _outline_folder(outline_dir: str | os.PathLike | None) -> Path:
         folder = Path(outline_dir)
         folder.mkdir(parents=True, exist_ok=True)
         return folder.resolve()
-    folder = Path(tempfile.mkdtemp(prefix="cellspec-example-outlines-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return folder
+    return scratch_folder("example-outlines")
 
 
 def outline_features(cell_ids: np.ndarray, x_px: np.ndarray, y_px: np.ndarray, radius_px: np.ndarray,

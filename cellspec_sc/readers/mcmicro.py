@@ -273,7 +273,7 @@ class McquantAdapter(ToolAdapter):
         ps, ps_y = self.ps, self.ps_y
         cell_ids = parsed.arrow(ID_COLUMN)
         image_name = self.image_id if self.image_id is not None else self.file_image
-        check_image_ids(path, cell_ids, ID_COLUMN, image_name)
+        cell_codes = check_image_ids(path, cell_ids, ID_COLUMN, image_name)
         sample = self.sample_id if self.sample_id is not None else image_name
         x_raw, y_raw, centroid_cols = _raw_centroids(header, parsed)
 
@@ -300,7 +300,7 @@ class McquantAdapter(ToolAdapter):
                             "at i)",
         }
         return Tables(cells=cells, images=images_table, channels=channels_frame([image_name], channel_names, markers),
-                      parameters=parameters,
+                      parameters=parameters, cell_codes=cell_codes,
                       extra_inputs=[p for p in (self.markers_csv, image_record) if p is not None])
 
     def _channels(self, dictionary, applied) -> tuple[list[str], list[str]]:

@@ -85,15 +85,19 @@ class GroupedStats:
     stats: MatrixStats
     groups: list[str | None]
 
-    def for_images(self, image_codes: np.ndarray, n_images: int) -> MatrixStats | None:
-        """The stats with ranges per image (``image_codes``: the image of each row, in validation's order),
-        or None when a group spans several images (the adapter's group column does not decide the image).
+    def for_images(self, image_codes: np.ndarray, image_ids: np.ndarray) -> MatrixStats | None:
+        """The stats with ranges per image (``image_codes``: the image of each row, in validation's order, codes of
+        ``image_ids``: ``first_seen_codes`` of the cells' image_id, which validation then reuses), or None when a
+        group spans several images (the adapter's group column does not decide the image).
 
         >>> s = MatrixStats(1, np.array([0, 0, 1]), 2); s.add(0, np.array([[1.0], [2.0], [5.0]]))
         >>> g = GroupedStats(MatrixStats(1, np.array([0, 0, 1]), 2), ["a", "b"]); g.stats.merge(s, np.array([0, 1]))
-        >>> g.for_images(np.array([0, 0, 0]), 1).high.tolist(), g.for_images(np.array([0, 1, 1]), 2)
-        ([[5.0]], None)
+        >>> g.for_images(np.array([0, 0, 0]), np.array(["i"])).high.tolist()
+        [[5.0]]
+        >>> g.for_images(np.array([0, 1, 1]), np.array(["i", "j"])) is None
+        True
         """
+        n_images = len(image_ids)
         groups = self.stats.codes
         if groups is None or len(groups) != len(image_codes) or (groups < 0).any() or (image_codes < 0).any():
             return None
@@ -104,7 +108,7 @@ class GroupedStats:
         image_of_group = image_codes[first]
         if not np.array_equal(image_of_group[groups], image_codes):
             return None
-        out = MatrixStats(self.stats.n_features, image_codes, n_images)
+        out = MatrixStats(self.stats.n_features, image_codes, n_images, image_ids)
         out.merge(self.stats, images=image_of_group)
         return out
 

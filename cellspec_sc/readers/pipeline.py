@@ -73,6 +73,8 @@ class Tables:
     extra_inputs: Sequence[str | os.PathLike | dict[str, Any]] = field(default_factory=tuple)
     """Inputs besides the export itself (recorded in provenance after it, in this order)."""
     adjacency: pd.DataFrame | None = None
+    cell_codes: np.ndarray | None = None
+    """Dense codes of the cells' cell_id made while checking them (validation reuses them), or None."""
 
 
 class ToolAdapter(ABC):
@@ -153,7 +155,7 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     # a folder's tables are inputs of their own
     record = input_record(path, sha256=parsed.sha256) if path.is_file() else None
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
-    return x, validate(x, stats=_image_stats(parsed, x.cells))
+    return x, validate(x, stats=_image_stats(parsed, x.cells, tables.cell_codes))
 
 
 def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
@@ -178,9 +180,13 @@ def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, 
     )
 
 
-def _image_stats(parsed: Parsed, cells: pd.DataFrame) -> MatrixStats | None:
-    """The parse's matrix stats with ranges per image in validation's order (None: validation gathers them)."""
+def _image_stats(parsed: Parsed, cells: pd.DataFrame, cell_codes: np.ndarray | None) -> MatrixStats | None:
+    """The parse's matrix stats with ranges per image in validation's order, and the image and cell id codes the
+    reader made (validation reuses them); None: validation gathers them."""
     if parsed.stats is None or "image_id" not in cells.columns:
         return None
     codes, names = first_seen_codes(cells["image_id"])
-    return parsed.stats.for_images(codes, len(names))
+    stats = parsed.stats.for_images(codes, names)
+    if stats is not None:
+        stats.cell_codes = cell_codes
+    return stats

@@ -57,6 +57,7 @@ from cellspec_sc.readers.values import (
     positive_area,
     string_column,
 )
+from cellspec_sc.validation.matrix_stats import arrow_code_array
 
 ADAPTER = "qupath"
 # Bump whenever the output for the same input changes (spec section 11).
@@ -135,7 +136,8 @@ class QuPathAdapter(ToolAdapter):
         image_index = pc.index_in(images, value_set=pa.array(image_order, type=pa.string())).to_numpy()
         cell_ids, id_source = _cell_ids(header, parsed, images)
         cell_column = string_column(cell_ids)  # one Arrow chunk: hashed in about half the time of the parse's many
-        if not ids_are_unique(image_index, pa.array(cell_column)):
+        cell_codes = arrow_code_array(pa.array(cell_column))  # encoded once: validation reuses the codes
+        if not ids_are_unique(image_index, cell_codes):
             check_unique_ids(path, arrow_objects(images), arrow_objects(cell_ids), id_source, parsed.rows)
 
         sizes, size_source = _pixel_sizes(header, parsed, images, image_order, self.pixel_size, um_cols, px_cols)
@@ -173,7 +175,7 @@ class QuPathAdapter(ToolAdapter):
                                 and n not in (image_column, header.find("Object ID"))],
         }
         return Tables(cells=cells, images=images_table, channels=channels_frame(image_order, channel_names, markers),
-                      parameters=parameters)
+                      parameters=parameters, cell_codes=cell_codes)
 
 
 def read_qupath(

@@ -21,6 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.validation.matrix_stats import all_distinct, arrow_code_array
+from cellspec_sc.validation.rows import duplicated_pairs
 
 
 def first_line_where(mask: np.ndarray, rows: np.ndarray | None = None) -> int:
@@ -59,13 +61,16 @@ def check_missing_text(path: Path, values: np.ndarray, column: str, rows: np.nda
 
 
 def check_image_ids(path: Path, ids: pa.ChunkedArray | pa.Array, column: str, image: str,
-                    rows: np.ndarray | None = None) -> None:
+                    rows: np.ndarray | None = None) -> np.ndarray:
     """The cell ids of one image MUST be present and unique: quick Arrow tests first, then the slow path
-    (:func:`check_missing_text`, :func:`check_unique_ids`) that names the lines only when one fails."""
+    (:func:`check_missing_text`, :func:`check_unique_ids`) that names the lines only when one fails. Returns the
+    ids' dense codes (:func:`~cellspec_sc.validation.matrix_stats.arrow_code_array`), which validation reuses."""
     if has_missing_text(ids):
         check_missing_text(path, arrow_objects(ids), column, rows)
-    if len(pc.unique(ids)) != len(ids):
+    codes = arrow_code_array(ids)
+    if not all_distinct(codes):
         check_unique_ids(path, np.full(len(ids), image, dtype=object), arrow_objects(ids), column, rows)
+    return codes
 
 
 def has_missing_text(values: pa.ChunkedArray | pa.Array) -> bool:
@@ -73,17 +78,17 @@ def has_missing_text(values: pa.ChunkedArray | pa.Array) -> bool:
     return bool(values.null_count) or bool(pc.any(pc.equal(values, "")).as_py())
 
 
-def ids_are_unique(image_index: np.ndarray, cell_ids: pa.ChunkedArray | pa.Array) -> bool:
-    """Whether (image, cell id) pairs are unique, hashed by Arrow (``image_index``: the image of each row
-    as a small integer). Only a quick yes; :func:`check_unique_ids` names the duplicates."""
-    if len(cell_ids) == 0:
+def ids_are_unique(image_index: np.ndarray, cell_codes: np.ndarray) -> bool:
+    """Whether (image, cell id) pairs are unique (``image_index``: the image of each row as a small integer;
+    ``cell_codes``: the ids' dense codes, :func:`~cellspec_sc.validation.matrix_stats.arrow_code_array`). Only a
+    quick yes; :func:`check_unique_ids` names the duplicates.
+
+    >>> ids_are_unique(np.array([0, 1]), np.array([0, 0])), ids_are_unique(np.array([1, 1]), np.array([0, 0]))
+    (True, False)
+    """
+    if all_distinct(cell_codes):  # unique over the whole file (QuPath's UUIDs), so within every image too
         return True
-    if len(pc.unique(cell_ids)) == len(cell_ids):  # (half the time of count_distinct on a million UUIDs)
-        return True  # unique over the whole file (QuPath's UUIDs), so within every image too
-    if int(image_index.min()) == int(image_index.max()):
-        return False
-    pairs = pa.table({"image": pa.array(image_index), "cell": cell_ids})
-    return pairs.group_by(["image", "cell"]).aggregate([]).num_rows == len(cell_ids)
+    return not duplicated_pairs(image_index, cell_codes).any()
 
 
 def first_unknown(values: pa.ChunkedArray | pa.Array, known: pa.ChunkedArray | pa.Array) -> int | None:

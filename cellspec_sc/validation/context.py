@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from cellspec_sc.spec.types import PANDAS_DTYPES, is_arrow_text, spec_type_of
 from cellspec_sc.spec.vocabulary import Vocabulary
-from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes, matrix_stats
+from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_code_array, first_seen_codes, matrix_stats
 
 
 class Skip(Exception):
@@ -175,6 +175,16 @@ class Context:
             ids = self.strings("cells", "image_id")
             known = getattr(self.given_stats, "image_codes", None)  # a reader's, made from the same column
             self._columns[key] = known if known is not None and len(known[0]) == len(ids) else first_seen_codes(ids)
+        return self._columns[key]
+
+    def cell_codes(self) -> np.ndarray:
+        """Dense codes of the cells' cell_id (-1 for NA): the reader's when it made them from the same column
+        (:attr:`MatrixStats.cell_codes`), else encoded here."""
+        key = ("cells", "cell_id", "codes")
+        if key not in self._columns:
+            ids = self.strings("cells", "cell_id")
+            known = getattr(self.given_stats, "cell_codes", None)
+            self._columns[key] = known if known is not None and len(known) == len(ids) else first_seen_code_array(ids)
         return self._columns[key]
 
     def per_cell(self, by_image: Mapping[Any, Any], missing: Any, dtype: Any) -> np.ndarray:

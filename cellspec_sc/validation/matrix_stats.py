@@ -83,14 +83,32 @@ def first_seen_code_array(values: pd.Series) -> np.ndarray:
     [0, 1, -1, 0]
     """
     try:
-        encoded = pc.dictionary_encode(pa.chunked_array(pa.array(values, from_pandas=True)))
+        return arrow_code_array(pa.array(values, from_pandas=True))
     except (pa.ArrowException, TypeError, ValueError):
         return first_seen_codes(values)[0]
-    chunks = encoded.chunks
-    if any(not c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]):
-        return first_seen_codes(values)[0]
-    parts = [pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False) for c in chunks]
-    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
+def arrow_code_array(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """:func:`first_seen_code_array` of an Arrow column (-1 for null): dense codes, so the values are all distinct
+    exactly when the largest code is ``len(values) - 1`` (see :func:`all_distinct`).
+
+    >>> arrow_code_array(pa.chunked_array([["b", "a"], [None, "b"]])).tolist()
+    [0, 1, -1, 0]
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks else pa.array([], type=values.type)
+    codes = pc.fill_null(pc.dictionary_encode(values).indices, -1)
+    return codes.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+
+def all_distinct(codes: np.ndarray) -> bool:
+    """Whether dense codes (:func:`first_seen_codes`, :func:`arrow_code_array`) stand for distinct values, none
+    missing: then every code up to the largest occurs once.
+
+    >>> all_distinct(np.array([0, 2, 1])), all_distinct(np.array([0, 1, 0])), all_distinct(np.array([0, -1]))
+    (True, False, False)
+    """
+    return len(codes) == 0 or (int(codes.min()) >= 0 and int(codes.max()) == len(codes) - 1)
 
 
 def arrow_first_seen_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -134,6 +152,9 @@ class MatrixStats:
         self.low = np.full((ranges, n_features), np.inf)
         self.high = np.full((ranges, n_features), -np.inf)
         self.stored_nonfinite: dict[str, int] = {}
+        self.cell_codes: np.ndarray | None = None
+        """:func:`arrow_code_array` of the cells' cell_id, when a reader made them while checking the ids
+        (validation's ``cells_key_unique`` then reuses them instead of encoding a million ids again)."""
 
     def empty_like(self) -> MatrixStats:
         """Empty stats of the same shape and image codes (for another thread; see :meth:`merge`)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from cellspec_sc.validation.context import Context, Problem, check
-from cellspec_sc.validation.matrix_stats import first_seen_code_array, first_seen_codes
+from cellspec_sc.validation.matrix_stats import all_distinct, first_seen_codes
 from cellspec_sc.validation.rows import bad_rows, column_types, duplicated_pairs, ids_present, merge, required_columns
 
 
@@ -45,8 +45,10 @@ def _cells_ids(ctx: Context) -> Problem | None:
 
 @check("cells_key_unique")
 def _cells_key(ctx: Context) -> Problem | None:
+    cells = ctx.cell_codes()
+    if all_distinct(cells):  # ids unique over the whole table (QuPath's UUIDs), so within every image too
+        return None
     images = ctx.image_codes()[0]
-    cells = first_seen_code_array(ctx.strings("cells", "cell_id"))
     return bad_rows("cells", "cell_id", duplicated_pairs(images, cells), "duplicated (image_id, cell_id)")
 
 
