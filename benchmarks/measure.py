@@ -14,6 +14,7 @@ process is reported instead, which includes its setup.
 from __future__ import annotations
 
 import gc
+import os
 import re
 import time
 from collections.abc import Callable
@@ -38,6 +39,14 @@ def peak_bytes() -> int:
     return _status_kib("VmHWM") * 1024
 
 
+def free_bytes() -> int:
+    """Memory the kernel has free right now (``MemFree``: not counting the page cache it would first have to
+    reclaim, which a fresh allocation pays for)."""
+    with open("/proc/meminfo") as handle:
+        match = re.search(r"^MemFree:\s+(\d+) kB", handle.read(), re.M)
+    return int(match.group(1)) * 1024 if match else 0
+
+
 def reset_peak() -> bool:
     """Reset the high-water mark to the current RSS; False where the kernel does not allow it."""
     try:
@@ -59,8 +68,11 @@ def time_operation(run: Callable[[int], Any], repeat: int, cleanup: Callable[[in
     time (for an operation that times a part of itself).
     """
     times, cpu, peaks, before, growth, facts = [], [], [], [], [], {}
+    load, free = [], []  # what the machine was doing: to tell noise from a change
     for i in range(repeat):
         gc.collect()
+        load.append(os.getloadavg()[0])
+        free.append(free_bytes())
         per_operation = reset_peak()
         before.append(resident_bytes())
         start, start_cpu = time.perf_counter(), time.process_time()
@@ -76,4 +88,4 @@ def time_operation(run: Callable[[int], Any], repeat: int, cleanup: Callable[[in
         if cleanup is not None:
             cleanup(i)
     return {"times": times, "cpu_times": cpu, "peak_bytes": max(peaks), "rss_before_bytes": min(before), "peak_growth_bytes": max(growth),
-            "peak_is_per_operation": per_operation, **facts}
+            "peak_is_per_operation": per_operation, "load_before": load, "free_bytes_before": free, **facts}

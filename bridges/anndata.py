@@ -14,7 +14,6 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,8 +25,8 @@ from cellspec_sc.bridges.anndata_keys import (
     BRIDGE_VERSION, CONNECTIVITIES_KEY, FUNCTION, SHARED_BOUNDARY_KEY, SPATIAL_KEY, UNS_KEY, AnnDataBridgeWarning,
     warn, warn_not_carried,
 )
-from cellspec_sc.bridges.anndata_matrix import column_fingerprints, dense, fingerprint_in_background, \
-    holds_written_values, is_dask, recorded_algorithm
+from cellspec_sc.bridges.anndata_fingerprint import Fingerprinting, holds_written_values, recorded_algorithm
+from cellspec_sc.bridges.anndata_matrix import column_fingerprints, dense, is_dask
 from cellspec_sc.bridges.anndata_obs import carry_obs_columns, double_column, obs_names, scverse_obs
 from cellspec_sc.bridges.uns_tables import decode_table, encode_table, from_json_text, to_json_text
 from cellspec_sc.errors import InputError
@@ -66,7 +65,7 @@ def to_anndata(x: CellSpec) -> anndata.AnnData:
     matrix = x.measurements if is_dask(x.measurements) else np.asarray(x.measurements)
     if matrix.dtype != np.float64:
         matrix = matrix.astype(np.float64)
-    fingerprint = fingerprint_in_background(matrix)  # the one pass over X, on the other core meanwhile
+    fingerprint = Fingerprinting(matrix)  # the one pass over X, on the other core meanwhile
     with progress(3, "to_anndata", unit="steps", size=matrix.size) as bar:
         names = pd.Index(obs_names(x.cells), dtype=object)
         obs = scverse_obs(x.cells).set_axis(names, axis=0)
@@ -82,7 +81,7 @@ def to_anndata(x: CellSpec) -> anndata.AnnData:
     return adata
 
 
-def _uns_record(x: CellSpec, shape: tuple[int, ...], fingerprint: Future[str]) -> dict[str, Any]:
+def _uns_record(x: CellSpec, shape: tuple[int, ...], fingerprint: Fingerprinting) -> dict[str, Any]:
     meta = {
         "bridge_version": BRIDGE_VERSION,
         "cells_types": dict(column_spec_types(x.cells, "cells")),
@@ -252,17 +251,17 @@ def _dictionary_from_var(var: pd.DataFrame, meta: Mapping[str, Any], changes: di
     return dictionary
 
 
-def _fingerprint_of_x(matrix: np.ndarray, meta: Mapping[str, Any]) -> Future[str] | None:
+def _fingerprint_of_x(matrix: np.ndarray, meta: Mapping[str, Any]) -> Fingerprinting | None:
     """X's fingerprint, computed in a thread while obs and var are restored; None when X cannot hold the
     written values (another dtype or shape) or the record holds the older SHA-256."""
     if matrix.dtype != np.float64 or list(matrix.shape) != list(meta["measurements_shape"]) or \
             "measurements_fingerprint" not in meta:
         return None
-    return fingerprint_in_background(matrix, recorded_algorithm(meta["measurements_fingerprint"]))
+    return Fingerprinting(matrix, recorded_algorithm(meta["measurements_fingerprint"]))
 
 
 def _measurements_from_x(adata: anndata.AnnData, matrix: np.ndarray, meta: Mapping[str, Any], allow_modified: bool,
-                         changes: dict[str, Any], written: Future[str] | None) -> np.ndarray:
+                         changes: dict[str, Any], written: Fingerprinting | None) -> np.ndarray:
     raw = _raw_measurements(adata, meta)
     if raw is not None:
         return raw

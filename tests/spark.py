@@ -32,8 +32,12 @@ SETTINGS = {
     "spark.sql.shuffle.partitions": "1",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
+    # short jobs on small data: the quick compiler only and one GC thread start and finish sooner
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     # partition folders such as sample_id=001 read as text, not as the integer 1 (docs/cohorts.md)
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+    # feature ids that differ only in case (cell:CD3e:mean, cell:CD3E:mean) are two columns
+    "spark.sql.caseSensitive": "true",
 }
 
 

@@ -1,5 +1,6 @@
 """X's fingerprint in ``uns["cellspec"]``: what ``to_anndata`` records, how ``from_anndata`` notices an X edited
-in place (in either row half, whatever X's layout), and that records written by earlier versions still verify.
+in place (in any row part, first half or second, whatever X's layout), and that records written by earlier versions
+still verify.
 
 The expected digests are built here from xxhash directly, the way the format is documented, not by the code
 under test.
@@ -51,7 +52,7 @@ def with_record(adata: ad.AnnData, fingerprint: str) -> ad.AnnData:
 
 @pytest.fixture(scope="module")
 def big():
-    """Large enough (20 MB of X) that the halves are digested in two threads at once."""
+    """Large enough (20 MB of X) that its row parts are shared out between two threads."""
     return cs.example(n_cells=20_000, n_features=130)
 
 
@@ -66,11 +67,24 @@ def nudged(adata: ad.AnnData, row: int) -> ad.AnnData:
 
 
 @pytest.mark.parametrize("size", ["small", "big"])
-def test_to_anndata_records_the_digest_of_both_row_halves(size, x, big):
+def test_to_anndata_records_the_digest_of_four_row_parts(size, x, big):
     y = x if size == "small" else big
     adata = cs.to_anndata(y)
-    assert recorded(adata) == split_record(y.measurements, 2)
-    assert recorded(adata) != split_record(y.measurements[::-1], 2)
+    assert recorded(adata) == split_record(y.measurements, 4)
+    assert recorded(adata) != split_record(y.measurements[::-1], 4)
+
+
+def test_computed_at_once_by_the_caller_and_a_thread_it_is_the_same(big):
+    from cellspec_sc.bridges.anndata_fingerprint import measurement_fingerprint
+
+    assert measurement_fingerprint(big.measurements) == split_record(big.measurements, 4)
+    assert measurement_fingerprint(big.measurements, "xxh3_128x2") == split_record(big.measurements, 2)
+
+
+def edge_rows(n: int, parts: int = 4) -> list[int]:
+    """The first and last row of every part."""
+    bounds = [i * n // parts for i in range(parts + 1)]
+    return sorted({row for a, b in zip(bounds, bounds[1:]) for row in (a, b - 1)})
 
 
 @pytest.mark.parametrize("size", ["small", "big"])
@@ -79,12 +93,23 @@ def test_one_value_edited_in_either_half_is_noticed(size, half, x, big):
     y = x if size == "small" else big
     adata = cs.to_anndata(own_copy(y))
     assert cs.from_anndata(adata).equals(y)
-    n = y.n_cells
-    row = 0 if half == "first" else n - 1
-    for row in (row, n // 2 - 1 if half == "first" else n // 2):  # also the rows either side of the split
+    rows = [r for r in edge_rows(y.n_cells) if (r < y.n_cells // 2) == (half == "first")]
+    assert len(rows) == 4
+    for row in rows:
         edited = nudged(cs.to_anndata(own_copy(y)), row)
         with pytest.raises(cs.CellspecError, match="allow_modified=True"):
             cs.from_anndata(edited)
+
+
+@pytest.mark.parametrize("parts", [2, 3])
+def test_a_record_split_in_other_parts_verifies(parts, big):
+    """``xxh3_128x2`` was recorded by the version before this one; any N is computed by its definition."""
+    adata = with_record(cs.to_anndata(own_copy(big)), split_record(big.measurements, parts))
+    assert cs.from_anndata(adata).equals(big)
+    for row in (0, big.n_cells - 1):
+        with pytest.raises(cs.CellspecError, match="allow_modified=True"):
+            cs.from_anndata(nudged(with_record(cs.to_anndata(own_copy(big)), split_record(big.measurements, parts)),
+                                   row))
 
 
 def test_a_record_of_the_earlier_single_digest_still_verifies(big):
@@ -95,17 +120,19 @@ def test_a_record_of_the_earlier_single_digest_still_verifies(big):
         cs.from_anndata(edited)
 
 
-def test_a_record_split_in_three_parts_verifies(x, tmp_path):
-    adata = with_record(cs.to_anndata(own_copy(x)), split_record(x.measurements, 3))
+def test_a_record_survives_h5ad(x, tmp_path):
+    adata = cs.to_anndata(own_copy(x))
     adata.write_h5ad(tmp_path / "a.h5ad")
-    assert cs.from_anndata(ad.read_h5ad(tmp_path / "a.h5ad")).equals(x)
+    back = ad.read_h5ad(tmp_path / "a.h5ad")
+    assert recorded(back) == split_record(x.measurements, 4)
+    assert cs.from_anndata(back).equals(x)
     with pytest.raises(cs.CellspecError, match="allow_modified=True"):
-        cs.from_anndata(nudged(adata, 50))
+        cs.from_anndata(nudged(back, 50))
 
 
 def test_a_record_of_another_split_does_not_match(x):
     """The tag is part of the record: the same values under the other definition are not taken as the same."""
-    wrong = "xxh3_128x3:" + split_record(x.measurements, 2).partition(":")[2]
+    wrong = "xxh3_128x3:" + split_record(x.measurements, 4).partition(":")[2]
     with pytest.raises(cs.CellspecError, match="allow_modified=True"):
         cs.from_anndata(with_record(cs.to_anndata(x), wrong))
 
@@ -117,7 +144,7 @@ def test_an_unknown_algorithm_is_named(x):
 
 @pytest.mark.parametrize("layout", ["fortran", "strided view"])
 def test_x_in_another_layout_with_the_same_values_verifies(layout, big):
-    """Digested a row block at a time in C order, in two threads: the same values give the same record."""
+    """Digested a row block at a time in C order, by two threads: the same values give the same record."""
     adata = cs.to_anndata(big)
     m = big.measurements
     if layout == "fortran":

@@ -3,7 +3,8 @@
 Every value checked comes from the engine (its row counts, sums, NA counts, cells); every expected value from
 ``cs.read`` of the source directories, never from the dataset under test. Sample ids include ``"001"`` (an engine
 that infers partition types reads it as the integer 1), one spanning two directories, and a non-ASCII id with
-``/``, ``=``, ``%`` and a space; one feature has NA. Spark runs one local JVM for the module (tests/spark.py).
+``/``, ``=``, ``%`` and a space; one feature has NA; two markers differ only in case (``CD3e``, ``CD3E``), which
+DuckDB and Spark compare case-insensitively. Spark runs one local JVM for the module (tests/spark.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import cellspec_sc as cs
 from cellspec_sc.cohort.example import prefixed, with_samples
 
 SAMPLES = {"slide01": ["001", "Zürich ä/b=c%"], "slide02": ["010", "001"]}
+MARKERS = ("DAPI", "CD3e", "CD3E", "FOXP3")
 FEATURE = "cell:CD3e:mean"  # has NA
+TWIN = "cell:CD3E:mean"  # FEATURE's id but for case
 
 
 @dataclass(frozen=True)
@@ -29,13 +32,13 @@ class Read:
     """What an engine read from a dataset's cells folder."""
 
     columns: list[str]
-    per_sample: dict[str, tuple[int, float, int]]  # sample_id: (rows, sum of FEATURE, NA in FEATURE)
+    per_sample: dict[str, tuple[int, float, int, float]]  # sample_id: (rows, sum and NA of FEATURE, sum of TWIN)
     cells: dict[tuple[str, str], tuple[str, float | None]]  # (image_id, cell_id): (sample_id, FEATURE)
     n_rows: int
 
 
 def _slide(seed: int, name: str) -> cs.CellSpec:
-    x = with_samples(prefixed(cs.example(seed, n_cells=60, n_images=2), f"{name}_"), SAMPLES[name])
+    x = with_samples(prefixed(cs.example(seed, n_cells=60, n_images=2, markers=MARKERS), f"{name}_"), SAMPLES[name])
     m = x.measurements.copy()
     m[seed::7, x.feature_ids.index(FEATURE)] = np.nan
     return x.replace(measurements=m)
@@ -49,10 +52,11 @@ def slides(tmp_path_factory) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def sources(slides) -> tuple[pd.DataFrame, list[str]]:
-    """The cells of every source with FEATURE's values (NaN for NA), and the feature ids: by cs.read."""
+    """The cells of every source with FEATURE's and TWIN's values (NaN for NA), and the feature ids: by cs.read."""
     objects = [cs.read(p) for p in slides]
     assert all(x.feature_ids == objects[0].feature_ids for x in objects)
-    cells = pd.concat([x.cells.assign(value=x.measurements[:, x.feature_ids.index(FEATURE)]) for x in objects],
+    cells = pd.concat([x.cells.assign(value=x.measurements[:, x.feature_ids.index(FEATURE)],
+                                      twin=x.measurements[:, x.feature_ids.index(TWIN)]) for x in objects],
                       ignore_index=True)
     return cells, objects[0].feature_ids
 
@@ -66,16 +70,17 @@ def datasets(slides) -> dict[str, Path]:
             "numbered": c.select(samples=["001", "010"]).write_dataset(root / "numbered", progress=False) / "cells"}
 
 
-def check(read: Read, cells: pd.DataFrame, feature_ids: list[str], samples: set[str]) -> None:
+def check(read: Read, cells: pd.DataFrame, feature_columns: list[str], samples: set[str]) -> None:
     cells = cells[cells["sample_id"].isin(samples)]
     assert read.n_rows == len(cells)
-    assert [c for c in read.columns if c not in cells.columns] == feature_ids
-    assert read.columns[-1] == "sample_id" and set(cells.columns) - {"value"} <= set(read.columns)
+    assert [c for c in read.columns if c not in cells.columns] == feature_columns
+    assert read.columns[-1] == "sample_id" and set(cells.columns) - {"value", "twin"} <= set(read.columns)
     assert set(read.per_sample) == samples  # "001" stays the text "001"
     for sample, rows in cells.groupby("sample_id"):
-        n, total, na = read.per_sample[sample]
+        n, total, na, twin = read.per_sample[sample]
         assert (n, na) == (len(rows), int(rows["value"].isna().sum())), sample
         assert math.isclose(total, np.nansum(rows["value"]), rel_tol=1e-12), sample
+        assert math.isclose(twin, rows["twin"].sum(), rel_tol=1e-12), sample
     assert len(read.cells) == read.n_rows  # (image_id, cell_id) unique: no file read twice
     for row in cells.itertuples():
         sample, value = read.cells[(row.image_id, row.cell_id)]
@@ -84,7 +89,9 @@ def check(read: Read, cells: pd.DataFrame, feature_ids: list[str], samples: set[
 
 
 def test_the_slides_have_what_the_engines_must_get_right(sources):
-    cells, _ = sources
+    cells, feature_ids = sources
+    assert TWIN in feature_ids and TWIN.lower() == FEATURE.lower()
+    assert not np.isclose(cells["value"].sum(), cells["twin"].sum())
     assert cells["value"].isna().sum() > 10
     assert set(cells.loc[cells["sample_id"] == "001", "image_id"]) == {"slide01_img1", "slide02_img2"}
     assert (cells["sample_id"] == "Zürich ä/b=c%").sum() == 30
@@ -93,26 +100,40 @@ def test_the_slides_have_what_the_engines_must_get_right(sources):
 # DuckDB ---------------------------------------------------------------------------------------------------------
 
 def duckdb_read(cells: Path) -> Read:
+    """DuckDB names a column that equals an earlier one but for case ``<id>_1`` (docs/cohorts.md)."""
     import duckdb
 
+    twin = f"{TWIN}_1"
     with duckdb.connect() as con:
         source = (f"read_parquet('{cells}/**/*.parquet', hive_partitioning = true, "
                   "hive_types = {'sample_id': VARCHAR})")
         columns = [name for name, *_ in con.sql(f"DESCRIBE SELECT * FROM {source}").fetchall()]
-        per_sample = con.sql(f'SELECT sample_id, count(*), sum("{FEATURE}"), count(*) - count("{FEATURE}") '
-                             f"FROM {source} GROUP BY sample_id").fetchall()
+        per_sample = con.sql(f'SELECT sample_id, count(*), sum("{FEATURE}"), count(*) - count("{FEATURE}"), '
+                             f'sum("{twin}") FROM {source} GROUP BY sample_id').fetchall()
         rows = con.sql(f'SELECT image_id, cell_id, sample_id, "{FEATURE}" FROM {source}').fetchall()
     return _read(columns, per_sample, rows)
 
 
+def duckdb_names(feature_ids: list[str]) -> list[str]:
+    """The column names DuckDB gives features: ``_1`` after an id equal to an earlier one but for case."""
+    seen: set[str] = set()
+    names = []
+    for f in feature_ids:
+        names.append(f"{f}_1" if f.lower() in seen else f)
+        seen.add(f.lower())
+    return names
+
+
 def _read(columns, per_sample, rows) -> Read:
-    return Read(list(columns), {s: (n, total, na) for s, n, total, na in per_sample},
+    return Read(list(columns), {s: (n, total, na, twin) for s, n, total, na, twin in per_sample},
                 {(image, cell): (sample, value) for image, cell, sample, value in rows}, len(rows))
 
 
 @pytest.mark.parametrize("name", ["all", "numbered"])
 def test_duckdb_reads_the_dataset(datasets, sources, name):
-    check(duckdb_read(datasets[name]), *sources, _samples(name))
+    cells, feature_ids = sources
+    assert duckdb_names(feature_ids).count(f"{TWIN}_1") == 1
+    check(duckdb_read(datasets[name]), cells, duckdb_names(feature_ids), _samples(name))
 
 
 def _samples(name: str) -> set[str]:
@@ -126,7 +147,8 @@ def polars_read(cells: Path) -> Read:
 
     frame = pl.scan_parquet(f"{cells}/**/*.parquet", hive_partitioning=True, hive_schema={"sample_id": pl.String})
     value = pl.col(FEATURE)
-    per_sample = frame.group_by("sample_id").agg(pl.len(), value.sum().alias("sum"), value.null_count().alias("na")).collect().rows()
+    per_sample = frame.group_by("sample_id").agg(pl.len(), value.sum().alias("sum"), value.null_count().alias("na"),
+                                                 pl.col(TWIN).sum()).collect().rows()
     rows = frame.select("image_id", "cell_id", "sample_id", FEATURE).collect().rows()
     return _read(frame.collect_schema().names(), per_sample, rows)
 
@@ -150,7 +172,8 @@ def spark_read(spark, cells: Path) -> Read:
     frame = spark.read.parquet(str(cells))
     value = F.col(f"`{FEATURE}`")
     per_sample = bounded(lambda: frame.groupBy("sample_id").agg(
-        F.count("*"), F.sum(value), F.count_if(value.isNull())).collect(), "grouping by sample")
+        F.count("*"), F.sum(value), F.count_if(value.isNull()), F.sum(F.col(f"`{TWIN}`"))).collect(),
+        "grouping by sample")
     rows = bounded(lambda: frame.select("image_id", "cell_id", "sample_id", value).collect(), "reading the cells")
     return _read(frame.columns, per_sample, rows)
 
