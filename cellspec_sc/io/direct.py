@@ -4,9 +4,10 @@ A buffered write copies every byte into the page cache: the kernel finds a free
 page for each 4 kB (reclaiming others when memory is full of cache) and its
 writeback threads send them to the disk later. When every core writes, that
 kernel work competes with the writers for the cores. :class:`DirectFile`
-collects writes in one page-aligned buffer and hands each full buffer to the
-disk with ``O_DIRECT`` (each write waits for the device); only the last,
-unaligned piece goes through the page cache. Measured on the 2-core
+collects writes in a page-aligned buffer and hands each full buffer to the disk
+with ``O_DIRECT`` in a thread (that write waits for the device) while the
+caller fills the other buffer; only the last, unaligned piece goes through the
+page cache. Measured on the 2-core
 development VM, writing a 100 MB Parquet part: 0.03 s of system CPU instead
 of 0.11-0.13 s, the same wall time. Where the file system or the system
 refuses ``O_DIRECT`` (tmpfs, macOS) the file is written through the page cache
@@ -27,6 +28,7 @@ import errno
 import fcntl
 import mmap
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 BLOCK = 1 << 22  # 4 MB per write: a multiple of every logical block size in use
@@ -66,7 +68,8 @@ class DirectFile:
     """A new binary file (created, or truncated) written with ``O_DIRECT`` in blocks of :data:`BLOCK` bytes,
     the last piece through the page cache; through the page cache throughout where ``O_DIRECT`` is refused.
     Sequential writes only; nothing reaches the file before a block is full or the file is closed
-    (:meth:`flush` does nothing)."""
+    (:meth:`flush` does nothing). One block at a time is written by a thread while :meth:`write` fills the
+    other; a failed write is raised by the next :meth:`write` or by :meth:`close`."""
 
     def __init__(self, path: str | os.PathLike):
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
@@ -80,9 +83,12 @@ class DirectFile:
         if self._fd < 0:
             self._fd = os.open(path, flags, 0o666)
         self.path = Path(path)
-        self._buffer = mmap.mmap(-1, BLOCK)  # page aligned, as O_DIRECT requires
-        self._view = memoryview(self._buffer)
+        self._buffers = [mmap.mmap(-1, BLOCK) for _ in range(2)]  # page aligned, as O_DIRECT requires
+        self._views = [memoryview(b) for b in self._buffers]
+        self._view = self._views[0]  # the one being filled
         self._held = 0
+        self._pending: Future[None] | None = None
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="cellspec-direct-write")
 
     @property
     def direct(self) -> bool:
@@ -105,8 +111,7 @@ class DirectFile:
             self._held += take
             source = source[take:]
             if self._held == BLOCK:
-                self._write_block(self._view)
-                self._held = 0
+                self._hand_over()
         return count
 
     def flush(self) -> None:
@@ -116,14 +121,29 @@ class DirectFile:
         if self.closed:
             return
         try:
+            self._wait()
             if self._held:
                 self._through_page_cache()
                 self._write_block(self._view[:self._held])
         finally:
+            self._writer.shutdown(wait=True)
             os.close(self._fd)
             self._fd = -1
-            self._view.release()
-            self._buffer.close()
+            for view, buffer in zip(self._views, self._buffers, strict=True):
+                view.release()
+                buffer.close()
+
+    def _hand_over(self) -> None:
+        """Write the full buffer in the thread (after the one before it) and fill the other meanwhile."""
+        self._wait()
+        self._pending = self._writer.submit(self._write_block, self._view)
+        self._view = self._views[1] if self._view is self._views[0] else self._views[0]
+        self._held = 0
+
+    def _wait(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
 
     def _write_block(self, block: memoryview) -> None:
         while len(block):
