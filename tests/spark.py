@@ -47,7 +47,8 @@ def java_major() -> int:
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not java or not os.path.exists(java):
-        pytest.fail("Spark needs a Java runtime (17 or 21) and none was found (no JAVA_HOME, no java on PATH): "
+        where = f"JAVA_HOME={home} has no bin/java" if home else "no java on PATH and no JAVA_HOME"
+        pytest.fail(f"Spark needs a Java runtime (17 or 21) and found none ({where}): "
                     "apt-get install openjdk-17-jre-headless (.ci/run installs it)")
     shown = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
     found = re.search(r'version "(\d+)(?:\.(\d+))?', shown)

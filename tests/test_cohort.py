@@ -144,8 +144,10 @@ def test_write_dataset_reads_back_with_pyarrow_dataset_and_open_cohort(client, s
             assert ids <= set(cells.loc[cells["sample_id"] == sample, "image_id"])
     manifest = (out / "MANIFEST.sha256").read_text()
     assert (out / "DONE").read_text().strip() == hashlib.sha256(manifest.encode()).hexdigest()
-    for line in manifest.splitlines():
-        digest, name = line.split("  ", 1)
+    listed = dict(reversed(line.split("  ", 1)) for line in manifest.splitlines())
+    on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert set(listed) == on_disk - {"MANIFEST.sha256", "DONE"} and len(listed) == len(manifest.splitlines())
+    for name, digest in listed.items():  # the digests hashed on the workers while writing, read back here
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
     reopened = cs.open_cohort(out)
     assert reopened.directories == cohort.directories and reopened.n_cells == 450

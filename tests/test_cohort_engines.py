@@ -181,3 +181,13 @@ def spark_read(spark, cells: Path) -> Read:
 @pytest.mark.parametrize("name", ["all", "numbered"])
 def test_spark_reads_the_dataset(spark, datasets, sources, name):
     check(spark_read(spark, datasets[name]), *sources, _samples(name))
+
+
+def test_open_cohort_reads_the_folders_back_with_every_sample_id(datasets, sources):
+    """The same folder names as the engines read: cs.open_cohort of the dataset gives each cell its sample id."""
+    cells, _ = sources
+    reopened = cs.open_cohort(datasets["all"].parent)
+    assert reopened.validate().ok
+    obs = reopened.to_anndata().obs
+    got = dict(zip(zip(obs["image_id"], obs["cell_id"], strict=True), obs["sample_id"], strict=True))
+    assert got == dict(zip(zip(cells["image_id"], cells["cell_id"], strict=True), cells["sample_id"], strict=True))

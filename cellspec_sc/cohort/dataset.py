@@ -5,10 +5,14 @@ Each worker task reads one row group of one directory and writes its rows
 ``pyarrow.parquet.ParquetWriter``: one file per partition under
 ``cells/<column>=<value>/`` (folder names by pyarrow's hive partitioning,
 :mod:`cellspec_sc.cohort.hive`), one row group per file. The task hashes each
-file it wrote and asks the kernel to start writing it to disk
-(:func:`~cellspec_sc.io.staging.start_writeback`) but does not wait: the disk
-drains while the worker computes the next part. Every source file is hashed
-once, on the workers, against the manifest seen when the cohort was opened.
+file as it writes it (:class:`~cellspec_sc.io.hashing.HashingFile`: the bytes on
+their way to disk; the file is never read back). On a local disk file system
+the parts are written around the page cache (``O_DIRECT``,
+:class:`~cellspec_sc.io.direct.DirectFile`): the kernel's page cache and
+writeback work would otherwise compete with the workers for the cores; elsewhere
+the task asks the kernel to start writing each file to disk
+(:func:`~cellspec_sc.io.staging.start_writeback`) and does not wait. Every
+source file is hashed once, on the workers, against the manifest seen when the cohort was opened.
 Only when every directory succeeded does the client fsync every staged file
 (the one wait for the disk), write ``cohort.json``, ``MANIFEST.sha256`` and
 ``DONE`` (last) and publish the staged folder with one rename, like a cellspec
@@ -44,11 +48,13 @@ from cellspec_sc.cohort.members import Member, verify_member
 from cellspec_sc.cohort.parts import part_table
 from cellspec_sc.cohort.run import run
 from cellspec_sc.io.columns import column_types_of
+from cellspec_sc.io.direct import suits_direct_io
+from cellspec_sc.io.hashing import HashingFile
 from cellspec_sc.io.metadata import dump_document, rows_of
 from cellspec_sc.io.manifest import write_manifest
 from cellspec_sc.io.publish import TargetKind, publishing
 from cellspec_sc.io.staging import fsync_tree, start_writeback
-from cellspec_sc.model.provenance import package_version, sha256_file, utc_now
+from cellspec_sc.model.provenance import package_version, utc_now
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 
 if TYPE_CHECKING:
@@ -65,7 +71,7 @@ def write_dataset(cohort: Cohort, path: str | Path, *, partition_by: Sequence[st
     _check_partitions(cohort, partition_by)
     with publishing(path, COHORT_DATASET, overwrite=overwrite) as payload:
         payload.mkdir()
-        files = _write_parts(cohort, payload, partition_by, client, progress)
+        files = _write_parts(cohort, payload, partition_by, client, progress, suits_direct_io(payload))
         document = _document(cohort, partition_by, files, Path(path))
         (payload / COHORT_FILE).write_bytes(dump_document(document, path))
         fsync_tree(payload)  # the workers did not wait for the disk: everything is on it before DONE
@@ -92,13 +98,13 @@ def _names(member: Member) -> str:
 
 
 def _write_parts(cohort: Cohort, stage: Path, partition_by: tuple[str, ...], client: Any,
-                 progress: bool | None) -> list[list[tuple[str, str]]]:
+                 progress: bool | None, direct: bool) -> list[list[tuple[str, str]]]:
     """Run the write tasks; [(relative file, sha256), ...] per member, or raise naming every failure."""
     features = cohort.feature_ids
     tasks = []
     for m in cohort.members:
         checked = dask.delayed(guarded(verify_member), pure=False)(m)
-        written = [dask.delayed(guarded(write_part), pure=False)(m, k, str(stage), features, partition_by)
+        written = [dask.delayed(guarded(write_part), pure=False)(m, k, str(stage), features, partition_by, direct)
                    for k in range(len(m.parts))]
         tasks.append(dask.delayed(guarded(_collect), pure=False)(m, checked, written))
     results = run(tasks, cohort.directories, "writing dataset", client=client, progress_bar=progress)
@@ -113,10 +119,11 @@ def _collect(member: Member, checked: None, written: list[list[tuple[str, str]]]
     return [item for rows in written for item in rows]
 
 
-def write_part(member: Member, k: int, stage: str, features: list[str],
-               partition_by: tuple[str, ...]) -> list[tuple[str, str]]:
+def write_part(member: Member, k: int, stage: str, features: list[str], partition_by: tuple[str, ...],
+               direct: bool = False) -> list[tuple[str, str]]:
     """Write part ``k`` of ``member`` into ``stage``, one file per partition in the order the partitions
-    first appear; [(file relative to stage, sha256)]. Each file's writeback starts as soon as it is
+    first appear; [(file relative to stage, sha256 of the bytes written)]. ``direct``: around the page cache
+    (:class:`~cellspec_sc.io.direct.DirectFile`); each file's (remaining) writeback starts as soon as it is
     complete; the fsync comes once, at publication."""
     table = part_table(member, member.parts[k], features)
     if table.num_rows == 0:
@@ -128,10 +135,11 @@ def write_part(member: Member, k: int, stage: str, features: list[str],
         path = Path(stage) / name
         path.parent.mkdir(parents=True, exist_ok=True)
         # dictionaries and statistics for the cells columns; measured doubles plain, as in a directory
-        with pq.ParquetWriter(path, rows.schema, use_dictionary=cells, write_statistics=cells) as writer:
+        options = {"use_dictionary": cells, "write_statistics": cells}
+        with HashingFile(path, direct=direct) as sink, pq.ParquetWriter(sink, rows.schema, **options) as writer:
             writer.write_table(rows, row_group_size=max(rows.num_rows, 1))
         start_writeback(path)
-        written.append((name, sha256_file(path)))
+        written.append((name, sink.hexdigest()))
     return written
 
 

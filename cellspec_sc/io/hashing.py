@@ -1,10 +1,13 @@
-"""SHA-256 of the data files on a second core, while the first one encodes or decodes them.
+"""SHA-256 of data files while they are written or read: on a second core, or on their way to disk.
 
 Hashing a slide's Parquet file costs about as much CPU as encoding it. Both
 :class:`FollowingHash` (writing: hashes the bytes a writer has appended so far,
 following it through the file) and :func:`hash_later` (reading: hashes a file
 while the caller decodes it) run ``hashlib`` in a thread; ``hashlib`` releases
 the GIL on large buffers, so on two cores the hash comes almost for free.
+:class:`HashingFile` hashes the bytes as a writer hands them to the file, for
+work that already uses every core (one task per core on a dask worker): the
+file is never read back.
 
 >>> import tempfile, pathlib, hashlib
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "f.bin"
@@ -24,6 +27,7 @@ import threading
 from pathlib import Path
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.direct import DirectFile
 
 _CHUNK = 1 << 22  # 4 MB reads
 _SYNC_EVERY = 1 << 28  # start writing back every 256 MB, so the final fsync has little left to do
@@ -167,3 +171,54 @@ class PieceHash:
             raise InputError(f"{self.path}: the file changed while it was read ({self._next:,} bytes read, "
                              f"{size:,} bytes now); read it again once whatever writes it has finished")
         return self._digest.hexdigest()
+
+
+class HashingFile:
+    """A binary file (created, or truncated) that feeds every byte written to it to SHA-256 on the way to disk,
+    for writers that accept a file object (``pyarrow.parquet.ParquetWriter``): the digest of the file without
+    reading it back. Only for files written from start to end (no seek); close it (or leave the ``with``
+    block) before :meth:`hexdigest`. ``direct=True`` writes it around the page cache
+    (:class:`~cellspec_sc.io.direct.DirectFile`).
+
+    >>> import tempfile, pathlib, hashlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "f.bin"
+    >>> with HashingFile(path) as out:
+    ...     _ = out.write(b"abc"); _ = out.write(memoryview(b"def"))
+    >>> out.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
+    True
+    >>> out.hexdigest() == hashlib.sha256(b"abcdef").hexdigest()
+    True
+    """
+
+    def __init__(self, path: str | os.PathLike, *, direct: bool = False):
+        self._file = DirectFile(path) if direct else open(path, "wb")  # noqa: SIM115 - closed by close()
+        self._digest = hashlib.sha256()
+
+    def write(self, data: bytes | memoryview) -> int:
+        self._digest.update(data)
+        return self._file.write(data)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def writable(self) -> bool:
+        return True
+
+    def hexdigest(self) -> str:
+        """Hex SHA-256 of everything written (the whole file once it is closed)."""
+        if not self._file.closed:
+            raise ValueError("close the file before asking for its digest")
+        return self._digest.hexdigest()
+
+    def __enter__(self) -> HashingFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,71 @@
+"""Files written around the page cache (O_DIRECT): every byte lands in order at block boundaries and in the
+unaligned tail, hashed on the way; only local disk file systems are chosen for it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from cellspec_sc.io.direct import BLOCK, DirectFile, filesystem_of, suits_direct_io
+from cellspec_sc.io.hashing import HashingFile
+
+SIZES = [0, 1, 4095, BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK + 4097]
+
+
+def _pieces(size: int, seed: int) -> list[bytes]:
+    """``size`` random bytes cut in pieces of 1 byte to 3 MB, as a Parquet writer hands them over."""
+    data = os.urandom(size)
+    cuts, at, step = [], 0, seed
+    while at < size:
+        step = (step * 7919 + 13) % (3 << 20) + 1
+        cuts.append(data[at:at + step])
+        at += step
+    return cuts
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_every_byte_lands_in_order_around_the_page_cache(tmp_path, size):
+    path = tmp_path / "f.bin"
+    pieces = _pieces(size, size)
+    with DirectFile(path) as out:
+        assert out.direct == suits_direct_io(tmp_path)
+        assert all(out.write(p) == len(p) for p in pieces)
+    assert out.closed and path.read_bytes() == b"".join(pieces)
+
+
+def test_hashing_file_digest_equals_the_file_read_back_direct_or_not(tmp_path):
+    pieces = _pieces(BLOCK * 2 + 12345, 3)
+    for direct in (True, False):
+        path = tmp_path / f"{direct}.bin"
+        with HashingFile(path, direct=direct) as out:
+            for p in pieces:
+                out.write(memoryview(p))
+        assert out.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert path.read_bytes() == b"".join(pieces)
+    with HashingFile(tmp_path / "open.bin") as out, pytest.raises(ValueError, match="close the file"):
+        out.hexdigest()
+
+
+def test_tmpfs_is_not_chosen_for_o_direct_and_a_file_there_is_whole_either_way():
+    shm = Path("/dev/shm")
+    if filesystem_of(shm) != "tmpfs" or not os.access(shm, os.W_OK):
+        pytest.skip("no writable tmpfs at /dev/shm")
+    path = shm / f"cellspec-direct-test-{os.getpid()}"
+    try:
+        assert not suits_direct_io(shm)  # memory already: nothing to go around
+        pieces = _pieces(BLOCK + 77, 5)
+        with DirectFile(path) as out:  # recent kernels accept O_DIRECT on tmpfs, older ones refuse it
+            for p in pieces:
+                out.write(p)
+        assert path.read_bytes() == b"".join(pieces)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def test_the_file_system_of_a_path_is_its_deepest_mount(tmp_path):
+    assert filesystem_of("/proc/self") == "proc"
+    assert filesystem_of(tmp_path) is not None
+    assert suits_direct_io("/proc") is False
