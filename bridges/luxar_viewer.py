@@ -121,6 +121,7 @@ class LuxarViewer:
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(self.process.pid, signal.SIGKILL)
                     self.process.wait()
+                self.process = None  # reaped: a second stop() must not signal a process group id reused since
             if self._log is not None:
                 self._log.close()
                 self._log = None

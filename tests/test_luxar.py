@@ -664,6 +664,38 @@ def _session_alive(group: int) -> bool:
     return True
 
 
+def test_cellspec_view_stops_its_viewer_when_signalled_while_it_prints_the_address(tmp_path, monkeypatch):
+    """A SIGTERM that lands after the viewer answered but before serve() waits on it (the test above sends it as
+    soon as "serving" is printed) stops the viewer too; before the fix its session kept serving."""
+    import os
+    import signal
+    import socket
+
+    from cellspec_sc.bridges.luxar_viewer import free_port
+    from cellspec_sc.cli import view
+
+    path = cs.to_luxar(ramp_object([1.0, 2.0]), tmp_path / "s.luxar.zarr")
+    started: list[int] = []
+
+    def print_then_get_terminated(*args, **kwargs):
+        started.extend(_children(os.getpid()))
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler serve() installed raises at the next bytecode
+
+    monkeypatch.setattr(view, "print", print_then_get_terminated, raising=False)
+    data_port = free_port()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            view.serve(path, data_port=data_port, open_browser=False)
+        assert started, "the viewer process was running when the address was printed"
+        assert not [pid for pid in started if _session_alive(pid)], "the viewer outlived serve()"
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", data_port)) != 0, "the data server still answers"
+    finally:
+        for group in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+
+
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
 def test_cellspec_view_stops_its_viewer_when_signalled_during_start_up(tmp_path, signame):
     """A signal that lands while the viewer is still starting (before "serving ...") leaves no viewer process

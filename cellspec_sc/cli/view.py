@@ -15,9 +15,13 @@ def serve(scene: str | Path, *, port: int | None = None, data_port: int | None =
           open_browser: bool = True) -> int:
     """Serve ``scene`` until Ctrl-C (or SIGTERM); prints the address first."""
     with signals_interrupt():  # from here on SIGTERM unwinds like Ctrl-C, so the viewer is always stopped
-        viewer = LuxarViewer(scene, port=port, data_port=data_port, open_browser=open_browser).start()
-        print(f"serving {scene} at {viewer.url}  (Ctrl-C stops the viewer)", flush=True)
-        return viewer.wait()
+        viewer = LuxarViewer(scene, port=port, data_port=data_port, open_browser=open_browser)
+        try:  # also when the signal lands between start() and wait(), e.g. while the address is printed
+            viewer.start()
+            print(f"serving {scene} at {viewer.url}  (Ctrl-C stops the viewer)", flush=True)
+            return viewer.wait()
+        finally:
+            viewer.stop()
 
 
 def cmd_view(args: argparse.Namespace) -> int:
