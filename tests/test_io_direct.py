@@ -52,7 +52,8 @@ def test_hashing_file_digest_equals_the_file_read_back_direct_or_not(tmp_path):
 def test_tmpfs_is_not_chosen_for_o_direct_and_a_file_there_is_whole_either_way():
     shm = Path("/dev/shm")
     if filesystem_of(shm) != "tmpfs" or not os.access(shm, os.W_OK):
-        pytest.skip("no writable tmpfs at /dev/shm")
+        pytest.skip("no writable tmpfs at /dev/shm here: that O_DIRECT is not chosen on tmpfs, and that a file written "
+                    "there is whole, are not tested")
     path = shm / f"cellspec-direct-test-{os.getpid()}"
     try:
         assert not suits_direct_io(shm)  # memory already: nothing to go around
