@@ -263,13 +263,20 @@ def text_mesh(text: str, height: float) -> tuple[np.ndarray, np.ndarray]:
     >>> vertices, faces = text_mesh("a1", 10.0)
     >>> bool(vertices[:, 1].min() < -5 and faces.shape[1] == 3)
     True
+    >>> [text_mesh(t, 10.0)[1].shape for t in (" ", "\u200b")]  # nothing to draw
+    [(0, 3), (0, 3)]
     """
     import shapely
     from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextPath
+    from matplotlib.path import Path
+    from matplotlib.textpath import text_to_path
 
-    # set at size 1 and scaled: FreeType's layout time grows with the size asked for
-    path = TextPath((0.0, 0.0), text, size=1.0, prop=FontProperties(family="DejaVu Sans", weight="bold"))
+    # set at size 1 and scaled: FreeType's layout time grows with the size asked for. Not TextPath: for a text
+    # with no outline at all (" ", a zero-width space) it fails inside matplotlib (AttributeError)
+    outline, codes = text_to_path.get_text_path(FontProperties(family="DejaVu Sans", weight="bold"), text)
+    if len(outline) == 0:
+        return np.zeros((0, 2)), np.zeros((0, 3), dtype=np.uint32)
+    path = Path(np.asarray(outline, dtype=np.float64) / text_to_path.FONT_SCALE, codes)
     shape = None
     for ring in path.to_polygons():
         if len(ring) < 3:
