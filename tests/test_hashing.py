@@ -16,6 +16,7 @@ from cellspec_sc.io import hashing
 from cellspec_sc.io import parquet as parquet_io
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.hashing import BackgroundHash, FollowingHash
+from cellspec_sc.model.provenance import hash_from, sha256_file
 
 DATA = Path(__file__).parent / "data" / "qupath"
 
@@ -91,3 +92,26 @@ def test_a_qupath_export_appended_to_during_the_read_is_refused_by_name(tmp_path
     monkeypatch.setattr(hashing.PieceHash, "add", add_then_append)
     with pytest.raises(InputError, match="detections.tsv: the file changed while it was read"):
         cs.read_qupath(source, pixel_size=0.5)
+
+
+@pytest.mark.parametrize("size", [0, 1, (1 << 16) - 1, 1 << 16, (1 << 16) + 1, 5 * (1 << 16) + 3])
+def test_sha256_file_reads_into_one_buffer_and_gives_the_files_digest_at_every_chunk_boundary(tmp_path, size):
+    path = tmp_path / "data.bin"
+    data = os.urandom(size)
+    path.write_bytes(data)
+    assert sha256_file(path, chunk_size=1 << 16) == hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256(b"head")
+    with open(path, "rb", buffering=0) as handle:
+        assert hash_from(handle, digest, 1 << 16) == size
+    assert digest.hexdigest() == hashlib.sha256(b"head" + data).hexdigest()
+
+
+def test_hash_from_stops_when_asked_and_says_how_much_it_hashed(tmp_path):
+    path = tmp_path / "data.bin"
+    data = os.urandom(10 * 4096)
+    path.write_bytes(data)
+    calls = []
+    digest = hashlib.sha256()
+    with open(path, "rb", buffering=0) as handle:
+        hashed = hash_from(handle, digest, 4096, stop=lambda: calls.append(1) or len(calls) > 3)
+    assert hashed == 3 * 4096 and digest.hexdigest() == hashlib.sha256(data[:3 * 4096]).hexdigest()

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.direct import DirectFile
+from cellspec_sc.model.provenance import hash_from
 
 _CHUNK = 1 << 22  # 4 MB reads
 _SYNC_EVERY = 1 << 28  # start writing back every 256 MB, so the final fsync has little left to do
@@ -101,9 +102,8 @@ class BackgroundHash:
     def _hash(self) -> None:
         try:
             digest = hashlib.sha256()
-            with open(self.path, "rb") as handle:
-                while not self._stop.is_set() and (chunk := handle.read(_CHUNK)):
-                    digest.update(chunk)
+            with open(self.path, "rb", buffering=0) as handle:
+                hash_from(handle, digest, _CHUNK, self._stop.is_set)
             self._digest = digest.hexdigest()
         except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread by result()
             self._error = err
