@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -64,3 +65,28 @@ def test_every_data_file_is_fsynced_before_done_is_written(tmp_path, monkeypatch
     done = next(i for i, p in enumerate(synced) if p.endswith("/DONE"))
     before_done = {p.split(".cellspec-staging-", 1)[-1].split("/", 1)[-1] for p in synced[:done]}
     assert {f"dataset{name}" for name in data} <= before_done
+
+
+def test_parts_store_cells_columns_with_snappy_and_measured_doubles_uncompressed_with_every_value(tmp_path):
+    paths = write_example_cohort(tmp_path / "slides", 2, n_cells=300, n_features=6)
+    cohort = cs.open_cohort(paths)
+    out = cohort.write_dataset(tmp_path / "dataset", client=None, progress=False)
+    files = sorted((out / "cells").rglob("*.parquet"))
+    assert len(files) == 4
+    features = set(cohort.feature_ids)
+    for file in files:
+        meta = pq.ParquetFile(file).metadata
+        codecs = {meta.schema.column(j).name: meta.row_group(0).column(j).compression for j in range(meta.num_columns)}
+        assert {c for c, codec in codecs.items() if codec == "UNCOMPRESSED"} == features
+        assert {c for c, codec in codecs.items() if codec == "SNAPPY"} == set(codecs) - features and len(features) == 6
+    for i, path in enumerate(paths):  # each directory's files (part-<directory>-<row group>-0) hold its cells
+        x = cs.read(path)
+        mine = pa.concat_tables(pq.read_table(f) for f in files if f.name.startswith(f"part-{i:05d}-"))
+        assert mine.num_rows == x.n_cells == 300
+        keys = zip(mine.column("image_id").to_pylist(), mine.column("cell_id").to_pylist(), strict=True)
+        row_of = {key: r for r, key in enumerate(keys)}
+        rows = [row_of[key] for key in zip(x.cells["image_id"], x.cells["cell_id"], strict=True)]
+        assert len(row_of) == 300
+        for j, feature in enumerate(x.feature_ids):
+            got = mine.column(feature).to_numpy(zero_copy_only=False)[rows]
+            assert np.array_equal(got, x.measurements[:, j], equal_nan=True)

@@ -70,3 +70,23 @@ def test_the_file_system_of_a_path_is_its_deepest_mount(tmp_path):
     assert filesystem_of("/proc/self") == "proc"
     assert filesystem_of(tmp_path) is not None
     assert suits_direct_io("/proc") is False
+
+
+def test_a_file_written_after_a_longer_one_holds_only_its_own_bytes(tmp_path):
+    """The blocks of a closed file are handed to the next file: nothing of the first may reach the second."""
+    long, short = os.urandom(3 * BLOCK + 999), os.urandom(BLOCK + 5)
+    for name, data in (("long.bin", long), ("short.bin", short), ("tiny.bin", b"xyz")):
+        with DirectFile(tmp_path / name) as out:
+            out.write(data)
+    assert (tmp_path / "long.bin").read_bytes() == long
+    assert (tmp_path / "short.bin").read_bytes() == short
+    assert (tmp_path / "tiny.bin").read_bytes() == b"xyz"
+
+
+def test_hashing_file_takes_a_big_buffer_in_pieces_and_hashes_all_of_it(tmp_path):
+    data = os.urandom(2 * BLOCK + 4097)
+    with HashingFile(tmp_path / "f.bin", direct=True) as out:
+        assert out.write(memoryview(data)) == len(data)
+        assert out.write(b"") == 0
+    assert out.hexdigest() == hashlib.sha256(data).hexdigest() == hashlib.sha256(
+        (tmp_path / "f.bin").read_bytes()).hexdigest()

@@ -7,7 +7,8 @@ kernel work competes with the writers for the cores. :class:`DirectFile`
 collects writes in a page-aligned buffer and hands each full buffer to the disk
 with ``O_DIRECT`` in a thread (that write waits for the device) while the
 caller fills the other buffer; only the last, unaligned piece goes through the
-page cache. Measured on the 2-core
+page cache. The buffers of a closed file are kept (up to four, 16 MB) for the
+next file, so that writing many files does not fault in new pages for each. Measured on the 2-core
 development VM, writing a 100 MB Parquet part: 0.03 s of system CPU instead
 of 0.11-0.13 s, the same wall time. Where the file system or the system
 refuses ``O_DIRECT`` (tmpfs, macOS) the file is written through the page cache
@@ -28,6 +29,7 @@ import errno
 import fcntl
 import mmap
 import os
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -36,6 +38,26 @@ _O_DIRECT = getattr(os, "O_DIRECT", 0)
 # file systems on a local block device, where O_DIRECT is a plain DMA from our buffer; on network file systems
 # it makes every write a synchronous round trip to the server, so they keep the page cache
 LOCAL_DISK_FILESYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "bcachefs"})
+
+
+_SPARE_BUFFERS: list[mmap.mmap] = []  # blocks of closed files, for the next file: no new pages to fault in
+_SPARE_LOCK = threading.Lock()
+_MAX_SPARE = 4
+
+
+def _take_buffer() -> mmap.mmap:
+    with _SPARE_LOCK:
+        if _SPARE_BUFFERS:
+            return _SPARE_BUFFERS.pop()
+    return mmap.mmap(-1, BLOCK)
+
+
+def _give_back(buffer: mmap.mmap) -> None:
+    with _SPARE_LOCK:
+        if len(_SPARE_BUFFERS) < _MAX_SPARE:
+            _SPARE_BUFFERS.append(buffer)
+            return
+    buffer.close()
 
 
 def filesystem_of(path: str | os.PathLike) -> str | None:
@@ -83,7 +105,7 @@ class DirectFile:
         if self._fd < 0:
             self._fd = os.open(path, flags, 0o666)
         self.path = Path(path)
-        self._buffers = [mmap.mmap(-1, BLOCK) for _ in range(2)]  # page aligned, as O_DIRECT requires
+        self._buffers = [_take_buffer() for _ in range(2)]  # page aligned, as O_DIRECT requires
         self._views = [memoryview(b) for b in self._buffers]
         self._view = self._views[0]  # the one being filled
         self._held = 0
@@ -131,7 +153,7 @@ class DirectFile:
             self._fd = -1
             for view, buffer in zip(self._views, self._buffers, strict=True):
                 view.release()
-                buffer.close()
+                _give_back(buffer)
 
     def _hand_over(self) -> None:
         """Write the full buffer in the thread (after the one before it) and fill the other meanwhile."""

@@ -195,8 +195,14 @@ class HashingFile:
         self._digest = hashlib.sha256()
 
     def write(self, data: bytes | memoryview) -> int:
-        self._digest.update(data)
-        return self._file.write(data)
+        """Hash and write ``data``, a big buffer in pieces of 4 MB: each piece is hashed while the one before
+        it goes to disk."""
+        view = memoryview(data).cast("B")
+        for start in range(0, len(view), _CHUNK):
+            piece = view[start:start + _CHUNK]
+            self._digest.update(piece)
+            self._file.write(piece)
+        return len(view)
 
     def flush(self) -> None:
         self._file.flush()
