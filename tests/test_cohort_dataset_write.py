@@ -67,7 +67,7 @@ def test_every_data_file_is_fsynced_before_done_is_written(tmp_path, monkeypatch
     assert {f"dataset{name}" for name in data} <= before_done
 
 
-def test_parts_store_cells_columns_with_snappy_and_measured_doubles_uncompressed_with_every_value(tmp_path):
+def test_parts_store_cells_columns_with_snappy_text_in_dictionaries_and_measured_doubles_uncompressed(tmp_path):
     paths = write_example_cohort(tmp_path / "slides", 2, n_cells=300, n_features=6)
     cohort = cs.open_cohort(paths)
     out = cohort.write_dataset(tmp_path / "dataset", client=None, progress=False)
@@ -79,6 +79,9 @@ def test_parts_store_cells_columns_with_snappy_and_measured_doubles_uncompressed
         codecs = {meta.schema.column(j).name: meta.row_group(0).column(j).compression for j in range(meta.num_columns)}
         assert {c for c, codec in codecs.items() if codec == "UNCOMPRESSED"} == features
         assert {c for c, codec in codecs.items() if codec == "SNAPPY"} == set(codecs) - features and len(features) == 6
+        dictionary = {meta.schema.column(j).name for j in range(meta.num_columns)
+                      if "RLE_DICTIONARY" in meta.row_group(0).column(j).encodings}
+        assert dictionary == {"cell_id", "image_id", "classification"}  # not the doubles x, y, area
     for i, path in enumerate(paths):  # each directory's files (part-<directory>-<row group>-0) hold its cells
         x = cs.read(path)
         mine = pa.concat_tables(pq.read_table(f) for f in files if f.name.startswith(f"part-{i:05d}-"))
