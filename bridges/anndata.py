@@ -28,6 +28,7 @@ from cellspec_sc.bridges.anndata_keys import (
 from cellspec_sc.bridges.anndata_fingerprint import Fingerprinting, holds_written_values, recorded_algorithm
 from cellspec_sc.bridges.anndata_matrix import column_fingerprints, dense, is_dask
 from cellspec_sc.bridges.anndata_obs import carry_obs_columns, double_column, obs_names, scverse_obs
+from cellspec_sc.bridges.anndata_sample import SAMPLE_KEY, sample_check, take_sample
 from cellspec_sc.bridges.uns_tables import decode_table, encode_table, from_json_text, to_json_text
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec, drop_missing_pairs
@@ -73,6 +74,8 @@ def to_anndata(x: CellSpec) -> anndata.AnnData:
         obsm = {SPATIAL_KEY: np.column_stack([double_column(x.cells, "x"), double_column(x.cells, "y")])}
         bar.update(1)
         uns = {UNS_KEY: _uns_record(x, matrix.shape, fingerprint)}
+        if not is_dask(matrix):  # a lazy X is never loaded to sample it: subsets of it are not checked
+            uns[UNS_KEY][SAMPLE_KEY] = take_sample(matrix, names)
         adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns=uns)
         bar.update(1)
         if x.adjacency is not None:
@@ -136,7 +139,7 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     written = _fingerprint_of_x(matrix, meta)
     cells = _cells_from_obs(adata.obs, meta, changes)
     dictionary = _dictionary_from_var(adata.var, meta, changes)
-    measurements = _measurements_from_x(adata, matrix, meta, allow_modified, changes, written)
+    measurements = _measurements_from_x(adata, matrix, meta, allow_modified, changes, written, record)
     adjacency = _adjacency_from_record(record, cells, changes)
     warn_replaced_graph(adata, cells, adjacency)
     warn_not_carried(adata, obsm={SPATIAL_KEY}, obsp={CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY})
@@ -261,17 +264,19 @@ def _fingerprint_of_x(matrix: np.ndarray, meta: Mapping[str, Any]) -> Fingerprin
 
 
 def _measurements_from_x(adata: anndata.AnnData, matrix: np.ndarray, meta: Mapping[str, Any], allow_modified: bool,
-                         changes: dict[str, Any], written: Fingerprinting | None) -> np.ndarray:
+                         changes: dict[str, Any], written: Fingerprinting | None,
+                         record: Mapping[str, Any]) -> np.ndarray:
     raw = _raw_measurements(adata, meta)
     if raw is not None:
         return raw
     problem = None
     if np.asarray(matrix).dtype != np.float64:
         problem = f"X has dtype {np.asarray(matrix).dtype}, not the float64 measurements written by to_anndata"
-    elif list(matrix.shape) == list(meta["measurements_shape"]) and \
-            not holds_written_values(matrix, meta, written):
-        problem = "X no longer holds the values written by to_anndata (changed in place, e.g. by sc.pp.log1p " \
-                  "or sc.pp.scale)"
+    elif _as_written(matrix, adata.var_names, meta, changes):  # the fingerprint covers X as written: every value
+        if not holds_written_values(matrix, meta, written):
+            problem = MODIFIED
+    else:  # rows or columns subset or reordered: the sample of cells in uns
+        problem = _sample_problem(adata, matrix, meta, record)
     if problem is not None:
         if not allow_modified:
             raise InputError(f"{problem}. cellspec measurements are raw values (spec section 3): keep raw values "
@@ -282,6 +287,35 @@ def _measurements_from_x(adata: anndata.AnnData, matrix: np.ndarray, meta: Mappi
         changes["cells_before"], changes["cells_after"] = int(meta["measurements_shape"][0]), int(matrix.shape[0])
     out = np.asarray(matrix, dtype=np.float64)
     return out if out.flags.c_contiguous or out.flags.f_contiguous else np.ascontiguousarray(out)
+
+
+MODIFIED = "X no longer holds the values written by to_anndata (changed in place, e.g. by sc.pp.log1p or sc.pp.scale)"
+
+
+def _as_written(matrix: np.ndarray, var_names: pd.Index, meta: Mapping[str, Any], changes: Mapping[str, Any]) -> bool:
+    """Whether X has the rows and columns written, in their order (cell and image ids unchanged)."""
+    reordered = {"cell_id", "image_id"} & set(changes.get("cells_columns_changed", ()))
+    return list(matrix.shape) == list(meta["measurements_shape"]) and not reordered and \
+        list(map(str, var_names)) == list(meta["feature_ids"])
+
+
+def _sample_problem(adata: anndata.AnnData, matrix: np.ndarray, meta: Mapping[str, Any],
+                    record: Mapping[str, Any]) -> str | None:
+    """What is wrong with a subset or reordered X at the sampled cells (None: nothing), warning when it cannot be
+    checked."""
+    sample = record.get(SAMPLE_KEY)
+    if not isinstance(sample, Mapping) or not {"obs_names", "values"} <= set(sample):
+        return None  # written before samples were kept (or from a lazy X): as before, not checked
+    found = sample_check(matrix, adata.obs.index, adata.var_names, sample, meta["feature_ids"])
+    if found is None:
+        warn("X could not be checked against the values to_anndata wrote: none of the cells it sampled is left "
+             "(or obs names repeat); make sure X still holds raw measurements")
+        return None
+    if found.differing:
+        return (f"X no longer holds the values written by to_anndata: {found.differing} of the {found.cells} "
+                "sampled cells still there differ (changed in place, e.g. by sc.pp.log1p or sc.pp.scale after "
+                "subsetting)")
+    return None
 
 
 def _raw_measurements(adata: anndata.AnnData, meta: Mapping[str, Any]) -> np.ndarray | None:

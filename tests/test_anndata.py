@@ -319,3 +319,68 @@ def test_docs_name_every_slot_the_bridge_writes():
     slots = [f'obsm["{k}"]' for k in adata.obsm] + [f'obsp["{k}"]' for k in adata.obsp]
     slots += [f'["{k}"]' for k in adata.uns["cellspec"]]
     assert [s for s in slots if s not in text] == []
+
+
+# -- subsets and reorderings of X are checked at the cells to_anndata sampled ----------------------------------------
+def test_a_subset_changed_in_place_is_refused_also_after_disk(x, tmp_path):
+    """``sc.pp.log1p`` after ``adata[mask]``: the fingerprint of the whole X cannot see it, the sample can."""
+    import scanpy as sc
+
+    mask = np.arange(x.n_cells) % 3 != 0
+    for fmt in ("h5ad", "zarr"):
+        sub = write_and_read(cs.to_anndata(x)[mask].copy(), tmp_path / fmt, fmt)
+        sc.pp.log1p(sub)
+        with pytest.raises(cs.CellspecError, match=r"sampled cells still there differ.*allow_modified=True"):
+            cs.from_anndata(sub)
+        back = cs.from_anndata(sub, allow_modified=True)
+        np.testing.assert_array_equal(back.measurements, np.log1p(x.measurements[mask]))
+        assert "sampled cells" in back.provenance["history"][-1]["details"]["measurements_modified"]
+
+
+def test_one_changed_value_of_a_sampled_cell_in_a_subset_is_noticed(x):
+    adata = cs.to_anndata(x)[10:30].copy()  # 80 cells: every one is sampled
+    adata.X[5, 2] = -0.0 if adata.X[5, 2] == 0 else 0.0  # one bit is enough
+    with pytest.raises(cs.CellspecError, match="1 of the 20 sampled cells"):
+        cs.from_anndata(adata)
+
+
+def test_reordered_rows_and_columns_come_back_with_their_values(rich, tmp_path):
+    """Sorting cells (by cluster, say) and features keeps every value: not an in-place change."""
+    rows = np.random.default_rng(3).permutation(rich.n_cells)
+    cols = np.random.default_rng(4).permutation(len(rich.feature_ids))
+    adata = cs.to_anndata(rich)
+    for fmt in ("h5ad", "zarr"):
+        moved = write_and_read(adata[rows, cols].copy(), tmp_path / fmt, fmt)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", AnnDataBridgeWarning)
+            back = cs.from_anndata(moved)
+        assert back.cells["cell_id"].tolist() == rich.cells["cell_id"].to_numpy()[rows].tolist()
+        assert back.feature_ids == [rich.feature_ids[j] for j in cols]
+        expected = rich.measurements[rows][:, cols]
+        assert back.measurements.view(np.uint64).tolist() == expected.view(np.uint64).tolist()  # -0.0, NaN too
+        assert "measurements_modified" not in back.provenance["history"][-1]["details"]
+
+
+def test_a_subset_without_any_sampled_cell_is_read_with_a_warning(x, monkeypatch):
+    import cellspec_sc.bridges.anndata_sample as sample
+
+    monkeypatch.setattr(sample, "MOST_ROWS", 4)  # cells 0, 26, 53 and 79 are sampled
+    adata = cs.to_anndata(x)
+    assert adata.uns["cellspec"]["measurements_sample"]["obs_names"].tolist() == \
+        adata.obs_names[[0, 26, 53, 79]].tolist()
+    with pytest.warns(AnnDataBridgeWarning, match="none of the cells it sampled is left"):
+        back = cs.from_anndata(adata[1:20].copy())
+    np.testing.assert_array_equal(back.measurements, x.measurements[1:20])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AnnDataBridgeWarning)
+        assert cs.from_anndata(adata[20:30, []].copy()).measurements.shape == (10, 0)  # no values: nothing to check
+
+
+def test_records_without_a_sample_read_subsets_as_before(x):
+    import scanpy as sc
+
+    adata = cs.to_anndata(x)
+    del adata.uns["cellspec"]["measurements_sample"]  # written by an earlier version
+    sub = adata[::2].copy()
+    sc.pp.log1p(sub)
+    np.testing.assert_array_equal(cs.from_anndata(sub).measurements, np.log1p(x.measurements[::2]))
