@@ -4,12 +4,13 @@ unaligned tail, hashed on the way; only local disk file systems are chosen for i
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 from pathlib import Path
 
 import pytest
 
-from cellspec_sc.io.direct import BLOCK, DirectFile, filesystem_of, suits_direct_io
+from cellspec_sc.io.direct import BLOCK, DirectFile, filesystem_of, page_aligned, suits_direct_io
 from cellspec_sc.io.hashing import HashingFile
 
 SIZES = [0, 1, 4095, BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK + 4097]
@@ -90,3 +91,27 @@ def test_hashing_file_takes_a_big_buffer_in_pieces_and_hashes_all_of_it(tmp_path
         assert out.write(b"") == 0
     assert out.hexdigest() == hashlib.sha256(data).hexdigest() == hashlib.sha256(
         (tmp_path / "f.bin").read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_an_unchanged_buffer_lands_whole_from_aligned_and_unaligned_memory_mixed_with_copied_writes(tmp_path, size):
+    data = os.urandom(size)
+    aligned = mmap.mmap(-1, max(size, 1) + mmap.PAGESIZE)
+    aligned[:size] = data
+    view = memoryview(aligned)
+    assert page_aligned(view) and not page_aligned(view[1:])
+    with DirectFile(tmp_path / "aligned.bin") as out:
+        assert out.write_unchanged(view[:size]) == size
+    with DirectFile(tmp_path / "mixed.bin") as out:  # a copied head, then unaligned memory, then aligned again
+        out.write(b"head")
+        assert out.write_unchanged(view[1:size + 1]) == size
+        out.write_unchanged(view[:BLOCK] if size >= BLOCK else view[:size])
+    with HashingFile(tmp_path / "hashed.bin", direct=True) as hashed:
+        hashed.write_unchanged(view[:size])
+    assert (tmp_path / "aligned.bin").read_bytes() == data
+    tail = bytes(view[:BLOCK]) if size >= BLOCK else data
+    assert (tmp_path / "mixed.bin").read_bytes() == b"head" + bytes(view[1:size + 1]) + tail
+    assert hashed.hexdigest() == hashlib.sha256(data).hexdigest() == hashlib.sha256(
+        (tmp_path / "hashed.bin").read_bytes()).hexdigest()
+    view.release()
+    aligned.close()

@@ -137,7 +137,7 @@ def write_part(member: Member, k: int, stage: str, features: list[str], partitio
         path.parent.mkdir(parents=True, exist_ok=True)
         encoded = encoded_parquet(rows, **_writer_options(cells, features))
         with HashingFile(path, direct=direct) as sink:
-            sink.write(encoded)
+            sink.write_unchanged(encoded)  # the buffer stays as it is until the next part is encoded
         encoded.release()
         start_writeback(path)
         written.append((name, sink.hexdigest()))

@@ -8,7 +8,11 @@ collects writes in a page-aligned buffer and hands each full buffer to the disk
 with ``O_DIRECT`` in a thread (that write waits for the device) while the
 caller fills the other buffer; only the last, unaligned piece goes through the
 page cache. The buffers of a closed file are kept (up to four, 16 MB) for the
-next file, so that writing many files does not fault in new pages for each. Measured on the 2-core
+next file, so that writing many files does not fault in new pages for each. A
+caller whose data already sits in page-aligned memory that stays unchanged until
+the file is closed (a whole encoded file) hands it over with
+:meth:`DirectFile.write_unchanged`, and its blocks are written from there
+without a copy. Measured on the 2-core
 development VM, writing a 100 MB Parquet part: 0.03 s of system CPU instead
 of 0.11-0.13 s, the same wall time. Where the file system or the system
 refuses ``O_DIRECT`` (tmpfs, macOS) the file is written through the page cache
@@ -32,6 +36,8 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+
+import numpy as np
 
 BLOCK = 1 << 22  # 4 MB per write: a multiple of every logical block size in use
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
@@ -58,6 +64,15 @@ def _give_back(buffer: mmap.mmap) -> None:
             _SPARE_BUFFERS.append(buffer)
             return
     buffer.close()
+
+
+def page_aligned(view: memoryview) -> bool:
+    """Whether ``view`` starts at a page boundary (where ``O_DIRECT`` can write from).
+
+    >>> page_aligned(memoryview(mmap.mmap(-1, 8192))[4096:]), page_aligned(memoryview(mmap.mmap(-1, 8192))[1:])
+    (True, False)
+    """
+    return len(view) > 0 and np.frombuffer(view, dtype=np.uint8).ctypes.data % mmap.PAGESIZE == 0
 
 
 def filesystem_of(path: str | os.PathLike) -> str | None:
@@ -134,6 +149,18 @@ class DirectFile:
             source = source[take:]
             if self._held == BLOCK:
                 self._hand_over()
+        return count
+
+    def write_unchanged(self, data: bytes | memoryview) -> int:
+        """:meth:`write` for a buffer that the caller leaves as it is until :meth:`close`: its whole, page
+        aligned blocks go to the disk from where they are (no copy into this file's own blocks)."""
+        source = memoryview(data).cast("B")
+        count = len(source)
+        while self._held == 0 and len(source) >= BLOCK and page_aligned(source):
+            self._wait()
+            self._pending = self._writer.submit(self._write_block, source[:BLOCK])
+            source = source[BLOCK:]
+        self.write(source)
         return count
 
     def flush(self) -> None:
