@@ -191,6 +191,47 @@ def _pandas(files, sep: str, single: bool, threads: bool = False):
     return setup
 
 
+def _floor(files, single: bool):
+    """What no reader of these files can beat: pyarrow's parse with the reader's column types (its own threads on
+    two cores) and the SHA-256 the provenance needs (beside it, in another thread), nothing built or checked."""
+    def setup(env: Env) -> Op:
+        import hashlib
+        import threading
+
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+
+        from cellspec_sc.readers.qupath import QuPathAdapter
+
+        if single:
+            one_core()
+        path = files(env)[0]
+        adapter = QuPathAdapter(pixel_size=0.5)
+        header = adapter.header(path)
+        text = set(adapter.roles(header).text)
+        types = {name: pa.string() if name in text else pa.float64() for name in header.names}
+        convert = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
+                                       quoted_strings_can_be_null=True)
+
+        def run(i: int) -> pa.Table:
+            digest = hashlib.sha256()
+
+            def hash_file() -> None:
+                with open(path, "rb") as handle:
+                    while block := handle.read(1 << 23):
+                        digest.update(block)
+            hashing = threading.Thread(target=hash_file)
+            hashing.start()
+            table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(use_threads=not single),
+                                   parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
+                                   convert_options=convert)
+            hashing.join()
+            return table
+        in_page_cache([path])
+        return Op(run)
+    return setup
+
+
 def one_parser_thread() -> None:
     """Hold pandas' C parser to one thread, as it was before pandas 3.1 (an older pandas has no such option)."""
     import pandas as pd
@@ -256,6 +297,12 @@ def _cases() -> list[Case]:
         cases.append(Case(f"read_{tool}_vs_threaded_pandas", "pandas.read_csv (C engine), its own threads",
                           _ours(read, files, False), _pandas(files, sep, False, threads=True), "information",
                           requires=(f"cellspec_sc.readers.{tool}",), needs_slide=False, extra={"columns": COLUMNS}))
+    for single in (False, True):
+        cases.append(Case(f"qupath_floor{'_1core' if single else ''}",
+                          f"pandas.read_csv (C engine){', 1 core' if single else ', one parser thread'}",
+                          _floor(lambda e: [_qupath(e)], single), _pandas(lambda e: [_qupath(e)], "\t", single),
+                          "information: pyarrow's parse + SHA-256 of the QuPath file, nothing built (the floor)",
+                          requires=("cellspec_sc.readers.qupath",), needs_slide=False, extra={"columns": COLUMNS}))
     cases.append(Case("read_steinbock", "pandas.read_csv of the same CSVs",
                       _ours(_read_steinbock, _steinbock_files, False), _pandas(_steinbock_files, ",", False),
                       "information", requires=("cellspec_sc.readers.steinbock",), needs_slide=False,
