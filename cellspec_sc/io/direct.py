@@ -29,6 +29,7 @@ as usual. Durability still needs ``fsync`` (the disk's own cache, metadata).
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import mmap
@@ -36,8 +37,6 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-
-import numpy as np
 
 BLOCK = 1 << 22  # 4 MB per write: a multiple of every logical block size in use
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
@@ -72,7 +71,9 @@ def page_aligned(view: memoryview) -> bool:
     >>> page_aligned(memoryview(mmap.mmap(-1, 8192))[4096:]), page_aligned(memoryview(mmap.mmap(-1, 8192))[1:])
     (True, False)
     """
-    return len(view) > 0 and np.frombuffer(view, dtype=np.uint8).ctypes.data % mmap.PAGESIZE == 0
+    if len(view) == 0 or view.readonly:  # read-only memory (bytes) is copied like any other
+        return False
+    return ctypes.addressof(ctypes.c_char.from_buffer(view)) % mmap.PAGESIZE == 0
 
 
 def filesystem_of(path: str | os.PathLike) -> str | None:

@@ -25,10 +25,10 @@ import hashlib
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.direct import DirectFile
-from cellspec_sc.model.provenance import hash_from
 
 _CHUNK = 1 << 22  # 4 MB reads
 _SYNC_EVERY = 1 << 28  # start writing back every 256 MB, so the final fsync has little left to do
@@ -82,6 +82,37 @@ class FollowingHash:
                     self._more.clear()
         except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread by finish()
             self._error = err
+
+
+def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
+    """Hex SHA-256 of a file, read in chunks (constant memory).
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "f.bin"
+    >>> _ = path.write_bytes(b"abc" * 1000)
+    >>> sha256_file(path, chunk_size=7) == hashlib.sha256(b"abc" * 1000).hexdigest()
+    True
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb", buffering=0) as handle:
+        hash_from(handle, digest, chunk_size)
+    return digest.hexdigest()
+
+
+def hash_from(handle: Any, digest: Any, chunk_size: int = 1 << 22, stop: Any = None) -> int:
+    """Feed ``digest`` what is left of the binary file ``handle`` (until ``stop()`` is true, if given), read
+    into one buffer again and again; returns the bytes hashed. A new ``bytes`` per chunk would be fresh memory
+    each time where malloc hands large blocks back to the system at once (``MALLOC_TRIM_THRESHOLD_``, which
+    dask's worker processes set): a page fault and the zeroing of every page, as much kernel time as the hash.
+    """
+    buffer = bytearray(chunk_size)
+    view = memoryview(buffer)
+    total = 0
+    while not (stop is not None and stop()) and (count := handle.readinto(buffer)):
+        digest.update(view[:count])
+        total += count
+    return total
+
 
 
 class BackgroundHash:
@@ -197,18 +228,15 @@ class HashingFile:
     def write(self, data: bytes | memoryview) -> int:
         """Hash and write ``data``, a big buffer in pieces of 4 MB: each piece is hashed while the one before
         it goes to disk."""
-        view = memoryview(data).cast("B")
-        for start in range(0, len(view), _CHUNK):
-            piece = view[start:start + _CHUNK]
-            self._digest.update(piece)
-            self._file.write(piece)
-        return len(view)
+        return self._hash_and_write(data, self._file.write)
 
     def write_unchanged(self, data: bytes | memoryview) -> int:
         """:meth:`write` for a buffer left unchanged until :meth:`close`: with ``direct=True`` its page-aligned
         blocks go to disk without a copy (:meth:`~cellspec_sc.io.direct.DirectFile.write_unchanged`)."""
+        return self._hash_and_write(data, getattr(self._file, "write_unchanged", self._file.write))
+
+    def _hash_and_write(self, data: bytes | memoryview, write: Any) -> int:
         view = memoryview(data).cast("B")
-        write = getattr(self._file, "write_unchanged", self._file.write)
         for start in range(0, len(view), _CHUNK):
             piece = view[start:start + _CHUNK]
             self._digest.update(piece)

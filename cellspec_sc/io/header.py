@@ -28,7 +28,8 @@ from cellspec_sc.io.bounded import DEFAULT_MAX_METADATA_BYTES, open_regular
 from cellspec_sc.io.manifest import METADATA, checked_relative, read_manifest
 from cellspec_sc.io.metadata import JSON_TABLES, frame_of_rows, load_document
 from cellspec_sc.io.refusals import ChecksumMismatch, NotACellspecDirectory, UndecodableData, UnlistedDataFile
-from cellspec_sc.model.provenance import sha256_file, source_line
+from cellspec_sc.io.hashing import sha256_file
+from cellspec_sc.model.provenance import source_line
 from cellspec_sc.model.summary import feature_kinds, markers_text, pixel_text
 
 

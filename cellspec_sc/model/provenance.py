@@ -8,13 +8,14 @@
 from __future__ import annotations
 
 import copy
-import hashlib
 import os
 from datetime import UTC, datetime
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+from cellspec_sc.io.hashing import sha256_file
 
 PACKAGE = "cellspec_sc"
 
@@ -35,36 +36,6 @@ def package_version() -> str:
 def utc_now() -> str:
     """Current time as ``YYYY-MM-DDTHH:MM:SSZ``."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
-    """Hex SHA-256 of a file, read in chunks (constant memory).
-
-    >>> import tempfile
-    >>> path = Path(tempfile.mkdtemp()) / "f.bin"
-    >>> _ = path.write_bytes(b"abc" * 1000)
-    >>> sha256_file(path, chunk_size=7) == hashlib.sha256(b"abc" * 1000).hexdigest()
-    True
-    """
-    digest = hashlib.sha256()
-    with open(path, "rb", buffering=0) as handle:
-        hash_from(handle, digest, chunk_size)
-    return digest.hexdigest()
-
-
-def hash_from(handle: Any, digest: Any, chunk_size: int = 1 << 22, stop: Any = None) -> int:
-    """Feed ``digest`` what is left of the binary file ``handle`` (until ``stop()`` is true, if given), read
-    into one buffer again and again; returns the bytes hashed. A new ``bytes`` per chunk would be fresh memory
-    each time where malloc hands large blocks back to the system at once (``MALLOC_TRIM_THRESHOLD_``, which
-    dask's worker processes set): a page fault and the zeroing of every page, as much kernel time as the hash.
-    """
-    buffer = bytearray(chunk_size)
-    view = memoryview(buffer)
-    total = 0
-    while not (stop is not None and stop()) and (count := handle.readinto(buffer)):
-        digest.update(view[:count])
-        total += count
-    return total
 
 
 def input_record(path: str | os.PathLike, *, keep_path: bool = False, sha256: str | None = None) -> dict[str, Any]:
