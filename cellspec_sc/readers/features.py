@@ -104,7 +104,7 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
             if not marker:
                 spec = FeatureSpec.other(spec.source_name)
             else:
-                spec = replace(spec, marker=marker)
+                spec = FeatureSpec(spec.kind, spec.statistic, spec.unit, spec.source_name, spec.compartment, marker)
                 applied[source_marker] = marker
                 _check_distinct_markers(named, marker, source_marker)
         fid = _feature_id(spec, voc)
@@ -135,7 +135,7 @@ def _check_distinct_markers(named: dict[str, str], marker: str, source: str) -> 
 def _within_vocabulary(spec: FeatureSpec, voc) -> FeatureSpec:
     unit = spec.unit if spec.unit in voc.units else "a.u."
     if spec.kind == "other":
-        return replace(spec, unit=unit, compartment=None, marker=None)
+        return FeatureSpec("other", spec.statistic, unit, spec.source_name)
     allowed = voc.statistics(spec.kind) or ()
     if spec.compartment not in voc.compartments or spec.statistic not in allowed or spec.unit not in voc.units:
         return FeatureSpec.other(spec.source_name, unit)

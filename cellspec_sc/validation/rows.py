@@ -158,10 +158,10 @@ def dictionary_mask(ctx: Context, **match: str) -> np.ndarray:
 
 
 def per_feature_problem(ctx: Context, counts: np.ndarray, what: str) -> Problem | None:
-    ids = feature_ids(ctx, counts.size)
     bad = np.flatnonzero(counts)
     if bad.size == 0:
         return None
+    ids = feature_ids(ctx, counts.size)
     shown = ", ".join(f"{ids[j]} ({counts[j]})" for j in bad[:MAX_ROWS_SHOWN])
     more = f", … ({bad.size} features)" if bad.size > MAX_ROWS_SHOWN else ""
     return Problem(f"measurements: {what}: {shown}{more}", ids[bad[0]], None, int(bad.size))
