@@ -31,7 +31,7 @@ def column_digest(column: pd.Series) -> str:
     head = f"{column.dtype}|{len(column)}|".encode()
     dtype = column.dtype
     if isinstance(dtype, pd.StringDtype):
-        return _text_digest(head, pa.chunked_array(pa.array(column)))
+        return _text_digest(head, pa.chunked_array(pa.array(column.array)))
     if isinstance(dtype, np.dtype) and dtype.kind in "fiub":
         return array_digest(np.asarray(column), head)
     if isinstance(dtype, (pd.Int32Dtype, pd.BooleanDtype)) or pd.api.types.is_extension_array_dtype(dtype) \

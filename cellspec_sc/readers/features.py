@@ -104,7 +104,7 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
             if not marker:
                 spec = FeatureSpec.other(spec.source_name)
             else:
-                spec = replace(spec, marker=marker)
+                spec = FeatureSpec(spec.kind, spec.statistic, spec.unit, spec.source_name, spec.compartment, marker)
                 applied[source_marker] = marker
                 _check_distinct_markers(named, marker, source_marker)
         fid = _feature_id(spec, voc)
@@ -120,8 +120,8 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
     renamed = any(src is not None and src != m for _, _, m, _, _, _, _, src in rows)
     names = DICTIONARY_COLUMNS if renamed else DICTIONARY_COLUMNS[:-1]  # marker_source only when a name changed
     values = list(zip(*rows, strict=True)) if rows else [()] * len(DICTIONARY_COLUMNS)
-    frame = pd.DataFrame({name: character_array(column) for name, column in zip(names, values, strict=False)})
-    return canonical_frame(frame, "dictionary"), applied
+    columns = {name: character_array(column) for name, column in zip(names, values, strict=False)}
+    return canonical_frame(columns, "dictionary"), applied
 
 
 def _check_distinct_markers(named: dict[str, str], marker: str, source: str) -> None:
@@ -135,7 +135,7 @@ def _check_distinct_markers(named: dict[str, str], marker: str, source: str) -> 
 def _within_vocabulary(spec: FeatureSpec, voc) -> FeatureSpec:
     unit = spec.unit if spec.unit in voc.units else "a.u."
     if spec.kind == "other":
-        return replace(spec, unit=unit, compartment=None, marker=None)
+        return FeatureSpec("other", spec.statistic, unit, spec.source_name)
     allowed = voc.statistics(spec.kind) or ()
     if spec.compartment not in voc.compartments or spec.statistic not in allowed or spec.unit not in voc.units:
         return FeatureSpec.other(spec.source_name, unit)
@@ -156,17 +156,30 @@ def _feature_id(spec: FeatureSpec, voc) -> str:
 def channels_frame(image_ids: Sequence[str], channel_names: Sequence[str], markers: Sequence[str]) -> pd.DataFrame:
     """One row per marker per image, in the order the tool reports (section 5)."""
     n = len(channel_names)
-    frame = pd.DataFrame({
-        "image_id": np.repeat(np.asarray(list(image_ids), dtype=object), n),
+    return canonical_frame({
+        "image_id": character_array([i for i in image_ids for _ in range(n)]),
         "channel_index": np.tile(np.arange(1, n + 1, dtype=np.int64), len(image_ids)),
-        "channel_name": list(channel_names) * len(image_ids),
-        "marker": list(markers) * len(image_ids),
-    })
-    return canonical_frame(frame, "channels")
+        "channel_name": character_array(list(channel_names) * len(image_ids)),
+        "marker": character_array(list(markers) * len(image_ids)),
+    }, "channels")
+
+
+def feature_positions(dictionary: pd.DataFrame, **match: str) -> list[int]:
+    """Positions of the dictionary rows whose columns equal ``match`` (compared as Python strings: a dictionary has
+    a row per feature, too few for pandas' vector operations to pay).
+
+    >>> d, _ = build_dictionary([FeatureSpec("shape", "area", "um2", "Cell: Area", "cell")])
+    >>> feature_positions(d, kind="shape", statistic="area"), feature_positions(d, kind="intensity")
+    ([0], [])
+    """
+    columns = [dictionary[c].to_numpy(dtype=object) for c in match]
+    wanted = tuple(match.values())
+    return [j for j, row in enumerate(zip(*columns, strict=True)) if row == wanted]
 
 
 def intensity_channels(dictionary: pd.DataFrame, applied: Mapping[str, str]) -> tuple[list[str], list[str]]:
     """(channel names, markers) of the intensity features, in order of first appearance."""
     back = {m: src for src, m in applied.items()}
-    markers = list(dict.fromkeys(str(m) for m in dictionary.loc[dictionary["kind"] == "intensity", "marker"]))
+    kinds, names = dictionary["kind"].to_numpy(dtype=object), dictionary["marker"].to_numpy(dtype=object)
+    markers = list(dict.fromkeys(str(m) for k, m in zip(kinds, names, strict=True) if k == "intensity"))
     return [back.get(m, m) for m in markers], markers

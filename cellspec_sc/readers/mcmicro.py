@@ -37,6 +37,7 @@ from cellspec_sc.readers.features import (
     SKIMAGE_REGIONPROPS,
     FeatureSpec,
     channels_frame,
+    feature_positions,
     clean_marker,
     intensity_channels,
 )
@@ -377,7 +378,7 @@ def _raw_centroids(header: Header, parsed: Parsed) -> tuple[np.ndarray, np.ndarr
 def _cell_area(dictionary, matrix: np.ndarray, shape_compartment: str, pixel_area: float) -> np.ndarray | None:
     if shape_compartment != "cell":
         return None  # a nucleus or ring mask's Area is not the whole-cell area
-    hit = dictionary.index[(dictionary["kind"] == "shape") & (dictionary["statistic"] == "area")].tolist()
+    hit = feature_positions(dictionary, kind="shape", statistic="area")
     if not hit:
         return None
     return positive_area(matrix[:, hit[0]] * pixel_area)

@@ -170,10 +170,10 @@ def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, 
     )
     return CellSpec(
         spec_version=SPEC_VERSION,
-        cells=canonical_frame(pd.DataFrame(tables.cells), "cells"),
+        cells=canonical_frame(tables.cells, "cells"),
         measurements=np.ascontiguousarray(parsed.matrix, dtype=np.float64),
         dictionary=dictionary,
-        images=canonical_frame(pd.DataFrame(tables.images), "images"),
+        images=canonical_frame(tables.images, "images"),
         channels=tables.channels,
         provenance=provenance,
         adjacency=tables.adjacency,

@@ -37,7 +37,7 @@ import pyarrow.csv as pacsv
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.readers.features import FeatureSpec, channels_frame, intensity_channels
+from cellspec_sc.readers.features import FeatureSpec, channels_frame, feature_positions, intensity_channels
 from cellspec_sc.readers.headers import Header, normalise_header
 from cellspec_sc.readers.notices import notice
 from cellspec_sc.readers.parsing import Parsed
@@ -343,12 +343,11 @@ def _check_agreement(path: Path, um, px, size, um_column, px_column, rows) -> No
 
 def _cell_area(dictionary: pd.DataFrame, matrix: np.ndarray, per_row_size: np.ndarray) -> np.ndarray | None:
     """Whole-cell area in um2 for cells.area (the measurement itself stays raw)."""
-    hit = dictionary.index[(dictionary["kind"] == "shape") & (dictionary["compartment"] == "cell")
-                           & (dictionary["statistic"] == "area")].tolist()
+    hit = feature_positions(dictionary, kind="shape", compartment="cell", statistic="area")
     if not hit:
         return None
     j = hit[0]
-    unit = dictionary.at[j, "unit"]
+    unit = dictionary["unit"].iloc[j]
     values = matrix[:, j]
     if unit == "um2":
         return positive_area(values)

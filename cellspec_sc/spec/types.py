@@ -21,7 +21,8 @@ Int32Dtype()
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -139,19 +140,33 @@ def column_spec_types(frame: pd.DataFrame, table: str) -> list[tuple[str, str | 
     return [(name, declared_type(table, name) or spec_type_of(frame[name])) for name in frame.columns]
 
 
-def canonical_frame(frame: pd.DataFrame, table: str, types: dict[str, str] | None = None) -> pd.DataFrame:
+def canonical_frame(frame: pd.DataFrame | Mapping[str, Any], table: str, types: dict[str, str] | None = None
+                    ) -> pd.DataFrame:
     """A copy of ``frame`` whose columns hold the canonical dtypes of their spec types.
 
-    ``types`` overrides the spec type of named columns (e.g. from a file's
+    ``frame`` is a DataFrame, or a mapping of column names to equally long columns (arrays, Arrow arrays,
+    lists: no frame is built first). ``types`` overrides the spec type of named columns (e.g. from a file's
     ``column_types``); other columns get their declared or inferred type.
 
     >>> df = pd.DataFrame({"image_id": ["a"], "pixel_size": [1], "sample_id": ["s"]})
     >>> canonical_frame(df, "images").dtypes["pixel_size"]
     dtype('float64')
+    >>> canonical_frame({"image_id": ["a"], "pixel_size": np.array([1])}, "images").dtypes.astype(str).tolist()
+    ['string', 'float64']
     """
     types = types or {}
+    if isinstance(frame, pd.DataFrame) and not frame.columns.is_unique:
+        out = {}
+        for name in frame.columns:  # a duplicated name gives a frame: converted as before, by name
+            spec_type = types.get(name) or declared_type(table, name) or spec_type_of(frame[name])
+            out[name] = frame[name] if spec_type is None else as_spec_type(frame[name], spec_type)
+        return pd.DataFrame(out, index=pd.RangeIndex(len(frame)), columns=list(frame.columns))
+    items = list(frame.items())
     out = {}
-    for name in frame.columns:
-        spec_type = types.get(name) or declared_type(table, name) or spec_type_of(frame[name])
-        out[name] = frame[name] if spec_type is None else as_spec_type(frame[name], spec_type)
-    return pd.DataFrame(out, index=pd.RangeIndex(len(frame)), columns=list(frame.columns))
+    for name, values in items:
+        values = values if isinstance(values, pd.Series) else pd.Series(values)
+        spec_type = types.get(name) or declared_type(table, name) or spec_type_of(values)
+        out[name] = (values if spec_type is None else as_spec_type(values, spec_type)).array
+    # columns by position, from their arrays: a frame of Series would be aligned on their index, one by one
+    n = len(frame) if isinstance(frame, pd.DataFrame) else (len(items[0][1]) if items else 0)
+    return pd.DataFrame(out, index=pd.RangeIndex(n), columns=[name for name, _ in items])

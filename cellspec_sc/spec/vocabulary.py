@@ -83,7 +83,18 @@ class FeatureIdRule:
         'nucleus:FOXP3:mean'
         """
         values = {"compartment": compartment, "marker": marker, "statistic": statistic, "name": statistic}
-        return re.sub(r"<(\w+)>", lambda m: str(values[m.group(1)]), self.template)
+        parts = template_parts(self.template)  # text, name, text, name, ..., text
+        return "".join(str(values[part]) if i % 2 else part for i, part in enumerate(parts))
+
+
+@cache
+def template_parts(template: str) -> tuple[str, ...]:
+    """A feature-id template cut at its ``<name>`` fields (split once per template, not per feature).
+
+    >>> template_parts("<compartment>:<marker>:<statistic>")
+    ('', 'compartment', ':', 'marker', ':', 'statistic', '')
+    """
+    return tuple(re.split(r"<(\w+)>", template))
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 
 from cellspec_sc.errors import Unstorable
-from cellspec_sc.spec.types import spec_type_of
+from cellspec_sc.spec.types import is_arrow_text, spec_type_of
 
 NAME_MAX_BYTES = 255
 TABLES = ("cells", "dictionary", "images", "channels", "adjacency")
@@ -42,11 +42,8 @@ def _tables(x: Any) -> list[tuple[str, pd.DataFrame]]:
 def unstorable_text(x: Any) -> str | None:
     """Where ``x`` holds text with a NUL character (the first such value), or None."""
     for table, frame in _tables(x):
-        for column in frame.columns:
-            values = frame[column]
-            if isinstance(values, pd.DataFrame) or spec_type_of(values) != "character":
-                continue
-            text = values.astype("string")
+        for column, values in _character_columns(frame):
+            text = values if is_arrow_text(values) else values.astype("string")
             if not _any_nul_byte(text):
                 continue
             found = text.str.contains("\x00", regex=False).fillna(False).to_numpy(dtype=bool)
@@ -54,6 +51,18 @@ def unstorable_text(x: Any) -> str | None:
                 row = int(found.argmax())
                 return f"{table}.{column} row {row} holds a NUL character ({values.iloc[row]!r})"
     return None
+
+
+def _character_columns(frame: pd.DataFrame) -> list[tuple[Any, pd.Series]]:
+    """(name, column) of the character columns of ``frame``: the spec's ``string`` dtype is known by its dtype
+    alone, so only other columns are asked their spec type (one pandas call each, not three)."""
+    names = frame.columns
+    if names.is_unique:
+        columns = list(frame.items())
+    else:  # a duplicated name gives a frame, not a column: not a character column
+        columns = [(name, frame[name]) for name in names]
+    return [(name, values) for name, values in columns
+            if isinstance(values, pd.Series) and (is_arrow_text(values) or spec_type_of(values) == "character")]
 
 
 def _any_nul_byte(text: pd.Series) -> bool:
@@ -64,7 +73,7 @@ def _any_nul_byte(text: pd.Series) -> bool:
     >>> [_any_nul_byte(pd.Series(values, dtype="string")) for values in (["a", None, "b"], ["a\\x00"])]
     [False, True]
     """
-    arrow = pa.array(text.array, from_pandas=True)
+    arrow = pa.array(text.array) if is_arrow_text(text) else pa.array(text.array, from_pandas=True)
     for chunk in arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]:
         data = chunk.buffers()[2]
         if data is not None and data.size and np.frombuffer(data, dtype=np.uint8).min() == 0:

@@ -8,6 +8,8 @@ columns and column types of a table, missing ids, per-feature counts.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -42,6 +44,11 @@ def missing_or_empty(values: pd.Series) -> np.ndarray:
         text = pa.chunked_array(pa.array(values.array))
         if text.null_count == 0 and (len(text) == 0 or pc.min(pc.binary_length(text)).as_py() > 0):
             return np.zeros(len(text), dtype=bool)
+    if values.dtype == object:  # Context.text's columns: numpy compares them without pandas' per-call cost
+        objects = values.to_numpy()
+        out = pd.isna(objects)
+        out[~out] = objects[~out] == ""
+        return out
     return (values.isna() | values.eq("")).to_numpy(dtype=bool, na_value=True)
 
 
@@ -95,15 +102,29 @@ def ids_present(ctx: Context, table: str, columns: tuple[str, ...]) -> Problem |
 def unique_ids(ctx: Context, table: str, column: str, missing: str) -> Problem | None:
     """Rows of ``table`` whose ``column`` is missing or empty (reported as ``missing``) or repeated."""
     ids = ctx.text(table, column)
+    objects = ids.to_numpy()
+    repeats = np.zeros(len(objects), dtype=bool)
+    if len(set(objects)) < len(objects):  # some value (or NA) repeats: find which rows
+        repeats = (ids.duplicated(keep=False) & ids.notna()).to_numpy()
     return merge([p for p in (bad_rows(table, column, missing_or_empty(ids), missing),
-                              bad_rows(table, column, (ids.duplicated(keep=False) & ids.notna()).to_numpy(),
-                                       f"duplicated {column}")) if p])
+                              bad_rows(table, column, repeats, f"duplicated {column}")) if p])
 
 
 def not_one_of(ctx: Context, table: str, column: str, allowed: tuple[str, ...]) -> Problem | None:
     """Rows of ``table`` whose ``column`` is not one of ``allowed`` (NA included)."""
     values = ctx.text(table, column)
-    return bad_rows(table, column, ~values.isin(allowed).to_numpy(), f"{column} not one of {', '.join(allowed)}")
+    return bad_rows(table, column, ~is_in(values, allowed), f"{column} not one of {', '.join(allowed)}")
+
+
+def is_in(values: pd.Series, allowed: Iterable[str]) -> np.ndarray:
+    """Where a column of :meth:`Context.text` (str or None) is one of ``allowed``: ``Series.isin`` by Python set
+    lookups, for the dictionary, images and channels tables, which have a row per feature, image or channel.
+
+    >>> is_in(pd.Series(["cell", None, "nucleus"], dtype=object), ("cell",)).tolist()
+    [True, False, False]
+    """
+    allowed = frozenset(allowed)
+    return np.fromiter((v in allowed for v in values.to_numpy()), dtype=bool, count=len(values))
 
 
 def merge(problems: list[Problem]) -> Problem | None:
@@ -122,25 +143,25 @@ def feature_ids(ctx: Context, n: int) -> list[str]:
 
 
 def kind_rows(ctx: Context, kind: str) -> np.ndarray:
-    return (ctx.text("dictionary", "kind") == kind).to_numpy(dtype=bool)
+    return dictionary_mask(ctx, kind=kind)
 
 
 def absent(values: pd.Series) -> np.ndarray:
-    return values.isna().to_numpy()
+    return pd.isna(values.to_numpy())
 
 
 def dictionary_mask(ctx: Context, **match: str) -> np.ndarray:
     mask = np.ones(len(ctx.table("dictionary")), dtype=bool)
     for column, value in match.items():
-        mask &= (ctx.text("dictionary", column) == value).to_numpy(dtype=bool)
+        mask &= np.asarray(ctx.text("dictionary", column).to_numpy() == value, dtype=bool)  # None != value
     return mask
 
 
 def per_feature_problem(ctx: Context, counts: np.ndarray, what: str) -> Problem | None:
-    ids = feature_ids(ctx, counts.size)
     bad = np.flatnonzero(counts)
     if bad.size == 0:
         return None
+    ids = feature_ids(ctx, counts.size)
     shown = ", ".join(f"{ids[j]} ({counts[j]})" for j in bad[:MAX_ROWS_SHOWN])
     more = f", … ({bad.size} features)" if bad.size > MAX_ROWS_SHOWN else ""
     return Problem(f"measurements: {what}: {shown}{more}", ids[bad[0]], None, int(bad.size))

@@ -7,8 +7,8 @@ import pandas as pd
 
 from cellspec_sc.spec.types import spec_type_of
 from cellspec_sc.validation.context import Context, Problem, check
-from cellspec_sc.validation.rows import (absent, bad_rows, kind_rows, merge, missing_or_empty, not_one_of, required_columns,
-                                        unique_ids)
+from cellspec_sc.validation.rows import (absent, bad_rows, is_in, kind_rows, merge, missing_or_empty, not_one_of,
+                                        required_columns, unique_ids)
 
 
 @check("dictionary_required_columns")
@@ -41,9 +41,9 @@ def _dictionary_intensity(ctx: Context) -> Problem | None:
     marker, comp, stat = (ctx.text("dictionary", c) for c in ("marker", "compartment", "statistic"))
     return merge([p for p in (
         bad_rows("dictionary", "marker", rows & absent(marker), "intensity feature without marker"),
-        bad_rows("dictionary", "compartment", rows & ~comp.isin(ctx.voc.compartments).to_numpy(),
+        bad_rows("dictionary", "compartment", rows & ~is_in(comp, ctx.voc.compartments),
                   f"intensity compartment not one of {', '.join(ctx.voc.compartments)}"),
-        bad_rows("dictionary", "statistic", rows & ~stat.isin(ctx.voc.intensity_statistics).to_numpy(),
+        bad_rows("dictionary", "statistic", rows & ~is_in(stat, ctx.voc.intensity_statistics),
                   f"intensity statistic not one of {', '.join(ctx.voc.intensity_statistics)}"),
     ) if p])
 
@@ -54,9 +54,9 @@ def _dictionary_shape(ctx: Context) -> Problem | None:
     marker, comp, stat = (ctx.text("dictionary", c) for c in ("marker", "compartment", "statistic"))
     return merge([p for p in (
         bad_rows("dictionary", "marker", rows & ~absent(marker), "shape feature with a marker"),
-        bad_rows("dictionary", "compartment", rows & ~comp.isin(ctx.voc.compartments).to_numpy(),
+        bad_rows("dictionary", "compartment", rows & ~is_in(comp, ctx.voc.compartments),
                   f"shape compartment not one of {', '.join(ctx.voc.compartments)}"),
-        bad_rows("dictionary", "statistic", rows & ~stat.isin(ctx.voc.shape_statistics).to_numpy(),
+        bad_rows("dictionary", "statistic", rows & ~is_in(stat, ctx.voc.shape_statistics),
                   "shape statistic not in the shape vocabulary (unknown shapes are kind other)"),
     ) if p])
 
@@ -87,10 +87,10 @@ def _dictionary_markers(ctx: Context) -> Problem | None:
 def _dictionary_format(ctx: Context) -> Problem | None:
     cols = {c: ctx.text("dictionary", c) for c in ("feature_id", "kind", "marker", "compartment", "statistic")}
     bad = np.zeros(len(cols["feature_id"]), dtype=bool)
-    for i, (fid, kind, marker, comp, stat) in enumerate(zip(*cols.values(), strict=True)):
-        if kind in ctx.voc.kinds:
-            expected = ctx.voc.feature_id_rule(kind).format(compartment=comp, marker=marker, statistic=stat)
-            bad[i] = fid != expected
+    rules = {kind: ctx.voc.feature_id_rule(kind) for kind in ctx.voc.kinds}
+    for i, (fid, kind, marker, comp, stat) in enumerate(zip(*(c.to_numpy() for c in cols.values()), strict=True)):
+        if kind in rules:
+            bad[i] = fid != rules[kind].format(compartment=comp, marker=marker, statistic=stat)
     return bad_rows("dictionary", "feature_id", bad,
                      "feature_id does not follow its kind's rule (" +
                      ", ".join(f"{r.kind}: {r.template}" for r in ctx.voc.feature_id_rules) + ")")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 
 from cellspec_sc.validation.context import Context, Problem, Skip, check
 from cellspec_sc.validation.report import MAX_ROWS_SHOWN
-from cellspec_sc.validation.rows import (bad_rows, column_types, kind_rows, merge, missing_or_empty, required_columns,
-                                        rows_text, unique_ids)
+from cellspec_sc.validation.rows import (bad_rows, column_types, is_in, kind_rows, merge, missing_or_empty,
+                                        required_columns, rows_text, unique_ids)
 
 
 @check("images_required_columns")
@@ -70,9 +72,8 @@ def _channels_types(ctx: Context) -> Problem | None:
 
 @check("channels_images_known")
 def _channels_images(ctx: Context) -> Problem | None:
-    known = set(ctx.text("images", "image_id").dropna())
-    return bad_rows("channels", "image_id", ~ctx.text("channels", "image_id").isin(known).to_numpy(),
-                     "image_id not in images")
+    known = {i for i in ctx.text("images", "image_id").to_numpy() if i is not None}
+    return bad_rows("channels", "image_id", ~is_in(ctx.text("channels", "image_id"), known), "image_id not in images")
 
 
 @check("channels_index_contiguous")
@@ -96,8 +97,9 @@ def _channels_index(ctx: Context) -> Problem | None:
 def _channels_names(ctx: Context) -> Problem | None:
     name, marker = ctx.text("channels", "channel_name"), ctx.text("channels", "marker")
     image = ctx.text("channels", "image_id")
-    pairs = pd.Series(list(zip(image.to_numpy(), marker.to_numpy(), strict=True)), dtype=object)
-    dup = pairs.duplicated(keep=False).to_numpy() & marker.notna().to_numpy()
+    pairs = list(zip(image.to_numpy(), marker.to_numpy(), strict=True))
+    seen = Counter(pairs)
+    dup = np.fromiter((seen[pair] > 1 and pair[1] is not None for pair in pairs), dtype=bool, count=len(pairs))
     return merge([p for p in (
         bad_rows("channels", "channel_name", missing_or_empty(name), "missing or empty channel_name"),
         bad_rows("channels", "marker", missing_or_empty(marker), "missing or empty marker"),
@@ -108,7 +110,7 @@ def _channels_names(ctx: Context) -> Problem | None:
 @check("markers_in_channels")
 def _markers_in_channels(ctx: Context) -> Problem | None:
     intensity = kind_rows(ctx, "intensity")
-    markers = list(dict.fromkeys(m for m in ctx.text("dictionary", "marker")[intensity] if m is not None))
+    markers = list(dict.fromkeys(m for m in ctx.text("dictionary", "marker").to_numpy()[intensity] if m is not None))
     per_image: dict = {}
     for image, marker in zip(ctx.text("channels", "image_id"), ctx.text("channels", "marker"), strict=True):
         per_image.setdefault(image, set()).add(marker)

@@ -40,8 +40,10 @@ def _measurements_names(ctx: Context) -> Problem | None:
 def _measurements_finite(ctx: Context) -> Problem | None:
     stats = ctx.stats()
     infinite, first_row = stats.infinite, stats.first_infinite
-    ids = feature_ids(ctx, stats.n_features)
     source = ctx.nonfinite_in_source()
+    if not infinite.any() and not any(source.values()):
+        return None
+    ids = feature_ids(ctx, stats.n_features)
     problems = [f"{ids[j]}: {infinite[j]} infinite value(s), first at row {first_row[j]}"
                 for j in np.flatnonzero(infinite)]
     problems += [f"{f}: {n} NaN/infinite value(s) stored as numbers in the source (not as NA)"
