@@ -105,22 +105,28 @@ def cells_frame(member: Member) -> pd.DataFrame:
     return arrow_to_frame(table, member.table_types)
 
 
-def feature_block(member: Member, part: Part, features: list[str], nulls: np.ndarray | None = None) -> np.ndarray:
+def feature_block(member: Member, part: Part, features: list[str], nulls: np.ndarray | None = None,
+                  out: np.ndarray | None = None) -> np.ndarray:
     """The kept rows of ``part`` x ``features`` as float64 (NA and features the member lacks as NaN).
 
     ``nulls`` (one count per entry of ``features``) gets each column's stored nulls added, so that a
-    caller can tell NaN stored as numbers from NA.
+    caller can tell NaN stored as numbers from NA. ``out`` (kept rows x features, any layout, e.g. rows
+    of a column-major matrix) is filled and returned instead of a new row-major block.
     """
     own = set(member.feature_ids)
     present = [j for j, f in enumerate(features) if f in own]
     names = [features[j] for j in present]
+    whole = len(names) == len(features)
     with reading(member, part) as handle:
-        block, counts = _decoded(handle, part, names, _kept_rows(member, part, handle))
+        block, counts = _decoded(handle, part, names, _kept_rows(member, part, handle), out if whole else None)
     if nulls is not None:
         nulls[present] += counts
-    if len(names) == len(features):
+    if whole:
         return block
-    out = np.full((block.shape[0], len(features)), np.nan)
+    if out is None:
+        out = np.full((block.shape[0], len(features)), np.nan)
+    else:
+        out.fill(np.nan)
     out[:, present] = block
     return out
 
@@ -142,16 +148,17 @@ def part_table(member: Member, part: Part, features: list[str]) -> pa.Table:
     return pa.table(columns)
 
 
-def _decoded(handle: pq.ParquetFile, part: Part, names: list[str],
-             mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """The kept rows of columns ``names`` as float64 (null as NaN) and each column's null count there."""
+def _decoded(handle: pq.ParquetFile, part: Part, names: list[str], mask: np.ndarray | None,
+             out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The kept rows of columns ``names`` as float64 (null as NaN), in ``out`` when given, and each column's
+    null count there."""
     counts = np.zeros(len(names), dtype=np.int64)
     if mask is None:  # the read path's decoder: column batches of ~8 MB straight into the block
-        block = empty_matrix(part.rows, len(names))
+        block = empty_matrix(part.rows, len(names)) if out is None else out
         fill_row_group(handle, part.row_group, names, block, counts)
         return block, counts
     table = handle.read_row_group(part.row_group, columns=names).filter(pa.array(mask))
-    block = empty_matrix(table.num_rows, len(names))
+    block = empty_matrix(table.num_rows, len(names)) if out is None else out
     for j, name in enumerate(names):
         column = table.column(name)
         counts[j] = column.null_count

@@ -41,6 +41,19 @@ def current_client(client: Any = None) -> Any:
         return None
 
 
+def worker_threads(client: Any = None) -> int:
+    """Threads that run tasks: those of the workers of ``client`` (else of the current client), else this
+    machine's cores (dask's local threads).
+
+    >>> worker_threads() == (os.cpu_count() or 1)
+    True
+    """
+    client = current_client(client)
+    if client is None:
+        return os.cpu_count() or 1
+    return max(1, sum(client.nthreads().values()))
+
+
 def run(tasks: list[Any], labels: list[str], description: str, *, client: Any = None,
         progress_bar: bool | None = None) -> list[Any]:
     """Compute one dask ``Delayed`` per directory; results in order, failures as :class:`Failure`.
