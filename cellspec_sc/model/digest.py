@@ -85,13 +85,14 @@ def _join(head: bytes, *parts: str) -> str:
     return xxhash.xxh3_128(head + "|".join(parts).encode()).hexdigest()
 
 
-def frame_digest(frame: pd.DataFrame) -> str:
-    """Hex digest of a frame's column names, index and every column's :func:`column_digest`.
+def frame_digest(frame: pd.DataFrame, items: list[tuple[Any, pd.Series]] | None = None) -> str:
+    """Hex digest of a frame's column names, index and every column's :func:`column_digest`; ``items`` are
+    ``list(frame.items())`` when the caller made them already.
 
     >>> frame_digest(pd.DataFrame({"a": [1.0]})) != frame_digest(pd.DataFrame({"b": [1.0]}))
     True
     """
     index: Any = repr(frame.index) if isinstance(frame.index, pd.RangeIndex) else column_digest(frame.index.to_series())
     parts = [repr(list(map(repr, frame.columns))), str(index)]
-    parts += [column_digest(column) for _, column in frame.items()]
+    parts += [column_digest(column) for _, column in (frame.items() if items is None else items)]
     return _join(b"frame", *parts)

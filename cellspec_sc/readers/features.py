@@ -158,7 +158,8 @@ def channels_frame(image_ids: Sequence[str], channel_names: Sequence[str], marke
     n = len(channel_names)
     return canonical_frame({
         "image_id": character_array([i for i in image_ids for _ in range(n)]),
-        "channel_index": np.tile(np.arange(1, n + 1, dtype=np.int64), len(image_ids)),
+        "channel_index": pd.arrays.IntegerArray(np.tile(np.arange(1, n + 1, dtype=np.int32), len(image_ids)),
+                                                np.zeros(n * len(image_ids), dtype=bool)),  # Int32, the spec's integer
         "channel_name": character_array(list(channel_names) * len(image_ids)),
         "marker": character_array(list(markers) * len(image_ids)),
     }, "channels")

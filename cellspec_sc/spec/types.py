@@ -88,6 +88,23 @@ def _as_character(series: pd.Series, target: pd.StringDtype) -> pd.Series:
     return values.where(series.notna(), None).astype(target)
 
 
+def holds_canonical_dtype(values: Any, spec_type: str | None) -> bool:
+    """Whether an array (numpy, or a pandas extension array) holds the canonical dtype of ``spec_type`` (None: of
+    any spec type), so that :func:`as_spec_type` would leave it as it is.
+
+    >>> holds_canonical_dtype(np.zeros(2), "double"), holds_canonical_dtype(np.zeros(2, dtype=np.int64), None)
+    (True, False)
+    >>> holds_canonical_dtype(character_array(["a"]), None), holds_canonical_dtype(character_array(["a"]), "double")
+    (True, False)
+    """
+    if isinstance(values, np.ndarray):
+        return values.ndim == 1 and values.dtype == np.float64 and spec_type in (None, "double")
+    if not isinstance(values, pd.api.extensions.ExtensionArray):
+        return False
+    return any(values.dtype == PANDAS_DTYPES[t] for t in ((spec_type,) if spec_type else PANDAS_DTYPES)
+               if t != "double")
+
+
 def is_arrow_text(values: pd.Series) -> bool:
     """Whether ``values`` is text held by Arrow (pandas' ``string`` with pyarrow storage), as the spec's
     ``character`` columns are."""
@@ -164,8 +181,12 @@ def canonical_frame(frame: pd.DataFrame | Mapping[str, Any], table: str, types: 
     items = list(frame.items())
     out = {}
     for name, values in items:
+        declared = types.get(name) or declared_type(table, name)
+        if not isinstance(values, pd.Series) and holds_canonical_dtype(values, declared):
+            out[name] = values  # what as_spec_type would return unchanged, without wrapping it in a Series first
+            continue
         values = values if isinstance(values, pd.Series) else pd.Series(values)
-        spec_type = types.get(name) or declared_type(table, name) or spec_type_of(values)
+        spec_type = declared or spec_type_of(values)
         out[name] = (values if spec_type is None else as_spec_type(values, spec_type)).array
     # columns by position, from their arrays: a frame of Series would be aligned on their index, one by one
     n = len(frame) if isinstance(frame, pd.DataFrame) else (len(items[0][1]) if items else 0)

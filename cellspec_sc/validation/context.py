@@ -74,6 +74,7 @@ class Context:
     given_stats: MatrixStats | PendingStats | None = None
     _stats: MatrixStats | None = None
     _columns: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    _items: dict[Any, Any] = field(default_factory=dict)
 
     def part(self, name: str) -> Any:
         if "object" in self.broken or name in self.broken:
@@ -83,12 +84,33 @@ class Context:
     def table(self, name: str) -> pd.DataFrame:
         return self.part(name)
 
+    def items(self, table: str) -> list[tuple[Any, pd.Series]]:
+        """(name, column) of every column of a table, in order: pandas builds a Series on every column access, so
+        the checks, the portability note and the memo's token share these, made once per validation."""
+        return self.frame_items(table, self.table(table))
+
+    def frame_items(self, table: str, frame: pd.DataFrame) -> list[tuple[Any, pd.Series]]:
+        """:meth:`items` of ``frame``, the object's table ``table`` (whether or not a check found it unusable)."""
+        if table not in self._items:
+            self._items[table] = list(frame.items())
+        return self._items[table]
+
+    def single_columns(self, table: str) -> dict[Any, pd.Series]:
+        """{name: column} of :meth:`items` without the names that are duplicated (the required-columns check
+        reports those), in order."""
+        key = ("single", table)
+        if key not in self._items:
+            names = [name for name, _ in self.items(table)]
+            repeated = {name for name in names if names.count(name) > 1} if len(set(names)) < len(names) else set()
+            self._items[key] = {name: values for name, values in self.items(table) if name not in repeated}
+        return self._items[key]
+
     def col(self, table: str, column: str) -> pd.Series:
         frame = self.table(table)
         if column not in frame.columns:
             raise Skip(f"{table} has no column {column!r}")
-        values = frame[column]
-        if isinstance(values, pd.DataFrame):
+        values = self.single_columns(table).get(column)
+        if values is None:
             raise Skip(f"{table} has duplicated column {column!r}")
         return values
 
@@ -112,7 +134,8 @@ class Context:
             if how in ("text", "strings"):
                 if spec_type_of(s) != "character":
                     raise Skip(f"{table}.{column} is not character")
-                self._columns[key] = _objects(s) if how == "text" else s.astype(PANDAS_DTYPES["character"])
+                target = PANDAS_DTYPES["character"]
+                self._columns[key] = _objects(s) if how == "text" else s if s.dtype == target else s.astype(target)
             else:
                 if spec_type_of(s) not in ("double", "integer"):
                     raise Skip(f"{table}.{column} is not numeric")
@@ -198,5 +221,5 @@ def _objects(s: pd.Series) -> pd.Series:
     """A character column as str objects with None for NA (from Arrow directly when Arrow holds it)."""
     if is_arrow_text(s):
         values = pa.chunked_array(pa.array(s.array)).to_numpy(zero_copy_only=False)
-        return pd.Series(values, index=s.index, name=s.name, dtype=object)
+        return pd.Series(values, index=s.index, name=s.name, dtype=object, copy=False)
     return s.astype(object).where(s.notna(), None)

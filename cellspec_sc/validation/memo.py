@@ -20,6 +20,7 @@ True
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -35,9 +36,11 @@ from cellspec_sc.validation.report import ValidationReport
 SPLIT_BYTES = 1 << 26  # matrices at least this big are digested in two halves at once
 
 
-def content_token(x: Any) -> str | None:
+def content_token(x: Any, items: Callable[[str, pd.DataFrame], list[tuple[Any, pd.Series]]] | None = None
+                  ) -> str | None:
     """A digest of every component of ``x`` (None when ``x`` cannot be fingerprinted cheaply: not a
     CellSpec, or a matrix that is not an in-memory numpy array, such as a lazy read's dask array).
+    ``items(name, frame)`` gives ``list(frame.items())`` of a table when the caller made its columns already.
 
     >>> import cellspec_sc as cs
     >>> x = cs.example()
@@ -53,7 +56,7 @@ def content_token(x: Any) -> str | None:
             value = getattr(x, name)
             parts.append(_matrix_digest(value, later) if value is x.measurements else
                          array_digest(value, same_nan=False) if isinstance(value, np.ndarray) else
-                         frame_digest(value) if isinstance(value, pd.DataFrame) else
+                         frame_digest(value, items and items(name, value)) if isinstance(value, pd.DataFrame) else
                          json.dumps(value, sort_keys=True, default=repr))
     except (TypeError, ValueError, pa.ArrowException):  # a malformed object: validate it every time
         return None

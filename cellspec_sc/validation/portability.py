@@ -20,6 +20,7 @@ True
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -39,10 +40,22 @@ def _tables(x: Any) -> list[tuple[str, pd.DataFrame]]:
     return [(name, frame) for name in TABLES if isinstance(frame := getattr(x, name, None), pd.DataFrame)]
 
 
-def unstorable_text(x: Any) -> str | None:
+Columns = Callable[[str, pd.DataFrame], Iterable[tuple[Any, pd.Series]]]
+"""(name, column) of each column of a table whose name is not duplicated, given the table's name and frame."""
+
+
+def unique_columns(table: str, frame: pd.DataFrame) -> list[tuple[Any, pd.Series]]:
+    """:data:`Columns` straight from the frame (validation passes the columns its checks already made)."""
+    if frame.columns.is_unique:
+        return list(frame.items())
+    repeated = frame.columns.duplicated(keep=False)
+    return [(name, frame.iloc[:, i]) for i, name in enumerate(frame.columns) if not repeated[i]]
+
+
+def unstorable_text(x: Any, columns: Columns = unique_columns) -> str | None:
     """Where ``x`` holds text with a NUL character (the first such value), or None."""
     for table, frame in _tables(x):
-        for column, values in _character_columns(frame):
+        for column, values in _character_columns(columns(table, frame)):
             text = values if is_arrow_text(values) else values.astype("string")
             if not _any_nul_byte(text):
                 continue
@@ -53,16 +66,10 @@ def unstorable_text(x: Any) -> str | None:
     return None
 
 
-def _character_columns(frame: pd.DataFrame) -> list[tuple[Any, pd.Series]]:
-    """(name, column) of the character columns of ``frame``: the spec's ``string`` dtype is known by its dtype
-    alone, so only other columns are asked their spec type (one pandas call each, not three)."""
-    names = frame.columns
-    if names.is_unique:
-        columns = list(frame.items())
-    else:  # a duplicated name gives a frame, not a column: not a character column
-        columns = [(name, frame[name]) for name in names]
-    return [(name, values) for name, values in columns
-            if isinstance(values, pd.Series) and (is_arrow_text(values) or spec_type_of(values) == "character")]
+def _character_columns(columns: Iterable[tuple[Any, pd.Series]]) -> list[tuple[Any, pd.Series]]:
+    """The character columns among ``columns``: the spec's ``string`` dtype is known by its dtype alone, so only
+    other columns are asked their spec type."""
+    return [(name, values) for name, values in columns if is_arrow_text(values) or spec_type_of(values) == "character"]
 
 
 def _any_nul_byte(text: pd.Series) -> bool:
@@ -89,7 +96,8 @@ def unstorable_name(x: Any, limit: int = NAME_MAX_BYTES) -> str | None:
                 return f"{table} column {str(column)[:40]!r}... is {len(os.fsencode(str(column)))} bytes long"
     images = getattr(x, "images", None)
     if isinstance(images, pd.DataFrame) and "image_id" in images.columns:
-        for value in images["image_id"].dropna().astype(str):
+        ids = images["image_id"].to_numpy(dtype=object)
+        for value in map(str, ids[~pd.isna(ids)]):
             if len(os.fsencode(value)) > limit:
                 return f"image_id {value[:40]!r}... is {len(os.fsencode(value))} bytes long"
     return None
@@ -114,8 +122,8 @@ def _name_max(target: str | os.PathLike) -> int:
         return NAME_MAX_BYTES
 
 
-def portability_problems(x: Any) -> list[str]:
+def portability_problems(x: Any, columns: Columns = unique_columns) -> list[str]:
     """Every kind of value of ``x`` some target format cannot store (for validate's note)."""
-    found = [(unstorable_text(x), "an .h5ad file cannot store it"),
+    found = [(unstorable_text(x, columns), "an .h5ad file cannot store it"),
              (unstorable_name(x), "zarr stores (AnnData, SpatialData) cannot use it as a file name")]
     return [f"{what}: {why}" for what, why in found if what]

@@ -8,6 +8,7 @@ columns and column types of a table, missing ids, per-feature counts.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
@@ -54,8 +55,10 @@ def missing_or_empty(values: pd.Series) -> np.ndarray:
 
 def required_columns(ctx: Context, table: str, check_duplicates: bool = False) -> Problem | None:
     frame = ctx.table(table)
-    missing = [c for c in ctx.voc.required(table) if c not in frame.columns]
-    dups = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1}) if check_duplicates else []
+    names = list(frame.columns)
+    present = set(names)
+    missing = [c for c in ctx.voc.required(table) if c not in present]
+    dups = sorted({c for c, n in Counter(names).items() if n > 1}) if check_duplicates else []
     parts = []
     if missing:
         parts.append(f"{table} lacks MUST column(s) {', '.join(missing)}")
@@ -65,12 +68,8 @@ def required_columns(ctx: Context, table: str, check_duplicates: bool = False) -
 
 
 def column_types(ctx: Context, table: str, only_declared: bool = True) -> Problem | None:
-    frame = ctx.table(table)
     bad = []
-    for name in dict.fromkeys(frame.columns):
-        values = frame[name]
-        if isinstance(values, pd.DataFrame):
-            continue
+    for name, values in ctx.single_columns(table).items():
         col = ctx.voc.column(table, str(name))
         actual = spec_type_of(values)
         if col is not None and actual != col.type:

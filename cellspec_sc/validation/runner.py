@@ -60,15 +60,15 @@ def validate(
     options = {"area_range": tuple(area_range or defaults["area_range"]),
                "na_max": float(defaults["na_max"] if na_max is None else na_max)}
     fresh = stats is None and not source_nonfinite  # else a reader's facts complete the object's own
-    token = content_token(x) if fresh else None
+    ctx = Context(x=x, voc=voc, area_range=options["area_range"], na_max=options["na_max"],
+                  source_nonfinite=dict(source_nonfinite or {}), given_stats=stats)
+    token = content_token(x, ctx.frame_items) if fresh else None  # the checks reuse the columns it made
     known = remembered(x, options, token) if token else None
     if known is not None:
         return known
-    ctx = Context(x=x, voc=voc, area_range=options["area_range"], na_max=options["na_max"],
-                  source_nonfinite=dict(source_nonfinite or {}), given_stats=stats)
     report = ValidationReport(_run_checks(ctx), options)
     if not ctx.nonfinite_in_source():  # what the source stored is not in the object: such a report is not its own
-        remember(x, options, report, token if fresh else content_token(x))
+        remember(x, options, report, token if fresh else content_token(x, ctx.frame_items))
     return report
 
 
@@ -103,7 +103,7 @@ def table_values(x: Any) -> int:
 def portability(ctx: Context) -> Problem | None:
     """The ``portability`` note: values some target format cannot store (see :mod:`cellspec_sc.validation.portability`)."""
     ctx.part("cells")  # skipped when the object is not usable
-    problems = portability_problems(ctx.x)
+    problems = portability_problems(ctx.x, lambda table, frame: ctx.single_columns(table).items())
     return Problem("; ".join(problems), count=len(problems)) if problems else None
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from cellspec_sc.spec.types import spec_type_of
 from cellspec_sc.validation.context import Context, Problem, check
@@ -18,9 +17,8 @@ def _dictionary_required(ctx: Context) -> Problem | None:
 
 @check("dictionary_column_types")
 def _dictionary_types(ctx: Context) -> Problem | None:
-    frame = ctx.table("dictionary")
-    bad = [f"{c} is {frame[c].dtype}" for c in dict.fromkeys(frame.columns)
-           if isinstance(frame[c], pd.Series) and spec_type_of(frame[c]) != "character"]
+    bad = [f"{c} is {values.dtype}" for c, values in ctx.single_columns("dictionary").items()
+           if spec_type_of(values) != "character"]
     return Problem("dictionary: " + "; ".join(bad) + " (dictionary columns are character)",
                    bad[0].split(" ", 1)[0]) if bad else None
 
