@@ -54,7 +54,7 @@ from cellspec_sc.model.memory import empty_matrix
 if TYPE_CHECKING:
     from cellspec_sc.cohort.cohort import Cohort
 
-BATCH_BYTES = 1 << 26  # 64 MB of values per task
+BATCH_BYTES = 1 << 26  # 64 MB of values per feature batch
 QUANTILES = {"q01": 0.01, "q25": 0.25, "median": 0.5, "q75": 0.75, "q99": 0.99}
 STATISTICS = ("n", "na", "mean", "sd", "min", *QUANTILES, "max")
 _LEVELS = np.array(list(QUANTILES.values()))
