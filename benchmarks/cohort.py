@@ -5,13 +5,21 @@
 
 Each step runs on a LocalCluster of 1 and on one of 2 single-threaded worker
 processes with ``--memory-limit`` each (3 GB by default: a worker holds far
-less than the cohort). Both clusters are started (and their workers warmed up)
-before anything is timed, and the two worker counts take turns step by step
-(validate on 1 then 2 workers, summary on 1 then 2, ...), so both see the same
-data in the same disk state: before every timed run the harness flushes dirty
-pages (``os.sync``, so no earlier write is paid for by the next step) and reads
-every file of the cohort once (the page cache is warm for both, as far as the
-machine's memory holds the cohort). ``--repeat N`` times each (step, workers)
+less than the cohort). Every timed run gets a cluster of its own, started and
+warmed up (imports, a first validation) before the clock starts and closed
+after, so no other cluster is alive while a run is timed: an idle cluster's
+event loops, heartbeats and scheduler cost a few percent of a core, which the
+spare core absorbs beside 1 worker but which 2 workers on 2 cores would pay.
+The two worker counts take turns step by step (validate on 1 then 2 workers,
+summary on 1 then 2, ...), so both see the same data in the same disk state:
+before every timed run the harness flushes dirty pages (``os.sync``, so no
+earlier write is paid for by the next step), reads every file of the cohort
+once (the page cache is warm for both, as far as the machine's memory holds the
+cohort) and waits until the disk holding ``--data`` has been idle for a second
+(at most 15 s; ``disk_wait_s`` in the row): on a file system mounted with
+``discard`` the blocks of the output deleted after the previous run are
+discarded some seconds after the delete, and that device work would otherwise
+land in the next timed run. ``--repeat N`` times each (step, workers)
 N times in turn and keeps the fastest. A row per (step, workers): wall time,
 cells per second, the CPU seconds of the workers (user + system, summed),
 the peak RSS of every worker process and of the client (sampled every 20 ms in
@@ -34,7 +42,6 @@ kernel, from ``/proc/stat``; other load on the machine counts too).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import math
@@ -198,9 +205,9 @@ def bare_copy(client: Any, cohort: Any, scratch: Path) -> None:
     fsync_tree(scratch)
 
 
-def settle(paths: list[Path]) -> None:
+def settle(paths: list[Path], data: Path | None = None) -> float:
     """Same disk state before every timed run: no dirty pages left by earlier work, every file of the
-    cohort read once (page cache warm)."""
+    cohort read once (page cache warm), the disk holding ``data`` idle; returns the seconds waited for it."""
     os.sync()
     buffer = bytearray(1 << 24)
     for folder in paths:
@@ -208,6 +215,31 @@ def settle(paths: list[Path]) -> None:
             with open(file, "rb", buffering=0) as handle:
                 while handle.readinto(buffer):
                     pass
+    return disk_idle(data) if data is not None else 0.0
+
+
+def disk_idle(path: Path, still: float = 1.0, limit: float = 15.0) -> float:
+    """Wait until the block device holding ``path`` has done no I/O (discards included) for ``still`` seconds,
+    at most ``limit`` seconds; returns the seconds waited (0 where the device's statistics cannot be read)."""
+    device = os.stat(path).st_dev
+    stat = Path(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}/stat")
+
+    def busy_ms() -> int | None:
+        try:
+            return int(stat.read_text().split()[9])  # io_ticks: milliseconds with requests in flight
+        except (OSError, IndexError, ValueError):
+            return None
+
+    started = time.perf_counter()
+    last, quiet_since = busy_ms(), started
+    while last is not None and time.perf_counter() - quiet_since < still:
+        if time.perf_counter() - started > limit:
+            break
+        time.sleep(0.1)
+        now = busy_ms()
+        if now != last:
+            last, quiet_since = now, time.perf_counter()
+    return time.perf_counter() - started if last is not None else 0.0
 
 
 def disk_floor(scratch: Path, size: int, writers: int) -> dict[str, Any]:
@@ -226,13 +258,28 @@ def disk_floor(scratch: Path, size: int, writers: int) -> dict[str, Any]:
         finally:
             os.close(fd)
 
-    settle([])
+    settle([], scratch)
     started = time.perf_counter()
     with ThreadPoolExecutor(writers) as pool:
         list(pool.map(write, range(writers)))
     seconds = time.perf_counter() - started
     shutil.rmtree(scratch, ignore_errors=True)
     return {"bytes": size, "writers": writers, "seconds": seconds, "mb_per_s": size / seconds / 2**20}
+
+
+def timed_run(workers: int, memory_limit: str, cohort: Any, step: str, paths: list[Path],
+              data: Path) -> dict[str, Any]:
+    """One timed run of ``step`` on a LocalCluster of its own (started and warmed up before the clock starts,
+    closed after), the disk settled first (:func:`settle`)."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=memory_limit,
+                      dashboard_address=None) as cluster, Client(cluster, set_as_default=False) as client:
+        client.run(_warm_up)  # imports and first-call caches of every worker, untimed
+        waited = settle(paths, data)
+        row = run_step(client, cohort, step, data / "cohort-scratch")
+    row["disk_wait_s"] = waited
+    return row
 
 
 def run_step(client: Any, cohort: Any, step: str, scratch: Path) -> dict[str, Any]:
@@ -276,35 +323,25 @@ def run_step(client: Any, cohort: Any, step: str, scratch: Path) -> dict[str, An
 
 
 def run_all(args: argparse.Namespace, paths: list[Path]) -> list[dict[str, Any]]:
-    from distributed import Client, LocalCluster
-
     import cellspec_sc as cs
 
     cohort = cs.open_cohort(paths)
     counts = [int(w) for w in args.workers.split(",")]
     rows = []
-    with contextlib.ExitStack() as stack:
-        clients = {}
+    for step in args.steps.split(","):
+        runs: dict[int, list[dict[str, Any]]] = {w: [] for w in counts}
+        for _ in range(args.repeat):
+            for workers in counts:  # 1 worker, then 2, then (with --repeat) 1 again...
+                runs[workers].append(timed_run(workers, args.memory_limit, cohort, step, paths, args.data))
         for workers in counts:
-            cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                                       memory_limit=args.memory_limit, dashboard_address=None))
-            clients[workers] = stack.enter_context(Client(cluster, set_as_default=False))
-            clients[workers].run(_warm_up)  # imports and first-call caches of every worker, untimed
-        for step in args.steps.split(","):
-            runs: dict[int, list[dict[str, Any]]] = {w: [] for w in counts}
-            for _ in range(args.repeat):
-                for workers in counts:  # 1 worker, then 2, then (with --repeat) 1 again...
-                    settle(paths)
-                    runs[workers].append(run_step(clients[workers], cohort, step, args.data / "cohort-scratch"))
-            for workers in counts:
-                row = min(runs[workers], key=lambda r: (bool(r.get("error")), r["seconds"]))
-                row.update(workers=workers, directories=len(paths), cells=cohort.n_cells,
-                           all_seconds=[r["seconds"] for r in runs[workers]],
-                           all_worker_cpu_s=[r["worker_cpu_s"] for r in runs[workers]], features=len(cohort.feature_ids),
-                           memory_limit=args.memory_limit,
-                           workers_restarted=sum(r["workers_restarted"] for r in runs[workers]))
-                rows.append(row)
-                print(markdown([row]).splitlines()[-1], flush=True)
+            row = min(runs[workers], key=lambda r: (bool(r.get("error")), r["seconds"]))
+            row.update(workers=workers, directories=len(paths), cells=cohort.n_cells,
+                       all_seconds=[r["seconds"] for r in runs[workers]],
+                       all_worker_cpu_s=[r["worker_cpu_s"] for r in runs[workers]], features=len(cohort.feature_ids),
+                       memory_limit=args.memory_limit,
+                       workers_restarted=sum(r["workers_restarted"] for r in runs[workers]))
+            rows.append(row)
+            print(markdown([row]).splitlines()[-1], flush=True)
     by_step = {(r["step"], r["workers"]): r for r in rows}
     for r in rows:
         one = by_step.get((r["step"], 1))

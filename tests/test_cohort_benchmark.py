@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +32,7 @@ def test_quick_cohort_benchmark_reports_every_step_with_peaks_and_no_restarts(tm
                                                         for w in (1, 2)]
     for row in rows:
         assert "error" not in row and row["workers_restarted"] == 0
+        assert 0 <= row["disk_wait_s"] <= 16  # the disk settled (at most 15 s) before every timed run
         assert math.isfinite(row["seconds"]) and row["seconds"] > 0 and row["all_seconds"] == [row["seconds"]]
         assert 0 < row["worker_cpu_s"] < 60 * row["workers"]
         assert len(row["worker_peak_bytes"]) == row["workers"] and min(row["worker_peak_bytes"]) > 50 * 2**20
@@ -45,3 +48,15 @@ def test_quick_cohort_benchmark_reports_every_step_with_peaks_and_no_restarts(tm
     table = (tmp_path / "table.md").read_text()
     assert table.count("\n") == len(rows) + 2 and "| summary | 2 | 4 x 3,000 x 12 |" in table
     assert not (tmp_path / "data" / "cohort-scratch").exists()
+
+
+def test_disk_idle_waits_at_most_its_limit_and_not_at_all_without_device_statistics(tmp_path):
+    from benchmarks.cohort import disk_idle
+
+    assert disk_idle(Path("/proc")) == 0.0  # procfs has no block device to watch
+    device = os.stat(tmp_path).st_dev
+    watched = Path(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}/stat").is_file()
+    started = time.perf_counter()
+    waited = disk_idle(tmp_path, still=0.3, limit=0.6)
+    assert waited <= time.perf_counter() - started < 1.5
+    assert (waited >= 0.3) if watched else (waited == 0.0)  # idle for `still` seconds, or gave up at the limit

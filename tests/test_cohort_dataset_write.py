@@ -11,10 +11,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+import pytest
 
 import cellspec_sc as cs
+import cellspec_sc.cohort.dataset as dataset
 from cellspec_sc.cohort.example import write_example_cohort
 from cellspec_sc.cohort.hive import constants_of, partition_groups
+from cellspec_sc.cohort.members import verify_member
+from cellspec_sc.io.refusals import ChecksumMismatch
 
 VALUES = ["a b", "x/y=z%", None, "Zürich", "a b", "ü", None, "x/y=z%", "a b"]
 
@@ -93,3 +97,49 @@ def test_parts_store_cells_columns_with_snappy_text_in_dictionaries_and_measured
         for j, feature in enumerate(x.feature_ids):
             got = mine.column(feature).to_numpy(zero_copy_only=False)[rows]
             assert np.array_equal(got, x.measurements[:, j], equal_nan=True)
+
+
+def test_one_task_per_directory_each_hashing_its_files_before_writing_any_part(tmp_path, monkeypatch):
+    paths = write_example_cohort(tmp_path / "slides", 3, n_cells=50, n_features=4)
+    cohort = cs.open_cohort(paths)
+    graphs, order = [], []
+    run = dataset.run
+
+    def spying(tasks, *args, **kwargs):
+        graphs.extend(dict(t.__dask_graph__()) for t in tasks)
+        return run(tasks, *args, **kwargs)
+
+    def verifying(member):
+        order.append(("verify", member.index))
+        return verify_member(member)
+
+    write_part = dataset.write_part
+
+    def writing(member, k, *args):
+        order.append(("part", member.index, k))
+        return write_part(member, k, *args)
+
+    monkeypatch.setattr(dataset, "run", spying)
+    monkeypatch.setattr(dataset, "verify_member", verifying)
+    monkeypatch.setattr(dataset, "write_part", writing)
+    out = cohort.write_dataset(tmp_path / "dataset", client=None, progress=False)
+    assert [len(g) for g in graphs] == [1, 1, 1]  # one task per directory, nothing to gather between tasks
+    for m in cohort.members:
+        mine = [step for step in order if step[1] == m.index]
+        assert mine == [("verify", m.index)] + [("part", m.index, k) for k in range(len(m.parts))]
+    assert cs.open_cohort(out).n_cells == 150
+
+    # a file whose bytes no longer match the manifest (size, time and inode kept): nothing of it is written
+    data = paths[1] / "cells.parquet"
+    info = data.stat()
+    raw = bytearray(data.read_bytes())
+    raw[300] ^= 0xFF
+    data.write_bytes(bytes(raw))
+    os.utime(data, ns=(info.st_atime_ns, info.st_mtime_ns))
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    member = cs.open_cohort(paths).members[1]
+    monkeypatch.setattr(dataset, "verify_member", verify_member)
+    with pytest.raises(ChecksumMismatch, match="cells.parquet"):
+        dataset.write_member(member, str(stage), cohort.feature_ids, ("sample_id",))
+    assert not any(stage.rglob("*"))

@@ -1,7 +1,9 @@
 """``Cohort.write_dataset``: the whole cohort as one hive-partitioned Parquet dataset.
 
-Each worker task reads one row group of one directory and writes its rows
-(cells columns, then one float64 column per cohort feature, NA as null) with
+Each worker task takes one directory: it hashes every file the directory lists
+(against the manifest seen when the cohort was opened), then reads its row
+groups one at a time and writes each one's rows (cells columns, then one float64
+column per cohort feature, NA as null) with
 ``pyarrow.parquet.ParquetWriter``: one file per partition under
 ``cells/<column>=<value>/`` (folder names by pyarrow's hive partitioning,
 :mod:`cellspec_sc.cohort.hive`), one row group per file, encoded into a buffer
@@ -12,9 +14,11 @@ the parts are written around the page cache (``O_DIRECT``,
 :class:`~cellspec_sc.io.direct.DirectFile`): the kernel's page cache and
 writeback work would otherwise compete with the workers for the cores; elsewhere
 the task asks the kernel to start writing each file to disk
-(:func:`~cellspec_sc.io.staging.start_writeback`) and does not wait. Every
-source file is hashed once, on the workers, against the manifest seen when the cohort was opened.
-Only when every directory succeeded does the client fsync every staged file
+(:func:`~cellspec_sc.io.staging.start_writeback`) and does not wait. One task
+per directory, not one per row group plus one to check and one to gather: every
+task costs the scheduler and the worker's event loop CPU (and gathering results
+from another worker a transfer), which on a machine whose cores all run tasks is
+taken from the tasks. Only when every directory succeeded does the client fsync every staged file
 (the one wait for the disk), write ``cohort.json``, ``MANIFEST.sha256`` and
 ``DONE`` (last) and publish the staged folder with one rename, like a cellspec
 directory; otherwise nothing is published and :class:`CohortError` names every
@@ -101,13 +105,8 @@ def _names(member: Member) -> str:
 def _write_parts(cohort: Cohort, stage: Path, partition_by: tuple[str, ...], client: Any,
                  progress: bool | None, direct: bool) -> list[list[tuple[str, str]]]:
     """Run the write tasks; [(relative file, sha256), ...] per member, or raise naming every failure."""
-    features = cohort.feature_ids
-    tasks = []
-    for m in cohort.members:
-        checked = dask.delayed(guarded(verify_member), pure=False)(m)
-        written = [dask.delayed(guarded(write_part), pure=False)(m, k, str(stage), features, partition_by, direct)
-                   for k in range(len(m.parts))]
-        tasks.append(dask.delayed(guarded(_collect), pure=False)(m, checked, written))
+    task = dask.delayed(guarded(write_member), pure=False)
+    tasks = [task(m, str(stage), cohort.feature_ids, partition_by, direct) for m in cohort.members]
     results = run(tasks, cohort.directories, "writing dataset", client=client, progress_bar=progress)
     failures = [r for r in results if isinstance(r, Failure)]
     if failures:
@@ -116,8 +115,14 @@ def _write_parts(cohort: Cohort, stage: Path, partition_by: tuple[str, ...], cli
     return results
 
 
-def _collect(member: Member, checked: None, written: list[list[tuple[str, str]]]) -> list[tuple[str, str]]:
-    return [item for rows in written for item in rows]
+def write_member(member: Member, stage: str, features: list[str], partition_by: tuple[str, ...],
+                 direct: bool = False) -> list[tuple[str, str]]:
+    """Check every file ``member`` lists against its manifest (each hashed once), then write each of its parts
+    (:func:`write_part`); [(file relative to stage, sha256)] in part order. A file that does not match its
+    manifest is raised before anything of the directory is written."""
+    verify_member(member)
+    return [item for k in range(len(member.parts))
+            for item in write_part(member, k, stage, features, partition_by, direct)]
 
 
 def write_part(member: Member, k: int, stage: str, features: list[str], partition_by: tuple[str, ...],
