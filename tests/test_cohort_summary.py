@@ -167,6 +167,7 @@ def test_a_directory_changed_behind_its_stamps_is_left_out_in_one_task_per_direc
     paths = [_messy(seed, f"d{seed}", _grouped_in_reverse, tmp_path) for seed in range(1, 5)]
     cohort = cs.open_cohort(paths)
     monkeypatch.setattr(summary_module, "worker_threads", lambda client=None: 1)
+    monkeypatch.setattr(summary_module, "BATCH_BYTES", 8 * 160 * 5)  # a task works through 4 batches
     data = paths[1] / "cells.parquet"
     stamp = data.stat()
     raw = bytearray(data.read_bytes())

@@ -36,6 +36,7 @@ summary of the others.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import dask
@@ -106,9 +107,10 @@ def image_spans(codes: np.ndarray, n_images: int) -> tuple[np.ndarray | None, np
     return order, np.column_stack([bounds[:-1], bounds[1:]])
 
 
-def batch_columns(member: Member, features: list[str]) -> np.ndarray:
-    """The member's cells x ``features`` as float64, each feature's values contiguous (column-major)."""
-    values = empty_matrix(member.n_cells, len(features), order="F")
+def batch_columns(member: Member, features: list[str], out: np.ndarray | None = None) -> np.ndarray:
+    """The member's cells x ``features`` as float64, each feature's values contiguous (column-major), in the
+    first columns of ``out`` (column-major, cells x at least len(features)) when given."""
+    values = empty_matrix(member.n_cells, len(features), order="F") if out is None else out[:, :len(features)]
     for part, start in zip(member.parts, member.offsets, strict=True):
         feature_block(member, part, features, out=values[start:start + part.kept])
     return values
@@ -156,23 +158,40 @@ def column_statistics(values: np.ndarray, scratch: Scratch | None = None) -> np.
     return out
 
 
-def batch_statistics(member: Member, features: list[str]) -> dict[str, np.ndarray]:
+class Workspace:
+    """What the feature batches of one member share in a task: where each image's cells are
+    (:func:`image_spans`, read once) and the memory the batches and their statistics reuse (on a dask
+    worker new memory is new pages from the kernel, faulted and zeroed)."""
+
+    def __init__(self, member: Member, width: int):
+        self.n_images = len(member.images)
+        self.order, self.spans = image_spans(image_codes(member), self.n_images)
+        self.values = empty_matrix(member.n_cells, width, order="F")
+        self.scratch = Scratch(int((self.spans[:, 1] - self.spans[:, 0]).max(initial=0)))
+        self.gathered = None if self.order is None else np.empty(self.order.size)
+
+    def columns(self, values: np.ndarray) -> Iterator[np.ndarray]:
+        """Each column of ``values`` (column-major), its cells in image order."""
+        for j in range(values.shape[1]):  # mode="clip": with "raise", take would copy through a buffer of its own
+            yield values[:, j] if self.order is None else np.take(values[:, j], self.order, out=self.gathered,
+                                                                   mode="clip")
+
+
+def batch_statistics(member: Member, features: list[str], workspace: Workspace | None = None) -> dict[str, np.ndarray]:
     """{statistic: images x features array} for one feature batch of one member."""
-    order, spans = image_spans(image_codes(member), len(member.images))
-    values = batch_columns(member, features)
-    stats = np.full((len(STATISTICS), len(member.images), len(features)), np.nan)
-    scratch = Scratch(int((spans[:, 1] - spans[:, 0]).max(initial=0)))
-    gathered = None if order is None else np.empty(order.size)
-    for j in range(len(features)):  # mode="clip": with "raise", take would copy through a buffer of its own
-        column = values[:, j] if order is None else np.take(values[:, j], order, out=gathered, mode="clip")
-        for i, (a, b) in enumerate(spans):
-            stats[:, i, j] = column_statistics(column[a:b], scratch)
+    workspace = workspace or Workspace(member, len(features))
+    stats = np.full((len(STATISTICS), workspace.n_images, len(features)), np.nan)
+    for j, column in enumerate(workspace.columns(batch_columns(member, features, workspace.values))):
+        for i, (a, b) in enumerate(workspace.spans):
+            stats[:, i, j] = column_statistics(column[a:b], workspace.scratch)
     return dict(zip(STATISTICS, stats, strict=True))
 
 
 def batches_statistics(member: Member, batches: list[list[str]]) -> list[dict[str, np.ndarray]]:
-    """:func:`batch_statistics` of feature batches one after another (one batch in memory at a time)."""
-    return [batch_statistics(member, features) for features in batches]
+    """:func:`batch_statistics` of feature batches one after another (one batch in memory at a time, the
+    image layout read once)."""
+    workspace = Workspace(member, max((len(b) for b in batches), default=0))
+    return [batch_statistics(member, features, workspace) for features in batches]
 
 
 def member_summary(member: Member, features: list[str]) -> pd.DataFrame:
