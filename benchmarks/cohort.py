@@ -20,7 +20,12 @@ cohort) and waits until the disk holding ``--data`` has been idle for a second
 ``discard`` the blocks of the output deleted after the previous run are
 discarded some seconds after the delete, and that device work would otherwise
 land in the next timed run. ``--repeat N`` times each (step, workers)
-N times in turn and keeps the fastest. A row per (step, workers): wall time,
+N times in turn and keeps the fastest. ``--worker-env NAME=VALUE`` sets a
+variable in every worker process before it starts, for both worker counts
+alike (recorded in the JSON): e.g. ``MIMALLOC_PURGE_DECOMMITS=0``, with which
+pyarrow's allocator (mimalloc) keeps the pages of freed buffers mapped instead
+of handing them back to the kernel, so that the next row group does not fault
+and zero them again (docs/cohorts.md); no variable is set by default. A row per (step, workers): wall time,
 cells per second, the CPU seconds of the workers (user + system, summed),
 the peak RSS of every worker process and of the client (sampled every 20 ms in
 a thread), whether a worker was restarted or killed (its pid or address
@@ -71,6 +76,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cells", type=int, default=None)
     p.add_argument("--features", type=int, default=None)
     p.add_argument("--memory-limit", default=None, help="per worker (default 3GB; --quick 1GB)")
+    p.add_argument("--worker-env", action="append", default=[], metavar="NAME=VALUE",
+                   help="set in every worker process before it starts (dask's nanny pre-spawn environment), for "
+                        "both worker counts alike; repeatable. E.g. MIMALLOC_PURGE_DECOMMITS=0")
     p.add_argument("--workers", default="1,2", help="worker counts to compare, comma separated")
     p.add_argument("--steps", default=",".join(STEPS), help="steps to time, comma separated (default: all)")
     p.add_argument("--repeat", type=int, default=1, help="runs per (step, workers), in turn; the fastest is kept")
@@ -81,6 +89,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = set(args.steps.split(",")) - set(STEPS)
     if unknown:
         p.error(f"--steps: unknown {', '.join(sorted(unknown))} (steps: {', '.join(STEPS)})")
+    for item in args.worker_env:
+        if "=" not in item or not item.split("=", 1)[0]:
+            p.error(f"--worker-env: {item!r} is not NAME=VALUE")
     size = QUICK if args.quick else FULL
     for key in ("directories", "cells", "features", "memory_limit"):
         if getattr(args, key) is None:
@@ -268,13 +279,18 @@ def disk_floor(scratch: Path, size: int, writers: int) -> dict[str, Any]:
 
 
 def timed_run(workers: int, memory_limit: str, cohort: Any, step: str, paths: list[Path],
-              data: Path) -> dict[str, Any]:
+              data: Path, worker_env: dict[str, str] | None = None) -> dict[str, Any]:
     """One timed run of ``step`` on a LocalCluster of its own (started and warmed up before the clock starts,
-    closed after), the disk settled first (:func:`settle`)."""
+    closed after; ``worker_env`` added to the environment its worker processes start with), the disk settled
+    first (:func:`settle`)."""
+    import dask
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=memory_limit,
-                      dashboard_address=None) as cluster, Client(cluster, set_as_default=False) as client:
+    environ = {**dask.config.get("distributed.nanny.pre-spawn-environ"), **(worker_env or {})}
+    with (dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
+          LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=memory_limit,
+                       dashboard_address=None) as cluster,
+          Client(cluster, set_as_default=False) as client):
         client.run(_warm_up)  # imports and first-call caches of every worker, untimed
         waited = settle(paths, data)
         row = run_step(client, cohort, step, data / "cohort-scratch")
@@ -332,7 +348,8 @@ def run_all(args: argparse.Namespace, paths: list[Path]) -> list[dict[str, Any]]
         runs: dict[int, list[dict[str, Any]]] = {w: [] for w in counts}
         for _ in range(args.repeat):
             for workers in counts:  # 1 worker, then 2, then (with --repeat) 1 again...
-                runs[workers].append(timed_run(workers, args.memory_limit, cohort, step, paths, args.data))
+                runs[workers].append(timed_run(workers, args.memory_limit, cohort, step, paths, args.data,
+                                               dict(item.split("=", 1) for item in args.worker_env)))
         for workers in counts:
             row = min(runs[workers], key=lambda r: (bool(r.get("error")), r["seconds"]))
             row.update(workers=workers, directories=len(paths), cells=cohort.n_cells,
@@ -403,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     written = max((r.get("bytes_written", 0) for r in rows if r["step"] == "write_dataset"), default=0)
     floor = disk_floor(args.data / "cohort-scratch", written, max(r["workers"] for r in rows)) if written else None
     out = args.json or args.data / "cohort-results.json"
-    document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "worker_env": args.worker_env,
                 "command": " ".join(["python -m benchmarks.cohort", *(argv if argv is not None else sys.argv[1:])]),
                 "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows, "disk_floor": floor}
     out.write_text(json.dumps(document, indent=1))

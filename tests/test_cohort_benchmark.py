@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -60,3 +62,18 @@ def test_disk_idle_waits_at_most_its_limit_and_not_at_all_without_device_statist
     waited = disk_idle(tmp_path, still=0.3, limit=0.6)
     assert waited <= time.perf_counter() - started < 1.5
     assert (waited >= 0.3) if watched else (waited == 0.0)  # idle for `still` seconds, or gave up at the limit
+
+
+def test_worker_env_reaches_every_worker_before_it_starts_beside_dasks_own(monkeypatch, tmp_path):
+    import benchmarks.cohort as bench
+
+    def environment(client, cohort, step, scratch):
+        return {"seen": sorted(client.run(lambda: (os.environ.get("CELLSPEC_BENCH_PROBE"),
+                                                   os.environ.get("MALLOC_TRIM_THRESHOLD_"))).values())}
+
+    monkeypatch.setattr(bench, "run_step", environment)
+    row = bench.timed_run(2, "1GB", None, "validate", [], tmp_path, {"CELLSPEC_BENCH_PROBE": "a=b"})
+    assert row["seen"] == [("a=b", "65536")] * 2  # ours, and dask's MALLOC_TRIM_THRESHOLD_ kept
+    assert bench.parse_args(["--worker-env", "X=1=2"]).worker_env == ["X=1=2"]
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--worker-env", "NOEQUALS"])

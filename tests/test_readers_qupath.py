@@ -289,13 +289,13 @@ def test_pixel_size_that_cannot_be_derived_is_asked_for(tmp_path):
 
 
 def test_matrix_grows_when_the_first_megabyte_has_long_rows(tmp_path):
-    """The matrix is sized from the first MiB's mean line length; short rows after it make it grow."""
+    """The matrix is sized from the mean line length of the first 256 kB; short rows after them make it grow."""
     import pandas as pd
 
     header = ["Image", "Object ID", "Object type", "Name", "Centroid X µm", "Centroid Y µm", "Cell: Area µm^2",
               "Nucleus: CD3: Mean"]
     lines = ["\t".join(header)]
-    long_rows, short_rows = 300, 40_000  # 300 rows of ~4 kB fill the first MiB, then rows of ~30 bytes
+    long_rows, short_rows = 300, 40_000  # 300 rows of ~4 kB fill the first 256 kB (and more), then rows of ~30 bytes
     for i in range(long_rows + short_rows):
         name = "x" * 4000 if i < long_rows else ""
         cd3 = "NaN" if i % 997 == 0 else ("Infinity" if i % 991 == 0 else f"{i % 50}.5")

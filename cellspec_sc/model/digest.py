@@ -74,7 +74,7 @@ def _text_digest(head: bytes, chunks: pa.ChunkedArray) -> str:
             missing.update(memoryview(np.flatnonzero(chunk.is_null().to_numpy(zero_copy_only=False)) + start))
             chunk = pc.fill_null(chunk, "")
         offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64)[chunk.offset:chunk.offset + len(chunk) + 1]
-        lengths.update(memoryview(np.diff(offsets)))
+        lengths.update(memoryview(offsets[1:] - offsets[:-1]))  # np.diff, without its Python overhead
         if len(chunk):
             data.update(memoryview(chunk.buffers()[2])[offsets[0]:offsets[-1]])
         start += len(chunk)

@@ -114,7 +114,7 @@ class GroupedStats:
 
 
 # Bytes read from the start of the file to estimate its number of rows.
-SAMPLE_BYTES = 1 << 20
+SAMPLE_BYTES = 1 << 18
 
 
 def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str], matrix: Sequence[str],

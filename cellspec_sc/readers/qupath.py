@@ -120,7 +120,8 @@ class QuPathAdapter(ToolAdapter):
         parsed = super().parse(header, roles)
         if parsed.n == 0:
             raise _no_kept_rows(header, roles.keep[0], self.object_types)
-        _warn_not_cells(header, parsed)
+        if self.object_types is None or not set(self.object_types) <= set(CELL_TYPES):  # else only cells are kept
+            _warn_not_cells(header, parsed)
         return parsed
 
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:

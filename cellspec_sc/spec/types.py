@@ -182,6 +182,9 @@ def canonical_frame(frame: pd.DataFrame | Mapping[str, Any], table: str, types: 
     out = {}
     for name, values in items:
         declared = types.get(name) or declared_type(table, name)
+        if isinstance(values, list) and declared in (None, "character") and all(
+                v is None or isinstance(v, str) for v in values):
+            values = character_array(values)  # Python strings straight to Arrow, no Series to infer them first
         if not isinstance(values, pd.Series) and holds_canonical_dtype(values, declared):
             out[name] = values  # what as_spec_type would return unchanged, without wrapping it in a Series first
             continue
