@@ -114,7 +114,6 @@ def hash_from(handle: Any, digest: Any, chunk_size: int = 1 << 22, stop: Any = N
     return total
 
 
-
 class BackgroundHash:
     """SHA-256 of a file computed in a thread while the caller decodes or parses it.
 

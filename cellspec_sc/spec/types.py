@@ -21,7 +21,8 @@ Int32Dtype()
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -103,6 +104,18 @@ def holds_canonical_dtype(values: Any, spec_type: str | None) -> bool:
         return False
     return any(values.dtype == PANDAS_DTYPES[t] for t in ((spec_type,) if spec_type else PANDAS_DTYPES)
                if t != "double")
+
+
+def without_repeated_names(items: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """The (name, column) pairs of ``items`` whose name occurs once, in order: a table's columns that can be
+    checked one by one (the required-columns check reports the repeated names).
+
+    >>> without_repeated_names([("a", 1), ("b", 2), ("a", 3)])
+    [('b', 2)]
+    """
+    items = list(items)
+    counts = Counter(name for name, _ in items)
+    return [(name, values) for name, values in items if counts[name] == 1]
 
 
 def is_arrow_text(values: pd.Series) -> bool:

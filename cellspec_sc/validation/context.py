@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from cellspec_sc.spec.types import PANDAS_DTYPES, is_arrow_text, spec_type_of
+from cellspec_sc.spec.types import PANDAS_DTYPES, is_arrow_text, spec_type_of, without_repeated_names
 from cellspec_sc.spec.vocabulary import Vocabulary
 from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_code_array, first_seen_codes, matrix_stats
 
@@ -100,9 +100,7 @@ class Context:
         reports those), in order."""
         key = ("single", table)
         if key not in self._items:
-            names = [name for name, _ in self.items(table)]
-            repeated = {name for name in names if names.count(name) > 1} if len(set(names)) < len(names) else set()
-            self._items[key] = {name: values for name, values in self.items(table) if name not in repeated}
+            self._items[key] = dict(without_repeated_names(self.items(table)))
         return self._items[key]
 
     def col(self, table: str, column: str) -> pd.Series:

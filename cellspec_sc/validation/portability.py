@@ -28,7 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from cellspec_sc.errors import Unstorable
-from cellspec_sc.spec.types import is_arrow_text, spec_type_of
+from cellspec_sc.spec.types import is_arrow_text, spec_type_of, without_repeated_names
 
 NAME_MAX_BYTES = 255
 TABLES = ("cells", "dictionary", "images", "channels", "adjacency")
@@ -46,10 +46,7 @@ Columns = Callable[[str, pd.DataFrame], Iterable[tuple[Any, pd.Series]]]
 
 def unique_columns(table: str, frame: pd.DataFrame) -> list[tuple[Any, pd.Series]]:
     """:data:`Columns` straight from the frame (validation passes the columns its checks already made)."""
-    if frame.columns.is_unique:
-        return list(frame.items())
-    repeated = frame.columns.duplicated(keep=False)
-    return [(name, frame.iloc[:, i]) for i, name in enumerate(frame.columns) if not repeated[i]]
+    return without_repeated_names(frame.items())
 
 
 def unstorable_text(x: Any, columns: Columns = unique_columns) -> str | None:
