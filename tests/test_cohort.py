@@ -260,3 +260,18 @@ def test_cli_runs_on_the_scheduler_address_it_is_given(client, slides, tmp_path,
     assert "cohort validation: OK (3 directories, 0 failures)" in capsys.readouterr().out
     assert main(["cohort", "dataset", *map(str, slides), str(tmp_path / "ds"), "--scheduler", address]) == 0
     assert cs.open_cohort(tmp_path / "ds").n_cells == 450
+
+
+def test_run_on_the_cluster_hands_each_result_to_on_result_failures_included(client):
+    import dask
+
+    from cellspec_sc.cohort.failures import Failure
+    from cellspec_sc.cohort.run import run
+
+    seen = []
+    tasks = [dask.delayed(len, pure=False)("ab"), dask.delayed(int, pure=False)("x"), dask.delayed(len)("abcd")]
+    results = run(tasks, ["a", "b", "c"], "x", client=client, progress_bar=False,
+                  on_result=lambda i, result: seen.append((i, result)))
+    assert sorted(seen, key=lambda pair: pair[0]) == list(enumerate(results))
+    assert results[0] == 2 and results[2] == 4
+    assert isinstance(results[1], Failure) and results[1].directory == "b" and results[1].check == "ValueError"

@@ -5,6 +5,7 @@ cluster."""
 from __future__ import annotations
 
 import os
+import threading
 from urllib.parse import unquote
 
 import numpy as np
@@ -143,3 +144,47 @@ def test_one_task_per_directory_each_hashing_its_files_before_writing_any_part(t
     with pytest.raises(ChecksumMismatch, match="cells.parquet"):
         dataset.write_member(member, str(stage), cohort.feature_ids, ("sample_id",))
     assert not any(stage.rglob("*"))
+
+
+def test_each_directorys_files_are_fsynced_as_its_result_arrives_before_the_end_of_the_run(tmp_path, monkeypatch):
+    cohort = cs.open_cohort(write_example_cohort(tmp_path / "slides", 3, n_cells=40))
+    events = []
+    fsync, document = os.fsync, dataset._document
+
+    def recording(fd):
+        events.append((threading.current_thread().name, os.readlink(f"/proc/self/fd/{fd}")))
+        return fsync(fd)
+
+    def documenting(*args, **kwargs):
+        events.append(("document", ""))
+        return document(*args, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    monkeypatch.setattr(dataset, "_document", documenting)
+    out = cohort.write_dataset(tmp_path / "dataset", client=None, progress=False)
+    names = sorted(str(p.relative_to(out)) for p in (out / "cells").rglob("*.parquet"))
+    assert len(names) == 6  # 3 directories x 2 samples
+    end = events.index(("document", ""))  # the serial end on the client starts here
+    early = [path.split(".cellspec-staging-", 1)[-1].split("/", 1)[-1] for who, path in events[:end]]
+    # every part once, in the fsync thread, before the end, then the folders that hold them
+    assert sorted(e for e in early if e.endswith(".parquet")) == [f"dataset/{name}" for name in names]
+    assert sorted(e for e in early if not e.endswith(".parquet")) == \
+        sorted({f"dataset/{name.rsplit('/', 1)[0]}" for name in names})  # 6 sample folders, each once
+    assert {who for who, _ in events[:end]} == {"cellspec-fsync_0"}
+    late = [path for who, path in events[end:] if path.endswith(".parquet")]
+    assert len(set(late)) == 6  # and again with the whole tree at publication (clean by then)
+
+
+def test_run_hands_each_result_to_on_result_as_it_arrives_failures_included():
+    import dask
+
+    from cellspec_sc.cohort.failures import Failure
+    from cellspec_sc.cohort.run import run
+
+    seen = []
+    tasks = [dask.delayed(len)("ab"), dask.delayed(int)("not a number"), dask.delayed(len)("abc")]
+    results = run(tasks, ["a", "b", "c"], "x", client=None, progress_bar=False,
+                  on_result=lambda i, result: seen.append((i, result)))
+    assert sorted(seen, key=lambda pair: pair[0]) == list(enumerate(results))
+    assert results[0] == 2 and results[2] == 3
+    assert isinstance(results[1], Failure) and results[1].directory == "b" and results[1].check == "ValueError"

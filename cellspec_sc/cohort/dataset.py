@@ -18,10 +18,13 @@ the task asks the kernel to start writing each file to disk
 per directory, not one per row group plus one to check and one to gather: every
 task costs the scheduler and the worker's event loop CPU (and gathering results
 from another worker a transfer), which on a machine whose cores all run tasks is
-taken from the tasks. Only when every directory succeeded does the client fsync every staged file
-(the one wait for the disk), write ``cohort.json``, ``MANIFEST.sha256`` and
-``DONE`` (last) and publish the staged folder with one rename, like a cellspec
-directory; otherwise nothing is published and :class:`CohortError` names every
+taken from the tasks. The client fsyncs each directory's files as that
+directory's result arrives, in a thread, while the workers write the others
+(an fsync waits for the disk but takes next to no CPU), so that the end of the
+run does not wait for the disk. Only when every directory succeeded does it
+fsync the whole staged tree once more (every file and folder; the files are
+clean by then), write ``cohort.json``, ``MANIFEST.sha256`` and ``DONE`` (last)
+and publish the staged folder with one rename, like a cellspec directory; otherwise nothing is published and :class:`CohortError` names every
 failed directory. The output must be on a file system every worker and the
 client can reach (a shared file system on a cluster).
 
@@ -40,6 +43,7 @@ client can reach (a shared file system on a cluster).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +62,7 @@ from cellspec_sc.io.hashing import HashingFile
 from cellspec_sc.io.metadata import dump_document, rows_of
 from cellspec_sc.io.manifest import write_manifest
 from cellspec_sc.io.publish import TargetKind, publishing
-from cellspec_sc.io.staging import fsync_tree, start_writeback
+from cellspec_sc.io.staging import fsync_dir, fsync_file, fsync_tree, start_writeback
 from cellspec_sc.model.provenance import package_version, utc_now
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 
@@ -104,15 +108,34 @@ def _names(member: Member) -> str:
 
 def _write_parts(cohort: Cohort, stage: Path, partition_by: tuple[str, ...], client: Any,
                  progress: bool | None, direct: bool) -> list[list[tuple[str, str]]]:
-    """Run the write tasks; [(relative file, sha256), ...] per member, or raise naming every failure."""
+    """Run the write tasks; [(relative file, sha256), ...] per member, or raise naming every failure. Each
+    member's files are fsynced here, in a thread, as soon as its result arrives."""
     task = dask.delayed(guarded(write_member), pure=False)
     tasks = [task(m, str(stage), cohort.feature_ids, partition_by, direct) for m in cohort.members]
-    results = run(tasks, cohort.directories, "writing dataset", client=client, progress_bar=progress)
+    syncs: list[Future[None]] = []
+    with ThreadPoolExecutor(1, thread_name_prefix="cellspec-fsync") as syncing:
+
+        def arrived(_: int, rows: Any) -> None:
+            if not isinstance(rows, Failure):
+                syncs.append(syncing.submit(_fsync_files, stage, rows))
+
+        results = run(tasks, cohort.directories, "writing dataset", client=client, progress_bar=progress,
+                      on_result=arrived)
     failures = [r for r in results if isinstance(r, Failure)]
     if failures:
         raise CohortError(f"write_dataset: {len(failures)} of {len(results)} directories failed; nothing was "
                           "written", failures)
+    for synced in syncs:
+        synced.result()  # an fsync that failed is raised: the data may not be on disk
     return results
+
+
+def _fsync_files(stage: Path, rows: list[tuple[str, str]]) -> None:
+    """fsync a member's files, then the folders holding them (their new names) as far as they are now."""
+    for name, _ in rows:
+        fsync_file(stage / name)
+    for folder in dict.fromkeys((stage / name).parent for name, _ in rows):
+        fsync_dir(folder)
 
 
 def write_member(member: Member, stage: str, features: list[str], partition_by: tuple[str, ...],
