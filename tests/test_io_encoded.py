@@ -66,3 +66,17 @@ def test_the_next_file_of_the_thread_reuses_its_buffer_and_another_thread_has_it
     second.release()
     bigger = encoded_parquet(_table(50_000, 5))  # does not fit: a new, bigger buffer
     assert _address(bigger) != address and pq.read_table(pa.BufferReader(bytes(bigger))).num_rows == 50_000
+
+
+def test_a_new_buffer_has_room_for_a_slightly_bigger_file_so_the_next_parts_do_not_fault_in_new_pages():
+    release_buffer()
+    first = encoded_parquet(_table(40_000, 6))
+    address = _address(first)
+    first.release()
+    assert len(encoded._kept.buffer) == int((int(_table(40_000, 6).nbytes * 1.25) + encoded._MARGIN) * encoded.ROOM)
+    for rows in (40_100, 44_000, 46_000):  # a few bytes to 15 % more than the first (what exactly fits): the same memory
+        view = encoded_parquet(_table(rows, 7))
+        assert _address(view) == address and pq.read_table(pa.BufferReader(bytes(view))).num_rows == rows
+        view.release()
+    much = encoded_parquet(_table(80_000, 8))  # twice as big: a new buffer
+    assert _address(much) != address and pq.read_table(pa.BufferReader(bytes(much))).num_rows == 80_000
