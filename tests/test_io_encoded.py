@@ -74,7 +74,7 @@ def test_a_new_buffer_has_room_for_a_slightly_bigger_file_so_the_next_parts_do_n
     address = _address(first)
     first.release()
     assert len(encoded._kept.buffer) == int((int(_table(40_000, 6).nbytes * 1.25) + encoded._MARGIN) * encoded.ROOM)
-    for rows in (40_100, 44_000, 46_000):  # a few bytes to 15 % more than the first (what exactly fits): the same memory
+    for rows in (40_100, 44_000, 46_000):  # a few bytes to 15 % more than the first: the same memory
         view = encoded_parquet(_table(rows, 7))
         assert _address(view) == address and pq.read_table(pa.BufferReader(bytes(view))).num_rows == rows
         view.release()

@@ -24,8 +24,9 @@ directory's result arrives, in a thread, while the workers write the others
 run does not wait for the disk. Only when every directory succeeded does it
 fsync the whole staged tree once more (every file and folder; the files are
 clean by then), write ``cohort.json``, ``MANIFEST.sha256`` and ``DONE`` (last)
-and publish the staged folder with one rename, like a cellspec directory; otherwise nothing is published and :class:`CohortError` names every
-failed directory. The output must be on a file system every worker and the
+and publish the staged folder with one rename, like a cellspec directory;
+otherwise nothing is published and :class:`CohortError` names every failed
+directory. The output must be on a file system every worker and the
 client can reach (a shared file system on a cluster).
 
 >>> import cellspec_sc as cs, tempfile, pathlib
