@@ -129,9 +129,8 @@ def test_info_on_the_tsv_variant(tmp_path, capsys):
 
 @pytest.mark.parametrize("split", [1, memo.SPLIT_BYTES], ids=["in halves", "whole"])
 def test_a_readers_report_is_kept_under_the_token_of_what_it_returns(tmp_path, runs, monkeypatch, split):
-    """The reader digests its matrix on another core while it builds the tables (``MatrixDigest``): the token it
-    keeps the report under is the one ``content_token`` makes of the object it returns, so validating it again runs
-    no check; an edit afterwards is validated again."""
+    """The token a reader keeps its one report under is the one ``content_token`` makes of the object it returns, so
+    validating it again runs no check; an edit afterwards is validated again."""
     from pathlib import Path
 
     monkeypatch.setattr(memo, "SPLIT_BYTES", split)
@@ -145,10 +144,3 @@ def test_a_readers_report_is_kept_under_the_token_of_what_it_returns(tmp_path, r
     assert cs.validate(x).status("measurements_finite") == "fail"
     assert len(runs) == before + 1
 
-
-def test_a_digest_started_for_one_matrix_is_not_used_for_another():
-    m = np.arange(12.0).reshape(4, 3)
-    digest = memo.MatrixDigest(m)
-    assert digest.of(m.copy()) is None and digest.of(m[:2]) is None and digest.of(m.T) is None
-    same, other = m.copy(), m + 1
-    assert digest.of(m) == memo.MatrixDigest(same).of(same) != memo.MatrixDigest(other).of(other)

@@ -43,7 +43,6 @@ from cellspec_sc.readers.parsing import Parsed, stream_columns
 from cellspec_sc.spec.types import canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes
-from cellspec_sc.validation.memo import MatrixDigest
 from cellspec_sc.validation.report import ValidationReport
 from cellspec_sc.validation.runner import validate
 
@@ -155,17 +154,13 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     header = adapter.header(path)
     roles = adapter.roles(header)
     parsed = adapter.parse(header, roles)  # hashes a single-file export from the bytes it parses
-    digest = MatrixDigest(parsed.matrix)  # the content token's part, on another core while the tables are built
     specs = adapter.classify(header, roles)
     dictionary, applied = build_dictionary(specs, adapter.marker_map)
     tables = adapter.tables(header, parsed, dictionary, applied, specs)
     # a folder's tables are inputs of their own
     record = input_record(path, sha256=parsed.sha256) if path.is_file() else None
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
-    stats = _image_stats(parsed, x.cells, tables)
-    if stats is not None:
-        stats.matrix_digest = digest
-    return x, validate(x, stats=stats)
+    return x, validate(x, stats=_image_stats(parsed, x.cells, tables))
 
 
 def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,

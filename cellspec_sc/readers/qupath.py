@@ -378,5 +378,6 @@ def _source_images(parsed: Parsed, column, image_index: np.ndarray, image_order)
     # of first appearance, so image k first appears where the running largest code becomes k (no sort).
     highest = np.maximum.accumulate(image_index)
     first_rows = np.flatnonzero(np.diff(highest, prepend=-1) > 0)
-    first = parsed.arrow(column).take(first_rows).to_pylist()
+    values = parsed.arrow(column)
+    first = [values[int(row)].as_py() for row in first_rows]  # a take would join the parse's chunks first
     return [Path(str(first[k]).replace("\\", "/")).name for k in range(len(image_order))]

@@ -116,8 +116,8 @@ def _increasing_integers(values: pa.Array) -> bool:
     text = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
     if len(values) < 2 or values.null_count or not text:
         return False
-    first = values[0].as_py()
-    if not first[:1].isdigit():
+    ends = (values[0].as_py(), values[len(values) - 1].as_py())
+    if not all(end.isascii() and end.isdigit() for end in ends):  # a failing cast costs as much as the encoding
         return False
     try:
         numbers = pc.cast(values, pa.int64()).to_numpy()
@@ -180,9 +180,6 @@ class MatrixStats:
         self.cell_codes: np.ndarray | None = None
         """:func:`arrow_code_array` of the cells' cell_id, when a reader made them while checking the ids
         (validation's ``cells_key_unique`` then reuses them instead of encoding a million ids again)."""
-        self.matrix_digest: Any = None
-        """A :class:`~cellspec_sc.validation.memo.MatrixDigest` of the matrix, when a reader started one (the
-        content token of the validated object then reuses it)."""
 
     def empty_like(self) -> MatrixStats:
         """Empty stats of the same shape and image codes (for another thread; see :meth:`merge`)."""

@@ -36,12 +36,11 @@ from cellspec_sc.validation.report import ValidationReport
 SPLIT_BYTES = 1 << 26  # matrices at least this big are digested in two halves at once
 
 
-def content_token(x: Any, items: Callable[[str, pd.DataFrame], list[tuple[Any, pd.Series]]] | None = None,
-                  matrix: MatrixDigest | None = None) -> str | None:
+def content_token(x: Any, items: Callable[[str, pd.DataFrame], list[tuple[Any, pd.Series]]] | None = None
+                  ) -> str | None:
     """A digest of every component of ``x`` (None when ``x`` cannot be fingerprinted cheaply: not a
     CellSpec, or a matrix that is not an in-memory numpy array, such as a lazy read's dask array).
-    ``items(name, frame)`` gives ``list(frame.items())`` of a table when the caller made its columns already;
-    ``matrix``, the digest of the matrix started earlier (used only if made from ``x.measurements``' own memory).
+    ``items(name, frame)`` gives ``list(frame.items())`` of a table when the caller made its columns already.
 
     >>> import cellspec_sc as cs
     >>> x = cs.example()
@@ -51,47 +50,17 @@ def content_token(x: Any, items: Callable[[str, pd.DataFrame], list[tuple[Any, p
     if not isinstance(x, CellSpec) or not isinstance(x.measurements, np.ndarray) or x.measurements.dtype.hasobject:
         return None
     parts = []
-    known = matrix.of(x.measurements) if matrix is not None else None
-    later = _second_half(x.measurements) if known is None else None
+    later = _second_half(x.measurements)
     try:
         for name in COMPONENTS:
             value = getattr(x, name)
-            parts.append((known or _matrix_digest(value, later)) if value is x.measurements else
+            parts.append(_matrix_digest(value, later) if value is x.measurements else
                          array_digest(value, same_nan=False) if isinstance(value, np.ndarray) else
                          frame_digest(value, items and items(name, value)) if isinstance(value, pd.DataFrame) else
                          json.dumps(value, sort_keys=True, default=repr))
     except (TypeError, ValueError, pa.ArrowException):  # a malformed object: validate it every time
         return None
     return xxhash.xxh3_128("|".join(parts).encode()).hexdigest()
-
-
-class MatrixDigest:
-    """The matrix part of :func:`content_token`, computed in a thread from the moment the matrix is final (a reader
-    starts it when the parse ends, so that it runs on another core while the tables are built; xxhash lets go of
-    the GIL). :meth:`of` gives it only for the same memory, shape and strides it was computed from.
-
-    >>> m = np.ones((4, 3))
-    >>> MatrixDigest(m).of(m) == _matrix_digest(m, None), MatrixDigest(m).of(m[:2])
-    (True, None)
-    """
-
-    def __init__(self, m: np.ndarray) -> None:
-        self._layout = _layout(m)
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cellspec-token")
-        try:
-            self._digest = pool.submit(lambda: _matrix_digest(m, _second_half(m)))  # as content_token makes it
-        finally:
-            pool.shutdown(wait=False)
-
-    def of(self, m: Any) -> str | None:
-        """The digest, if ``m`` is the matrix it was made from (else None)."""
-        if not isinstance(m, np.ndarray) or _layout(m) != self._layout:
-            return None
-        return self._digest.result()
-
-
-def _layout(m: np.ndarray) -> tuple[Any, ...]:
-    return m.__array_interface__["data"][0], m.shape, m.strides, m.dtype.str
 
 
 def _second_half(m: np.ndarray) -> Future[str] | None:

@@ -68,8 +68,7 @@ def validate(
         return known
     report = ValidationReport(_run_checks(ctx), options)
     if not ctx.nonfinite_in_source():  # what the source stored is not in the object: such a report is not its own
-        remember(x, options, report, token if fresh else
-                 content_token(x, ctx.frame_items, getattr(stats, "matrix_digest", None)))
+        remember(x, options, report, token if fresh else content_token(x, ctx.frame_items))
     return report
 
 
