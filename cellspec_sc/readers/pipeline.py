@@ -40,6 +40,7 @@ from cellspec_sc.model.provenance import input_record, new_provenance
 from cellspec_sc.readers.features import FeatureSpec, build_dictionary, checked_marker_map
 from cellspec_sc.readers.headers import Header, read_header, require_columns
 from cellspec_sc.readers.parsing import Parsed, stream_columns
+from cellspec_sc.readers.pieces import workers
 from cellspec_sc.spec.types import canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes
@@ -200,11 +201,19 @@ def _image_stats(parsed: Parsed, cells: pd.DataFrame, tables: Tables) -> MatrixS
 
 def in_background(fn: Callable[..., T], *args: Any) -> Future[T]:
     """``fn(*args)`` started in a thread (for work that releases the GIL: Arrow, numpy, hashlib), so that it runs on
-    another core while the caller goes on; ``.result()`` waits for it (and raises what it raised).
+    another core while the caller goes on; ``.result()`` waits for it (and raises what it raised). With one usable
+    CPU (as the parse counts them) it runs at once in the caller's thread: a thread would only take turns with it.
 
     >>> in_background(sum, [1, 2]).result()
     3
     """
+    if workers() <= 1:
+        done: Future[T] = Future()
+        try:
+            done.set_result(fn(*args))
+        except Exception as err:  # noqa: BLE001 - raised by .result(), as from a thread
+            done.set_exception(err)
+        return done
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cellspec-reader")
     try:
         return pool.submit(fn, *args)
