@@ -173,6 +173,28 @@ def test_bad_mcquant_files(tmp_path, text, pattern):
     assert str(err.value).startswith("bad--s_cell.csv")
 
 
+@pytest.mark.parametrize("ids, duplicate", [
+    (["1", "2", "10"], None),  # mcquant's own: integers in increasing order
+    (["1", "01", "2"], None),  # increasing as integers, distinct as text
+    (["2", "02", "3"], None),  # equal as integers, distinct as text: encoded
+    (["10", "9", "1"], None),  # decreasing: encoded
+    (["3", "1", "3"], (2, 4)),  # a duplicate: refused with both lines
+    (["a1", "b", "a1"], (2, 4)),
+])
+def test_cell_ids_are_checked_as_text(tmp_path, ids, duplicate):
+    table = tmp_path / "ids--s_cell.csv"
+    table.write_text("CellID,CD3,X_centroid,Y_centroid\n" + "".join(f"{i},5,1,1\n" for i in ids), encoding="utf-8")
+    if duplicate is not None:
+        with pytest.raises(InputError, match=rf"lines {duplicate[0]} and {duplicate[1]}, column 'CellID'"):
+            cs.read_mcmicro(table, pixel_size=1.0)
+        return
+    x = cs.read_mcmicro(table, pixel_size=1.0)
+    assert x.cells["cell_id"].tolist() == ids
+    assert x.validation_memo[2].status("cells_key_unique") == "pass"
+    assert cs.validate(x.replace(cells=x.cells.assign(cell_id=[ids[0]] * len(ids)))).status("cells_key_unique") \
+        == "fail"
+
+
 def test_a_qupath_file_is_not_an_mcquant_table():
     with pytest.raises(CellspecError) as err:
         cs.read_mcmicro(Path(__file__).parent / "data" / "qupath" / "v06_compartment_first.csv", pixel_size=1)

@@ -125,3 +125,22 @@ def test_info_on_the_tsv_variant(tmp_path, capsys):
     path = cs.write(cs.example(n_cells=20), tmp_path / "a", format="tsv")
     assert main(["info", str(path)]) == 0
     assert "cells     ? (not stored outside the data in the TSV variant) in 2 images" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("split", [1, memo.SPLIT_BYTES], ids=["in halves", "whole"])
+def test_a_readers_report_is_kept_under_the_token_of_what_it_returns(tmp_path, runs, monkeypatch, split):
+    """The token a reader keeps its one report under is the one ``content_token`` makes of the object it returns, so
+    validating it again runs no check; an edit afterwards is validated again."""
+    from pathlib import Path
+
+    monkeypatch.setattr(memo, "SPLIT_BYTES", split)
+    x = cs.read_qupath(Path(__file__).parent / "data" / "qupath" / "v04_cell_detection.tsv", pixel_size=0.5)
+    before = len(runs)
+    assert before == 1
+    assert x.validation_memo[0] == memo.content_token(x) == memo.content_token(
+        x.replace(measurements=x.measurements.copy()))
+    assert cs.validate(x) is x.validation_memo[2] and len(runs) == before
+    x.measurements[1, 0] = np.inf
+    assert cs.validate(x).status("measurements_finite") == "fail"
+    assert len(runs) == before + 1
+

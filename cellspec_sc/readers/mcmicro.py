@@ -301,7 +301,7 @@ class McquantAdapter(ToolAdapter):
                             "at i)",
         }
         return Tables(cells=cells, images=images_table, channels=channels_frame([image_name], channel_names, markers),
-                      parameters=parameters, cell_codes=cell_codes,
+                      parameters=parameters, cell_codes=cell_codes, image_codes=(np.zeros(n, np.int64), [image_name]),
                       extra_inputs=[p for p in (self.markers_csv, image_record) if p is not None])
 
     def _channels(self, dictionary, applied) -> tuple[list[str], list[str]]:

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -39,11 +40,14 @@ from cellspec_sc.model.provenance import input_record, new_provenance
 from cellspec_sc.readers.features import FeatureSpec, build_dictionary, checked_marker_map
 from cellspec_sc.readers.headers import Header, read_header, require_columns
 from cellspec_sc.readers.parsing import Parsed, stream_columns
+from cellspec_sc.readers.pieces import workers
 from cellspec_sc.spec.types import canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes
 from cellspec_sc.validation.report import ValidationReport
 from cellspec_sc.validation.runner import validate
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ class Tables:
     adjacency: pd.DataFrame | None = None
     cell_codes: np.ndarray | None = None
     """Dense codes of the cells' cell_id made while checking them (validation reuses them), or None."""
+    image_codes: tuple[np.ndarray, np.ndarray] | None = None
+    """``first_seen_codes`` of the cells' image_id when the adapter made them (else made from the cells table)."""
 
 
 class ToolAdapter(ABC):
@@ -155,7 +161,7 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     # a folder's tables are inputs of their own
     record = input_record(path, sha256=parsed.sha256) if path.is_file() else None
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
-    return x, validate(x, stats=_image_stats(parsed, x.cells, tables.cell_codes))
+    return x, validate(x, stats=_image_stats(parsed, x.cells, tables))
 
 
 def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
@@ -180,13 +186,36 @@ def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, 
     )
 
 
-def _image_stats(parsed: Parsed, cells: pd.DataFrame, cell_codes: np.ndarray | None) -> MatrixStats | None:
+def _image_stats(parsed: Parsed, cells: pd.DataFrame, tables: Tables) -> MatrixStats | None:
     """The parse's matrix stats with ranges per image in validation's order, and the image and cell id codes the
     reader made (validation reuses them); None: validation gathers them."""
     if parsed.stats is None or "image_id" not in cells.columns:
         return None
-    codes, names = first_seen_codes(cells["image_id"])
-    stats = parsed.stats.for_images(codes, names)
+    known = tables.image_codes
+    codes, names = known if known is not None and len(known[0]) == len(cells) else first_seen_codes(cells["image_id"])
+    stats = parsed.stats.for_images(codes, np.asarray(names, dtype=object))
     if stats is not None:
-        stats.cell_codes = cell_codes
+        stats.cell_codes = tables.cell_codes
     return stats
+
+
+def in_background(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """``fn(*args)`` started in a thread (for work that releases the GIL: Arrow, numpy, hashlib), so that it runs on
+    another core while the caller goes on; ``.result()`` waits for it (and raises what it raised). With one usable
+    CPU (as the parse counts them) it runs at once in the caller's thread: a thread would only take turns with it.
+
+    >>> in_background(sum, [1, 2]).result()
+    3
+    """
+    if workers() <= 1:
+        done: Future[T] = Future()
+        try:
+            done.set_result(fn(*args))
+        except Exception as err:  # noqa: BLE001 - raised by .result(), as from a thread
+            done.set_exception(err)
+        return done
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cellspec-reader")
+    try:
+        return pool.submit(fn, *args)
+    finally:
+        pool.shutdown(wait=False)

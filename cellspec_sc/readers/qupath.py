@@ -42,7 +42,7 @@ from cellspec_sc.readers.headers import Header, normalise_header
 from cellspec_sc.readers.notices import notice
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.piece_parse import read_options
-from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
+from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, in_background, read_export
 from cellspec_sc.readers.qupath_headers import classify, header_style
 from cellspec_sc.readers.values import (
     arrow_objects,
@@ -137,10 +137,8 @@ class QuPathAdapter(ToolAdapter):
         image_index = pc.index_in(images, value_set=pa.array(image_order, type=pa.string())).to_numpy()
         cell_ids, id_source = _cell_ids(header, parsed, images)
         cell_column = string_column(cell_ids)  # one Arrow chunk: hashed in about half the time of the parse's many
-        cell_codes = arrow_code_array(pa.array(cell_column))  # encoded once: validation reuses the codes
-        if not ids_are_unique(image_index, cell_codes):
-            check_unique_ids(path, arrow_objects(images), arrow_objects(cell_ids), id_source, parsed.rows)
-
+        # encoded once (validation reuses the codes), on another core while the rest of the tables is built
+        encoding = in_background(arrow_code_array, pa.array(cell_column))
         sizes, size_source = _pixel_sizes(header, parsed, images, image_order, self.pixel_size, um_cols, px_cols)
         per_row_size = np.array([sizes[i] for i in image_order], dtype=np.float64)[image_index]
         cells = {"cell_id": cell_column, "image_id": string_column(images)}
@@ -163,6 +161,9 @@ class QuPathAdapter(ToolAdapter):
                         "pixel_size": [sizes[i] for i in image_order]}
         if source_images is not None:
             images_table["source_image"] = source_images
+        cell_codes = encoding.result()
+        if not ids_are_unique(image_index, cell_codes):
+            check_unique_ids(path, arrow_objects(images), arrow_objects(cell_ids), id_source, parsed.rows)
         text_cols = [n for n in header.names if normalise_header(n).lower() in TEXT_COLUMNS]
         parameters = {
             "pixel_size": {i: sizes[i] for i in image_order}, "pixel_size_source": size_source,
@@ -176,7 +177,8 @@ class QuPathAdapter(ToolAdapter):
                                 and n not in (image_column, header.find("Object ID"))],
         }
         return Tables(cells=cells, images=images_table, channels=channels_frame(image_order, channel_names, markers),
-                      parameters=parameters, cell_codes=cell_codes)
+                      parameters=parameters, cell_codes=cell_codes,
+                      image_codes=(image_index.astype(np.int64, copy=False), image_order))
 
 
 def read_qupath(
@@ -372,7 +374,10 @@ def _extra_text_columns(header: Header, parsed: Parsed) -> dict[str, np.ndarray]
 def _source_images(parsed: Parsed, column, image_index: np.ndarray, image_order) -> list[str] | None:
     if column is None:
         return None
-    # The Image value on the first row of each image (never missing: _image_ids checked it).
-    _, first_rows = np.unique(image_index, return_index=True)
-    first = parsed.arrow(column).take(first_rows).to_pylist()
+    # The Image value on the first row of each image (never missing: _image_ids checked it). The codes are in order
+    # of first appearance, so image k first appears where the running largest code becomes k (no sort).
+    highest = np.maximum.accumulate(image_index)
+    first_rows = np.flatnonzero(np.diff(highest, prepend=-1) > 0)
+    values = parsed.arrow(column)
+    first = [values[int(row)].as_py() for row in first_rows]  # a take would join the parse's chunks first
     return [Path(str(first[k]).replace("\\", "/")).name for k in range(len(image_order))]
