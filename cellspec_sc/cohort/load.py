@@ -2,10 +2,11 @@
 
 ``member_object(m)`` reads the cells table (every part), and walks the parts
 once to gather the :class:`~cellspec_sc.validation.matrix_stats.MatrixStats`
-validation needs (one row group in memory at a time). With ``eager=False`` the
-measurements stay a dask array of one block per part (what validation needs:
-shape and dtype; values only through the stats); with ``eager=True`` they are
-filled into one matrix, as ``cs.read`` does.
+validation needs. With ``eager=False`` (one ~8 MB column batch of a row group
+in memory at a time, its stats taken while it is in the cache) the measurements
+stay a dask array of one block per part (what validation needs: shape and
+dtype; values only through the stats); with ``eager=True`` they are filled into
+one matrix, as ``cs.read`` does.
 
 >>> import cellspec_sc as cs, tempfile, pathlib
 >>> from cellspec_sc.cohort.members import open_directory
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from cellspec_sc.cohort.members import Member
-from cellspec_sc.cohort.parts import cells_frame, feature_block
+from cellspec_sc.cohort.parts import add_part_stats, cells_frame, feature_block
 from cellspec_sc.io.parquet import stats_for
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.memory import empty_matrix
@@ -38,10 +39,12 @@ def member_object(member: Member, *, eager: bool) -> tuple[CellSpec, MatrixStats
     nulls = np.zeros(len(features), dtype=np.int64)
     matrix = empty_matrix(member.n_cells, len(features)) if eager else None
     for part, start in zip(member.parts, member.offsets, strict=True):
+        if matrix is None:  # validation: the stats alone, no block of the part's values
+            add_part_stats(member, part, features, nulls, stats, start)
+            continue
         block = feature_block(member, part, features, nulls)
         stats.add(start, block)
-        if matrix is not None:
-            matrix[start:start + len(block)] = block
+        matrix[start:start + len(block)] = block
     stored = stats.nan - nulls
     stored_nan = {features[j]: int(stored[j]) for j in np.flatnonzero(stored)}
     measurements = matrix if matrix is not None else lazy_measurements(member, features)

@@ -29,9 +29,10 @@ import pyarrow.parquet as pq
 
 from cellspec_sc.cohort.members import Member, Part, check_stamp
 from cellspec_sc.io.columns import ARROW_TYPES, arrow_to_frame, conform
-from cellspec_sc.io.parquet_matrix import fill_row_group
+from cellspec_sc.io.parquet_matrix import fill_row_group, gather_row_group_stats
 from cellspec_sc.io.refusals import UndecodableData
 from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.validation.matrix_stats import MatrixStats
 
 def _handle(member: Member, part: Part) -> pq.ParquetFile:
     # pre_buffer=False: each column chunk read into a buffer of its own size, which the memory pool reuses;
@@ -129,6 +130,20 @@ def feature_block(member: Member, part: Part, features: list[str], nulls: np.nda
         out.fill(np.nan)
     out[:, present] = block
     return out
+
+
+def add_part_stats(member: Member, part: Part, features: list[str], nulls: np.ndarray, stats: MatrixStats,
+                   start: int) -> None:
+    """Add the kept rows of ``part`` x ``features`` to ``stats`` (rows from ``start``) and their stored nulls to
+    ``nulls``, as ``stats.add(start, feature_block(member, part, features, nulls))`` would, without building the
+    block when every row is kept and the member has every feature (each column batch's stats taken while it
+    is in the cache)."""
+    own = set(member.feature_ids)
+    if member.image_filter is not None and part.kept != part.rows or any(f not in own for f in features):
+        stats.add(start, feature_block(member, part, features, nulls))
+        return
+    with reading(member, part) as handle:
+        gather_row_group_stats(handle, part.row_group, features, nulls, stats, start)
 
 
 def part_table(member: Member, part: Part, features: list[str]) -> pa.Table:

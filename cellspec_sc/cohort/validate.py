@@ -5,8 +5,10 @@ seen at open (a file that changed is a ``ChecksumMismatch`` or
 ``ChangedSinceRead`` failure), its cells table is read, and its row groups are
 walked once to gather the matrix statistics the four matrix checks use; then
 every check of spec section 10 runs (``cellspec_sc.validate`` with those
-statistics). Memory per task: the directory's cells columns plus one row group
-of measurements. Cohort checks run on the client from metadata:
+statistics, taken from each ~8 MB column batch while it is in the cache: no
+block of the row group is built). Memory per task: the directory's cells
+columns plus one column batch of one row group. Cohort checks run on the client
+from metadata:
 
 - ``cohort_image_id_unique``: an image_id appears in one directory only;
 - ``cohort_sample_consistent``: an image_id has one sample_id across the cohort;

@@ -180,22 +180,67 @@ def _place(decoded: pa.Table, target: np.ndarray, first: int, nulls: np.ndarray,
             stats.add(row, block, first)
         return
     values = [_float_values(decoded.column(j), n) for j in range(k)]
-    runs = stats.image_runs(row, n) if stats is not None else None
-    if runs is not None:
-        for j, column in enumerate(values):
-            stats.add_column(row, first + j, column, runs)  # type: ignore[union-attr]
+    by_column = stats is not None and _stats_by_column(stats, values, n, row, first)
     if block.strides[0] == block.itemsize:  # columns contiguous (read(layout="F")): one copy per column
         for j, column in enumerate(values):
             block[:, j] = column
-        if stats is not None and runs is None:
+        if stats is not None and not by_column:
             stats.add(row, block, first)
         return
+    _by_row_blocks(values, stats if not by_column else None, row, first, block)
+
+
+def _stats_by_column(stats: MatrixStats, values: list[np.ndarray], n: int, row: int, first: int) -> bool:
+    """Add each decoded column to ``stats`` as it is (1-D, per image run); False (nothing added) when the
+    rows' images are interleaved, and the stats must be taken from row blocks."""
+    runs = stats.image_runs(row, n)
+    if runs is None:
+        return False
+    for j, column in enumerate(values):
+        stats.add_column(row, first + j, column, runs)
+    return True
+
+
+def _by_row_blocks(values: list[np.ndarray], stats: MatrixStats | None, row: int, first: int,
+                   target: np.ndarray | None = None) -> None:
+    """The columns ``values`` as row-major row blocks of about 1 MB, each added to ``stats`` while it is in
+    the cache: written into ``target`` (rows x len(values)), or into one reused block when there is none."""
+    n, k = len(values[0]), len(values)
     rows = cache_rows(k)
+    scratch = np.empty((min(rows, n), k)) if target is None else None
     for start in range(0, n, rows):
-        piece = block[start:start + rows]
-        np.stack([v[start:start + rows] for v in values], axis=1, out=piece)
-        if stats is not None and runs is None:
+        stop = min(start + rows, n)
+        piece = target[start:stop] if target is not None else scratch[:stop - start]
+        np.stack([v[start:stop] for v in values], axis=1, out=piece)
+        if stats is not None:
             stats.add(row + start, piece, first)
+
+
+def gather_row_group_stats(handle: pq.ParquetFile, index: int, feature_ids: list[str], nulls: np.ndarray,
+                           stats: MatrixStats, row: int = 0) -> int:
+    """What :func:`fill_row_group` adds to ``nulls`` and ``stats`` (rows counted from ``row``), without a
+    matrix to fill: each column batch's stats are taken while it is in the cache and the batch is dropped
+    (validation of a directory it does not load); returns the row group's row count.
+
+    >>> import cellspec_sc as cs, tempfile, pathlib, pyarrow.parquet as pq
+    >>> x = cs.example()
+    >>> handle = pq.ParquetFile(cs.write(x, pathlib.Path(tempfile.mkdtemp()) / "x") / "cells.parquet")
+    >>> mine, whole = MatrixStats(len(x.feature_ids)), MatrixStats(len(x.feature_ids))
+    >>> n = gather_row_group_stats(handle, 0, x.feature_ids, np.zeros(len(x.feature_ids), np.int64), mine)
+    >>> whole.add(0, x.measurements[:n]); bool((mine.nan == whole.nan).all() and (mine.negative == whole.negative).all())
+    True
+    """
+    n = handle.metadata.row_group(index).num_rows
+    for first, names in _column_batches(feature_ids, n):
+        decoded = _read_piece(handle, index, names)
+        nulls[first:first + len(names)] += [column.null_count for column in decoded.columns]
+        if n < _THREADED_ROWS:
+            stats.add(row, _row_major(decoded), first)
+            continue
+        values = [_float_values(decoded.column(j), n) for j in range(len(names))]
+        if not _stats_by_column(stats, values, n, row, first):
+            _by_row_blocks(values, stats, row, first)
+    return n
 
 
 def _row_major(decoded: pa.Table) -> np.ndarray:
