@@ -227,7 +227,8 @@ def gather_row_group_stats(handle: pq.ParquetFile, index: int, feature_ids: list
     >>> handle = pq.ParquetFile(cs.write(x, pathlib.Path(tempfile.mkdtemp()) / "x") / "cells.parquet")
     >>> mine, whole = MatrixStats(len(x.feature_ids)), MatrixStats(len(x.feature_ids))
     >>> n = gather_row_group_stats(handle, 0, x.feature_ids, np.zeros(len(x.feature_ids), np.int64), mine)
-    >>> whole.add(0, x.measurements[:n]); bool((mine.nan == whole.nan).all() and (mine.negative == whole.negative).all())
+    >>> whole.add(0, x.measurements[:n])
+    >>> bool((mine.nan == whole.nan).all() and (mine.negative == whole.negative).all())
     True
     """
     n = handle.metadata.row_group(index).num_rows
