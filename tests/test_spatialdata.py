@@ -287,10 +287,12 @@ def test_filtering_the_table_keeps_the_cells_of_the_rows_left(xa, tmp_path):
     check_subset(cs.from_spatialdata(through_zarr(sdata, tmp_path / "f.zarr")), xa, tumour)
 
 
-def test_rows_of_the_regions_interleaved_keep_every_cell_in_the_table_order(xa):
+def test_rows_of_the_regions_interleaved_keep_every_cell_in_the_table_order(xa, monkeypatch):
     """Table rows shuffled (one left out: a reordered X of the same shape reads as changed in place), so each
     region's rows are scattered, not the slice to_spatialdata writes: every cell left stays, in the table's
     order, as from_anndata gives the same rows of to_anndata."""
+    # both sides note a history step: one clock second for both, or they differ when a second turns between them
+    monkeypatch.setattr("cellspec_sc.model.provenance.utc_now", lambda: "2026-12-04T08:15:48Z")
     sdata = cs.to_spatialdata(xa)
     order = np.random.default_rng(3).permutation(xa.n_cells)[1:]
     sdata.tables["table"] = sdata.tables["table"][order].copy()
@@ -298,6 +300,7 @@ def test_rows_of_the_regions_interleaved_keep_every_cell_in_the_table_order(xa):
     assert (regions[:-1] != regions[1:]).sum() > 2  # scattered
     back = cs.from_spatialdata(sdata)
     assert back.differences(cs.from_anndata(cs.to_anndata(xa)[order])) == []
+    assert back.provenance["history"][-1]["time_utc"] == "2026-12-04T08:15:48Z"  # the pinned clock was used
     assert back.cells["cell_id"].tolist() == xa.cells["cell_id"].iloc[order].tolist()
 
 
