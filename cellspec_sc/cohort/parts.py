@@ -58,9 +58,13 @@ def reading(member: Member, part: Part) -> Iterator[pq.ParquetFile]:
     check_stamp(member, part.file)
 
 
+def _every_row_kept(member: Member, part: Part) -> bool:
+    return member.image_filter is None or part.kept == part.rows
+
+
 def _kept_rows(member: Member, part: Part, handle: pq.ParquetFile) -> np.ndarray | None:
     """Mask of the rows of the member's images (None: every row)."""
-    if member.image_filter is None or part.kept == part.rows:
+    if _every_row_kept(member, part):
         return None
     constants = dict(part.constants)
     if "image_id" in constants:
@@ -139,7 +143,7 @@ def add_part_stats(member: Member, part: Part, features: list[str], nulls: np.nd
     block when every row is kept and the member has every feature (each column batch's stats taken while it
     is in the cache)."""
     own = set(member.feature_ids)
-    if member.image_filter is not None and part.kept != part.rows or any(f not in own for f in features):
+    if not _every_row_kept(member, part) or any(f not in own for f in features):
         stats.add(start, feature_block(member, part, features, nulls))
         return
     with reading(member, part) as handle:
