@@ -305,3 +305,23 @@ def test_read_starts_decoding_with_the_image_codes_validation_uses(tmp_path, mon
     assert [(c.name, c.status, c.message) for c in info.value.report.results] == \
         [(c.name, c.status, c.message) for c in fresh.results]
     assert info.value.report.status("cells_ids_present") == "fail"
+
+
+_ID_PIECES = st.sampled_from(["0", "1", "01", "001", "7", "10", "+2", "-3", "", "x", "٣", " 4", "9" * 18, "9" * 19,
+                              "1" + "0" * 18])
+
+
+@given(st.lists(st.lists(_ID_PIECES, min_size=1, max_size=3).map("".join), min_size=0, max_size=30),
+       st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_cell_id_codes_are_first_seen_codes_of_the_text(ids, increasing):
+    """The integer fast path of arrow_code_array (ids that read as increasing integers get their positions) never
+    merges ids that differ as text ("1" and "01"), nor refuses ids beyond int64, signs, blanks or non-ASCII digits."""
+    from cellspec_sc.validation.matrix_stats import arrow_code_array
+
+    if increasing:  # the fast path's own input: increasing decimal ids, some with leading zeros or many digits
+        ids = [("0" * (i % 3)) + str(10 ** (i % 20) + i) for i in range(len(ids))]
+    seen: dict[str, int] = {}
+    expected = [seen.setdefault(i, len(seen)) for i in ids]
+    got = arrow_code_array(pa.array(ids, type=pa.large_string())).tolist()
+    assert got == expected, (ids, got)

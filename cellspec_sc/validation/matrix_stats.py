@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 _BLOCK_ROWS = 1 << 15
 _CACHE_BYTES = 1 << 20  # rows handled at once: about 1 MB, so the five reductions read each value from the cache
+_INT64_DIGITS = 18  # every number of up to 18 decimal digits fits in int64 (its largest value has 19)
 
 
 def cache_rows(n_columns: int) -> int:
@@ -113,19 +114,20 @@ def arrow_code_array(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def _increasing_integers(values: pa.Array) -> bool:
-    """Whether text ``values`` (none missing) all read as integers, each larger than the one before: then no two
-    are equal as text either (equal text reads as the same integer)."""
+    """Whether text ``values`` (none missing) are all plain decimal integers that fit in int64, each larger than the
+    one before: then no two are equal as text either (equal text reads as the same integer). Anything else (a sign,
+    a letter, an empty id, 19 digits or more) is left to the caller's dictionary encoding."""
     text = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
     if len(values) < 2 or values.null_count or not text:
         return False
     ends = (values[0].as_py(), values[len(values) - 1].as_py())
-    if not all(end.isascii() and end.isdigit() for end in ends):  # a failing cast costs as much as the encoding
+    if not all(end.isascii() and end.isdigit() for end in ends):  # the common refusal, before any pass over the ids
         return False
-    try:
-        numbers = pc.cast(values, pa.int64()).to_numpy()
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a non-digit id inside, or beyond int64:
-        return False  # the caller encodes them as text (the doctests of arrow_code_array cover both)
+    if not pc.all(pc.ascii_is_decimal(values)).as_py() or pc.max(pc.binary_length(values)).as_py() > _INT64_DIGITS:
+        return False
+    numbers = pc.cast(values, pa.int64()).to_numpy()  # cannot fail: digits only, at most 18 of them
     return bool((numbers[1:] > numbers[:-1]).all())
+
 
 
 def all_distinct(codes: np.ndarray) -> bool:
