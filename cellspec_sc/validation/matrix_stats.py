@@ -94,7 +94,7 @@ def arrow_code_array(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     exactly when the largest code is ``len(values) - 1`` (see :func:`all_distinct`).
 
     Integers written in increasing order (mcquant's ``CellID``) are distinct without hashing them: their codes are
-    their positions (a million ids: 5 ms instead of 85-200 ms of dictionary encoding).
+    their positions (a million ids: 7 ms, their digits checked first, instead of 85-200 ms of dictionary encoding).
 
     >>> arrow_code_array(pa.chunked_array([["b", "a"], [None, "b"]])).tolist()
     [0, 1, -1, 0]
