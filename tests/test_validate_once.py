@@ -144,3 +144,44 @@ def test_a_readers_report_is_kept_under_the_token_of_what_it_returns(tmp_path, r
     assert cs.validate(x).status("measurements_finite") == "fail"
     assert len(runs) == before + 1
 
+
+
+def _stats_with_image_codes(x):
+    from cellspec_sc.validation.matrix_stats import first_seen_codes, matrix_stats
+
+    codes, names = first_seen_codes(x.cells["image_id"])
+    stats = matrix_stats(x.measurements, codes, len(names))
+    stats.image_ids = np.asarray(names, dtype=object)  # as a reader's stats have them
+    return stats
+
+
+def test_validation_waits_for_a_readers_cell_id_codes_and_uses_them():
+    """A reader hands over its cell-id codes while still making them: the key check waits for those codes
+    and judges by them (codes that say "repeated" fail it although no image repeats an id), instead of encoding the
+    ids a second time."""
+    from concurrent.futures import Future
+
+    from cellspec_sc.readers.pipeline import CodesPending
+
+    from cellspec_sc.validation.matrix_stats import first_seen_codes
+
+    x = cs.example(n_cells=40)
+    assert not x.cells.duplicated(["image_id", "cell_id"]).any()
+    codes: Future = Future()
+    codes.set_result(np.zeros(len(x.cells), dtype=np.int64))  # every id "the same"
+    report = cs.validate(x, stats=CodesPending(_stats_with_image_codes(x), codes))
+    assert report.status("cells_key_unique") == "fail"
+    honest: Future = Future()
+    honest.set_result(first_seen_codes(x.cells["cell_id"])[0])
+    assert cs.validate(x, stats=CodesPending(_stats_with_image_codes(x), honest)).ok
+
+
+def test_a_readers_refusal_made_while_validating_reaches_the_caller(tmp_path):
+    """The QuPath reader checks (image, id) for repeats on another core while the object is validated: the
+    refusal naming both lines, not a validation report, is what the user gets."""
+    head = "Image\tObject ID\tObject type\tCentroid X µm\tCentroid Y µm\tCell: CD3 mean\n"
+    rows = "".join(f"a\tid{i}\tCell\t{i}\t1\t5\n" for i in range(50)) + "a\tid7\tCell\t3\t1\t6\n"
+    path = tmp_path / "repeat.tsv"
+    path.write_text(head + rows, encoding="utf-8")
+    with pytest.raises(cs.InputError, match=r"repeat.tsv: lines 9 and 52, column 'Object ID'"):
+        cs.read_qupath(path, pixel_size=0.5)

@@ -14,7 +14,8 @@ centroids and pixel sizes are found). :func:`read_export` runs the same steps fo
 4. :meth:`ToolAdapter.classify` turns each measurement header into a
    :class:`~cellspec_sc.readers.features.FeatureSpec`, and
    :func:`~cellspec_sc.readers.features.build_dictionary` applies the vocabulary;
-5. :meth:`ToolAdapter.tables` builds cells, images and channels from the parsed rows;
+5. :meth:`ToolAdapter.tables` builds cells, images and channels from the parsed rows (it may hand over the
+   cell-id codes as a Future still being made on another core: :class:`CodesPending`);
 6. :func:`assemble` adds provenance, and :func:`read_export_report` validates the object once.
 
 Adding a tool means one module with one adapter subclass (``roles``, ``classify`` and ``tables`` are
@@ -77,8 +78,10 @@ class Tables:
     extra_inputs: Sequence[str | os.PathLike | dict[str, Any]] = field(default_factory=tuple)
     """Inputs besides the export itself (recorded in provenance after it, in this order)."""
     adjacency: pd.DataFrame | None = None
-    cell_codes: np.ndarray | None = None
-    """Dense codes of the cells' cell_id made while checking them (validation reuses them), or None."""
+    cell_codes: np.ndarray | Future[np.ndarray] | None = None
+    """Dense codes of the cells' cell_id made while checking them (validation reuses them), or None; a Future
+    while another core still encodes and checks them (its ``result()`` raises the adapter's refusal of
+    repeated ids), so that the object is built and most of its validation runs meanwhile."""
     image_codes: tuple[np.ndarray, np.ndarray] | None = None
     """``first_seen_codes`` of the cells' image_id when the adapter made them (else made from the cells table)."""
 
@@ -161,7 +164,10 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     # a folder's tables are inputs of their own
     record = input_record(path, sha256=parsed.sha256) if path.is_file() else None
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
-    return x, validate(x, stats=_image_stats(parsed, x.cells, tables))
+    report = validate(x, stats=_image_stats(parsed, x.cells, tables))
+    if isinstance(tables.cell_codes, Future):
+        tables.cell_codes.result()  # the adapter's refusal of repeated ids, if validation did not wait for it
+    return x, report
 
 
 def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
@@ -186,7 +192,7 @@ def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, 
     )
 
 
-def _image_stats(parsed: Parsed, cells: pd.DataFrame, tables: Tables) -> MatrixStats | None:
+def _image_stats(parsed: Parsed, cells: pd.DataFrame, tables: Tables) -> MatrixStats | CodesPending | None:
     """The parse's matrix stats with ranges per image in validation's order, and the image and cell id codes the
     reader made (validation reuses them); None: validation gathers them."""
     if parsed.stats is None or "image_id" not in cells.columns:
@@ -194,9 +200,35 @@ def _image_stats(parsed: Parsed, cells: pd.DataFrame, tables: Tables) -> MatrixS
     known = tables.image_codes
     codes, names = known if known is not None and len(known[0]) == len(cells) else first_seen_codes(cells["image_id"])
     stats = parsed.stats.for_images(codes, np.asarray(names, dtype=object))
-    if stats is not None:
-        stats.cell_codes = tables.cell_codes
-    return stats
+    if stats is None or not isinstance(tables.cell_codes, Future):
+        if stats is not None:
+            stats.cell_codes = tables.cell_codes
+        return stats
+    return CodesPending(stats, tables.cell_codes)
+
+
+@dataclass
+class CodesPending:
+    """The parse's matrix stats while another core still encodes the cell ids: validation runs every check
+    that needs neither the stats nor the codes first, then waits in :meth:`result` (which raises the
+    adapter's refusal of repeated ids).
+
+    >>> pending = CodesPending(MatrixStats(1), in_background(np.arange, 3))
+    >>> pending.result().cell_codes.tolist()
+    [0, 1, 2]
+    """
+
+    stats: MatrixStats
+    codes: Future[np.ndarray]
+    brings_cell_codes = True
+
+    @property
+    def image_codes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        return self.stats.image_codes
+
+    def result(self) -> MatrixStats:
+        self.stats.cell_codes = self.codes.result()
+        return self.stats
 
 
 def in_background(fn: Callable[..., T], *args: Any) -> Future[T]:

@@ -26,7 +26,7 @@ shift), which is the spec's frame as it is. What each measurement name means is 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -137,8 +137,10 @@ class QuPathAdapter(ToolAdapter):
         image_index = pc.index_in(images, value_set=pa.array(image_order, type=pa.string())).to_numpy()
         cell_ids, id_source = _cell_ids(header, parsed, images)
         cell_column = string_column(cell_ids)  # one Arrow chunk: hashed in about half the time of the parse's many
-        # encoded once (validation reuses the codes), on another core while the rest of the tables is built
-        encoding = in_background(arrow_code_array, pa.array(cell_column))
+        # encoded once (validation reuses the codes) and checked on another core, while the rest of the tables,
+        # the object and most of its validation are built
+        encoding = in_background(_encoded_unique_ids, pa.array(cell_column), image_index,
+                                 lambda: (path, arrow_objects(images), arrow_objects(cell_ids), id_source, parsed.rows))
         sizes, size_source = _pixel_sizes(header, parsed, images, image_order, self.pixel_size, um_cols, px_cols)
         per_row_size = np.array([sizes[i] for i in image_order], dtype=np.float64)[image_index]
         cells = {"cell_id": cell_column, "image_id": string_column(images)}
@@ -161,9 +163,6 @@ class QuPathAdapter(ToolAdapter):
                         "pixel_size": [sizes[i] for i in image_order]}
         if source_images is not None:
             images_table["source_image"] = source_images
-        cell_codes = encoding.result()
-        if not ids_are_unique(image_index, cell_codes):
-            check_unique_ids(path, arrow_objects(images), arrow_objects(cell_ids), id_source, parsed.rows)
         text_cols = [n for n in header.names if normalise_header(n).lower() in TEXT_COLUMNS]
         parameters = {
             "pixel_size": {i: sizes[i] for i in image_order}, "pixel_size_source": size_source,
@@ -177,7 +176,7 @@ class QuPathAdapter(ToolAdapter):
                                 and n not in (image_column, header.find("Object ID"))],
         }
         return Tables(cells=cells, images=images_table, channels=channels_frame(image_order, channel_names, markers),
-                      parameters=parameters, cell_codes=cell_codes,
+                      parameters=parameters, cell_codes=encoding,
                       image_codes=(image_index.astype(np.int64, copy=False), image_order))
 
 
@@ -208,6 +207,15 @@ def read_qupath(
     adapter = QuPathAdapter(pixel_size=pixel_size, image_id=image_id, sample_id=sample_id, marker_map=marker_map,
                             object_types=object_types, encoding=encoding)
     return read_export(adapter, path)
+
+
+def _encoded_unique_ids(cell_ids: pa.Array, image_index: np.ndarray, where: Callable[[], tuple]) -> np.ndarray:
+    """The ids' dense codes (:func:`arrow_code_array`) once (image, id) is known to be unique; else the refusal
+    naming the lines (``where()``: the arguments of :func:`check_unique_ids`, made only then)."""
+    codes = arrow_code_array(cell_ids)
+    if not ids_are_unique(image_index, codes):
+        check_unique_ids(*where())
+    return codes
 
 
 def _found(header: Header, names: Sequence[str]) -> list[str | None]:

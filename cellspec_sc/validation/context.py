@@ -33,7 +33,9 @@ class StatsPending(Exception):
 
 
 class PendingStats(Protocol):
-    """Matrix stats still being gathered (e.g. :class:`cellspec_sc.io.parquet.MatrixDecoding`)."""
+    """Matrix stats still being gathered (e.g. :class:`cellspec_sc.io.parquet.MatrixDecoding`). One whose
+    ``brings_cell_codes`` is true gives stats with :attr:`MatrixStats.cell_codes` (a reader still encoding
+    the ids): the check that needs those codes then waits for it too."""
 
     def result(self) -> MatrixStats: ...
 
@@ -200,9 +202,12 @@ class Context:
 
     def cell_codes(self) -> np.ndarray:
         """Dense codes of the cells' cell_id (-1 for NA): the reader's when it made them from the same column
-        (:attr:`MatrixStats.cell_codes`), else encoded here."""
+        (:attr:`MatrixStats.cell_codes`), else encoded here. Raises :class:`StatsPending` while pending stats
+        will bring them."""
         key = ("cells", "cell_id", "codes")
         if key not in self._columns:
+            if self.stats_pending and getattr(self.given_stats, "brings_cell_codes", False):
+                raise StatsPending()  # the reader's codes are on their way; encoding them here would do it twice
             ids = self.strings("cells", "cell_id")
             known = getattr(self.given_stats, "cell_codes", None)
             self._columns[key] = known if known is not None and len(known) == len(ids) else first_seen_code_array(ids)
