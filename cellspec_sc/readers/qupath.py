@@ -139,8 +139,8 @@ class QuPathAdapter(ToolAdapter):
         cell_column = string_column(cell_ids)  # one Arrow chunk: hashed in about half the time of the parse's many
         # encoded once (validation reuses the codes) and checked on another core, while the rest of the tables,
         # the object and most of its validation are built
-        encoding = in_background(_encoded_unique_ids, pa.array(cell_column), image_index,
-                                 lambda: (path, arrow_objects(images), arrow_objects(cell_ids), id_source, parsed.rows))
+        encoding = in_background(_encoded_unique_ids, pa.array(cell_column), image_index, lambda: check_unique_ids(
+            path, arrow_objects(images), arrow_objects(cell_ids), id_source, parsed.rows))
         sizes, size_source = _pixel_sizes(header, parsed, images, image_order, self.pixel_size, um_cols, px_cols)
         per_row_size = np.array([sizes[i] for i in image_order], dtype=np.float64)[image_index]
         cells = {"cell_id": cell_column, "image_id": string_column(images)}
@@ -209,12 +209,12 @@ def read_qupath(
     return read_export(adapter, path)
 
 
-def _encoded_unique_ids(cell_ids: pa.Array, image_index: np.ndarray, where: Callable[[], tuple]) -> np.ndarray:
-    """The ids' dense codes (:func:`arrow_code_array`) once (image, id) is known to be unique; else the refusal
-    naming the lines (``where()``: the arguments of :func:`check_unique_ids`, made only then)."""
+def _encoded_unique_ids(cell_ids: pa.Array, image_index: np.ndarray, refuse: Callable[[], None]) -> np.ndarray:
+    """The ids' dense codes (:func:`arrow_code_array`) once (image, id) is known to be unique; else ``refuse()``
+    raises the refusal naming the lines (:func:`check_unique_ids`, whose slow inputs are made only then)."""
     codes = arrow_code_array(cell_ids)
     if not ids_are_unique(image_index, codes):
-        check_unique_ids(*where())
+        refuse()
     return codes
 
 
