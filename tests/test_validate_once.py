@@ -145,7 +145,6 @@ def test_a_readers_report_is_kept_under_the_token_of_what_it_returns(tmp_path, r
     assert len(runs) == before + 1
 
 
-
 def _stats_with_image_codes(x):
     from cellspec_sc.validation.matrix_stats import first_seen_codes, matrix_stats
 
@@ -162,7 +161,6 @@ def test_validation_waits_for_a_readers_cell_id_codes_and_uses_them():
     from concurrent.futures import Future
 
     from cellspec_sc.readers.pipeline import CodesPending
-
     from cellspec_sc.validation.matrix_stats import first_seen_codes
 
     x = cs.example(n_cells=40)

@@ -200,11 +200,12 @@ def _image_stats(parsed: Parsed, cells: pd.DataFrame, tables: Tables) -> MatrixS
     known = tables.image_codes
     codes, names = known if known is not None and len(known[0]) == len(cells) else first_seen_codes(cells["image_id"])
     stats = parsed.stats.for_images(codes, np.asarray(names, dtype=object))
-    if stats is None or not isinstance(tables.cell_codes, Future):
-        if stats is not None:
-            stats.cell_codes = tables.cell_codes
-        return stats
-    return CodesPending(stats, tables.cell_codes)
+    if stats is None:
+        return None
+    if isinstance(tables.cell_codes, Future):
+        return CodesPending(stats, tables.cell_codes)
+    stats.cell_codes = tables.cell_codes
+    return stats
 
 
 @dataclass

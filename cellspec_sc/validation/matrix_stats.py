@@ -129,7 +129,6 @@ def _increasing_integers(values: pa.Array) -> bool:
     return bool((numbers[1:] > numbers[:-1]).all())
 
 
-
 def all_distinct(codes: np.ndarray) -> bool:
     """Whether dense codes (:func:`first_seen_codes`, :func:`arrow_code_array`) stand for distinct values, none
     missing: then every code up to the largest occurs once.
