@@ -12,6 +12,7 @@ import tifffile
 import cellspec_sc as cs
 from cellspec_sc.errors import CellspecError, InputError
 from cellspec_sc.readers.mcmicro import ADAPTER_VERSION
+from cellspec_sc.readers.notices import ReaderWarning
 
 DATA = Path(__file__).parent / "data" / "mcmicro"
 CELL = DATA / "exemplar-001--unmicst_cell.csv"
@@ -106,7 +107,8 @@ def test_markers_csv_sets_channel_order_and_marker_map_renames(tmp_path):
     markers = tmp_path / "markers.csv"
     markers.write_text("channel_number,cycle_number,marker_name\n3,1,CD3\n1,1,DNA_1\n4,1,CD8a\n2,1,AF488\n"
                        "5,2,Ki67\n", encoding="utf-8")
-    x = cs.read_mcmicro(CELL, pixel_size=0.65, markers_csv=markers, marker_map={"CD8a": "CD8"})
+    with pytest.warns(ReaderWarning, match=r"names 1 channel\(s\) with no column in the table \('Ki67'\)"):
+        x = cs.read_mcmicro(CELL, pixel_size=0.65, markers_csv=markers, marker_map={"CD8a": "CD8"})
     assert cs.validate(x).ok
     assert x.channels["channel_name"].tolist() == ["DNA_1", "AF488", "CD3", "CD8a", "Ki67"]
     assert x.channels["marker"].tolist() == ["DNA_1", "AF488", "CD3", "CD8", "Ki67"]

@@ -14,7 +14,8 @@ so ``cellspec --help`` loads no pandas, pyarrow or numpy.
 ``-q/--quiet`` and ``-v/--verbose`` are accepted before or after the subcommand. Without them, progress
 bars appear on a terminal for big work only (see :mod:`cellspec_sc.progress`) and only warnings are
 logged; ``-v`` shows every bar and logs each step with its time (``-vv``: debug messages too); ``-q``
-shows no bar and logs errors only. Results (reports, summaries, ``wrote ...``) are printed either way.
+shows no bar, no warning, and logs errors only. Warnings are printed as
+``cellspec: warning: ...`` lines. Results (reports, summaries, ``wrote ...``) are printed either way.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import argparse
 import logging
 import sys
 import traceback
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -91,7 +93,7 @@ def add_verbosity_options(parser: argparse.ArgumentParser, *, subcommand: bool =
     and ``cellspec convert ... -v`` mean the same."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS if subcommand else False,
-                       help="no progress bars; log errors only")
+                       help="no progress bars, no warnings; log errors only")
     group.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS if subcommand else 0,
                        help="progress bars whatever the size; log each step and its time (-vv: debug)")
 
@@ -116,11 +118,23 @@ def verbosity(quiet: bool, verbose: int) -> Iterator[None]:
     logger.addHandler(handler)
     logger.setLevel(log_level)
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.showwarning = print_warning if not quiet else _drop_warning
+            yield
     finally:
         logger.removeHandler(handler)
         logger.setLevel(previous_level)
         set_verbosity(previous_verbosity)
+
+
+def print_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file=None,
+                  line: str | None = None) -> None:
+    """A warning as one ``cellspec: warning: ...`` line on stderr, without Python's file and source line."""
+    print(f"cellspec: warning: {message}", file=file or sys.stderr)
+
+
+def _drop_warning(*args: Any, **kwargs: Any) -> None:
+    """``-q``: warnings are not shown."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,6 +24,7 @@ QUPATH_EXAMPLES = (
     "Cell: Area µm^2", "Cell: Area μm^2", "Cell: Area Âµm^2", "Cell: Area px^2", "Nucleus: Length µm",
     "Cell: Circularity", "Cell: Solidity", "Cell: Max diameter µm", "Nucleus/Cell area ratio",
     "Detection probability", "Nucleus: CD8: clone C8/144B: Mean", "Subcellular: Channel 2: Num spots estimated",
+    "Smoothed: 50 µm: Nucleus: CD3: Mean", "ROI: 2.00 µm per pixel: DAPI: Mean", "Nuclei Area µm^2: Mean",
 )
 MCMICRO_EXAMPLES = (
     "DNA_1", "CD3", "CD3_intensity_median", "CD3_intensity_sum", "CD3_intensity_std", "CD3_gini_index", "Area",

@@ -15,7 +15,6 @@ import codecs
 import csv
 import os
 import re
-import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -182,11 +181,27 @@ def _quote_note(text: str, delimiter: str, names: tuple[str, ...], dups: list[st
     return ""
 
 
-def require_columns(header: Header, tool: str, groups: Sequence[Sequence[str]]) -> None:
-    """Stop unless, for every group of alternatives, one column is present; list what is missing."""
+def require_columns(header: Header, tool: str, groups: Sequence[Sequence[str]], advice: str = "") -> None:
+    """Stop unless, for every group of alternatives, one column is present; list what is missing and
+    every column found. ``advice`` replaces "not a <tool> table" where the tool knows better."""
     missing = [alternatives for alternatives in groups if header.find(*alternatives) is None]
     if missing:
         wanted = "; ".join(" or ".join(repr(a) for a in alts) for alts in missing)
-        found = textwrap.fill(", ".join(header.names), width=100, initial_indent="  ", subsequent_indent="  ")
-        raise InputError(f"{header.path.name}: not a {tool} table: expected column(s) not found: {wanted}; "
-                         f"found {len(header.names)} column(s):\n{found}")
+        raise InputError(f"{header.path.name}: {advice or f'not a {tool} table'}: expected column(s) not found: "
+                         f"{wanted}; found {len(header.names)} column(s):\n{column_lines(header.names)}")
+
+
+def column_lines(names: Sequence[str], width: int = 100) -> str:
+    """Column names in quotes, as many to a line as fit in ``width``, never one cut across two lines.
+
+    >>> print(column_lines(["Image", "Nucleus: Hematoxylin OD mean", "Cell: Area"], width=44))
+      'Image', 'Nucleus: Hematoxylin OD mean',
+      'Cell: Area'
+    """
+    lines, line = [], ""
+    for item in (repr(n) for n in names):
+        if line and len(line) + len(item) + 2 > width - 2:
+            lines.append(line + ",")
+            line = ""
+        line = f"{line}, {item}" if line else item
+    return "\n".join("  " + text for text in [*lines, line])

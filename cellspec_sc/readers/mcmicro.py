@@ -61,7 +61,8 @@ ADAPTER = "mcmicro"
 # Bump whenever the output for the same input changes (spec section 11).
 # 1.1.0: "other" ids made unique with their statistic; nf-core <image>_<mask>.csv names split; the
 # X_position / Y_position layout read; Latin-1/cp1252 files read.
-ADAPTER_VERSION = "1.1.0"
+# 1.2.0: markers.csv names in quotes matched to the table's unquoted columns.
+ADAPTER_VERSION = "1.2.0"
 TOOL = "MCMICRO mcquant"
 
 ID_COLUMN = "CellID"
@@ -248,11 +249,36 @@ class McquantAdapter(ToolAdapter):
                            matrix=[n for n in header.names if n not in fixed])
 
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
+        if self.channel_names is not None:
+            self.channel_names = self._unquoted_channels(list(roles.matrix))
         specs, self.shape_compartment = classify_columns(list(roles.matrix), default_compartment=self.compartment,
                                                          markers=self.channel_names)
         if self.channel_names is not None:
             self._check_markers_match(list(roles.matrix), specs)
         return specs
+
+    def _unquoted_channels(self, names: list[str]) -> list[str]:
+        """markers.csv's names, with the quotes taken off those written as ``'DNA 1'`` (or ``"DNA 1"``) whose
+        columns the table names without them (seen in MCMICRO workshop data); said in a warning."""
+        bases = {_strip_mask(n)[0] for n in names}
+
+        def in_table(marker: str) -> bool:
+            return marker in bases or any(b.startswith(marker + "_") for b in bases)
+
+        out, unquoted = [], []
+        for name in self.channel_names:
+            inner = name[1:-1].strip() if len(name) > 2 and name[0] == name[-1] and name[0] in "'\"" else None
+            if inner and not in_table(name) and in_table(inner):
+                out.append(inner)
+                unquoted.append(name)
+            else:
+                out.append(name)
+        if unquoted:
+            csv_name = Path(self.markers_csv).name
+            notice(f"{csv_name}: marker name(s) {', '.join(unquoted[:10])}{', ...' if len(unquoted) > 10 else ''} "
+                   "are in quotes that the table's columns do not have; matched without the quotes",
+                   strict=self.strict)
+        return out
 
     def _check_markers_match(self, names: list[str], specs: list[FeatureSpec]) -> None:
         """Warn (refuse with ``strict``) when markers.csv names none or only part of the marker columns."""
@@ -269,6 +295,11 @@ class McquantAdapter(ToolAdapter):
             notice(f"{csv_name}: column(s) {', '.join(map(repr, lost))} of the table are not in {csv_name} and become "
                    f"kind other; {csv_name} names {', '.join(map(repr, unused)) or 'no other channel'} without a "
                    "column", strict=self.strict)
+        elif unused:
+            notice(f"{csv_name}: names {len(unused)} channel(s) with no column in the table "
+                   f"({', '.join(map(repr, unused[:10]))}{', ...' if len(unused) > 10 else ''}); they are kept as "
+                   "channels without measurements", strict=self.strict)
+
     def tables(self, header, parsed, dictionary, applied, specs) -> Tables:
         path, n = header.path, parsed.n
         ps, ps_y = self.ps, self.ps_y

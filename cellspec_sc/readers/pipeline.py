@@ -116,9 +116,13 @@ class ToolAdapter(ABC):
     def header(self, path: Path) -> Header:
         """The checked header of the export at ``path``: a table of this tool that can be read."""
         header = read_header(path, self.delimiter(path), self.tool, self.encoding)
-        require_columns(header, self.tool, self.required)
+        require_columns(header, self.tool, self.required, self.missing_advice(header))
         self.check_header(header)
         return header
+
+    def missing_advice(self, header: Header) -> str:
+        """What to say, instead of "not a <tool> table", when a required column is missing ("" for that)."""
+        return ""
 
     def check_header(self, header: Header) -> None:
         """Refuse what the header alone shows cannot be read (before the file is parsed)."""

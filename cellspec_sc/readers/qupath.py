@@ -63,7 +63,9 @@ ADAPTER = "qupath"
 # Bump whenever the output for the same input changes (spec section 11).
 # 1.1.0: "other" ids made unique with their statistic; Latin-1/cp1252 files read; rows of other object
 # types may hold text in number columns.
-ADAPTER_VERSION = "1.1.0"
+# 1.2.0: derived headers ("Smoothed: 50 µm: ...", "ROI: 2.00 µm per pixel: DAPI: Mean") and summaries of
+# quantities ("Nuclei Area µm^2: Mean") are kind other, not intensities of a marker named after them.
+ADAPTER_VERSION = "1.2.0"
 TOOL = "QuPath"
 
 # Fixed text columns -> cells column (None: read but not kept).
@@ -91,6 +93,13 @@ class QuPathAdapter(ToolAdapter):
 
     def delimiter(self, path: Path) -> str:
         return "," if path.name.lower().endswith(".csv") else "\t"
+
+    def missing_advice(self, header: Header) -> str:
+        if header.find(*IDENTITY) is None or any(None not in _found(header, c) for c in (CENTROIDS_UM, CENTROIDS_PX)):
+            return ""
+        return ("a QuPath export without centroid columns (the cells' positions): export the measurements again "
+                "with 'Centroid X µm' and 'Centroid Y µm' (a script's columnsToInclude leaves them out unless "
+                "listed; annotation exports have none)")
 
     def check_header(self, header: Header) -> None:
         um_cols, px_cols = _found(header, CENTROIDS_UM), _found(header, CENTROIDS_PX)

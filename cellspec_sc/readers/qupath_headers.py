@@ -42,6 +42,9 @@ SPECIAL = {
 # Unit tokens at the end of a header, after micro-sign normalisation.
 UNITS = {"um^2": "um2", "um2": "um2", "px^2": "px2", "px2": "px2", "um": "um", "px": "px"}
 
+PER_PIXEL = re.compile(r"[\d.]+\s*(um|px)\s+per\s+pixel", flags=re.I)
+
+
 def _unit_split(text: str) -> tuple[str, str | None]:
     match = re.fullmatch(r"(.*?)\s+(um\^2|px\^2|um2|px2|um|px)", text, flags=re.I)
     return (match.group(1), UNITS[match.group(2).lower()]) if match else (text, None)
@@ -56,6 +59,17 @@ def _shape(text: str, compartment: str, source: str, calibrated: bool) -> Featur
     if unit is None:
         unit = "1" if dimension == 0 else ("um" if calibrated else "px") + ("2" if dimension == 2 else "")
     return FeatureSpec("shape", statistic, unit, source, compartment)
+
+
+def _derived(parts: list[str]) -> bool:
+    """Headers QuPath's commands derive from other measurements: "Smoothed: 50 µm: ..." (add smoothed
+    features: a weighted mean over the neighbourhood) and "ROI: 2.00 µm per pixel: DAPI: Mean" (add
+    intensity features, at a resolution of their own); they measure no compartment of the cell itself.
+
+    >>> _derived(["Smoothed", "50 um", "Nucleus", "CD3", "Mean"]), _derived(["Nucleus", "CD3", "Mean"])
+    (True, False)
+    """
+    return parts[0].lower() == "smoothed" or any(PER_PIXEL.fullmatch(p) for p in parts[:-1])
 
 
 def classify(source: str, *, calibrated: bool) -> FeatureSpec:
@@ -74,6 +88,8 @@ def classify(source: str, *, calibrated: bool) -> FeatureSpec:
     parts = [p.strip() for p in norm.split(":")]
     raw_parts = source.split(":")  # marker names keep their own spacing (trimmed later)
     first = COMPARTMENTS.get(parts[0].lower())
+    if _derived(parts):
+        return FeatureSpec.other(source, _unit_split(norm)[1] or "a.u.")
     if len(parts) == 1:
         return _shape(norm, "cell", source, calibrated) or FeatureSpec.other(source, _unit_split(norm)[1] or "a.u.")
     stat = OBJECT_STATISTICS.get(parts[-1].lower())
@@ -83,7 +99,7 @@ def classify(source: str, *, calibrated: bool) -> FeatureSpec:
             return FeatureSpec("intensity", stat, "a.u.", source, first, ":".join(raw_parts[1:-1]).strip())
         if second_last:  # <= 0.5: CD3: Nucleus: Mean
             return FeatureSpec("intensity", stat, "a.u.", source, second_last, ":".join(raw_parts[:-2]).strip())
-        return FeatureSpec("intensity", stat, "a.u.", source, "cell", ":".join(raw_parts[:-1]).strip())
+        return FeatureSpec.other(source)  # "A: B: Mean" without a compartment word: no marker we can name
     if len(parts) == 2 and first:
         rest = parts[1]
         shape = _shape(rest, first, source, calibrated)
@@ -97,6 +113,9 @@ def classify(source: str, *, calibrated: bool) -> FeatureSpec:
                 return FeatureSpec.other(source)
             return FeatureSpec("intensity", statistic, "a.u.", source, first, match.group(1))
     if len(parts) == 2 and stat:  # a detection without compartments: CD3: Mean
+        name, unit = _unit_split(parts[0])
+        if unit is not None or "%" in name:  # "Nuclei Area µm^2: Mean": a summary of a quantity, not a marker
+            return FeatureSpec.other(source, unit or "a.u.")
         return FeatureSpec("intensity", stat, "a.u.", source, "cell", raw_parts[0].strip())
     return FeatureSpec.other(source, _unit_split(norm)[1] or "a.u.")
 

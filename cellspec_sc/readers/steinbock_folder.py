@@ -32,7 +32,7 @@ NEIGHBOR_COLUMNS = ("Object", "Neighbor", "Distance")
 FOLDERS = ("intensities", "regionprops", "neighbors")
 KEEP_TRUE = ("1", "True", "true")
 KEEP_FALSE = ("0", "False", "false")
-IMAGES_CSV_TEXT = ("image", "acquisition_description", "source_file", "recovery_file", "recovered")
+IMAGES_CSV_NUMBERS = ("width_px", "height_px", "acquisition_width_um", "acquisition_height_um")
 
 
 def image_stem(name: str) -> str:
@@ -92,20 +92,17 @@ class ImageInfo:
 
 
 def read_images_csv(path: Path, encoding: str | None = None) -> list[ImageInfo]:
-    """Rows of a steinbock ``images.csv``; the pixel size is ``acquisition_width_um / width_px``."""
+    """Rows of a steinbock ``images.csv``; the pixel size is ``acquisition_width_um / width_px``. Only the
+    columns used here are read as numbers: others (older steinbock's ``source``, a lab's own metadata) are
+    left alone, whatever they hold."""
     header = read_header(path, ",", "steinbock images.csv", encoding)
     require_columns(header, "steinbock images.csv", [("image",)])
-    types = {n: (pa.string() if n in IMAGES_CSV_TEXT else pa.float64()) for n in header.names}
-    try:
-        table = pacsv.read_csv(path, read_options=read_options(header), convert_options=pacsv.ConvertOptions(
-            column_types=types, null_values=[""], strings_can_be_null=True))
-    except pa.ArrowInvalid as err:
-        raise InputError(f"{path.name}: cannot parse: {err}") from None
+    table = read_text_table(header, columns=[n for n in header.names if n == "image" or n in IMAGES_CSV_NUMBERS])
 
     def column(name: str) -> np.ndarray:
         if name not in header.names:
             return np.full(table.num_rows, np.nan)
-        return table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
+        return numbers_of(path, name, table.column(name).to_pylist())
 
     blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(table.column("image")), ""), True)
     missing = pc.index(blank, True).as_py()
@@ -117,6 +114,24 @@ def read_images_csv(path: Path, encoding: str | None = None) -> list[ImageInfo]:
     distinct_y = np.isfinite(size_y) & np.isfinite(size) & (np.abs(size_y - size) > 1e-9 * size)
     return [ImageInfo(image_stem(str(images[i]).strip()), i + 2, _number(width[i]), _number(height[i]),
                       _number(size[i]), _number(size_y[i]) if distinct_y[i] else None) for i in range(len(images))]
+
+
+def numbers_of(path: Path, column: str, texts: Sequence[str | None]) -> np.ndarray:
+    """The numbers of a short text column (one row per image), NaN where empty; a value that is no number
+    is refused with its line and column.
+
+    >>> numbers_of(Path("images.csv"), "width_px", ["10", None, " 2.5 "]).tolist()
+    [10.0, nan, 2.5]
+    """
+    out = np.full(len(texts), np.nan)
+    for i, text in enumerate(texts):
+        if text is None or not text.strip():
+            continue
+        try:
+            out[i] = float(text)
+        except ValueError:
+            raise InputError(f"{path.name}: line {i + 2}, column {column!r}: cannot parse {text!r} as a number") from None
+    return out
 
 
 def _ratio(um: np.ndarray, px: np.ndarray) -> np.ndarray:
@@ -151,9 +166,9 @@ def image_pixel_sizes(folder: Path, stems: Sequence[str], infos: Mapping[str, Im
     for stem in stems:
         info = infos.get(stem)
         if info is None or info.pixel_size is None:
-            where = (f"images.csv: line {info.line}, column 'acquisition_width_um'" if info is not None
-                     else f"images.csv: no row for image {stem!r}" if infos else "no images.csv")
-            raise InputError(f"{folder.name}/{where}: no pixel size for image {stem!r} (steinbock centroids are in "
+            where = (f"/images.csv: line {info.line}, column 'acquisition_width_um'" if info is not None
+                     else f"/images.csv: no row for image {stem!r}" if infos else ": no images.csv")
+            raise InputError(f"{folder.name}{where}: no pixel size for image {stem!r} (steinbock centroids are in "
                              "pixels); pass it in micrometres per pixel: read_steinbock(folder, pixel_size=1.0) or "
                              "`cellspec import steinbock FOLDER OUT --pixel-size 1.0`")
         sizes[stem], sizes_y[stem] = info.pixel_size, info.pixel_size_y

@@ -1,0 +1,142 @@
+"""Variants met in real public exports (thirteenth session's trial; the files the tests write are minimal
+versions of what those exports held): steinbock's images.csv with text columns of its own, MCMICRO's
+markers.csv with quoted names or extra channels, QuPath's derived measurements and exports without
+centroids, and how the CLI shows a reader's warnings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import cellspec_sc as cs
+from cellspec_sc.cli.main import main
+from cellspec_sc.errors import InputError
+from cellspec_sc.readers.notices import ReaderWarning
+
+
+def column(x, source_name: str):
+    """The measured values of the feature read from ``source_name``."""
+    feature_id = x.dictionary.set_index("source_name").at[source_name, "feature_id"]
+    return x.measurements[:, x.feature_ids.index(feature_id)].tolist()
+
+
+def steinbock_folder(root: Path, images_csv: str | None) -> Path:
+    folder = root / "steinbock"
+    for sub in ("intensities", "regionprops"):
+        (folder / sub).mkdir(parents=True)
+    (folder / "intensities" / "img_1.csv").write_text("Object,CD3\n1,0.5\n2,0.25\n")
+    (folder / "regionprops" / "img_1.csv").write_text("Object,area,centroid-0,centroid-1\n1,4,2.0,3.0\n2,6,7.0,1.0\n")
+    if images_csv is not None:
+        (folder / "images.csv").write_text(images_csv)
+    return folder
+
+
+def test_steinbock_images_csv_with_text_columns_of_its_own(tmp_path):
+    # older steinbock wrote a `source` column; labs add their own (patient, condition)
+    folder = steinbock_folder(tmp_path, "image,width_px,height_px,source,acquisition_width_um,acquisition_height_um,"
+                                        "patient\nimg_1.tiff,10,10,run1.mcd,5.0,5.0,P 7\n")
+    x = cs.read_steinbock(folder)
+    assert x.images["pixel_size"].tolist() == [0.5]
+    assert x.images["width_px"].tolist() == [10]
+    assert x.cells["x"].tolist() == [(3.0 + 0.5) * 0.5, (1.0 + 0.5) * 0.5]  # centroid-1 is x, pixel centres at i + 0.5
+    assert x.cells["y"].tolist() == [(2.0 + 0.5) * 0.5, (7.0 + 0.5) * 0.5]
+    assert cs.validate(x).ok
+
+
+def test_steinbock_images_csv_number_that_is_not_one_is_named_by_line_and_column(tmp_path):
+    folder = steinbock_folder(tmp_path, "image,width_px,height_px,acquisition_width_um,acquisition_height_um\n"
+                                        "img_0.tiff,10,10,5,5\nimg_1.tiff,ten,10,5,5\n")
+    with pytest.raises(InputError, match=r"images.csv: line 3, column 'width_px': cannot parse 'ten' as a number"):
+        cs.read_steinbock(folder)
+
+
+def test_steinbock_without_images_csv_says_so_plainly(tmp_path):
+    folder = steinbock_folder(tmp_path, None)
+    with pytest.raises(InputError, match=r"^steinbock: no images.csv: no pixel size for image 'img_1' .*pixel_size=1.0"):
+        cs.read_steinbock(folder)
+
+
+MCQUANT = "CellID,DNA 1,CD3,X_centroid,Y_centroid,Area\n1,100.0,5.0,10.0,4.0,30\n"
+
+
+def test_markers_csv_names_in_quotes_match_the_unquoted_columns(tmp_path):
+    table = tmp_path / "img_cell.csv"
+    table.write_text(MCQUANT)
+    markers = tmp_path / "markers.csv"
+    markers.write_text("channel_number,cycle_number,marker_name\n1,1,'DNA 1'\n2,1,'CD3'\n")
+    with pytest.warns(ReaderWarning, match=r"markers.csv: marker name\(s\) 'DNA 1', 'CD3' are in quotes"):
+        x = cs.read_mcmicro(table, pixel_size=0.5, markers_csv=markers)
+    kinds = x.dictionary.set_index("source_name")["kind"]
+    assert kinds["DNA 1"] == "intensity" and kinds["CD3"] == "intensity"
+    assert x.channels["channel_name"].tolist() == ["DNA 1", "CD3"]
+    assert column(x, "CD3") == [5.0] and column(x, "DNA 1") == [100.0]
+    with pytest.raises(InputError, match="are in quotes"):
+        cs.read_mcmicro(table, pixel_size=0.5, markers_csv=markers, strict=True)
+
+
+def test_markers_csv_with_channels_the_table_lacks_warns_and_keeps_them(tmp_path):
+    table = tmp_path / "img_cell.csv"
+    table.write_text(MCQUANT)
+    markers = tmp_path / "markers.csv"
+    markers.write_text("channel_number,cycle_number,marker_name\n1,1,DNA 1\n2,1,CD3\n3,1,CD20\n4,2,PD1\n")
+    with pytest.warns(ReaderWarning, match=r"names 2 channel\(s\) with no column in the table \('CD20', 'PD1'\)"):
+        x = cs.read_mcmicro(table, pixel_size=0.5, markers_csv=markers)
+    assert x.channels["channel_name"].tolist() == ["DNA 1", "CD3", "CD20", "PD1"]
+    assert (x.dictionary["kind"] == "intensity").sum() == 2
+
+
+QUPATH_DERIVED = ["Image", "Object ID", "Centroid X µm", "Centroid Y µm", "Cell: DAPI mean",
+                  "Smoothed: 50 µm: Hematoxylin: Mean", "ROI: 2.00 µm per pixel: DAPI: Mean",
+                  "Nuclei Area µm^2: Mean", "Diameter Ratio %: Min", "CD3: Mean"]
+
+
+def test_qupath_derived_measurements_are_not_markers(tmp_path):
+    path = tmp_path / "derived.tsv"
+    path.write_text("\t".join(QUPATH_DERIVED) + "\n" + "\t".join(["a.tif", "c1", "10.5", "20.5", "5", "6", "7", "8",
+                                                                  "9", "10"]) + "\n", encoding="utf-8")
+    x = cs.read_qupath(path, pixel_size=0.5)
+    d = x.dictionary.set_index("source_name")
+    assert d.loc["Cell: DAPI mean", ["kind", "marker", "compartment", "statistic"]].tolist() == \
+        ["intensity", "DAPI", "cell", "mean"]
+    assert d.loc["CD3: Mean", ["kind", "marker"]].tolist() == ["intensity", "CD3"]
+    for derived in QUPATH_DERIVED[5:9]:
+        assert d.at[derived, "kind"] == "other", derived
+    assert d.at["Nuclei Area µm^2: Mean", "unit"] == "um2"
+    assert sorted(x.channels["channel_name"]) == ["CD3", "DAPI"]  # no channel named after a derived header
+    assert column(x, "ROI: 2.00 µm per pixel: DAPI: Mean") == [7.0] and column(x, "Cell: DAPI mean") == [5.0]
+    assert cs.validate(x).ok
+
+
+def test_qupath_export_without_centroids_says_what_to_export_and_lists_whole_names(tmp_path):
+    names = ["Image", "Object ID", "Class", "Nucleus: Hematoxylin OD mean", "Nucleus: DAB OD mean",
+             "Cytoplasm: DAB OD mean", "Cell: DAB OD mean", "Nucleus: Area µm^2", "Cell: Area µm^2",
+             "Hematoxylin: Mean", "Area ratio %: Max"]
+    path = tmp_path / "nocentroids.tsv"
+    path.write_text("\t".join(names) + "\n" + "\t".join(["a.tif", "c1", "T"] + ["1"] * 8) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        cs.read_qupath(path, pixel_size=0.5)
+    message = str(err.value)
+    assert message.startswith("nocentroids.tsv: a QuPath export without centroid columns")
+    assert "'Centroid X µm'" in message and "found 11 column(s)" in message
+    listing = message.split("column(s):\n", 1)[1].splitlines()
+    assert all(len(line) <= 100 for line in listing)
+    shown = [n.strip().strip("'") for line in listing for n in line.strip().rstrip(",").split("', '")]
+    assert shown == names  # every name whole, on one line, in the file's order
+
+
+def test_cli_prints_reader_warnings_as_one_line_each(tmp_path, capsys):
+    table = tmp_path / "img_cell.csv"
+    table.write_text(MCQUANT)
+    markers = tmp_path / "markers.csv"
+    markers.write_text("channel_number,cycle_number,marker_name\n1,1,'DNA 1'\n2,1,CD3\n")
+    code = main(["import", "mcmicro", str(table), str(tmp_path / "out"), "--pixel-size", "0.5", "--markers",
+                 str(markers)])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert err.splitlines()[0] == ("cellspec: warning: markers.csv: marker name(s) 'DNA 1' are in quotes that the "
+                                   "table's columns do not have; matched without the quotes")
+    assert ".py:" not in err and "ReaderWarning" not in err
+    code = main(["import", "mcmicro", str(table), str(tmp_path / "out2"), "--pixel-size", "0.5", "--markers",
+                 str(markers), "-q"])
+    assert code == 0 and "warning" not in capsys.readouterr().err
