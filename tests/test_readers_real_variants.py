@@ -5,6 +5,7 @@ centroids, and how the CLI shows a reader's warnings."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,18 @@ def test_cli_prints_reader_warnings_as_one_line_each(tmp_path, capsys):
     code = main(["import", "mcmicro", str(table), str(tmp_path / "out2"), "--pixel-size", "0.5", "--markers",
                  str(markers), "-q"])
     assert code == 0 and "warning" not in capsys.readouterr().err
+
+
+def test_steinbock_images_without_neighbour_files_are_named(tmp_path):
+    folder = steinbock_folder(tmp_path, "image,width_px,height_px,acquisition_width_um,acquisition_height_um\n"
+                                        "img_1.tiff,10,10,5,5\nimg_2.tiff,10,10,5,5\n")
+    (folder / "intensities" / "img_2.csv").write_text("Object,CD3\n1,0.75\n2,1.0\n")
+    (folder / "regionprops" / "img_2.csv").write_text("Object,area,centroid-0,centroid-1\n1,4,2.0,3.0\n2,6,4.0,4.0\n")
+    (folder / "neighbors").mkdir()
+    (folder / "neighbors" / "img_2.csv").write_text("Object,Neighbor,Distance\n1,2,1.0\n2,1,1.0\n")
+    with pytest.warns(ReaderWarning, match=r"steinbock/neighbors: no <image>.csv for 1 of 2 image\(s\) \(img_1\)"):
+        x = cs.read_steinbock(folder)
+    assert x.adjacency[["image_id", "cell_id_a", "cell_id_b"]].values.tolist() == [["img_2", "1", "2"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cs.read_steinbock(folder, neighbors=False).adjacency is None

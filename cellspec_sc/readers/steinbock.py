@@ -45,6 +45,7 @@ from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.readers.features import SKIMAGE_REGIONPROPS, FeatureSpec, channels_frame, clean_marker
 from cellspec_sc.readers.headers import Header, read_header, require_columns
+from cellspec_sc.readers.notices import notice
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.pieces import data_lines
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
@@ -218,9 +219,15 @@ class SteinbockAdapter(ToolAdapter):
     def _adjacency(self, folder: Path, parsed: Parsed):
         ids = parsed.arrow(OBJECT)
         ends = np.cumsum([0, *self.rows_per_image])
-        frames = [f for k, stem in enumerate(self.stems)
-                  if (f := neighbor_pairs(folder, stem, ids.slice(ends[k], ends[k + 1] - ends[k]),
-                                          self.neighbor_method, self.encoding)) is not None]
+        found = {stem: neighbor_pairs(folder, stem, ids.slice(ends[k], ends[k + 1] - ends[k]), self.neighbor_method,
+                                      self.encoding) for k, stem in enumerate(self.stems)}
+        lacking = [stem for stem, frame in found.items() if frame is None]
+        if lacking:
+            notice(f"{folder.name}/neighbors: no <image>.csv for {len(lacking)} of {len(found)} image(s) "
+                   f"({', '.join(lacking[:5])}{', ...' if len(lacking) > 5 else ''}): their cells have no adjacency "
+                   "(steinbock measure neighbors writes them; neighbors=False, CLI --no-neighbors, leaves adjacency "
+                   "out without this warning)")
+        frames = [frame for frame in found.values() if frame is not None]
         if not frames:
             return None
         return canonical_frame(pd.concat(frames, ignore_index=True), "adjacency")
