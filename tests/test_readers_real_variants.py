@@ -85,6 +85,8 @@ def test_markers_csv_with_channels_the_table_lacks_warns_and_keeps_them(tmp_path
         x = cs.read_mcmicro(table, pixel_size=0.5, markers_csv=markers)
     assert x.channels["channel_name"].tolist() == ["DNA 1", "CD3", "CD20", "PD1"]
     assert (x.dictionary["kind"] == "intensity").sum() == 2
+    with pytest.raises(InputError, match=r"names 2 channel\(s\) with no column"):
+        cs.read_mcmicro(table, pixel_size=0.5, markers_csv=markers, strict=True)
 
 
 QUPATH_DERIVED = ["Image", "Object ID", "Centroid X µm", "Centroid Y µm", "Cell: DAPI mean",

@@ -111,7 +111,8 @@ def register(p: argparse.ArgumentParser) -> None:
     m.add_argument("--image", default=None, metavar="IMAGE",
                    help="OME-TIFF (or .ome.xml) to read PhysicalSizeX and the image size from")
     m.add_argument("--strict", action="store_true",
-                   help="refuse a markers.csv that names none or only part of the marker columns")
+                   help="refuse a markers.csv that does not fit the table (names none or only part of the marker "
+                        "columns, channels without a column, names in quotes the columns lack)")
     m.set_defaults(func=cmd_import_mcmicro)
 
     s = tools.add_parser("steinbock", help="steinbock output folder (intensities/, regionprops/, neighbors/, "

@@ -26,9 +26,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
@@ -41,15 +38,14 @@ from cellspec_sc.readers.features import (
     clean_marker,
     intensity_channels,
 )
-from cellspec_sc.readers.headers import Header, read_header
-from cellspec_sc.readers.notices import notice
+from cellspec_sc.readers.headers import Header
+from cellspec_sc.readers.mcmicro_markers import read_markers_csv, unquoted_channels, warn_unmatched
 from cellspec_sc.readers.ome import OmePixels, read_ome_pixels
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
 from cellspec_sc.readers.values import (
     check_finite_centroids,
     check_image_ids,
-    check_missing_text,
     constant_strings,
     first_line_where,
     pixel_size_for,
@@ -125,50 +121,6 @@ def mask_compartment(mask: str | None) -> str | None:
     if key == "mask" or key.startswith("mask_"):
         return "cell"  # nf-core/mcmicro's whole-cell segmentation mask_<image>.tif
     return MASKS.get(key[:-4] if key.endswith("mask") else key)
-
-
-def mcquant_names(names: list[str]) -> list[str]:
-    """Channel names as mcquant makes them unique: every copy of a repeated name gets ``_1``, ``_2``...
-
-    >>> mcquant_names(["DNA", "CD3", "DNA"])
-    ['DNA_1', 'CD3', 'DNA_2']
-    """
-    total, seen = Counter(names), Counter()
-    out = []
-    for name in names:
-        seen[name] += 1
-        out.append(f"{name}_{seen[name]}" if total[name] > 1 else name)
-    return out
-
-
-def read_markers_csv(path: str | os.PathLike) -> list[str]:
-    """Channel names, in channel order, from an MCMICRO ``markers.csv`` (or the old one-name-per-line file)."""
-    header = read_header(path, ",", "markers.csv")
-    if "marker_name" in header.names:
-        table = pacsv.read_csv(header.path, convert_options=pacsv.ConvertOptions(
-            column_types={n: pa.string() for n in header.names}))
-        names = table.column("marker_name").to_numpy(zero_copy_only=False)
-        check_missing_text(header.path, names, "marker_name", None)
-        order = np.arange(len(names))
-        if "channel_number" in header.names:
-            numbers = _numbers_or_none(table.column("channel_number"))
-            if numbers is not None and np.isfinite(numbers).all():
-                order = np.argsort(numbers, kind="stable")
-        return mcquant_names([str(names[i]).strip() for i in order])
-    if len(header.names) == 1:
-        table = pacsv.read_csv(header.path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
-                               convert_options=pacsv.ConvertOptions(column_types={"f0": pa.string()}))
-        return mcquant_names([str(v).strip() for v in table.column("f0").to_pylist()])
-    raise InputError(f"{header.path.name}: not an MCMICRO markers.csv: expected column 'marker_name' not found; "
-                     f"found: {', '.join(header.names)}")
-
-
-def _numbers_or_none(values: pa.ChunkedArray) -> np.ndarray | None:
-    """Text as float64 (NaN for empty), or None when one value is not a number."""
-    try:
-        return pc.cast(pc.utf8_trim_whitespace(values), pa.float64()).to_numpy(zero_copy_only=False)
-    except pa.ArrowInvalid:
-        return None
 
 
 # -- column classification -------------------------------------------------------------------------------
@@ -249,56 +201,18 @@ class McquantAdapter(ToolAdapter):
                            matrix=[n for n in header.names if n not in fixed])
 
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
+        names = list(roles.matrix)
         if self.channel_names is not None:
-            self.channel_names = self._unquoted_channels(list(roles.matrix))
-        specs, self.shape_compartment = classify_columns(list(roles.matrix), default_compartment=self.compartment,
+            self.channel_names = unquoted_channels(self.channel_names, {_strip_mask(n)[0] for n in names},
+                                                   Path(self.markers_csv).name, strict=self.strict)
+        specs, self.shape_compartment = classify_columns(names, default_compartment=self.compartment,
                                                          markers=self.channel_names)
         if self.channel_names is not None:
-            self._check_markers_match(list(roles.matrix), specs)
+            free, _ = classify_columns(names, default_compartment=self.compartment, markers=None)
+            lost = [n for n, a, b in zip(names, free, specs, strict=True) if a.kind == "intensity" and b.kind == "other"]
+            warn_unmatched(Path(self.markers_csv).name, self.channel_names, lost,
+                           {s.marker for s in specs if s.kind == "intensity"}, strict=self.strict)
         return specs
-
-    def _unquoted_channels(self, names: list[str]) -> list[str]:
-        """markers.csv's names, with the quotes taken off those written as ``'DNA 1'`` (or ``"DNA 1"``) whose
-        columns the table names without them (seen in MCMICRO workshop data); said in a warning."""
-        bases = {_strip_mask(n)[0] for n in names}
-
-        def in_table(marker: str) -> bool:
-            return marker in bases or any(b.startswith(marker + "_") for b in bases)
-
-        out, unquoted = [], []
-        for name in self.channel_names:
-            inner = name[1:-1].strip() if len(name) > 2 and name[0] == name[-1] and name[0] in "'\"" else None
-            if inner and not in_table(name) and in_table(inner):
-                out.append(inner)
-                unquoted.append(name)
-            else:
-                out.append(name)
-        if unquoted:
-            csv_name = Path(self.markers_csv).name
-            notice(f"{csv_name}: marker name(s) {', '.join(unquoted[:10])}{', ...' if len(unquoted) > 10 else ''} "
-                   "are in quotes that the table's columns do not have; matched without the quotes",
-                   strict=self.strict)
-        return out
-
-    def _check_markers_match(self, names: list[str], specs: list[FeatureSpec]) -> None:
-        """Warn (refuse with ``strict``) when markers.csv names none or only part of the marker columns."""
-        free, _ = classify_columns(names, default_compartment=self.compartment, markers=None)
-        lost = [n for n, a, b in zip(names, free, specs, strict=True) if a.kind == "intensity" and b.kind == "other"]
-        matched = {s.marker for s in specs if s.kind == "intensity"}
-        unused = [m for m in self.channel_names if m not in matched]
-        csv_name = Path(self.markers_csv).name
-        if lost and not matched:
-            notice(f"{csv_name}: names none of the marker columns of the table ({', '.join(lost[:10])}"
-                   f"{', ...' if len(lost) > 10 else ''}); they become kind other and the channels come from "
-                   f"{csv_name}: is it the markers.csv of this table?", strict=self.strict)
-        elif lost:
-            notice(f"{csv_name}: column(s) {', '.join(map(repr, lost))} of the table are not in {csv_name} and become "
-                   f"kind other; {csv_name} names {', '.join(map(repr, unused)) or 'no other channel'} without a "
-                   "column", strict=self.strict)
-        elif unused:
-            notice(f"{csv_name}: names {len(unused)} channel(s) with no column in the table "
-                   f"({', '.join(map(repr, unused[:10]))}{', ...' if len(unused) > 10 else ''}); they are kept as "
-                   "channels without measurements", strict=self.strict)
 
     def tables(self, header, parsed, dictionary, applied, specs) -> Tables:
         path, n = header.path, parsed.n
@@ -364,7 +278,8 @@ def read_mcmicro(
     ``PhysicalSizeX`` of ``image`` (an OME-TIFF, or a companion ``.ome.xml``); without either the reader
     stops. ``markers_csv`` gives channel order and names; ``image_id`` defaults to the part of the file
     name before ``--`` (or before ``_<mask>``); ``sample_id`` to the image id. When ``markers_csv``
-    names none or only part of the marker columns, a ReaderWarning says which (``strict=True``: refused).
+    does not fit the table (it names none or only part of the marker columns, names channels without a
+    column, or writes names in quotes the columns lack), a ReaderWarning says how (``strict=True``: refused).
 
     >>> import cellspec_sc as cs
     >>> x = cs.read_mcmicro("exemplar-001--unmicst_cell.csv", pixel_size=0.65)  # doctest: +SKIP

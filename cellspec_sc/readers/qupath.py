@@ -98,8 +98,8 @@ class QuPathAdapter(ToolAdapter):
         if header.find(*IDENTITY) is None or any(None not in _found(header, c) for c in (CENTROIDS_UM, CENTROIDS_PX)):
             return ""
         return ("a QuPath export without centroid columns (the cells' positions): export the measurements again "
-                "with 'Centroid X µm' and 'Centroid Y µm' (a script's columnsToInclude leaves them out unless "
-                "listed; annotation exports have none)")
+                "with 'Centroid X µm' and 'Centroid Y µm' (a script's columnsToInclude leaves them out unless it "
+                "lists them)")
 
     def check_header(self, header: Header) -> None:
         um_cols, px_cols = _found(header, CENTROIDS_UM), _found(header, CENTROIDS_PX)
