@@ -37,7 +37,7 @@ def test_steinbock_images_csv_with_text_columns_of_its_own(tmp_path):
     # older steinbock wrote a `source` column; labs add their own (patient, condition)
     folder = steinbock_folder(tmp_path, "image,width_px,height_px,source,acquisition_width_um,acquisition_height_um,"
                                         "patient\nimg_1.tiff,10,10,run1.mcd,5.0,5.0,P 7\n")
-    x = cs.read_steinbock(folder)
+    x = cs.read_steinbock(folder, neighbors=False)
     assert x.images["pixel_size"].tolist() == [0.5]
     assert x.images["width_px"].tolist() == [10]
     assert x.cells["x"].tolist() == [(3.0 + 0.5) * 0.5, (1.0 + 0.5) * 0.5]  # centroid-1 is x, pixel centres at i + 0.5
@@ -158,3 +158,71 @@ def test_steinbock_images_without_neighbour_files_are_named(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert cs.read_steinbock(folder, neighbors=False).adjacency is None
+
+
+QUPATH01 = ["Image", "Name", "Class", "Parent", "ROI", "Centroid X µm", "Centroid Y µm", "Area µm^2"]
+
+
+def write_qupath01(tmp_path: Path, rows: list[list[str]]) -> Path:
+    path = tmp_path / "qupath01.txt"
+    path.write_text("\n".join("\t".join(r) for r in [QUPATH01, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_qupath01_annotation_rows_are_not_cells(tmp_path):
+    # QuPath 0.1 has no Object type column; an object without a name shows its class name in Name
+    path = write_qupath01(tmp_path, [["a.svs", "PathCellObject", "Tumor", "PathAnnotationObject", "Polygon", "10", "10",
+                                      "50"],
+                                     ["a.svs", "PathAnnotationObject", "", "Image", "Polygon", "100", "100", "500000"]])
+    with pytest.raises(InputError, match=r"qupath01.txt: line 3, column 'Name': 'PathAnnotationObject' marks a QuPath "
+                                         r"0.1 object that is not a cell .*1 'Annotation' row.*object_types=None"):
+        cs.read_qupath(path, pixel_size=0.5)
+    with pytest.warns(ReaderWarning, match=r"1 'Annotation' row\(s\) of a QuPath 0.1 export kept as cells"):
+        x = cs.read_qupath(path, pixel_size=0.5, object_types=None)
+    assert x.cells["area"].tolist() == [50.0, 500000.0]
+    only_cells = write_qupath01(tmp_path, [["a.svs", "PathCellObject", "Tumor", "Image", "Polygon", "10", "10", "50"]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cs.read_qupath(only_cells, pixel_size=0.5).cells["x"].tolist() == [10.0]
+
+
+def test_qupath_tma_core_table_is_refused_as_such(tmp_path):
+    path = tmp_path / "TMA.txt"
+    path.write_text("Image\tName\tMissing\tCentroid X µm\tCentroid Y µm\tNum Detections\n"
+                    "s.svs\tB-1\tFalse\t8742.9\t7615.6\t662\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"TMA.txt: line 1, column 'Missing': a QuPath TMA core table"):
+        cs.read_qupath(path, pixel_size=0.5)
+
+
+def test_steinbock_panel_names_with_spaces_match_their_columns(tmp_path):
+    folder = steinbock_folder(tmp_path, None)
+    (folder / "panel.csv").write_text("channel,name,keep\nXe131, 3,1\nPr141,CD3,1\n")
+    (folder / "intensities" / "img_1.csv").write_text("Object, 3,CD3\n1,1.0,2.0\n2,3.0,4.0\n")
+    x = cs.read_steinbock(folder, pixel_size=1.0, neighbors=False)
+    d = x.dictionary.set_index("source_name")
+    assert d.loc[" 3", ["kind", "marker"]].tolist() == ["intensity", "3"]
+    assert x.channels["marker"].tolist() == ["3", "CD3"]
+    assert column(x, " 3") == [1.0, 3.0]
+    assert cs.validate(x).ok
+
+
+def test_steinbock_uneven_pixels_are_warned_about(tmp_path):
+    # an acquisition stopped early: 31 rows of a planned 100 um
+    folder = steinbock_folder(tmp_path, "image,width_px,height_px,acquisition_width_um,acquisition_height_um\n"
+                                        "img_1.tiff,100,31,100,100\n")
+    with pytest.warns(ReaderWarning, match=r"images.csv: line 2: image 'img_1' has pixels of 1 um in x .* 3.22581 um "
+                                           r"in y"):
+        x = cs.read_steinbock(folder, neighbors=False)
+    assert x.images["pixel_size_y"].tolist() == [100 / 31]  # what the file says, kept as it says it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cs.read_steinbock(folder, pixel_size=1.0, neighbors=False).images["pixel_size"].tolist() == [1.0]
+
+
+def test_early_steinbock_folder_names_are_named_in_the_refusal(tmp_path):
+    folder = tmp_path / "old"
+    for sub in ("cell_intensities", "cell_regionprops"):
+        (folder / sub).mkdir(parents=True)
+    with pytest.raises(InputError, match=r"found cell_intensities/, cell_regionprops/: early steinbock versions' folder "
+                                         r"names, rename them to intensities/"):
+        cs.read_steinbock(folder)

@@ -33,17 +33,21 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.readers.features import FeatureSpec, channels_frame, feature_positions, intensity_channels
 from cellspec_sc.readers.headers import Header, normalise_header
-from cellspec_sc.readers.notices import notice
 from cellspec_sc.readers.parsing import Parsed
-from cellspec_sc.readers.piece_parse import read_options
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, in_background, read_export
 from cellspec_sc.readers.qupath_headers import classify, header_style
+from cellspec_sc.readers.qupath_objects import (
+    CELL_TYPES,
+    check_old_object_names,
+    no_kept_rows,
+    refuse_tma_core_table,
+    warn_not_cells,
+)
 from cellspec_sc.readers.values import (
     arrow_objects,
     check_finite_centroids,
@@ -102,6 +106,7 @@ class QuPathAdapter(ToolAdapter):
                 "lists them)")
 
     def check_header(self, header: Header) -> None:
+        refuse_tma_core_table(header)
         um_cols, px_cols = _found(header, CENTROIDS_UM), _found(header, CENTROIDS_PX)
         has_um, has_px = None not in um_cols, None not in px_cols
         if self.pixel_size is None and not (has_um and has_px):  # section 8: MUST stop
@@ -128,9 +133,10 @@ class QuPathAdapter(ToolAdapter):
     def parse(self, header: Header, roles: ColumnRoles) -> Parsed:
         parsed = super().parse(header, roles)
         if parsed.n == 0:
-            raise _no_kept_rows(header, roles.keep[0], self.object_types)
+            raise no_kept_rows(header, roles.keep[0], self.object_types)
+        check_old_object_names(header, parsed, self.object_types)
         if self.object_types is None or not set(self.object_types) <= set(CELL_TYPES):  # else only cells are kept
-            _warn_not_cells(header, parsed)
+            warn_not_cells(header, parsed)
         return parsed
 
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
@@ -229,32 +235,6 @@ def _encoded_unique_ids(cell_ids: pa.Array, image_index: np.ndarray, refuse: Cal
 
 def _found(header: Header, names: Sequence[str]) -> list[str | None]:
     return [header.find(c) for c in names]
-
-def _no_kept_rows(header: Header, column: str, object_types: Sequence[str]) -> InputError:
-    table = pacsv.read_csv(header.path, read_options=read_options(header),
-                           parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
-                           convert_options=pacsv.ConvertOptions(include_columns=[column],
-                                                                column_types={column: pa.string()}))
-    found = ", ".join(sorted(str(v) for v in pc.unique(table.column(column)).to_pylist() if v is not None)[:6])
-    return InputError(f"{header.path.name}: no rows with Object type in {list(object_types)} (found: {found}); "
-                      "export cell or detection measurements, or pass object_types=")
-
-
-CELL_TYPES = ("Cell", "Detection")
-
-
-def _warn_not_cells(header: Header, parsed: Parsed) -> None:
-    """Kept rows of other object types (annotations: whole regions; tiles) are not cells: say so."""
-    column = header.find("Object type")
-    if column is None:
-        return
-    counts = pc.value_counts(parsed.arrow(column)).to_pylist()
-    other = {str(c["values"]): c["counts"] for c in counts if c["values"] not in CELL_TYPES}
-    if other:
-        found = ", ".join(f"{n} {t!r}" for t, n in other.items())
-        notice(f"{header.path.name}: column {column!r}: {found} row(s) kept as cells because object_types allows "
-               "them; annotations and tiles are regions of the image (their areas are whole regions), not cells")
-
 
 def _image_ids(header: Header, parsed: Parsed, image_id: str | None) -> np.ndarray:
     column = header.find("Image")

@@ -66,7 +66,8 @@ from cellspec_sc.spec.vocabulary import vocabulary
 
 ADAPTER = "steinbock"
 # Bump whenever the output for the same input changes (spec section 11).
-ADAPTER_VERSION = "1.0.0"
+# 1.1.0: intensity columns named with spaces around a panel name (" 3") are that marker's, not kind other.
+ADAPTER_VERSION = "1.1.0"
 TOOL = "steinbock"
 
 CENTROIDS = ("centroid-1", "centroid-0")  # (x, y): scikit-image's centroid is (row, column)
@@ -176,9 +177,9 @@ class SteinbockAdapter(ToolAdapter):
     def classify_intensities(self, names: Sequence[str]) -> list[FeatureSpec]:
         """Every intensity column is the statistic of ``aggregation`` of the marker it is named after."""
         statistic = AGGREGATIONS[self.aggregation]
-        known = set(self.panel.names) if self.panel is not None else None
-        return [FeatureSpec("intensity", statistic, "a.u.", n, "cell", n) if known is None or n in known
-                else FeatureSpec.other(n) for n in names]
+        known = set(self.panel.names) if self.panel is not None else None  # trimmed, like the columns here
+        return [FeatureSpec("intensity", statistic, "a.u.", n, "cell", n.strip())
+                if known is None or n.strip() in known else FeatureSpec.other(n) for n in names]
 
     def classify_regionprops(self, names: Sequence[str]) -> list[FeatureSpec]:
         """scikit-image region properties of the cell mask, in pixels."""

@@ -24,6 +24,7 @@ import pyarrow.csv as pacsv
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.provenance import input_record
 from cellspec_sc.readers.headers import Header, read_header, require_columns
+from cellspec_sc.readers.notices import notice
 from cellspec_sc.readers.piece_parse import read_options
 from cellspec_sc.readers.values import check_missing_text, first_unknown, pixel_size_for, string_column
 
@@ -149,8 +150,11 @@ def image_stems(folder: Path, infos: Sequence[ImageInfo]) -> list[str]:
     files = sorted(p.name[:-4] for p in (folder / "intensities").glob("*.csv")) \
         if (folder / "intensities").is_dir() else []
     if not files:
+        old_names = [n for n in ("cell_intensities", "cell_regionprops", "cell_neighbors") if (folder / n).is_dir()]
+        hint = (f"; found {', '.join(n + '/' for n in old_names)}: early steinbock versions' folder names, rename "
+                "them to intensities/, regionprops/ and neighbors/") if old_names else ""
         raise InputError(f"{folder.name}: no intensities/*.csv; not a steinbock output folder (expected "
-                         "intensities/, regionprops/, and optionally neighbors/, panel.csv, images.csv)")
+                         f"intensities/, regionprops/, and optionally neighbors/, panel.csv, images.csv){hint}")
     present = set(files)
     listed = [i.stem for i in infos if i.stem in present]
     return listed + sorted(present - set(listed))
@@ -172,6 +176,11 @@ def image_pixel_sizes(folder: Path, stems: Sequence[str], infos: Mapping[str, Im
                              "pixels); pass it in micrometres per pixel: read_steinbock(folder, pixel_size=1.0) or "
                              "`cellspec import steinbock FOLDER OUT --pixel-size 1.0`")
         sizes[stem], sizes_y[stem] = info.pixel_size, info.pixel_size_y
+        if info.pixel_size_y is not None and abs(info.pixel_size_y / info.pixel_size - 1) > 0.01:
+            notice(f"{folder.name}/images.csv: line {info.line}: image {stem!r} has pixels of {info.pixel_size:.6g} um "
+                   f"in x (acquisition_width_um / width_px) but {info.pixel_size_y:.6g} um in y (acquisition_height_um "
+                   "/ height_px); an acquisition stopped early leaves fewer rows than planned: pass pixel_size= if "
+                   "the pixels are square")
     return sizes, sizes_y, "images.csv: acquisition_width_um / width_px"
 
 
