@@ -61,11 +61,18 @@ def test_steinbock_without_images_csv_says_so_plainly(tmp_path):
 MCQUANT = "CellID,DNA 1,CD3,X_centroid,Y_centroid,Area\n1,100.0,5.0,10.0,4.0,30\n"
 
 
-def test_markers_csv_names_in_quotes_match_the_unquoted_columns(tmp_path):
-    table = tmp_path / "img_cell.csv"
+def mcquant_with_markers(folder: Path, *names: str) -> tuple[Path, Path]:
+    """An mcquant table with the markers DNA 1 and CD3, and a markers.csv naming ``names``."""
+    table = folder / "img_cell.csv"
     table.write_text(MCQUANT)
-    markers = tmp_path / "markers.csv"
-    markers.write_text("channel_number,cycle_number,marker_name\n1,1,'DNA 1'\n2,1,'CD3'\n")
+    markers = folder / "markers.csv"
+    markers.write_text("channel_number,cycle_number,marker_name\n" + "".join(
+        f"{i + 1},1,{name}\n" for i, name in enumerate(names)))
+    return table, markers
+
+
+def test_markers_csv_names_in_quotes_match_the_unquoted_columns(tmp_path):
+    table, markers = mcquant_with_markers(tmp_path, "'DNA 1'", "'CD3'")
     with pytest.warns(ReaderWarning, match=r"markers.csv: marker name\(s\) 'DNA 1', 'CD3' are in quotes"):
         x = cs.read_mcmicro(table, pixel_size=0.5, markers_csv=markers)
     kinds = x.dictionary.set_index("source_name")["kind"]
@@ -77,10 +84,7 @@ def test_markers_csv_names_in_quotes_match_the_unquoted_columns(tmp_path):
 
 
 def test_markers_csv_with_channels_the_table_lacks_warns_and_keeps_them(tmp_path):
-    table = tmp_path / "img_cell.csv"
-    table.write_text(MCQUANT)
-    markers = tmp_path / "markers.csv"
-    markers.write_text("channel_number,cycle_number,marker_name\n1,1,DNA 1\n2,1,CD3\n3,1,CD20\n4,2,PD1\n")
+    table, markers = mcquant_with_markers(tmp_path, "DNA 1", "CD3", "CD20", "PD1")
     with pytest.warns(ReaderWarning, match=r"names 2 channel\(s\) with no column in the table \('CD20', 'PD1'\)"):
         x = cs.read_mcmicro(table, pixel_size=0.5, markers_csv=markers)
     assert x.channels["channel_name"].tolist() == ["DNA 1", "CD3", "CD20", "PD1"]
@@ -129,10 +133,7 @@ def test_qupath_export_without_centroids_says_what_to_export_and_lists_whole_nam
 
 
 def test_cli_prints_reader_warnings_as_one_line_each(tmp_path, capsys):
-    table = tmp_path / "img_cell.csv"
-    table.write_text(MCQUANT)
-    markers = tmp_path / "markers.csv"
-    markers.write_text("channel_number,cycle_number,marker_name\n1,1,'DNA 1'\n2,1,CD3\n")
+    table, markers = mcquant_with_markers(tmp_path, "'DNA 1'", "CD3")
     code = main(["import", "mcmicro", str(table), str(tmp_path / "out"), "--pixel-size", "0.5", "--markers",
                  str(markers)])
     err = capsys.readouterr().err

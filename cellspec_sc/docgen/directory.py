@@ -39,8 +39,8 @@ checks it.
 ```python
 import cellspec_sc as cs
 x = cs.example(adjacency=True)                     # or any object: cs.read_qupath(...), cs.from_anndata(...)
-path = cs.write(x, "run1.cellspec")               # or x.write(...); format="tsv"; overwrite=True
-y = cs.read(path)                                  # y.equals(x) is True, bit for bit
+path = cs.write(x, "run1.cellspec")               # or x.write(...); overwrite=True; format="tsv" (15 digits)
+y = cs.read(path)                                  # y.equals(x) is True, bit for bit (Parquet, the default)
 ```
 
 ```sh
