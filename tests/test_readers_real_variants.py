@@ -227,3 +227,87 @@ def test_early_steinbock_folder_names_are_named_in_the_refusal(tmp_path):
     with pytest.raises(InputError, match=r"found cell_intensities/, cell_regionprops/: early steinbock versions' folder "
                                          r"names, rename them to intensities/"):
         cs.read_steinbock(folder)
+
+
+def test_qupath_semicolon_csv_reads_as_its_comma_twin(tmp_path):
+    # QuPath's export dialog offers "Semicolon (.csv)"; 40,000 rows make it parse in pieces on both cores
+    head = ["Image", "Object ID", "Object type", "Classification", "Centroid X µm", "Centroid Y µm", "Cell: Area µm^2",
+            "Nucleus: CD3: Mean"]
+    rows = [["core A1.tif", f"c{i}", "Cell", "Tumor" if i % 3 else "", f"{i * 0.25}", f"{i % 997 + 0.5}",
+             f"{50 + i % 13}", f"{(i * 7919) % 1000 / 8}"] for i in range(40_000)]
+    twins = {}
+    for sep, name in ((",", "comma.csv"), (";", "semicolon.csv")):
+        path = tmp_path / name
+        path.write_text("\n".join(sep.join(r) for r in [head, *rows]) + "\n", encoding="utf-8")
+        twins[sep] = cs.read_qupath(path, pixel_size=0.5)
+    assert twins[";"].n_cells == 40_000 and twins[";"].cells["x"].iloc[-1] == 39_999 * 0.25
+    assert column(twins[";"], "Nucleus: CD3: Mean")[:3] == [0.0, 7919 % 1000 / 8, 15838 % 1000 / 8]
+    assert (twins[";"].measurements == twins[","].measurements).all()
+    assert twins[";"].cells.equals(twins[","].cells)
+    assert twins[";"].provenance["parameters"]["delimiter"] == "semicolon"
+
+
+def test_qupath_project_metadata_columns_are_kept_as_text(tmp_path):
+    path = tmp_path / "meta.tsv"
+    path.write_text("Image\tPatient (metadata)\tPatient\tObject ID\tObject type\tCentroid X µm\tCentroid Y µm\t"
+                    "Nucleus: CD3: Mean\n"
+                    "a.tif\tP01\tP01\t1\tAnnotation\t1\t1\tnot-a-number\n"
+                    "a.tif\tP01\tP01\t2\tCell\t10.5\t20.5\t450.25\n"
+                    "a.tif\t\t\t3\tCell\t11.5\t21.5\t8.5\n", encoding="utf-8")
+    with pytest.warns(ReaderWarning, match=r"column\(s\) 'Patient \(metadata\)', 'Patient' hold text, not measurements "
+                                           r".*kept as cells column\(s\) patient_metadata, patient"):
+        x = cs.read_qupath(path, pixel_size=0.5)
+    assert x.cells["patient_metadata"].tolist()[0] == "P01" and x.cells["patient"].isna().tolist() == [False, True]
+    assert x.feature_ids == ["nucleus:CD3:mean"] and column(x, "Nucleus: CD3: Mean") == [450.25, 8.5]
+    assert x.provenance["parameters"]["text_columns"] == {"Patient (metadata)": "patient_metadata",
+                                                          "Patient": "patient"}
+    assert cs.validate(x).ok
+
+
+def test_decimal_commas_are_refused_with_what_to_do(tmp_path):
+    path = tmp_path / "comma.tsv"
+    path.write_text("Image\tObject ID\tCentroid X µm\tCentroid Y µm\tNucleus: CD3: Mean\n"
+                    "a.tif\t1\t10.5\t20.5\t101,25\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 2, column 'Nucleus: CD3: Mean': cannot parse '101,25' as a number; a "
+                                         r"decimal comma\? .*export again with '\.'"):
+        cs.read_qupath(path, pixel_size=0.5)
+
+
+@pytest.mark.parametrize(("start", "what"), [(b"\x1f\x8b\x08\x00", "gzip-compressed"),
+                                             (b"PK\x03\x04", "a ZIP archive, e.g. an Excel workbook"),
+                                             (b"\xd0\xcf\x11\xe0\xa1\xb1", "an old Excel workbook")])
+def test_compressed_files_and_workbooks_are_named_for_what_they_are(tmp_path, start, what):
+    path = tmp_path / "export.tsv"
+    path.write_bytes(start + b"\x00\x00\x01binary")
+    with pytest.raises(InputError, match=rf"export.tsv: the file is {what}.*, not text"):
+        cs.read_qupath(path, pixel_size=0.5)
+
+
+def test_a_pandas_index_column_is_not_a_marker(tmp_path):
+    table = tmp_path / "img--unmicst_cell.csv"
+    table.write_text("Unnamed: 0,CellID,Hoechst,X_centroid,Y_centroid,Area\n0,1,100.5,10.0,5.0,50\n1,2,200.5,30,15,80\n")
+    with pytest.warns(ReaderWarning, match=r"'Unnamed: 0' look like the index pandas writes"):
+        x = cs.read_mcmicro(table, pixel_size=0.65)
+    assert x.dictionary.set_index("source_name").at["Unnamed: 0", "kind"] == "other"
+    assert x.channels["channel_name"].tolist() == ["Hoechst"]
+
+
+def test_markers_csv_remove_column_drops_channels_the_table_lacks(tmp_path):
+    # MCMICRO background subtraction: channels marked remove are gone from the image it writes
+    (tmp_path / "markers.csv").write_text("marker_name,background,exposure,remove\nDAPI,,20,\nCy5,,200,TRUE\n"
+                                          "TREM,Cy5,200,\nCD68,,200,True\n")
+    table = tmp_path / "img--unmicst_cell.csv"
+    table.write_text("CellID,DAPI,TREM,CD68,X_centroid,Y_centroid,Area\n1,100.5,20.25,3.5,10.0,5.0,50\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = cs.read_mcmicro(table, pixel_size=0.65, markers_csv=tmp_path / "markers.csv")
+    # CD68 is marked remove but the table has its column: it stays a channel
+    assert x.channels[["channel_index", "channel_name"]].values.tolist() == [[1, "DAPI"], [2, "TREM"], [3, "CD68"]]
+    assert x.provenance["parameters"]["markers_removed"] == ["Cy5"]
+    assert column(x, "TREM") == [20.25]
+
+
+def test_strict_refusals_say_they_are_refusals(tmp_path):
+    table, markers = mcquant_with_markers(tmp_path, "DNA 1", "CD3", "CD20")
+    with pytest.raises(InputError, match=r"they are kept as channels without measurements \(refused: strict=True\)$"):
+        cs.read_mcmicro(table, pixel_size=0.5, markers_csv=markers, strict=True)

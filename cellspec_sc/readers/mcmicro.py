@@ -39,7 +39,8 @@ from cellspec_sc.readers.features import (
     intensity_channels,
 )
 from cellspec_sc.readers.headers import Header
-from cellspec_sc.readers.mcmicro_markers import read_markers_csv, unquoted_channels, warn_unmatched
+from cellspec_sc.readers.mcmicro_markers import in_table, read_markers, unquoted_channels, warn_unmatched
+from cellspec_sc.readers.notices import notice
 from cellspec_sc.readers.ome import OmePixels, read_ome_pixels
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
@@ -87,6 +88,8 @@ INTENSITY_PROPS = {
 MASKS = {"cell": "cell", "nuclei": "nucleus", "nucleus": "nucleus", "cyto": "cytoplasm", "cytoplasm": "cytoplasm",
          "nucleiring": "cytoplasm", "cellring": "membrane", "cytoring": "membrane"}
 _PROPS_LONGEST_FIRST = sorted(INTENSITY_PROPS, key=len, reverse=True)
+# What pandas' to_csv writes for an unnamed index (scimap issue 16): the row number, not a marker.
+PANDAS_INDEX = re.compile(r"Unnamed: \d+")
 _MASK_SUFFIX = re.compile(r"^(?P<base>.+)_(?P<mask>[A-Za-z]+Mask)$")
 
 
@@ -157,7 +160,7 @@ def classify_columns(names: list[str], *, default_compartment: str, markers: lis
             statistic, unit = SHAPES[name]
             specs.append(FeatureSpec("shape", statistic, unit, name, shape_compartment or "cell"))
             continue
-        if compartment is None:
+        if compartment is None or PANDAS_INDEX.fullmatch(name):
             specs.append(FeatureSpec.other(name))
             continue
         split = _split_property(base, marker_set)
@@ -192,7 +195,9 @@ class McquantAdapter(ToolAdapter):
         self.ps, self.ps_y, self.size_source = _pixel_size(header.path, self.pixel_size, self.ome)
         self.file_image, self.file_mask = split_file_name(header.path.name)
         self.compartment = mask_compartment(self.file_mask) or "cell"
-        self.channel_names = read_markers_csv(self.markers_csv) if self.markers_csv is not None else None
+        self.markers = read_markers(self.markers_csv) if self.markers_csv is not None else None
+        self.channel_names = self.markers.names if self.markers is not None else None
+        self.removed: list[str] = []
 
     def roles(self, header: Header) -> ColumnRoles:
         centroids = {*CENTROIDS, *OLD_CENTROIDS, *OLDEST_CENTROIDS}
@@ -202,9 +207,15 @@ class McquantAdapter(ToolAdapter):
 
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
         names = list(roles.matrix)
+        index = [n for n in names if PANDAS_INDEX.fullmatch(n)]
+        if index:
+            notice(f"{header.path.name}: column(s) {', '.join(map(repr, index))} look like the index pandas writes "
+                   "(to_csv without index=False): kept as kind other, not a marker")
         if self.channel_names is not None:
-            self.channel_names = unquoted_channels(self.channel_names, {_strip_mask(n)[0] for n in names},
-                                                   Path(self.markers_csv).name, strict=self.strict)
+            bases = {_strip_mask(n)[0] for n in names}
+            self.removed = [n for n in self.channel_names if n in self.markers.removed and not in_table(n, bases)]
+            kept = [n for n in self.channel_names if n not in self.removed]
+            self.channel_names = unquoted_channels(kept, bases, Path(self.markers_csv).name, strict=self.strict)
         specs, self.shape_compartment = classify_columns(names, default_compartment=self.compartment,
                                                          markers=self.channel_names)
         if self.channel_names is not None:
@@ -238,6 +249,7 @@ class McquantAdapter(ToolAdapter):
             "pixel_size": ps, "pixel_size_y": ps_y, "pixel_size_source": self.size_source, "image_id": self.image_id,
             "sample_id": self.sample_id, "marker_map": dict(self.marker_map),
             "markers_csv": None if self.markers_csv is None else Path(self.markers_csv).name,
+            "markers_removed": self.removed,
             "image": None if self.image is None else Path(self.image).name,
             "image_pixel_size": None if self.ome is None else self.ome.pixel_size,
             "mask": self.file_mask, "compartment": self.compartment, "shape_compartment": self.shape_compartment,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +21,9 @@ from cellspec_sc.errors import InputError
 from cellspec_sc.readers.headers import read_header
 from cellspec_sc.readers.notices import notice
 from cellspec_sc.readers.values import check_missing_text
+
+# Values of markers.csv's remove column that mark a channel as removed.
+REMOVE_TRUE = ("true", "1", "yes", "x")
 
 
 def mcquant_names(names: list[str]) -> list[str]:
@@ -36,8 +40,18 @@ def mcquant_names(names: list[str]) -> list[str]:
     return out
 
 
-def read_markers_csv(path: str | os.PathLike) -> list[str]:
-    """Channel names, in channel order, from an MCMICRO ``markers.csv`` (or the old one-name-per-line file)."""
+@dataclass(frozen=True)
+class Markers:
+    """A ``markers.csv``: channel names in channel order, and those its ``remove`` column marks (MCMICRO's
+    background subtraction drops them from the image it writes, so a table quantified from that image has
+    no column for them)."""
+
+    names: list[str]
+    removed: frozenset[str] = frozenset()
+
+
+def read_markers(path: str | os.PathLike) -> Markers:
+    """The channels of an MCMICRO ``markers.csv`` (or the old one-name-per-line file)."""
     header = read_header(path, ",", "markers.csv")
     if "marker_name" in header.names:
         table = pacsv.read_csv(header.path, convert_options=pacsv.ConvertOptions(
@@ -49,13 +63,22 @@ def read_markers_csv(path: str | os.PathLike) -> list[str]:
             numbers = _numbers_or_none(table.column("channel_number"))
             if numbers is not None and np.isfinite(numbers).all():
                 order = np.argsort(numbers, kind="stable")
-        return mcquant_names([str(names[i]).strip() for i in order])
+        ordered = mcquant_names([str(names[i]).strip() for i in order])
+        flags = table.column("remove").to_pylist() if "remove" in header.names else [None] * len(names)
+        removed = {name for name, i in zip(ordered, order, strict=True)
+                   if str(flags[i] or "").strip().lower() in REMOVE_TRUE}
+        return Markers(ordered, frozenset(removed))
     if len(header.names) == 1:
         table = pacsv.read_csv(header.path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
                                convert_options=pacsv.ConvertOptions(column_types={"f0": pa.string()}))
-        return mcquant_names([str(v).strip() for v in table.column("f0").to_pylist()])
+        return Markers(mcquant_names([str(v).strip() for v in table.column("f0").to_pylist()]))
     raise InputError(f"{header.path.name}: not an MCMICRO markers.csv: expected column 'marker_name' not found; "
                      f"found: {', '.join(header.names)}")
+
+
+def in_table(marker: str, bases: set[str]) -> bool:
+    """Whether the table has a column of ``marker`` (``bases``: its column names without mask suffixes)."""
+    return marker in bases or any(b.startswith(marker + "_") for b in bases)
 
 
 def _numbers_or_none(values: pa.ChunkedArray) -> np.ndarray | None:
@@ -74,13 +97,10 @@ def unquoted_channels(channel_names: Sequence[str], bases: set[str], csv_name: s
     >>> unquoted_channels(["'DNA 1'", "CD3"], {"DNA 1", "CD3_intensity_median"}, "markers.csv", strict=False)
     ['DNA 1', 'CD3']
     """
-    def in_table(marker: str) -> bool:
-        return marker in bases or any(b.startswith(marker + "_") for b in bases)
-
     out, unquoted = [], []
     for name in channel_names:
         inner = name[1:-1].strip() if len(name) > 2 and name[0] == name[-1] and name[0] in "'\"" else None
-        if inner and not in_table(name) and in_table(inner):
+        if inner and not in_table(name, bases) and in_table(inner, bases):
             out.append(inner)
             unquoted.append(name)
         else:

@@ -25,5 +25,5 @@ class ReaderWarning(UserWarning):
 def notice(message: str, *, strict: bool = False) -> None:
     """Warn with ``message``, or refuse with it when ``strict``."""
     if strict:
-        raise InputError(message)
+        raise InputError(f"{message} (refused: strict=True)")
     warnings.warn(message, ReaderWarning, stacklevel=3)

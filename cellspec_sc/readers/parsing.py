@@ -193,7 +193,7 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
             filled += piece.kept
     except PieceUnparsable as failed:
         raise InputError(f"{header.path.name}: line {read + failed.row + 2}, column {failed.column!r}: cannot parse "
-                         f"{failed.value!r} as a number") from None
+                         f"{failed.value!r} as a number{_number_hint(str(failed.value))}") from None
     except (pa.ArrowInvalid, pa.ArrowException) as err:
         if not numbers_as_text and _is_conversion_error(str(err)):
             raise _ConversionFailed(str(err)) from None
@@ -282,7 +282,7 @@ def _located_error(header: Header, message: str) -> InputError:
         column = header.names[col]
         line = _line_of_value(header, column, value)
         where = f"line {line}, " if line else ""
-        return InputError(f"{name}: {where}column {column!r}: cannot parse {value!r} as a number")
+        return InputError(f"{name}: {where}column {column!r}: cannot parse {value!r} as a number{_number_hint(value)}")
     if "Expected" in message and "columns" in message:
         line, expected, actual = _first_bad_row(header)
         if line:
@@ -290,6 +290,21 @@ def _located_error(header: Header, message: str) -> InputError:
                               f"separated fields as in the header, found {actual} (wrong separator or a "
                               "truncated line?)")
     return InputError(f"{name}: cannot parse the file: {message}")
+
+
+def _number_hint(value: str) -> str:
+    """What a value that is no number probably is.
+
+    >>> _number_hint("101,25"), _number_hint("P01")[:40]
+    ("; a decimal comma? The readers read '.' as the decimal mark, as the tools write it: export again with '.' (e.g. in an English locale) or replace the commas", '; the column holds text: if it is not a ')
+    """
+    if re.fullmatch(r"\s*[-+]?\d+(\.\d{3})*,\d+\s*", value):
+        return ("; a decimal comma? The readers read '.' as the decimal mark, as the tools write it: export again "
+                "with '.' (e.g. in an English locale) or replace the commas")
+    if re.search(r"[A-Za-z]{2}", value) or re.fullmatch(r"\s*[A-Za-z]\w*\s*", value):
+        return ("; the column holds text: if it is not a measurement, leave it out of the export (the readers take "
+                "every column they do not know for a measurement when its first rows hold numbers)")
+    return ""
 
 
 def _line_of_value(header: Header, column: str, value: str) -> int | None:

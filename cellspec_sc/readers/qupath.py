@@ -19,8 +19,8 @@ the full-resolution image, and ``Centroid X µm`` is ``centroid_x_px * pixel wid
 shift), which is the spec's frame as it is. What each measurement name means is read by
 :mod:`cellspec_sc.readers.qupath_headers`. See ``docs/readers.md``.
 
->>> QuPathAdapter(pixel_size=0.5).delimiter(Path("measurements.csv"))
-','
+>>> QuPathAdapter(pixel_size=0.5).delimiter(Path("measurements.tsv"))  # .csv: comma or semicolon, as its header
+'\\t'
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ import pyarrow.compute as pc
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.readers.features import FeatureSpec, channels_frame, feature_positions, intensity_channels
-from cellspec_sc.readers.headers import Header, normalise_header
+from cellspec_sc.readers.headers import SEPARATORS, Header, normalise_header
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, in_background, read_export
+from cellspec_sc.readers.text_checks import check_regular_file
 from cellspec_sc.readers.qupath_headers import classify, header_style
 from cellspec_sc.readers.qupath_objects import (
     CELL_TYPES,
@@ -48,6 +49,7 @@ from cellspec_sc.readers.qupath_objects import (
     refuse_tma_core_table,
     warn_not_cells,
 )
+from cellspec_sc.readers.text_columns import metadata_columns, text_columns
 from cellspec_sc.readers.values import (
     arrow_objects,
     check_finite_centroids,
@@ -96,7 +98,13 @@ class QuPathAdapter(ToolAdapter):
         self.object_types = object_types
 
     def delimiter(self, path: Path) -> str:
-        return "," if path.name.lower().endswith(".csv") else "\t"
+        """Tab, or for ``.csv`` comma or semicolon (QuPath's export offers both), as the header line uses."""
+        if not path.name.lower().endswith(".csv"):
+            return "\t"
+        check_regular_file(path)  # never open a FIFO (it would wait for a writer)
+        with open(path, "rb") as handle:
+            first = handle.readline(1 << 20)
+        return ";" if first.count(b";") > first.count(b",") else ","
 
     def missing_advice(self, header: Header) -> str:
         if header.find(*IDENTITY) is None or any(None not in _found(header, c) for c in (CENTROIDS_UM, CENTROIDS_PX)):
@@ -126,6 +134,8 @@ class QuPathAdapter(ToolAdapter):
         keep = None
         if type_column is not None and self.object_types is not None:
             keep = (type_column, tuple(self.object_types))
+        self.metadata = metadata_columns(header, text_columns(header, matrix, keep), fixed_names=TEXT_COLUMNS.values())
+        text, matrix = text + list(self.metadata), [n for n in matrix if n not in self.metadata]
         return ColumnRoles(text=text, numbers=centroids, matrix=matrix, keep=keep,
                            unfiltered=[image_column] if image_column is not None and keep is not None else [],
                            group=image_column)
@@ -170,6 +180,7 @@ class QuPathAdapter(ToolAdapter):
         if has_px:
             cells.update({"x_px": x_px, "y_px": y_px})
         cells.update(_extra_text_columns(header, parsed))
+        cells.update({target: string_column(parsed.arrow(name)) for name, target in self.metadata.items()})
 
         image_column = header.find("Image")
         channel_names, markers = intensity_channels(dictionary, applied)
@@ -183,9 +194,9 @@ class QuPathAdapter(ToolAdapter):
             "pixel_size": {i: sizes[i] for i in image_order}, "pixel_size_source": size_source,
             "image_id": self.image_id, "sample_id": self.sample_id, "marker_map": dict(self.marker_map),
             "object_types": None if self.object_types is None else list(self.object_types),
-            "delimiter": "comma" if header.delimiter == "," else "tab",
+            "delimiter": SEPARATORS[header.delimiter],
             "centroids": [c for c in (*um_cols, *px_cols) if c is not None],
-            "cell_id_source": id_source,
+            "cell_id_source": id_source, "text_columns": dict(self.metadata),
             "header_styles": sorted({st for st in map(header_style, specs) if st}),
             "ignored_columns": [n for n in text_cols if TEXT_COLUMNS[normalise_header(n).lower()] is None
                                 and n not in (image_column, header.find("Object ID"))],

@@ -58,8 +58,19 @@ def check_encoding_name(encoding: str, path: Path) -> None:
                              "(cp1252, latin-1); re-save the file as UTF-8")
 
 
+# Files people pass for an export: what they start with -> what they are and what to do.
+CONTAINERS = ((b"\x1f\x8b", "gzip-compressed (QuPath writes gzip when the name ends in .gz)",
+               "decompress it first (gunzip FILE)"),
+              (b"PK\x03\x04", "a ZIP archive, e.g. an Excel workbook (.xlsx)", "save it as CSV or TSV text"),
+              (b"\xd0\xcf\x11\xe0", "an old Excel workbook (.xls)", "save it as CSV or TSV text"))
+
+
 def check_wide_encoding(path: Path, start: bytes) -> None:
-    """Refuse a file that starts with a UTF-16 or UTF-32 byte order mark."""
+    """Refuse a file that starts with a UTF-16 or UTF-32 byte order mark, or is a compressed file or a
+    workbook rather than text."""
+    for magic, what, todo in CONTAINERS:
+        if start.startswith(magic):
+            raise UnreadableText(f"{path.name}: the file is {what}, not text: {todo}")
     for bom, name in WIDE_BOMS:
         if start.startswith(bom):
             raise UnreadableText(f"{path.name}: line 1: the file is {name} text (it starts with a {name} byte order "

@@ -1,0 +1,109 @@
+"""Columns of text that a tool's grammar does not know, found before the parse: QuPath exports can carry
+project metadata (``Patient``, ``Stain (metadata)``) beside the measurements, and a reader that took every
+unknown column for a measurement would refuse the file at its first ``P01``.
+
+A column counts as text when, in the first rows of the file (those the reader keeps), it holds letters and
+no value that reads as a number; a column with numbers and text mixed stays a measurement and its
+first text value is refused with line and column, as before.
+
+>>> looks_like_numbers(pa.array(["1.5", " -2e3", "NaN", "Infinity", None, "P01"])).tolist()
+[True, True, True, True, False, False]
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from cellspec_sc.readers.headers import Header, other_name
+from cellspec_sc.readers.notices import notice
+from cellspec_sc.readers.piece_parse import read_options
+
+# Bytes of the file whose rows decide (about 60 rows of 120 columns): a metadata column holds text on every
+# row, and a small export must not pay for a big sample.
+SAMPLE_BYTES = 1 << 16
+# Cells columns the readers fill themselves (section 2 and the tools' own columns).
+CELLS_COLUMNS = ("cell_id", "image_id", "sample_id", "x", "y", "area", "x_px", "y_px")
+NUMBER = r"^\s*[-+]?((\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf(inity)?)\s*$"
+
+
+def looks_like_numbers(values: pa.Array) -> np.ndarray:
+    """Which values read as numbers (False for missing ones)."""
+    return pc.fill_null(pc.match_substring_regex(values, NUMBER), False).to_numpy(zero_copy_only=False)
+
+
+def text_columns(header: Header, candidates: Sequence[str], keep: tuple[str, Sequence[str]] | None = None
+                 ) -> list[str]:
+    """Those of ``candidates`` that hold only text in the first :data:`SAMPLE_BYTES` of the file, counting
+    only the rows ``keep=(column, values)`` keeps; names ending in ``(metadata)`` always."""
+    named = [c for c in candidates if c.rstrip().endswith("(metadata)")]
+    table = _sample(header)
+    if table is None:
+        return named
+    if keep is not None and keep[0] in table.column_names:
+        table = table.filter(pc.fill_null(pc.is_in(table.column(keep[0]), value_set=pa.array(list(keep[1]))), False))
+    found = []
+    for name in candidates:
+        if name in named or name not in table.column_names:
+            continue
+        values = pc.drop_null(table.column(name)).combine_chunks()
+        if _all_numbers(values):
+            continue  # the usual case, decided by one cast
+        values = values.filter(pc.not_equal(pc.utf8_trim_whitespace(values), ""))
+        if len(values) and not looks_like_numbers(values).any() and pc.any(pc.match_substring_regex(
+                values, r"[A-Za-z]")).as_py():
+            found.append(name)  # letters, no number: "101,25" (a decimal comma) stays a refused measurement
+    return [c for c in candidates if c in named or c in found]
+
+
+def _all_numbers(values: pa.Array) -> bool:
+    try:
+        pc.cast(values, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
+def _sample(header: Header) -> pa.Table | None:
+    """The header and the whole lines of the file's first :data:`SAMPLE_BYTES`, every column as text."""
+    with open(header.path, "rb") as handle:
+        data = handle.read(SAMPLE_BYTES)
+    end = data.rfind(b"\n")
+    if end < 0:
+        return None
+    try:
+        return pacsv.read_csv(io.BytesIO(data[: end + 1]), read_options=read_options(header, use_threads=False),
+                              parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
+                              convert_options=pacsv.ConvertOptions(
+                                  column_types={n: pa.string() for n in header.names}, strings_can_be_null=True))
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        return None  # the parse itself names what is wrong, with its line
+
+
+def metadata_columns(header: Header, names: Sequence[str], *, fixed_names) -> dict[str, str]:
+    """The cells column (snake_case, never one the reader fills itself) for each text column ``names``, said
+    in a warning.
+
+    >>> import warnings
+    >>> from pathlib import Path
+    >>> with warnings.catch_warnings(record=True):
+    ...     metadata_columns(Header(Path("m.tsv"), "\\t", ("Patient", "x")), ["Patient", "x"], fixed_names=["name"])
+    {'Patient': 'patient', 'x': 'x_text'}
+    """
+    taken = {*(n for n in fixed_names if n), *CELLS_COLUMNS}
+    out = {}
+    for name in names:
+        target = other_name(name)
+        while target in taken:
+            target += "_text"
+        out[name] = target
+        taken.add(target)
+    if out:
+        notice(f"{header.path.name}: column(s) {', '.join(map(repr, out))} hold text, not measurements (project "
+               f"metadata?); kept as cells column(s) {', '.join(out.values())}")
+    return out
