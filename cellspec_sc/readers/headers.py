@@ -134,6 +134,14 @@ def is_utf8_with_ascii_rows(sample: bytes) -> bool:
     return True
 
 
+def sniff_delimiter(path: Path, choices: Sequence[str]) -> str:
+    """Which of ``choices`` the header line of ``path`` holds most of (the first on a tie)."""
+    check_regular_file(path)  # never open a FIFO (it would wait for a writer)
+    with open(path, "rb") as handle:
+        first = handle.readline(1 << 20)
+    return max(choices, key=lambda sep: first.count(sep.encode()))
+
+
 def read_header(path: str | os.PathLike, delimiter: str, tool: str, encoding: str | None = None) -> Header:
     """Read and check the header line: not empty, not duplicated, the expected separator.
 

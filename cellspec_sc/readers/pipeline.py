@@ -136,6 +136,11 @@ class ToolAdapter(ABC):
         return stream_columns(header, text=roles.text, numbers=roles.numbers, matrix=roles.matrix, keep=roles.keep,
                               unfiltered=roles.unfiltered, group=roles.group)
 
+    def settled_roles(self, roles: ColumnRoles) -> ColumnRoles:
+        """The roles the parse used: ``roles``, unless the adapter changed them while parsing (QuPath reads as
+        text the columns it finds hold text when a parse fails)."""
+        return roles
+
     @abstractmethod
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
         """One FeatureSpec per ``roles.matrix`` column, in order."""
@@ -162,6 +167,7 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     header = adapter.header(path)
     roles = adapter.roles(header)
     parsed = adapter.parse(header, roles)  # hashes a single-file export from the bytes it parses
+    roles = adapter.settled_roles(roles)
     specs = adapter.classify(header, roles)
     dictionary, applied = build_dictionary(specs, adapter.marker_map)
     tables = adapter.tables(header, parsed, dictionary, applied, specs)

@@ -37,10 +37,9 @@ import pyarrow.compute as pc
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.readers.features import FeatureSpec, channels_frame, feature_positions, intensity_channels
-from cellspec_sc.readers.headers import SEPARATORS, Header, normalise_header
+from cellspec_sc.readers.headers import SEPARATORS, Header, normalise_header, sniff_delimiter
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, in_background, read_export
-from cellspec_sc.readers.text_checks import check_regular_file
 from cellspec_sc.readers.qupath_headers import classify, header_style
 from cellspec_sc.readers.qupath_objects import (
     CELL_TYPES,
@@ -49,7 +48,7 @@ from cellspec_sc.readers.qupath_objects import (
     refuse_tma_core_table,
     warn_not_cells,
 )
-from cellspec_sc.readers.text_columns import metadata_columns, text_columns
+from cellspec_sc.readers.text_columns import metadata_columns, named_metadata, parse_finding_text
 from cellspec_sc.readers.values import (
     arrow_objects,
     check_finite_centroids,
@@ -99,12 +98,7 @@ class QuPathAdapter(ToolAdapter):
 
     def delimiter(self, path: Path) -> str:
         """Tab, or for ``.csv`` comma or semicolon (QuPath's export offers both), as the header line uses."""
-        if not path.name.lower().endswith(".csv"):
-            return "\t"
-        check_regular_file(path)  # never open a FIFO (it would wait for a writer)
-        with open(path, "rb") as handle:
-            first = handle.readline(1 << 20)
-        return ";" if first.count(b";") > first.count(b",") else ","
+        return sniff_delimiter(path, (",", ";")) if path.name.lower().endswith(".csv") else "\t"
 
     def missing_advice(self, header: Header) -> str:
         if header.find(*IDENTITY) is None or any(None not in _found(header, c) for c in (CENTROIDS_UM, CENTROIDS_PX)):
@@ -134,20 +128,26 @@ class QuPathAdapter(ToolAdapter):
         keep = None
         if type_column is not None and self.object_types is not None:
             keep = (type_column, tuple(self.object_types))
-        self.metadata = metadata_columns(header, text_columns(header, matrix, keep), fixed_names=TEXT_COLUMNS.values())
+        self.metadata = metadata_columns(header, named_metadata(matrix), fixed_names=TEXT_COLUMNS.values())
         text, matrix = text + list(self.metadata), [n for n in matrix if n not in self.metadata]
+        self.parse_roles = None
         return ColumnRoles(text=text, numbers=centroids, matrix=matrix, keep=keep,
                            unfiltered=[image_column] if image_column is not None and keep is not None else [],
                            group=image_column)
 
     def parse(self, header: Header, roles: ColumnRoles) -> Parsed:
-        parsed = super().parse(header, roles)
+        parsed, self.parse_roles = parse_finding_text(lambda r: super(QuPathAdapter, self).parse(header, r), header,
+                                                      roles, self.metadata, fixed_names=TEXT_COLUMNS.values())
+        roles = self.parse_roles or roles
         if parsed.n == 0:
             raise no_kept_rows(header, roles.keep[0], self.object_types)
         check_old_object_names(header, parsed, self.object_types)
         if self.object_types is None or not set(self.object_types) <= set(CELL_TYPES):  # else only cells are kept
             warn_not_cells(header, parsed)
         return parsed
+
+    def settled_roles(self, roles: ColumnRoles) -> ColumnRoles:
+        return self.parse_roles or roles
 
     def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
         calibrated = None not in _found(header, CENTROIDS_UM)

@@ -1,9 +1,10 @@
-"""Columns of text that a tool's grammar does not know, found before the parse: QuPath exports can carry
+"""Columns of text that a tool's grammar does not know: QuPath exports can carry
 project metadata (``Patient``, ``Stain (metadata)``) beside the measurements, and a reader that took every
 unknown column for a measurement would refuse the file at its first ``P01``.
 
-A column counts as text when, in the first rows of the file (those the reader keeps), it holds letters and
-no value that reads as a number; a column with numbers and text mixed stays a measurement and its
+A column whose name ends in ``(metadata)`` is text. Another counts as text when the parse failed and, in
+the first rows of the file (those the reader keeps), it holds letters and no value that reads as a number; a
+column with numbers and text mixed stays a measurement and its
 first text value is refused with line and column, as before.
 
 >>> looks_like_numbers(pa.array(["1.5", " -2e3", "NaN", "Infinity", None, "P01"])).tolist()
@@ -13,16 +14,20 @@ first text value is refused with line and column, as before.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from cellspec_sc.errors import InputError
 from cellspec_sc.readers.headers import Header, other_name
 from cellspec_sc.readers.notices import notice
+from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.piece_parse import read_options
+from cellspec_sc.readers.pipeline import ColumnRoles
 
 # Bytes of the file whose rows decide (about 60 rows of 120 columns): a metadata column holds text on every
 # row, and a small export must not pay for a big sample.
@@ -37,36 +42,35 @@ def looks_like_numbers(values: pa.Array) -> np.ndarray:
     return pc.fill_null(pc.match_substring_regex(values, NUMBER), False).to_numpy(zero_copy_only=False)
 
 
+def named_metadata(candidates: Sequence[str]) -> list[str]:
+    """The columns whose names say they are project metadata (``Stain (metadata)``): text, whatever they hold.
+
+    >>> named_metadata(["Nucleus: CD3: Mean", "Stain (metadata)"])
+    ['Stain (metadata)']
+    """
+    return [c for c in candidates if c.rstrip().endswith("(metadata)")]
+
+
 def text_columns(header: Header, candidates: Sequence[str], keep: tuple[str, Sequence[str]] | None = None
                  ) -> list[str]:
     """Those of ``candidates`` that hold only text in the first :data:`SAMPLE_BYTES` of the file, counting
-    only the rows ``keep=(column, values)`` keeps; names ending in ``(metadata)`` always."""
-    named = [c for c in candidates if c.rstrip().endswith("(metadata)")]
+    only the rows ``keep=(column, values)`` keeps (a reader asks after a parse failed, so a file without
+    such columns never pays for the look)."""
     table = _sample(header)
     if table is None:
-        return named
+        return []
     if keep is not None and keep[0] in table.column_names:
         table = table.filter(pc.fill_null(pc.is_in(table.column(keep[0]), value_set=pa.array(list(keep[1]))), False))
     found = []
     for name in candidates:
-        if name in named or name not in table.column_names:
+        if name not in table.column_names:
             continue
         values = pc.drop_null(table.column(name)).combine_chunks()
-        if _all_numbers(values):
-            continue  # the usual case, decided by one cast
         values = values.filter(pc.not_equal(pc.utf8_trim_whitespace(values), ""))
         if len(values) and not looks_like_numbers(values).any() and pc.any(pc.match_substring_regex(
                 values, r"[A-Za-z]")).as_py():
             found.append(name)  # letters, no number: "101,25" (a decimal comma) stays a refused measurement
-    return [c for c in candidates if c in named or c in found]
-
-
-def _all_numbers(values: pa.Array) -> bool:
-    try:
-        pc.cast(values, pa.float64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return False
-    return True
+    return found
 
 
 def _sample(header: Header) -> pa.Table | None:
@@ -83,6 +87,23 @@ def _sample(header: Header) -> pa.Table | None:
                                   column_types={n: pa.string() for n in header.names}, strings_can_be_null=True))
     except (pa.ArrowInvalid, UnicodeDecodeError):
         return None  # the parse itself names what is wrong, with its line
+
+
+def parse_finding_text(parse: Callable[[ColumnRoles], Parsed], header: Header, roles: ColumnRoles,
+                       metadata: dict[str, str], *, fixed_names: Iterable[str | None]
+                       ) -> tuple[Parsed, ColumnRoles | None]:
+    """``parse(roles)``; if it fails, and :func:`text_columns` finds text among ``roles.matrix``, those are
+    added to ``metadata`` (column -> cells column) and the file is parsed again with them as text. Returns
+    the parse and the roles it used when they changed (None: ``roles``)."""
+    try:
+        return parse(roles), None
+    except InputError:  # looked for only now, so a file without such columns never pays for the look
+        found = text_columns(header, roles.matrix, roles.keep)
+        if not found:
+            raise
+    metadata.update(metadata_columns(header, found, fixed_names=[*fixed_names, *metadata.values()]))
+    settled = replace(roles, text=[*roles.text, *found], matrix=[n for n in roles.matrix if n not in metadata])
+    return parse(settled), settled
 
 
 def metadata_columns(header: Header, names: Sequence[str], *, fixed_names) -> dict[str, str]:
