@@ -315,3 +315,51 @@ def test_strict_refusals_say_they_are_refusals(tmp_path):
     table, markers = mcquant_with_markers(tmp_path, "DNA 1", "CD3", "CD20")
     with pytest.raises(InputError, match=r"they are kept as channels without measurements \(refused: strict=True\)$"):
         cs.read_mcmicro(table, pixel_size=0.5, markers_csv=markers, strict=True)
+
+
+def test_mcquant_mask_props_without_markers_csv_are_not_markers(tmp_path):
+    # mcquant --mask_props perimeter equivalent_diameter euler_number bbox; a marker may still be named PD-1
+    table = tmp_path / "img--unmicst_cell.csv"
+    table.write_text("CellID,DNA_1,PD-1,X_centroid,Y_centroid,Area,perimeter,equivalent_diameter,euler_number,bbox-0,"
+                     "bbox-3,DNA_1_centroid_weighted-0\n1,100.5,20.25,10.0,5.0,50,25.5,7.9,1,1,14,4.5\n")
+    x = cs.read_mcmicro(table, pixel_size=0.65)
+    d = x.dictionary.set_index("source_name")
+    assert d.at["perimeter", "kind"] == "shape"
+    for prop in ("equivalent_diameter", "euler_number", "bbox-0", "bbox-3", "DNA_1_centroid_weighted-0"):
+        assert d.at[prop, "kind"] == "other", prop
+    assert x.channels["channel_name"].tolist() == ["DNA_1", "PD-1"]
+    assert column(x, "bbox-3") == [14.0]
+
+
+def steinbock_two_images(root: Path, images_csv: str) -> Path:
+    folder = steinbock_folder(root, images_csv)
+    (folder / "intensities" / "img_2.csv").write_text("Object,CD3\n")  # an empty mask: a header, no objects
+    (folder / "regionprops" / "img_2.csv").write_text("Object,area,centroid-0,centroid-1\n")
+    return folder
+
+
+def test_steinbock_image_without_objects_is_left_out_with_a_warning(tmp_path):
+    folder = steinbock_two_images(tmp_path, "image,width_px,height_px,acquisition_width_um,acquisition_height_um\n"
+                                            "img_1.tiff,10,10,5,5\nimg_2.tiff,10,10,5,5\n")
+    with pytest.warns(ReaderWarning, match=r"intensities: img_2.csv hold\(s\) a header but no objects"):
+        x = cs.read_steinbock(folder, neighbors=False)
+    assert x.images["image_id"].tolist() == ["img_1"] and x.cells["cell_id"].tolist() == ["1", "2"]
+    (folder / "intensities" / "img_1.csv").write_text("Object,CD3\n")
+    with pytest.raises(InputError, match="every table has a header but no objects"):
+        cs.read_steinbock(folder, neighbors=False)
+
+
+def test_steinbock_image_listed_twice_is_refused_by_line(tmp_path):
+    # the same image as .tiff and .ome.tiff, as two steinbock versions name it
+    folder = steinbock_folder(tmp_path, "image,width_px,height_px,acquisition_width_um,acquisition_height_um\n"
+                                        "img_1.tiff,10,10,5,5\nimg_1.ome.tiff,10,10,5,5\n")
+    with pytest.raises(InputError, match=r"images.csv: lines 2 and 3, column 'image': image 'img_1' is listed twice"):
+        cs.read_steinbock(folder, neighbors=False)
+
+
+def test_steinbock_panel_naming_two_kept_channels_alike_is_refused_by_line(tmp_path):
+    folder = steinbock_folder(tmp_path, None)
+    (folder / "panel.csv").write_text("channel,name,keep\nIr191,DNA,1\nXe131,CD3,0\nIr193,DNA,1\nPr141,CD3,1\n")
+    (folder / "intensities" / "img_1.csv").write_text("Object,DNA,DNA.1,CD3\n1,1,2,3\n2,4,5,6\n")
+    with pytest.raises(InputError, match=r"panel.csv: lines 2 and 4, column 'name': 'DNA' names two kept channels"):
+        cs.read_steinbock(folder, pixel_size=1.0, neighbors=False)

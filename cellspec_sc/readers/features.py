@@ -11,6 +11,8 @@ unit, source_name); :func:`build_dictionary` applies the feature-id rules and vo
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -32,6 +34,12 @@ SKIMAGE_REGIONPROPS = {
     "axis_major_length": ("major_axis_length", "px"), "axis_minor_length": ("minor_axis_length", "px"),
     "feret_diameter_max": ("max_caliper", "px"),
 }
+# Other scikit-image region properties a table may carry (mcquant's --mask_props, steinbock's regionprops):
+# measurements of the mask with no spec statistic, so kind other, never a marker. Array properties come as
+# <name>-<i>[-<j>] columns (bbox-0, moments_hu-3), also after a marker (DNA_1_centroid_weighted-0).
+SKIMAGE_OTHER_PROPS = re.compile(
+    r"(.+_)?((bbox|centroid\w*|coords\w*|inertia_tensor\w*|moments\w*|image\w*|slice)(-\d+)+|equivalent_diameter"
+    r"(_area)?|euler_number|area_(bbox|convex|filled)|(bbox|convex|filled)_area|perimeter_crofton|num_pixels)")
 DICTIONARY_COLUMNS = ["feature_id", "kind", "marker", "compartment", "statistic", "unit", "source_name",
                       "marker_source"]
 

@@ -31,6 +31,7 @@ from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.provenance import input_record
 from cellspec_sc.readers.features import (
+    SKIMAGE_OTHER_PROPS,
     SKIMAGE_REGIONPROPS,
     FeatureSpec,
     channels_frame,
@@ -169,6 +170,8 @@ def classify_columns(names: list[str], *, default_compartment: str, markers: lis
             statistic = INTENSITY_PROPS[prop]
             specs.append(FeatureSpec("intensity", statistic, "a.u.", name, compartment, marker) if statistic
                          else FeatureSpec.other(name))
+        elif marker_set is None and SKIMAGE_OTHER_PROPS.fullmatch(base):  # bbox-0, euler_number: no marker
+            specs.append(FeatureSpec.other(name))
         elif marker_set is None or base in marker_set:
             specs.append(FeatureSpec("intensity", "mean", "a.u.", name, compartment, base))
         else:

@@ -77,6 +77,13 @@ def read_panel(path: Path, encoding: str | None = None) -> Panel:
     channels, names = (table.column(c).take(pa.array(rows)).to_numpy(zero_copy_only=False) for c in ("channel", "name"))
     check_missing_text(path, channels, "channel", rows)
     check_missing_text(path, names, "name", rows)
+    seen: dict[str, int] = {}
+    for row, name in zip(rows, names, strict=True):
+        key = str(name).strip()
+        if key in seen:
+            raise InputError(f"{path.name}: lines {seen[key]} and {row + 2}, column 'name': {key!r} names two kept "
+                             "channels; markers must be unique: rename one, or set keep to 0 for one")
+        seen[key] = int(row) + 2
     return Panel([str(c).strip() for c in channels], [str(n).strip() for n in names])
 
 
@@ -110,10 +117,17 @@ def read_images_csv(path: Path, encoding: str | None = None) -> list[ImageInfo]:
     if missing >= 0:
         raise InputError(f"{path.name}: line {missing + 2}, column 'image': missing image name")
     images = table.column("image").to_pylist()  # one row per image
+    stems = [image_stem(str(i).strip()) for i in images]
+    first_line: dict[str, int] = {}
+    for i, stem in enumerate(stems):
+        if stem in first_line:
+            raise InputError(f"{path.name}: lines {first_line[stem]} and {i + 2}, column 'image': image {stem!r} is "
+                             "listed twice (one row per image; remove one)")
+        first_line[stem] = i + 2
     width, height = column("width_px"), column("height_px")
     size, size_y = _ratio(column("acquisition_width_um"), width), _ratio(column("acquisition_height_um"), height)
     distinct_y = np.isfinite(size_y) & np.isfinite(size) & (np.abs(size_y - size) > 1e-9 * size)
-    return [ImageInfo(image_stem(str(images[i]).strip()), i + 2, _number(width[i]), _number(height[i]),
+    return [ImageInfo(stems[i], i + 2, _number(width[i]), _number(height[i]),
                       _number(size[i]), _number(size_y[i]) if distinct_y[i] else None) for i in range(len(images))]
 
 
@@ -155,9 +169,25 @@ def image_stems(folder: Path, infos: Sequence[ImageInfo]) -> list[str]:
                 "them to intensities/, regionprops/ and neighbors/") if old_names else ""
         raise InputError(f"{folder.name}: no intensities/*.csv; not a steinbock output folder (expected "
                          f"intensities/, regionprops/, and optionally neighbors/, panel.csv, images.csv){hint}")
-    present = set(files)
+    empty = [f for f in files if not has_data_rows(folder / "intensities" / f"{f}.csv")]
+    if empty and len(empty) == len(files):
+        raise InputError(f"{folder.name}/intensities: every table has a header but no objects "
+                         f"({', '.join(empty[:5])}{', ...' if len(empty) > 5 else ''}): no cells to import")
+    if empty:
+        notice(f"{folder.name}/intensities: {', '.join(e + '.csv' for e in empty[:5])}"
+               f"{', ...' if len(empty) > 5 else ''} hold(s) a header but no objects (an empty mask): "
+               f"{'that image is' if len(empty) == 1 else 'those images are'} left out")
+    present = set(files) - set(empty)
     listed = [i.stem for i in infos if i.stem in present]
     return listed + sorted(present - set(listed))
+
+
+def has_data_rows(path: Path) -> bool:
+    """Whether a table holds anything after its header line (read from its first 64 kB)."""
+    with open(path, "rb") as handle:
+        start = handle.read(1 << 16)
+    newline = start.find(b"\n")
+    return newline >= 0 and bool(start[newline + 1:].strip())
 
 
 def image_pixel_sizes(folder: Path, stems: Sequence[str], infos: Mapping[str, ImageInfo], pixel_size
