@@ -59,7 +59,8 @@ ADAPTER = "mcmicro"
 # Bump whenever the output for the same input changes (spec section 11).
 # 1.1.0: "other" ids made unique with their statistic; nf-core <image>_<mask>.csv names split; the
 # X_position / Y_position layout read; Latin-1/cp1252 files read.
-# 1.2.0: markers.csv names in quotes matched to the table's unquoted columns.
+# 1.2.0: markers.csv names in quotes matched to the table's unquoted columns; its remove column honoured;
+# Unnamed: N and scikit-image properties without a spec statistic (bbox-0, euler_number) kind other.
 ADAPTER_VERSION = "1.2.0"
 TOOL = "MCMICRO mcquant"
 
