@@ -363,3 +363,12 @@ def test_steinbock_panel_naming_two_kept_channels_alike_is_refused_by_line(tmp_p
     (folder / "intensities" / "img_1.csv").write_text("Object,DNA,DNA.1,CD3\n1,1,2,3\n2,4,5,6\n")
     with pytest.raises(InputError, match=r"panel.csv: lines 2 and 4, column 'name': 'DNA' names two kept channels"):
         cs.read_steinbock(folder, pixel_size=1.0, neighbors=False)
+
+
+def test_steinbock_empty_images_csv_is_ignored_with_a_warning(tmp_path):
+    folder = steinbock_folder(tmp_path, "")  # 0 bytes, as an interrupted run leaves it (steinbock issue 284)
+    with pytest.warns(ReaderWarning, match=r"steinbock/images.csv is empty \(0 bytes\): ignored"):
+        x = cs.read_steinbock(folder, pixel_size=0.5, neighbors=False)
+    assert x.cells["x"].tolist() == [1.75, 0.75]
+    with pytest.raises(InputError, match=r"steinbock: no images.csv: no pixel size"), pytest.warns(ReaderWarning):
+        cs.read_steinbock(folder, neighbors=False)

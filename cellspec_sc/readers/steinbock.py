@@ -52,6 +52,7 @@ from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_
 from cellspec_sc.readers.steinbock_folder import (
     OBJECT,
     Panel,
+    has_images_csv,
     image_pixel_sizes,
     image_stems,
     images_table,
@@ -110,7 +111,7 @@ class SteinbockAdapter(ToolAdapter):
             raise InputError(f"{folder}: not a folder; pass the steinbock output folder holding intensities/ and "
                              "regionprops/")
         self.panel = read_panel(folder / "panel.csv", self.encoding) if (folder / "panel.csv").is_file() else None
-        infos = read_images_csv(folder / "images.csv", self.encoding) if (folder / "images.csv").is_file() else []
+        infos = read_images_csv(folder / "images.csv", self.encoding) if has_images_csv(folder) else []
         self.stems = image_stems(folder, infos)
         self.infos = {info.stem: info for info in infos}
         self.sizes, self.sizes_y, self.size_source = image_pixel_sizes(folder, self.stems, self.infos,

@@ -99,6 +99,18 @@ class ImageInfo:
     pixel_size_y: float | None
 
 
+def has_images_csv(folder: Path) -> bool:
+    """Whether the folder has an ``images.csv`` to read; an empty one (0 bytes, as an interrupted steinbock run
+    leaves) is said to be ignored."""
+    path = folder / "images.csv"
+    if not path.is_file():
+        return False
+    if path.stat().st_size == 0:
+        notice(f"{folder.name}/images.csv is empty (0 bytes): ignored, so the pixel size must come from pixel_size=")
+        return False
+    return True
+
+
 def read_images_csv(path: Path, encoding: str | None = None) -> list[ImageInfo]:
     """Rows of a steinbock ``images.csv``; the pixel size is ``acquisition_width_um / width_px``. Only the
     columns used here are read as numbers: others (older steinbock's ``source``, a lab's own metadata) are
