@@ -12,7 +12,6 @@ unit, source_name); :func:`build_dictionary` applies the feature-id rules and vo
 from __future__ import annotations
 
 import re
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 

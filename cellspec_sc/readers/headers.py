@@ -23,7 +23,13 @@ from pathlib import Path
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.notices import notice
-from cellspec_sc.readers.text_checks import check_encoding_name, check_regular_file, check_text, check_wide_encoding
+from cellspec_sc.readers.text_checks import (
+    check_encoding_name,
+    check_not_container,
+    check_regular_file,
+    check_text,
+    check_wide_encoding,
+)
 from cellspec_sc.spec.vocabulary import vocabulary
 
 SEPARATORS = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}
@@ -134,16 +140,11 @@ def is_utf8_with_ascii_rows(sample: bytes) -> bool:
     return True
 
 
-def sniff_delimiter(path: Path, choices: Sequence[str]) -> str:
-    """Which of ``choices`` the header line of ``path`` holds most of (the first on a tie)."""
-    check_regular_file(path)  # never open a FIFO (it would wait for a writer)
-    with open(path, "rb") as handle:
-        first = handle.readline(1 << 20)
-    return max(choices, key=lambda sep: first.count(sep.encode()))
-
-
-def read_header(path: str | os.PathLike, delimiter: str, tool: str, encoding: str | None = None) -> Header:
-    """Read and check the header line: not empty, not duplicated, the expected separator.
+def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: str, encoding: str | None = None
+                ) -> Header:
+    """Read and check the header line: not empty, not duplicated, the expected separator. ``delimiter`` is
+    the separator, or the separators the tool may use; then the header line decides (the one it holds most
+    of, the first on a tie).
 
     ``encoding`` (default: detected, see :func:`detect_encoding`) is recorded on the header for the
     parser. Raises InputError naming the file and line 1.
@@ -152,7 +153,10 @@ def read_header(path: str | os.PathLike, delimiter: str, tool: str, encoding: st
     check_regular_file(path)
     with open(path, "rb") as handle:
         first = handle.readline()
+    check_not_container(path, first)
     check_wide_encoding(path, first)
+    if not isinstance(delimiter, str):
+        delimiter = max(delimiter, key=lambda sep: first.count(sep.encode()))
     check_text(path, first, 0, delimiter, ())
     encoding = detect_encoding(path, encoding)
     text = first.decode("utf-8-sig" if encoding == "utf-8" else encoding, errors="replace").rstrip("\r\n")

@@ -19,7 +19,7 @@ import pyarrow.csv as pacsv
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.headers import read_header
-from cellspec_sc.readers.notices import notice
+from cellspec_sc.readers.notices import listed, notice
 from cellspec_sc.readers.values import check_missing_text
 
 # Values of markers.csv's remove column that mark a channel as removed.
@@ -106,7 +106,7 @@ def unquoted_channels(channel_names: Sequence[str], bases: set[str], csv_name: s
         else:
             out.append(name)
     if unquoted:
-        notice(f"{csv_name}: marker name(s) {_listed(unquoted, quote=False)} are in quotes that the table's columns "
+        notice(f"{csv_name}: marker name(s) {listed(unquoted, quote=False)} are in quotes that the table's columns "
                "do not have; matched without the quotes", strict=strict)
     return out
 
@@ -117,7 +117,7 @@ def warn_unmatched(csv_name: str, channel_names: Sequence[str], lost: Sequence[s
     the columns that became kind other), or names channels without a column."""
     unused = [m for m in channel_names if m not in matched]
     if lost and not matched:
-        notice(f"{csv_name}: names none of the marker columns of the table ({_listed(lost, quote=False)}); they "
+        notice(f"{csv_name}: names none of the marker columns of the table ({listed(lost, quote=False)}); they "
                f"become kind other and the channels come from {csv_name}: is it the markers.csv of this table?",
                strict=strict)
     elif lost:
@@ -125,10 +125,6 @@ def warn_unmatched(csv_name: str, channel_names: Sequence[str], lost: Sequence[s
                f"kind other; {csv_name} names {', '.join(map(repr, unused)) or 'no other channel'} without a column",
                strict=strict)
     elif unused:
-        notice(f"{csv_name}: names {len(unused)} channel(s) with no column in the table ({_listed(unused)}); they are "
+        notice(f"{csv_name}: names {len(unused)} channel(s) with no column in the table ({listed(unused)}); they are "
                "kept as channels without measurements", strict=strict)
 
-
-def _listed(names: Sequence[str], *, quote: bool = True, most: int = 10) -> str:
-    shown = [repr(n) if quote else n for n in names[:most]]
-    return ", ".join(shown) + (", ..." if len(names) > most else "")

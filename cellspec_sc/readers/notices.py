@@ -14,6 +14,7 @@ the same finding into an :class:`~cellspec_sc.InputError`.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 from cellspec_sc.errors import InputError
 
@@ -27,3 +28,13 @@ def notice(message: str, *, strict: bool = False) -> None:
     if strict:
         raise InputError(f"{message} (refused: strict=True)")
     warnings.warn(message, ReaderWarning, stacklevel=3)
+
+
+def listed(names: Sequence[str], *, quote: bool = True, most: int = 10) -> str:
+    """The first ``most`` of ``names`` for a message, in quotes unless ``quote`` is False.
+
+    >>> listed(["a", "b", "c"], most=2), listed(["P1_001.csv"], quote=False)
+    ("'a', 'b', ...", 'P1_001.csv')
+    """
+    shown = [repr(n) if quote else str(n) for n in names[:most]]
+    return ", ".join(shown) + (", ..." if len(names) > most else "")

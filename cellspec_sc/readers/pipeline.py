@@ -109,8 +109,8 @@ class ToolAdapter(ABC):
         self.encoding = encoding  # None: detected (UTF-8, else the Windows code page, with a warning)
         checked_marker_map(self.marker_map)  # refuse a bad marker_map before reading anything
 
-    def delimiter(self, path: Path) -> str:
-        """The field separator of ``path``."""
+    def delimiter(self, path: Path) -> str | tuple[str, ...]:
+        """The field separator of ``path``, or the separators its header line chooses from."""
         return ","
 
     def header(self, path: Path) -> Header:

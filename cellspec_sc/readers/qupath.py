@@ -19,8 +19,8 @@ the full-resolution image, and ``Centroid X µm`` is ``centroid_x_px * pixel wid
 shift), which is the spec's frame as it is. What each measurement name means is read by
 :mod:`cellspec_sc.readers.qupath_headers`. See ``docs/readers.md``.
 
->>> QuPathAdapter(pixel_size=0.5).delimiter(Path("measurements.tsv"))  # .csv: comma or semicolon, as its header
-'\\t'
+>>> QuPathAdapter(pixel_size=0.5).delimiter(Path("measurements.csv"))  # the header line chooses
+(',', ';')
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.readers.features import FeatureSpec, channels_frame, feature_positions, intensity_channels
-from cellspec_sc.readers.headers import SEPARATORS, Header, normalise_header, sniff_delimiter
+from cellspec_sc.readers.headers import SEPARATORS, Header, normalise_header
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, in_background, read_export
 from cellspec_sc.readers.qupath_headers import classify, header_style
@@ -96,9 +96,9 @@ class QuPathAdapter(ToolAdapter):
         self.pixel_size, self.image_id, self.sample_id = pixel_size, image_id, sample_id
         self.object_types = object_types
 
-    def delimiter(self, path: Path) -> str:
-        """Tab, or for ``.csv`` comma or semicolon (QuPath's export offers both), as the header line uses."""
-        return sniff_delimiter(path, (",", ";")) if path.name.lower().endswith(".csv") else "\t"
+    def delimiter(self, path: Path) -> str | tuple[str, ...]:
+        """Tab, or for ``.csv`` comma or semicolon (QuPath's export offers both): the header line decides."""
+        return (",", ";") if path.name.lower().endswith(".csv") else "\t"
 
     def missing_advice(self, header: Header) -> str:
         if header.find(*IDENTITY) is None or any(None not in _found(header, c) for c in (CENTROIDS_UM, CENTROIDS_PX)):

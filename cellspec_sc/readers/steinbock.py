@@ -45,7 +45,7 @@ from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.readers.features import SKIMAGE_REGIONPROPS, FeatureSpec, channels_frame, clean_marker
 from cellspec_sc.readers.headers import Header, read_header, require_columns
-from cellspec_sc.readers.notices import notice
+from cellspec_sc.readers.notices import listed, notice
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.pieces import data_lines
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
@@ -226,7 +226,7 @@ class SteinbockAdapter(ToolAdapter):
         lacking = [stem for stem, frame in found.items() if frame is None]
         if lacking:
             notice(f"{folder.name}/neighbors: no <image>.csv for {len(lacking)} of {len(found)} image(s) "
-                   f"({', '.join(lacking[:5])}{', ...' if len(lacking) > 5 else ''}): their cells have no adjacency "
+                   f"({listed(lacking, quote=False, most=5)}): their cells have no adjacency "
                    "(steinbock measure neighbors writes them; neighbors=False, CLI --no-neighbors, leaves adjacency "
                    "out without this warning)")
         frames = [frame for frame in found.values() if frame is not None]

@@ -24,9 +24,9 @@ import pyarrow.csv as pacsv
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.provenance import input_record
 from cellspec_sc.readers.headers import Header, read_header, require_columns
-from cellspec_sc.readers.notices import notice
+from cellspec_sc.readers.notices import listed, notice
 from cellspec_sc.readers.piece_parse import read_options
-from cellspec_sc.readers.values import check_missing_text, first_unknown, pixel_size_for, string_column
+from cellspec_sc.readers.values import check_missing_text, first_repeat, first_unknown, pixel_size_for, string_column
 
 OBJECT = "Object"
 NEIGHBOR_COLUMNS = ("Object", "Neighbor", "Distance")
@@ -77,14 +77,13 @@ def read_panel(path: Path, encoding: str | None = None) -> Panel:
     channels, names = (table.column(c).take(pa.array(rows)).to_numpy(zero_copy_only=False) for c in ("channel", "name"))
     check_missing_text(path, channels, "channel", rows)
     check_missing_text(path, names, "name", rows)
-    seen: dict[str, int] = {}
-    for row, name in zip(rows, names, strict=True):
-        key = str(name).strip()
-        if key in seen:
-            raise InputError(f"{path.name}: lines {seen[key]} and {row + 2}, column 'name': {key!r} names two kept "
-                             "channels; markers must be unique: rename one, or set keep to 0 for one")
-        seen[key] = int(row) + 2
-    return Panel([str(c).strip() for c in channels], [str(n).strip() for n in names])
+    markers = [str(n).strip() for n in names]
+    repeat = first_repeat(markers)
+    if repeat is not None:
+        first, again = (int(rows[i]) + 2 for i in repeat)
+        raise InputError(f"{path.name}: lines {first} and {again}, column 'name': {markers[repeat[1]]!r} names two kept "
+                         "channels; markers must be unique: rename one, or set keep to 0 for one")
+    return Panel([str(c).strip() for c in channels], markers)
 
 
 @dataclass(frozen=True)
@@ -130,12 +129,10 @@ def read_images_csv(path: Path, encoding: str | None = None) -> list[ImageInfo]:
         raise InputError(f"{path.name}: line {missing + 2}, column 'image': missing image name")
     images = table.column("image").to_pylist()  # one row per image
     stems = [image_stem(str(i).strip()) for i in images]
-    first_line: dict[str, int] = {}
-    for i, stem in enumerate(stems):
-        if stem in first_line:
-            raise InputError(f"{path.name}: lines {first_line[stem]} and {i + 2}, column 'image': image {stem!r} is "
-                             "listed twice (one row per image; remove one)")
-        first_line[stem] = i + 2
+    repeat = first_repeat(stems)
+    if repeat is not None:
+        raise InputError(f"{path.name}: lines {repeat[0] + 2} and {repeat[1] + 2}, column 'image': image "
+                         f"{stems[repeat[1]]!r} is listed twice (one row per image; remove one)")
     width, height = column("width_px"), column("height_px")
     size, size_y = _ratio(column("acquisition_width_um"), width), _ratio(column("acquisition_height_um"), height)
     distinct_y = np.isfinite(size_y) & np.isfinite(size) & (np.abs(size_y - size) > 1e-9 * size)
@@ -184,22 +181,22 @@ def image_stems(folder: Path, infos: Sequence[ImageInfo]) -> list[str]:
     empty = [f for f in files if not has_data_rows(folder / "intensities" / f"{f}.csv")]
     if empty and len(empty) == len(files):
         raise InputError(f"{folder.name}/intensities: every table has a header but no objects "
-                         f"({', '.join(empty[:5])}{', ...' if len(empty) > 5 else ''}): no cells to import")
+                         f"({listed(empty, quote=False, most=5)}): no cells to import")
     if empty:
-        notice(f"{folder.name}/intensities: {', '.join(e + '.csv' for e in empty[:5])}"
-               f"{', ...' if len(empty) > 5 else ''} hold(s) a header but no objects (an empty mask): "
+        notice(f"{folder.name}/intensities: {listed([e + '.csv' for e in empty], quote=False, most=5)} hold(s) a "
+               "header but no objects (an empty mask): "
                f"{'that image is' if len(empty) == 1 else 'those images are'} left out")
     present = set(files) - set(empty)
-    listed = [i.stem for i in infos if i.stem in present]
-    return listed + sorted(present - set(listed))
+    in_csv = [i.stem for i in infos if i.stem in present]
+    return in_csv + sorted(present - set(in_csv))
 
 
 def has_data_rows(path: Path) -> bool:
-    """Whether a table holds anything after its header line (read from its first 64 kB)."""
+    """Whether a table holds anything after its header line (which a whole-line read of 1 MB at most
+    skips; then a few bytes decide)."""
     with open(path, "rb") as handle:
-        start = handle.read(1 << 16)
-    newline = start.find(b"\n")
-    return newline >= 0 and bool(start[newline + 1:].strip())
+        handle.readline(1 << 20)
+        return bool(handle.read(256).strip())
 
 
 def image_pixel_sizes(folder: Path, stems: Sequence[str], infos: Mapping[str, ImageInfo], pixel_size

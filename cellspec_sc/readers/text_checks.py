@@ -65,12 +65,15 @@ CONTAINERS = ((b"\x1f\x8b", "gzip-compressed (QuPath writes gzip when the name e
               (b"\xd0\xcf\x11\xe0", "an old Excel workbook (.xls)", "save it as CSV or TSV text"))
 
 
-def check_wide_encoding(path: Path, start: bytes) -> None:
-    """Refuse a file that starts with a UTF-16 or UTF-32 byte order mark, or is a compressed file or a
-    workbook rather than text."""
+def check_not_container(path: Path, start: bytes) -> None:
+    """Refuse a file that is a compressed file or a workbook rather than text, saying what it is."""
     for magic, what, todo in CONTAINERS:
         if start.startswith(magic):
             raise UnreadableText(f"{path.name}: the file is {what}, not text: {todo}")
+
+
+def check_wide_encoding(path: Path, start: bytes) -> None:
+    """Refuse a file that starts with a UTF-16 or UTF-32 byte order mark."""
     for bom, name in WIDE_BOMS:
         if start.startswith(bom):
             raise UnreadableText(f"{path.name}: line 1: the file is {name} text (it starts with a {name} byte order "

@@ -28,12 +28,11 @@ from cellspec_sc.readers.notices import notice
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.piece_parse import read_options
 from cellspec_sc.readers.pipeline import ColumnRoles
+from cellspec_sc.spec.vocabulary import vocabulary
 
 # Bytes of the file whose rows decide (about 60 rows of 120 columns): a metadata column holds text on every
 # row, and a small export must not pay for a big sample.
 SAMPLE_BYTES = 1 << 16
-# Cells columns the readers fill themselves (section 2 and the tools' own columns).
-CELLS_COLUMNS = ("cell_id", "image_id", "sample_id", "x", "y", "area", "x_px", "y_px")
 NUMBER = r"^\s*[-+]?((\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf(inity)?)\s*$"
 
 
@@ -107,8 +106,8 @@ def parse_finding_text(parse: Callable[[ColumnRoles], Parsed], header: Header, r
 
 
 def metadata_columns(header: Header, names: Sequence[str], *, fixed_names) -> dict[str, str]:
-    """The cells column (snake_case, never one the reader fills itself) for each text column ``names``, said
-    in a warning.
+    """The cells column (snake_case, never a column of the spec's cells table nor one of ``fixed_names``) for
+    each text column ``names``, said in a warning.
 
     >>> import warnings
     >>> from pathlib import Path
@@ -116,7 +115,7 @@ def metadata_columns(header: Header, names: Sequence[str], *, fixed_names) -> di
     ...     metadata_columns(Header(Path("m.tsv"), "\\t", ("Patient", "x")), ["Patient", "x"], fixed_names=["name"])
     {'Patient': 'patient', 'x': 'x_text'}
     """
-    taken = {*(n for n in fixed_names if n), *CELLS_COLUMNS}
+    taken = {*(n for n in fixed_names if n), *(c.name for c in vocabulary().columns("cells") if not c.is_pattern)}
     out = {}
     for name in names:
         target = other_name(name)

@@ -53,6 +53,20 @@ def check_unique_ids(path: Path, image_ids: np.ndarray, cell_ids: np.ndarray, co
                          f"appears twice in image {image!r} ({int(dup.sum())} rows with duplicated ids)")
 
 
+def first_repeat(values: Sequence[str]) -> tuple[int, int] | None:
+    """Positions of the first value seen before, and of where it was first seen (None: all distinct).
+
+    >>> first_repeat(["a", "b", "a", "b"]), first_repeat(["a", "b"])
+    ((0, 2), None)
+    """
+    seen: dict[str, int] = {}
+    for i, value in enumerate(values):
+        if value in seen:
+            return seen[value], i
+        seen[value] = i
+    return None
+
+
 def check_missing_text(path: Path, values: np.ndarray, column: str, rows: np.ndarray | None) -> None:
     """Identifiers must be present: name the first line where one is missing or empty."""
     bad = pd.isna(pd.Series(values, dtype=object)).to_numpy() | (pd.Series(values, dtype=object) == "").to_numpy()
