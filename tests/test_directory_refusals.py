@@ -164,6 +164,27 @@ def test_undecodable_parquet(written):
     refused(written, r.UndecodableData, "cells.parquet")
 
 
+def not_utf8(values: list[str], row: int) -> pa.Array:
+    """A string array whose value at ``row`` is not UTF-8 (pyarrow builds it without checking)."""
+    raw = [v.encode() for v in values]
+    raw[row] = b"\xff" + raw[row][1:]
+    return pa.Array.from_buffers(pa.string(), len(raw), pa.array(raw, pa.binary()).buffers())
+
+
+@pytest.mark.parametrize(("file", "column", "row"), [("cells", "cell_id", 5), ("cells", "image_id", 17),
+                                                      ("adjacency", "cell_id_b", 3)])
+def test_text_that_is_not_utf8_is_refused_naming_column_and_row(written, file, column, row):
+    # Parquet readers hand such bytes on unchecked; pandas then failed deep inside pyarrow ("Wrapping ... failed")
+    table = pq.read_table(written / f"{file}.parquet")
+    at = table.schema.get_field_index(column)
+    values = table.column(column).cast(pa.string()).to_pylist()
+    pq.write_table(table.set_column(at, column, not_utf8(values, row)), written / f"{file}.parquet")
+    reseal(written)
+    err = refused(written, r.UndecodableData, f"{file}.parquet")
+    bad = "\\xff" + values[row][1:]
+    assert f"column {column!r}, row {row} (counting from 0): text that is not UTF-8 (b'{bad}')" in str(err)
+
+
 def test_undecodable_tsv(written_tsv):
     (written_tsv / "cells.tsv.gz").write_bytes(b"\x1f\x8b not gzip")
     reseal(written_tsv)

@@ -372,3 +372,19 @@ def test_steinbock_empty_images_csv_is_ignored_with_a_warning(tmp_path):
     assert x.cells["x"].tolist() == [1.75, 0.75]
     with pytest.raises(InputError, match=r"steinbock: no images.csv: no pixel size"), pytest.warns(ReaderWarning):
         cs.read_steinbock(folder, neighbors=False)
+
+
+def test_steinbock_ome_tiff_image_matches_its_tables_named_as_steinbock_names_them(tmp_path):
+    # steinbock replaces only the last suffix: images.csv's P1_001.ome.tiff has intensities/P1_001.ome.csv
+    folder = steinbock_folder(tmp_path, "image,width_px,height_px,acquisition_width_um,acquisition_height_um\n"
+                                        "P1_002.ome.tiff,20,20,5,5\nP1_001.ome.tiff,10,8,2.5,4\n")
+    for sub in ("intensities", "regionprops"):
+        (folder / sub / "img_1.csv").rename(folder / sub / "P1_001.ome.csv")
+        (folder / sub / "P1_002.ome.csv").write_text((folder / sub / "P1_001.ome.csv").read_text())
+    with pytest.warns(ReaderWarning, match=r"image 'P1_001.ome' has pixels of 0.25 um in x .* but 0.5 um in y"):
+        x = cs.read_steinbock(folder, neighbors=False)
+    assert x.images["image_id"].tolist() == ["P1_002.ome", "P1_001.ome"]  # images.csv's order
+    assert x.images["pixel_size"].tolist() == [0.25, 0.25]
+    assert x.images["pixel_size_y"].tolist() == [0.25, 0.5]
+    assert x.images["width_px"].tolist() == [20, 10]
+    assert x.cells.loc[x.cells["image_id"] == "P1_001.ome", "y"].tolist() == [(2.0 + 0.5) * 0.5, (7.0 + 0.5) * 0.5]

@@ -21,10 +21,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cellspec_sc.validation.matrix_stats import MatrixStats, cache_rows
 from cellspec_sc.model.memory import empty_matrix
-from cellspec_sc.io.refusals import ColumnMismatch, Unwritable
+from cellspec_sc.io.refusals import ColumnMismatch, UndecodableData, Unwritable
 from cellspec_sc.spec.types import PANDAS_DTYPES, as_spec_type, declared_type, spec_type_of
 
 ARROW_TYPES = {"character": pa.string(), "double": pa.float64(), "integer": pa.int32(), "logical": pa.bool_()}
@@ -77,6 +78,8 @@ def conform(array: pa.Array | pa.ChunkedArray, spec_type: str, file: str, name: 
     """
     target = ARROW_TYPES[spec_type]
     stored = array.type
+    if spec_type == "character":
+        check_utf8(array, file, name, directory)
     if stored == target:
         return array
     if pa.types.is_dictionary(stored):
@@ -92,6 +95,48 @@ def conform(array: pa.Array | pa.ChunkedArray, spec_type: str, file: str, name: 
         return array.cast(target, safe=True)
     except pa.ArrowException as err:
         raise ColumnMismatch(directory, file, f"column {name!r} does not fit {spec_type}: {err}") from None
+
+
+def check_utf8(array: pa.Array | pa.ChunkedArray, file: str, name: str, directory: Path | str) -> None:
+    """Refuse text that is not UTF-8 (Parquet readers do not check it; pandas would fail deep inside pyarrow).
+
+    >>> bad = pa.Array.from_buffers(pa.string(), 2, pa.array([b"ok", b"\\xffmg1"]).buffers())
+    >>> check_utf8(bad, "cells.parquet", "image_id", "/d")
+    Traceback (most recent call last):
+    cellspec_sc.io.refusals.UndecodableData: /d: cells.parquet: column 'image_id', row 1 (counting from 0): text that is not UTF-8 (b'\\xffmg1') [rule: cells and adjacency files decode as Parquet or as the TSV variant]
+    """
+    start = 0
+    for chunk in array.chunks if isinstance(array, pa.ChunkedArray) else [array]:
+        try:
+            chunk.validate(full=True)
+        except pa.ArrowInvalid as err:
+            row, raw = _first_not_utf8(chunk)
+            where = f"row {start + row} (counting from 0): text that is not UTF-8 ({raw!r})" if row >= 0 else \
+                f"cannot be decoded: {err}"
+            raise UndecodableData(directory, file, f"column {name!r}, {where}") from None
+        start += len(chunk)
+
+
+def _first_not_utf8(chunk: pa.Array) -> tuple[int, bytes | None]:
+    """(row, bytes) of the first value of a text array (plain or dictionary-encoded) that is not UTF-8; (-1, None)
+    when every value is (the array is broken some other way). Runs only on a chunk that failed validation."""
+    values = chunk.dictionary if pa.types.is_dictionary(chunk.type) else chunk
+    as_bytes = {pa.string(): pa.binary(), pa.large_string(): pa.large_binary()}.get(values.type, pa.binary_view())
+    bad = next(((k, v) for k, v in enumerate(values.view(as_bytes).to_pylist()) if v is not None and not _is_utf8(v)),
+               None)
+    if bad is None:
+        return -1, None
+    if values is chunk:
+        return bad
+    return pc.index(chunk.indices, bad[0]).as_py(), bad[1]
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def arrow_to_frame(table: pa.Table, types: list[dict[str, str]]) -> pd.DataFrame:

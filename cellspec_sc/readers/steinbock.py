@@ -56,6 +56,7 @@ from cellspec_sc.readers.steinbock_folder import (
     image_pixel_sizes,
     image_stems,
     images_table,
+    infos_by_stem,
     input_records,
     neighbor_pairs,
     read_images_csv,
@@ -68,7 +69,9 @@ from cellspec_sc.spec.vocabulary import vocabulary
 ADAPTER = "steinbock"
 # Bump whenever the output for the same input changes (spec section 11).
 # 1.1.0: intensity columns named with spaces around a panel name (" 3") are that marker's, not kind other.
-ADAPTER_VERSION = "1.1.0"
+# 1.2.0: an images.csv row "P1_001.ome.tiff" describes the tables "P1_001.ome.csv" (steinbock replaces only the
+#        last suffix), which 1.1.0 refused for want of a pixel size or read without images.csv's sizes.
+ADAPTER_VERSION = "1.2.0"
 TOOL = "steinbock"
 
 CENTROIDS = ("centroid-1", "centroid-0")  # (x, y): scikit-image's centroid is (row, column)
@@ -113,7 +116,7 @@ class SteinbockAdapter(ToolAdapter):
         self.panel = read_panel(folder / "panel.csv", self.encoding) if (folder / "panel.csv").is_file() else None
         infos = read_images_csv(folder / "images.csv", self.encoding) if has_images_csv(folder) else []
         self.stems = image_stems(folder, infos)
-        self.infos = {info.stem: info for info in infos}
+        self.infos = infos_by_stem(infos, self.stems)
         self.sizes, self.sizes_y, self.size_source = image_pixel_sizes(folder, self.stems, self.infos,
                                                                        self.pixel_size)
         self.files = [self._image_headers(folder, stem) for stem in self.stems]

@@ -7,11 +7,13 @@ loops run once per image.
 
 >>> image_stem("Patient1_001.tiff")
 'Patient1_001'
+>>> table_stem("P1_001.ome.tiff")
+'P1_001.ome'
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +44,22 @@ def image_stem(name: str) -> str:
         if name.lower().endswith(suffix):
             return name[: -len(suffix)]
     return name
+
+
+def table_stem(name: str) -> str:
+    """The stem steinbock itself gives an image's tables: only the last suffix replaced, so that
+    ``P1_001.ome.tiff`` has ``intensities/P1_001.ome.csv``."""
+    for suffix in (".tiff", ".tif"):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def infos_by_stem(infos: Sequence[ImageInfo], present: Collection[str]) -> dict[str, ImageInfo]:
+    """Each ``images.csv`` row under the stem of the table it describes: its stem without ``.ome``
+    (``img_1.ome.tiff`` for ``img_1.csv``), else steinbock's own (``P1_001.ome.csv``)."""
+    return {(info.table_stem if info.stem not in present and info.table_stem in present else info.stem): info
+            for info in infos}
 
 
 def read_text_table(header: Header, columns: Sequence[str] | None = None) -> pa.Table:
@@ -92,6 +110,7 @@ class ImageInfo:
 
     stem: str
     line: int
+    table_stem: str
     width_px: float | None
     height_px: float | None
     pixel_size: float | None
@@ -128,7 +147,8 @@ def read_images_csv(path: Path, encoding: str | None = None) -> list[ImageInfo]:
     if missing >= 0:
         raise InputError(f"{path.name}: line {missing + 2}, column 'image': missing image name")
     images = table.column("image").to_pylist()  # one row per image
-    stems = [image_stem(str(i).strip()) for i in images]
+    names = [str(i).strip() for i in images]
+    stems = [image_stem(n) for n in names]
     repeat = first_repeat(stems)
     if repeat is not None:
         raise InputError(f"{path.name}: lines {repeat[0] + 2} and {repeat[1] + 2}, column 'image': image "
@@ -136,7 +156,7 @@ def read_images_csv(path: Path, encoding: str | None = None) -> list[ImageInfo]:
     width, height = column("width_px"), column("height_px")
     size, size_y = _ratio(column("acquisition_width_um"), width), _ratio(column("acquisition_height_um"), height)
     distinct_y = np.isfinite(size_y) & np.isfinite(size) & (np.abs(size_y - size) > 1e-9 * size)
-    return [ImageInfo(stems[i], i + 2, _number(width[i]), _number(height[i]),
+    return [ImageInfo(stems[i], i + 2, table_stem(names[i]), _number(width[i]), _number(height[i]),
                       _number(size[i]), _number(size_y[i]) if distinct_y[i] else None) for i in range(len(images))]
 
 
@@ -187,7 +207,7 @@ def image_stems(folder: Path, infos: Sequence[ImageInfo]) -> list[str]:
                "header but no objects (an empty mask): "
                f"{'that image is' if len(empty) == 1 else 'those images are'} left out")
     present = set(files) - set(empty)
-    in_csv = [i.stem for i in infos if i.stem in present]
+    in_csv = [stem for stem in infos_by_stem(infos, present) if stem in present]
     return in_csv + sorted(present - set(in_csv))
 
 
