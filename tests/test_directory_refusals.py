@@ -185,6 +185,17 @@ def test_text_that_is_not_utf8_is_refused_naming_column_and_row(written, file, c
     assert f"column {column!r}, row {row} (counting from 0): text that is not UTF-8 (b'{bad}')" in str(err)
 
 
+def test_column_name_in_the_parquet_footer_that_is_not_utf8_is_refused(written):
+    # pyarrow decodes the footer's names as it opens the file and raised UnicodeDecodeError past our handlers
+    data = bytearray((written / "cells.parquet").read_bytes())
+    at = data.find(b"cell_id")  # its first occurrence: a name pyarrow decodes as it opens the file
+    data[at] ^= 0x80
+    (written / "cells.parquet").write_bytes(bytes(data))
+    reseal(written)
+    err = refused(written, r.UndecodableData, "cells.parquet")
+    assert "not a readable Parquet file: a name in the file's footer is not UTF-8 (b'\\xe3'" in str(err)
+
+
 def test_undecodable_tsv(written_tsv):
     (written_tsv / "cells.tsv.gz").write_bytes(b"\x1f\x8b not gzip")
     reseal(written_tsv)

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.io.columns import DAMAGED_DATA_ERRORS, damage_text
 from cellspec_sc.io.directory import check_outlines_listed, feature_ids_of, listed_format
 from cellspec_sc.io.manifest import DONE, METADATA, read_manifest, verify_listed
 from cellspec_sc.io.metadata import JSON_TABLES, KNOWN_KEYS, frame_of_rows, load_document
@@ -168,6 +168,6 @@ def _checked_footer(root: Path, types: list[dict[str, str]], feature_ids: list[s
     file = "cells.parquet"
     try:
         stored = pq.ParquetFile(root / file).schema_arrow
-    except (pa.ArrowException, OSError) as err:
-        raise UndecodableData(root, file, f"not a readable Parquet file: {err}") from None
+    except DAMAGED_DATA_ERRORS as err:
+        raise UndecodableData(root, file, f"not a readable Parquet file: {damage_text(err)}") from None
     return check_stored_columns(stored, types, feature_ids, root, file)

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cellspec_sc.cohort.members import Member, Part, check_stamp
-from cellspec_sc.io.columns import ARROW_TYPES, arrow_to_frame, conform
+from cellspec_sc.io.columns import ARROW_TYPES, DAMAGED_DATA_ERRORS, arrow_to_frame, conform
 from cellspec_sc.io.parquet_matrix import fill_row_group, gather_row_group_stats
 from cellspec_sc.io.refusals import UndecodableData
 from cellspec_sc.model.memory import empty_matrix
@@ -40,7 +40,7 @@ def _handle(member: Member, part: Part) -> pq.ParquetFile:
     # zeroing of huge pages: 2-3x the CPU of the whole read on a dask worker)
     try:
         return pq.ParquetFile(member.root / part.file, pre_buffer=False)
-    except (pa.ArrowException, OSError) as err:
+    except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(member.root, part.file, f"not a readable Parquet file: {err}") from None
 
 
@@ -52,7 +52,7 @@ def reading(member: Member, part: Part) -> Iterator[pq.ParquetFile]:
     handle = _handle(member, part)
     try:
         yield handle
-    except (pa.ArrowException, OSError) as err:
+    except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(member.root, part.file, f"row group {part.row_group} cannot be decoded: {err}") \
             from None
     check_stamp(member, part.file)

@@ -28,6 +28,22 @@ from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.io.refusals import ColumnMismatch, UndecodableData, Unwritable
 from cellspec_sc.spec.types import PANDAS_DTYPES, as_spec_type, declared_type, spec_type_of
 
+# What pyarrow raises on a damaged data file: its own errors, the OS's, and UnicodeDecodeError for a column
+# name in a Parquet footer that is not UTF-8 (pyarrow decodes the names as it opens the file).
+DAMAGED_DATA_ERRORS = (pa.ArrowException, OSError, UnicodeDecodeError)
+
+
+def damage_text(err: BaseException) -> str:
+    """What a refusal says of an error in :data:`DAMAGED_DATA_ERRORS`.
+
+    >>> damage_text(UnicodeDecodeError("utf-8", b"\\xe9mg1", 0, 1, "invalid continuation byte"))
+    "a name in the file's footer is not UTF-8 (b'\\\\xe9': invalid continuation byte)"
+    """
+    if isinstance(err, UnicodeDecodeError):
+        return f"a name in the file's footer is not UTF-8 ({err.object[err.start:err.end]!r}: {err.reason})"
+    return str(err)
+
+
 ARROW_TYPES = {"character": pa.string(), "double": pa.float64(), "integer": pa.int32(), "logical": pa.bool_()}
 _PANDAS_OF_ARROW = {pa.string(): PANDAS_DTYPES["character"], pa.int32(): PANDAS_DTYPES["integer"],
                     pa.bool_(): PANDAS_DTYPES["logical"]}

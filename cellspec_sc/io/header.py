@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cellspec_sc.io.bounded import DEFAULT_MAX_METADATA_BYTES, open_regular
+from cellspec_sc.io.columns import DAMAGED_DATA_ERRORS, damage_text
 from cellspec_sc.io.manifest import METADATA, checked_relative, read_manifest
 from cellspec_sc.io.metadata import JSON_TABLES, frame_of_rows, load_document
 from cellspec_sc.io.refusals import ChecksumMismatch, NotACellspecDirectory, UndecodableData, UnlistedDataFile
@@ -76,8 +76,8 @@ def footer_rows(directory: Path, name: str) -> int:
     with open_regular(path, directory, name) as handle:
         try:
             return pq.ParquetFile(handle).metadata.num_rows
-        except (pa.ArrowException, OSError) as err:
-            raise UndecodableData(directory, name, f"no readable Parquet footer: {err}") from None
+        except DAMAGED_DATA_ERRORS as err:
+            raise UndecodableData(directory, name, f"no readable Parquet footer: {damage_text(err)}") from None
 
 
 def format_header(h: DirectoryHeader) -> str:

@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cellspec_sc.io.columns import Decoded, arrow_to_frame, batch_ranges, check_file_columns, conform, feature_arrays, file_columns
+from cellspec_sc.io.columns import DAMAGED_DATA_ERRORS, Decoded, arrow_to_frame, batch_ranges, check_file_columns, conform, damage_text, feature_arrays, file_columns
 from cellspec_sc.io.hashing import FollowingHash
 from cellspec_sc.io.parquet_matrix import MatrixDecoding, fill_row_group, stored_nan
 from cellspec_sc.validation.matrix_stats import MatrixStats, arrow_first_seen_codes, first_seen_codes
@@ -88,8 +88,8 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     try:
         handle = pq.ParquetFile(path)
         stored = handle.schema_arrow
-    except (pa.ArrowException, OSError) as err:
-        raise UndecodableData(directory, file, f"not a readable Parquet file: {err}") from None
+    except DAMAGED_DATA_ERRORS as err:
+        raise UndecodableData(directory, file, f"not a readable Parquet file: {damage_text(err)}") from None
     table_types = check_stored_columns(stored, types, feature_ids, directory, file)
     # A long matrix starts decoding before the cells table is built when the image of each row can be
     # known from the image_id column alone (the stats keep per-image ranges).
@@ -102,7 +102,7 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     except BaseException as err:
         if decoding is not None:
             decoding.cancel()
-        if isinstance(err, (pa.ArrowException, OSError)):
+        if isinstance(err, DAMAGED_DATA_ERRORS):
             raise UndecodableData(directory, file, f"Parquet data cannot be decoded: {err}") from None
         raise
     if lazy:
@@ -159,7 +159,7 @@ def early_stats(handle: pq.ParquetFile, table_types: list[dict[str, str]], n_fea
         stored = handle.read(columns=["image_id"], use_threads=False).column(0)
         image_ids = conform(stored, "character", file, "image_id", directory)
         codes, names = arrow_first_seen_codes(image_ids)
-    except (ColumnMismatch, pa.ArrowException, OSError):
+    except (ColumnMismatch, *DAMAGED_DATA_ERRORS):
         return None
     return MatrixStats(n_features, codes, len(names), image_ids=names), {"image_id": image_ids}
 
@@ -213,7 +213,7 @@ def _decode_block(opened: Any, index: int, feature_ids: tuple[str, ...], directo
         nulls = np.zeros(len(feature_ids), dtype=np.int64)
         stats = MatrixStats(len(feature_ids))
         fill_row_group(handle, index, list(feature_ids), block, nulls, stats)
-    except (pa.ArrowException, OSError) as err:
+    except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(directory, file, f"row group {index} cannot be decoded: {err}") from None
     stored = stored_nan(stats, nulls, feature_ids)
     if stored:

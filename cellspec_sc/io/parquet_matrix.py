@@ -23,12 +23,12 @@ import threading
 from collections import deque
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cellspec_sc.io.columns import DAMAGED_DATA_ERRORS
 from cellspec_sc.io.refusals import UndecodableData
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.progress import progress
@@ -120,7 +120,7 @@ class MatrixDecoding:
                 decoded = handle.read_row_group(index, columns=names, use_threads=False)
                 _place(decoded, self.matrix[start:stop], first, nulls, stats, start)
                 self._progress.update((stop - start) * len(names) / len(self._feature_ids))
-        except (pa.ArrowException, OSError) as err:
+        except DAMAGED_DATA_ERRORS as err:
             raise UndecodableData(self._directory, self._file, f"Parquet data cannot be decoded: {err}") from None
         return stats, nulls
 

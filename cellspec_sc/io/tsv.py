@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from cellspec_sc.io.columns import ARROW_TYPES, Decoded, MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, file_columns
+from cellspec_sc.io.columns import ARROW_TYPES, DAMAGED_DATA_ERRORS, Decoded, MatrixFiller, arrow_to_frame, batch_ranges, check_file_columns, file_columns
 from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION, INFLATION_FLOOR_BYTES, InflationGuard, open_regular
 from cellspec_sc.io.refusals import UndecodableData
 from cellspec_sc.progress import progress
@@ -36,7 +36,7 @@ from cellspec_sc.progress import progress
 SIGNIFICANT_DIGITS = 15
 _NEEDS_QUOTES = ("\t", "\n", "\r", '"', "\\")
 _WRITE_BATCH_BYTES = 1 << 22
-_DECODE_ERRORS = (pa.ArrowException, OSError, EOFError, zlib.error, UnicodeDecodeError)
+_DECODE_ERRORS = (*DAMAGED_DATA_ERRORS, EOFError, zlib.error)
 _COMPRESSED_BYTES_PER_VALUE = 6  # about, for measured doubles: the reader's progress threshold
 
 
