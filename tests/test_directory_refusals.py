@@ -196,6 +196,28 @@ def test_column_name_in_the_parquet_footer_that_is_not_utf8_is_refused(written):
     assert "not a readable Parquet file: a name in the file's footer is not UTF-8 (b'\\xe3'" in str(err)
 
 
+def test_footer_row_count_that_disagrees_with_its_row_groups_is_refused(written):
+    # a flipped bit in the footer's num_rows (resealed): the matrix was sized from it (numpy: "negative dimensions")
+    raw = (written / "cells.parquet").read_bytes()
+    footer = len(raw) - 8 - int.from_bytes(raw[-8:-4], "little")
+    for at in range(footer, len(raw) - 8):
+        data = bytearray(raw)
+        data[at] ^= 1
+        try:
+            meta = pq.ParquetFile(pa.BufferReader(bytes(data))).metadata
+            groups = sum(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
+        except (pa.ArrowException, OSError, UnicodeDecodeError):
+            continue
+        if groups == 30 and meta.num_rows != 30:
+            break
+    else:
+        pytest.fail("no byte of the footer changes its row count alone")
+    (written / "cells.parquet").write_bytes(bytes(data))
+    reseal(written)
+    err = refused(written, r.UndecodableData, "cells.parquet")
+    assert f"the footer says {meta.num_rows} rows but its row groups hold 30" in str(err)
+
+
 def test_undecodable_tsv(written_tsv):
     (written_tsv / "cells.tsv.gz").write_bytes(b"\x1f\x8b not gzip")
     reseal(written_tsv)

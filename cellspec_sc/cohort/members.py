@@ -28,7 +28,7 @@ from cellspec_sc.io.columns import DAMAGED_DATA_ERRORS, damage_text
 from cellspec_sc.io.directory import check_outlines_listed, feature_ids_of, listed_format
 from cellspec_sc.io.manifest import DONE, METADATA, read_manifest, verify_listed
 from cellspec_sc.io.metadata import JSON_TABLES, KNOWN_KEYS, frame_of_rows, load_document
-from cellspec_sc.io.parquet import check_stored_columns
+from cellspec_sc.io.parquet import check_row_counts, check_stored_columns
 from cellspec_sc.io.refusals import (ChangedSinceRead, NotACellspecDirectory, UndecodableData, UnlistedDataFile,
                                      UnreadableFile)
 
@@ -167,7 +167,9 @@ def _checked_footer(root: Path, types: list[dict[str, str]], feature_ids: list[s
     """The cells columns of cells.parquet after comparing its schema with column_types (as ``read`` does)."""
     file = "cells.parquet"
     try:
-        stored = pq.ParquetFile(root / file).schema_arrow
+        handle = pq.ParquetFile(root / file)
+        stored = handle.schema_arrow
     except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(root, file, f"not a readable Parquet file: {damage_text(err)}") from None
+    check_row_counts(handle.metadata, root, file)
     return check_stored_columns(stored, types, feature_ids, root, file)

@@ -91,6 +91,7 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(directory, file, f"not a readable Parquet file: {damage_text(err)}") from None
     table_types = check_stored_columns(stored, types, feature_ids, directory, file)
+    check_row_counts(handle.metadata, directory, file)
     # A long matrix starts decoding before the cells table is built when the image of each row can be
     # known from the image_id column alone (the stats keep per-image ranges).
     long = not lazy and handle.metadata.num_rows >= _EARLY_ROWS
@@ -124,6 +125,15 @@ def _table_frame(handle: pq.ParquetFile, table_types: list[dict[str, str]], dire
                         conform(raw.column(c["name"]), c["type"], file, c["name"], directory)
                         for c in table_types}) if table_types else raw
     return arrow_to_frame(columns, table_types)
+
+
+def check_row_counts(meta: pq.FileMetaData, directory: Path | str, file: str) -> None:
+    """Refuse a footer whose row count is not the sum of its row groups' (the matrix is sized from it)."""
+    counts = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    if min(counts, default=0) < 0 or sum(counts) != meta.num_rows:
+        shown = ", ".join(map(str, counts[:5])) + (", ..." if len(counts) > 5 else "")
+        raise UndecodableData(directory, file, f"the footer says {meta.num_rows} rows but its row groups hold "
+                                               f"{shown}")
 
 
 def check_stored_columns(stored: pa.Schema, types: list[dict[str, str]], feature_ids: list[str],
