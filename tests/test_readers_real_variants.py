@@ -388,3 +388,13 @@ def test_steinbock_ome_tiff_image_matches_its_tables_named_as_steinbock_names_th
     assert x.images["pixel_size_y"].tolist() == [0.25, 0.5]
     assert x.images["width_px"].tolist() == [20, 10]
     assert x.cells.loc[x.cells["image_id"] == "P1_001.ome", "y"].tolist() == [(2.0 + 0.5) * 0.5, (7.0 + 0.5) * 0.5]
+
+
+def test_steinbock_images_csv_rows_without_tables_are_named_in_a_warning(tmp_path):
+    # an interrupted `steinbock measure`, or tables deleted by hand: those images are not silently missing
+    folder = steinbock_folder(tmp_path, "image,width_px,height_px,acquisition_width_um,acquisition_height_um\n"
+                                        "img_0.tiff,10,10,5,5\nimg_1.tiff,10,10,5,5\nP2.ome.tiff,10,10,5,5\n")
+    with pytest.warns(ReaderWarning, match=r"steinbock/images.csv lists 2 image\(s\) without a table in "
+                                           r"intensities/ \(img_0.csv, P2.ome.csv\): left out"):
+        x = cs.read_steinbock(folder, neighbors=False)
+    assert x.images["image_id"].tolist() == ["img_1"] and x.cells["cell_id"].tolist() == ["1", "2"]

@@ -207,7 +207,12 @@ def image_stems(folder: Path, infos: Sequence[ImageInfo]) -> list[str]:
                "header but no objects (an empty mask): "
                f"{'that image is' if len(empty) == 1 else 'those images are'} left out")
     present = set(files) - set(empty)
-    in_csv = [stem for stem in infos_by_stem(infos, present) if stem in present]
+    described = infos_by_stem(infos, files)
+    without = [info.table_stem + ".csv" for stem, info in described.items() if stem not in files]
+    if without:
+        notice(f"{folder.name}/images.csv lists {len(without)} image(s) without a table in intensities/ "
+               f"({listed(without, quote=False, most=5)}): left out")
+    in_csv = [stem for stem in described if stem in present]
     return in_csv + sorted(present - set(in_csv))
 
 
