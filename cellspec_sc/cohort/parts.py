@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cellspec_sc.cohort.members import Member, Part, check_stamp
-from cellspec_sc.io.columns import ARROW_TYPES, DAMAGED_DATA_ERRORS, arrow_to_frame, conform
+from cellspec_sc.io.columns import ARROW_TYPES, DAMAGED_DATA_ERRORS, arrow_to_frame, conform, damage_text
 from cellspec_sc.io.parquet_matrix import fill_row_group, gather_row_group_stats
 from cellspec_sc.io.refusals import UndecodableData
 from cellspec_sc.model.memory import empty_matrix
@@ -41,7 +41,7 @@ def _handle(member: Member, part: Part) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(member.root / part.file, pre_buffer=False)
     except DAMAGED_DATA_ERRORS as err:
-        raise UndecodableData(member.root, part.file, f"not a readable Parquet file: {err}") from None
+        raise UndecodableData(member.root, part.file, f"not a readable Parquet file: {damage_text(err)}") from None
 
 
 @contextmanager
