@@ -268,3 +268,16 @@ def test_repeated_is_what_pandas_calls_duplicated():
     for values in (np.arange(5000), np.r_[np.arange(5000), 3], rng.integers(0, 50, 2000),
                    rng.integers(0, 2**63, 3000, dtype=np.int64).view(np.uint64), np.zeros(0, dtype=np.int64)):
         np.testing.assert_array_equal(repeated(values), pd.Series(values).duplicated(keep=False).to_numpy())
+
+
+def test_text_with_a_lone_surrogate_fails_column_types_naming_column_and_row():
+    # os.fsdecode turns a file name that is not UTF-8 into such a string; no UTF-8 file can store it
+    x = cs.example(n_cells=20)
+    ids = x.cells["image_id"].astype(object)
+    ids.iloc[7] = "slide\udce9"
+    report = cs.validate(with_cells(x, image_id=ids))
+    result = {r.name: r for r in report.results}["cells_column_types"]
+    assert result.status == "fail"
+    assert "image_id row 7 holds text that is not Unicode ('slide\\udce9': a lone surrogate" in result.message
+    with pytest.raises(cs.ValidationError, match="cells_column_types"):
+        report.raise_if_failed()

@@ -76,8 +76,34 @@ def column_types(ctx: Context, table: str, only_declared: bool = True) -> Proble
             bad.append(f"{name} is {values.dtype} ({actual or 'no spec type'}), expected {col.type}")
         elif col is None and not only_declared and actual is None:
             bad.append(f"{name} is {values.dtype}, which is none of {', '.join(('character', 'double', 'integer', 'logical'))}")
+        elif actual == "character" and (where := not_unicode(values)):
+            bad.append(f"{name} {where}")
     if bad:
         return Problem(f"{table}: " + "; ".join(bad), bad[0].split(" ", 1)[0])
+    return None
+
+
+def not_unicode(values: pd.Series) -> str | None:
+    """Where a text column holds a string that no UTF-8 file can store (a lone surrogate, as ``os.fsdecode``
+    makes of a file name that is not UTF-8), or None. Only Python strings can: Arrow text is UTF-8.
+
+    >>> not_unicode(pd.Series(["a", "b\\udcff"], dtype=object))
+    "row 1 holds text that is not Unicode ('b\\\\udcff': a lone surrogate, as os.fsdecode makes of bytes that are not UTF-8)"
+    """
+    if values.dtype != object:
+        return None
+    try:
+        pa.array(values.to_numpy(), type=pa.string(), from_pandas=True)
+        return None
+    except UnicodeEncodeError:
+        pass
+    for row, value in enumerate(values.to_numpy()):
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return (f"row {row} holds text that is not Unicode ({value!r}: a lone surrogate, as os.fsdecode makes "
+                        "of bytes that are not UTF-8)")
     return None
 
 
