@@ -268,6 +268,47 @@ def test_qupath_project_metadata_columns_are_kept_as_text(tmp_path):
     assert cs.validate(x).ok
 
 
+def late_metadata_export(path: Path, n: int, patient_from: int, stain_from: int, cd3=lambda i: f"{i / 4}") -> Path:
+    """A two-image QuPath export whose metadata columns are empty until the images that have them (QuPath
+    writes a project's metadata only for the images it was set on)."""
+    lines = ["Image\tPatient\tObject ID\tObject type\tStain\tCentroid X µm\tCentroid Y µm\tNucleus: CD3: Mean"]
+    for i in range(n):
+        image = "a.tif" if i < patient_from else "b.tif"
+        patient = "P02" if i >= patient_from else ""
+        stain = "H&E" if i >= stain_from else ""
+        lines.append(f"{image}\t{patient}\t{i}\tCell\t{stain}\t{i * 0.5}\t1.5\t{cd3(i)}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_metadata_empty_until_far_down_the_file_is_kept_as_text(tmp_path):
+    # both columns are empty in the whole 64 kB sample; Stain starts holding text after Patient does
+    path = late_metadata_export(tmp_path / "late.tsv", 30_000, 20_000, 25_000)
+    assert path.read_bytes()[: 1 << 16].count(b"P02") == 0
+    with pytest.warns(ReaderWarning) as notes:
+        x = cs.read_qupath(path, pixel_size=0.5)
+    assert [str(n.message) for n in notes if "hold text" in str(n.message)] == [
+        "late.tsv: column(s) 'Patient' hold text, not measurements (project metadata?); kept as cells column(s) "
+        "patient",
+        "late.tsv: column(s) 'Stain' hold text, not measurements (project metadata?); kept as cells column(s) stain"]
+    assert x.feature_ids == ["nucleus:CD3:mean"] and x.n_cells == 30_000
+    assert x.cells["patient"].isna().sum() == 20_000 and set(x.cells["patient"].dropna()) == {"P02"}
+    assert x.cells["stain"].isna().sum() == 25_000 and x.cells["stain"].iloc[-1] == "H&E"
+    assert x.cells["image_id"].iloc[[0, -1]].tolist() == ["a.tif", "b.tif"]
+    assert column(x, "Nucleus: CD3: Mean")[-1] == 29_999 / 4
+    assert x.provenance["parameters"]["text_columns"] == {"Patient": "patient", "Stain": "stain"}
+    assert cs.validate(x).ok
+
+
+def test_numbers_with_text_far_down_stay_a_refused_measurement(tmp_path):
+    # CD3 holds numbers, then text on one row after the sample: not metadata, refused at that line
+    path = late_metadata_export(tmp_path / "mixed.tsv", 30_000, 0, 0,
+                                cd3=lambda i: "high" if i == 28_000 else f"{i / 4}")
+    with pytest.warns(ReaderWarning, match="hold text"), pytest.raises(
+            InputError, match=r"mixed.tsv: line 28002, column 'Nucleus: CD3: Mean': cannot parse 'high' as a number"):
+        cs.read_qupath(path, pixel_size=0.5)
+
+
 def test_decimal_commas_are_refused_with_what_to_do(tmp_path):
     path = tmp_path / "comma.tsv"
     path.write_text("Image\tObject ID\tCentroid X µm\tCentroid Y µm\tNucleus: CD3: Mean\n"

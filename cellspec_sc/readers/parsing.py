@@ -150,6 +150,23 @@ def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str
                    group=group, numbers_as_text=True)
 
 
+class NotANumber(InputError):
+    """A value of a measurement column that is not a number; ``.column`` and ``.line`` (None when unknown) say
+    where, ``.value`` what.
+
+    >>> print(NotANumber("t.csv", 7, "CD3", "n/a"))
+    t.csv: line 7, column 'CD3': cannot parse 'n/a' as a number
+    """
+
+    def __init__(self, file: str, line: int | None, column: str, value: str) -> None:
+        self.file, self.line, self.column, self.value = file, line, column, value
+        where = f"line {line}, " if line else ""
+        super().__init__(f"{file}: {where}column {column!r}: cannot parse {value!r} as a number{_number_hint(value)}")
+
+    def __reduce__(self):
+        return type(self), (self.file, self.line, self.column, self.value)
+
+
 class _ConversionFailed(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -192,8 +209,7 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
             read += piece.rows
             filled += piece.kept
     except PieceUnparsable as failed:
-        raise InputError(f"{header.path.name}: line {read + failed.row + 2}, column {failed.column!r}: cannot parse "
-                         f"{failed.value!r} as a number{_number_hint(str(failed.value))}") from None
+        raise NotANumber(header.path.name, read + failed.row + 2, failed.column, str(failed.value)) from None
     except (pa.ArrowInvalid, pa.ArrowException) as err:
         if not numbers_as_text and _is_conversion_error(str(err)):
             raise _ConversionFailed(str(err)) from None
@@ -280,9 +296,7 @@ def _located_error(header: Header, message: str) -> InputError:
     if conversion:
         col, value = int(conversion.group(1)), conversion.group(2)
         column = header.names[col]
-        line = _line_of_value(header, column, value)
-        where = f"line {line}, " if line else ""
-        return InputError(f"{name}: {where}column {column!r}: cannot parse {value!r} as a number{_number_hint(value)}")
+        return NotANumber(name, _line_of_value(header, column, value), column, value)
     if "Expected" in message and "columns" in message:
         line, expected, actual = _first_bad_row(header)
         if line:
@@ -303,7 +317,7 @@ def _number_hint(value: str) -> str:
                 "with '.' (e.g. in an English locale) or replace the commas")
     if re.search(r"[A-Za-z]{2}", value) or re.fullmatch(r"\s*[A-Za-z]\w*\s*", value):
         return ("; the column holds text: if it is not a measurement, leave it out of the export (the readers take "
-                "every column they do not know for a measurement when its first rows hold numbers)")
+                "every column they do not know for a measurement when it holds numbers)")
     return ""
 
 

@@ -70,7 +70,9 @@ ADAPTER = "qupath"
 # types may hold text in number columns.
 # 1.2.0: derived headers ("Smoothed: 50 µm: ...", "ROI: 2.00 µm per pixel: DAPI: Mean") and summaries of
 # quantities ("Nuclei Area µm^2: Mean") are kind other, not intensities of a marker named after them.
-ADAPTER_VERSION = "1.2.0"
+# 1.3.0: a column of text that is empty in the first rows (project metadata set only on images further down a
+# multi-image export) is kept as text, not refused as a measurement.
+ADAPTER_VERSION = "1.3.0"
 TOOL = "QuPath"
 
 # Fixed text columns -> cells column (None: read but not kept).

@@ -3,8 +3,9 @@ project metadata (``Patient``, ``Stain (metadata)``) beside the measurements, an
 unknown column for a measurement would refuse the file at its first ``P01``.
 
 A column whose name ends in ``(metadata)`` is text. Another counts as text when the parse failed and, in
-the first rows of the file (those the reader keeps), it holds letters and no value that reads as a number; a
-column with numbers and text mixed stays a measurement and its
+the first rows of the file (those the reader keeps), it holds letters and no value that reads as a number. The
+column the parse failed on is then looked at in every row (it may be empty until an image with metadata
+comes, far down a multi-image export). A column with numbers and text mixed stays a measurement and its
 first text value is refused with line and column, as before.
 
 >>> looks_like_numbers(pa.array(["1.5", " -2e3", "NaN", "Infinity", None, "P01"])).tolist()
@@ -25,7 +26,7 @@ import pyarrow.csv as pacsv
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.headers import Header, other_name
 from cellspec_sc.readers.notices import notice
-from cellspec_sc.readers.parsing import Parsed
+from cellspec_sc.readers.parsing import NotANumber, Parsed
 from cellspec_sc.readers.piece_parse import read_options
 from cellspec_sc.readers.pipeline import ColumnRoles
 from cellspec_sc.spec.vocabulary import vocabulary
@@ -58,18 +59,46 @@ def text_columns(header: Header, candidates: Sequence[str], keep: tuple[str, Seq
     table = _sample(header)
     if table is None:
         return []
-    if keep is not None and keep[0] in table.column_names:
-        table = table.filter(pc.fill_null(pc.is_in(table.column(keep[0]), value_set=pa.array(list(keep[1]))), False))
-    found = []
-    for name in candidates:
-        if name not in table.column_names:
-            continue
-        values = pc.drop_null(table.column(name)).combine_chunks()
-        values = values.filter(pc.not_equal(pc.utf8_trim_whitespace(values), ""))
-        if len(values) and not looks_like_numbers(values).any() and pc.any(pc.match_substring_regex(
-                values, r"[A-Za-z]")).as_py():
-            found.append(name)  # letters, no number: "101,25" (a decimal comma) stays a refused measurement
-    return found
+    table = _kept(table, keep)
+    return [name for name in candidates if name in table.column_names and holds_text(table.column(name))]
+
+
+def holds_text(values: pa.ChunkedArray) -> bool:
+    """Letters and no value that reads as a number (empty values aside): ``"101,25"`` (a decimal comma) is
+    no text, so it stays a measurement and is refused.
+
+    >>> holds_text(pa.chunked_array([[None, "", "P01"]])), holds_text(pa.chunked_array([["P01", "2"]]))
+    (True, False)
+    """
+    values = pc.drop_null(values).combine_chunks()
+    values = values.filter(pc.not_equal(pc.utf8_trim_whitespace(values), ""))
+    return bool(len(values)) and not looks_like_numbers(values).any() and bool(
+        pc.any(pc.match_substring_regex(values, r"[A-Za-z]")).as_py())
+
+
+def _kept(table: pa.Table, keep: tuple[str, Sequence[str]] | None) -> pa.Table:
+    """The rows of ``table`` that ``keep=(column, values)`` keeps (all rows: None)."""
+    if keep is None or keep[0] not in table.column_names:
+        return table
+    return table.filter(pc.fill_null(pc.is_in(table.column(keep[0]), value_set=pa.array(list(keep[1]))), False))
+
+
+def failed_on_text(header: Header, err: InputError, candidates: Sequence[str],
+                   keep: tuple[str, Sequence[str]] | None = None) -> list[str]:
+    """``[column]`` when ``err`` is a value of one of ``candidates`` that is not a number and that column,
+    over every row ``keep`` keeps, holds text (:func:`holds_text`); else ``[]``. Reads only that column (and
+    ``keep``'s) as text, so memory is one column of the file."""
+    if not isinstance(err, NotANumber) or err.column not in candidates:
+        return []
+    names = [err.column, *([keep[0]] if keep is not None and keep[0] != err.column else [])]
+    try:
+        table = pacsv.read_csv(header.path, read_options=read_options(header),
+                               parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
+                               convert_options=pacsv.ConvertOptions(include_columns=names, strings_can_be_null=True,
+                                                                    column_types={n: pa.string() for n in names}))
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        return []  # the parse's own refusal says what is wrong
+    return [err.column] if holds_text(_kept(table, keep).column(err.column)) else []
 
 
 def _sample(header: Header) -> pa.Table | None:
@@ -91,18 +120,23 @@ def _sample(header: Header) -> pa.Table | None:
 def parse_finding_text(parse: Callable[[ColumnRoles], Parsed], header: Header, roles: ColumnRoles,
                        metadata: dict[str, str], *, fixed_names: Iterable[str | None]
                        ) -> tuple[Parsed, ColumnRoles | None]:
-    """``parse(roles)``; if it fails, and :func:`text_columns` finds text among ``roles.matrix``, those are
-    added to ``metadata`` (column -> cells column) and the file is parsed again with them as text. Returns
-    the parse and the roles it used when they changed (None: ``roles``)."""
-    try:
-        return parse(roles), None
-    except InputError:  # looked for only now, so a file without such columns never pays for the look
-        found = text_columns(header, roles.matrix, roles.keep)
-        if not found:
-            raise
-    metadata.update(metadata_columns(header, found, fixed_names=[*fixed_names, *metadata.values()]))
-    settled = replace(roles, text=[*roles.text, *found], matrix=[n for n in roles.matrix if n not in metadata])
-    return parse(settled), settled
+    """``parse(roles)``; if it fails, and :func:`text_columns` finds text among ``roles.matrix`` (or
+    :func:`failed_on_text` finds the column it failed on is text), those are added to ``metadata`` (column ->
+    cells column) and the file is parsed again with them as text, until it parses or fails on a column that
+    is no text. Returns the parse and the roles it used when they changed (None: ``roles``)."""
+    settled, sampled = roles, False
+    while True:
+        try:
+            return parse(settled), (None if settled is roles else settled)
+        except InputError as err:  # looked for only now, so a file without such columns never pays for the look
+            found = [] if sampled else text_columns(header, settled.matrix, settled.keep)
+            sampled = True
+            found = found or failed_on_text(header, err, settled.matrix, settled.keep)
+            if not found:
+                raise
+        metadata.update(metadata_columns(header, found, fixed_names=[*fixed_names, *metadata.values()]))
+        matrix = [n for n in settled.matrix if n not in metadata]
+        settled = replace(settled, text=[*settled.text, *found], matrix=matrix)
 
 
 def metadata_columns(header: Header, names: Sequence[str], *, fixed_names) -> dict[str, str]:
