@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import shutil
 import warnings
 
@@ -14,6 +15,7 @@ import pytest
 from dirhelpers import edit_json, reseal
 
 import cellspec_sc as cs
+from cellspec_sc.cohort import CohortError
 from cellspec_sc.io import parquet as parquet_io
 from cellspec_sc.io import refusals as r
 
@@ -218,6 +220,35 @@ def test_footer_row_count_that_disagrees_with_its_row_groups_is_refused(written)
     assert f"the footer says {meta.num_rows} rows but its row groups hold 30" in str(err)
 
 
+def parquet_bomb(directory, rows_per_group: int, groups: int) -> None:
+    """Replace cells.parquet with copies of its first row: run-length encoding makes the file tiny (resealed)."""
+    source = pq.read_table(directory / "cells.parquet").slice(0, 1)
+    with pq.ParquetWriter(directory / "bomb.parquet", source.schema, use_dictionary=True, compression="zstd") as out:
+        for _ in range(groups):
+            out.write_table(pa.Table.from_arrays([pa.array(np.repeat(c.to_numpy(zero_copy_only=False), rows_per_group),
+                                                           type=c.type) for c in source.columns], schema=source.schema))
+    (directory / "bomb.parquet").replace(directory / "cells.parquet")
+    reseal(directory)
+
+
+def test_parquet_footer_claiming_more_values_than_the_file_could_hold_is_refused(written):
+    # a few hundred kB of run-length encoding claiming 1.2 million cells: refused before a matrix is sized from it
+    parquet_bomb(written, 400_000, 3)
+    size, columns = (written / "cells.parquet").stat().st_size, pq.ParquetFile(written / "cells.parquet").metadata
+    assert columns.num_rows == 1_200_000 and size * 100 < 1_200_000 * columns.num_columns * 8
+    claim = f"its footer claims 1,200,000 rows of {columns.num_columns} columns, at least " \
+            f"{1_200_000 * columns.num_columns * 8:,} bytes once read: over 100 times its size ({size:,} bytes)"
+    assert claim in str(refused(written, r.FileTooLarge, "cells.parquet"))
+    with pytest.raises(r.FileTooLarge, match=re.escape(claim)):
+        cs.read(written, lazy=True)
+    with pytest.raises(CohortError, match="FileTooLarge: .*" + re.escape(claim)):
+        cs.open_cohort([written])
+    # the bound is the user's to lift: the file is then read whole, and its copied cell ids fail validation
+    with pytest.raises(cs.ValidationError, match="cells_key_unique"):
+        cs.read(written, max_inflation=1e6)
+    assert len(cs.open_cohort([written], max_inflation=1e6)) == 1
+
+
 def test_undecodable_tsv(written_tsv):
     (written_tsv / "cells.tsv.gz").write_bytes(b"\x1f\x8b not gzip")
     reseal(written_tsv)
@@ -398,6 +429,7 @@ def test_changed_feature_pages_refused_by_the_manifest_first(tmp_path):
 UNREADABLE_CHILD = """
 import errno, json, os, sys
 import cellspec_sc as cs
+from cellspec_sc.cohort import CohortError
 path, denied = sys.argv[1], sys.argv[2]
 
 def deny(event, args):  # as an EACCES would (root cannot be refused a read by permissions)

@@ -28,7 +28,8 @@ from cellspec_sc.io.columns import DAMAGED_DATA_ERRORS, damage_text
 from cellspec_sc.io.directory import check_outlines_listed, feature_ids_of, listed_format
 from cellspec_sc.io.manifest import DONE, METADATA, read_manifest, verify_listed
 from cellspec_sc.io.metadata import JSON_TABLES, KNOWN_KEYS, frame_of_rows, load_document
-from cellspec_sc.io.parquet import check_row_counts, check_stored_columns
+from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
+from cellspec_sc.io.parquet import check_footer, check_stored_columns
 from cellspec_sc.io.refusals import (ChangedSinceRead, NotACellspecDirectory, UndecodableData, UnlistedDataFile,
                                      UnreadableFile)
 
@@ -128,20 +129,22 @@ def parts_of(root: Path, file: str, constants: tuple = ()) -> tuple[Part, ...]:
                  for i in range(meta.num_row_groups))
 
 
-def open_directory(path: str | Path, index: int, label: str | None = None) -> Member:
+def open_directory(path: str | Path, index: int, label: str | None = None,
+                   max_inflation: float = DEFAULT_MAX_INFLATION) -> Member:
     """The member for a cellspec directory: its manifest, DONE and cellspec.json checked (cellspec.json
-    hashed, it is small), the Parquet footer read; the cells are not read."""
+    hashed, it is small), the Parquet footer read and bounded (``max_inflation``, as in ``read``); the
+    cells are not read."""
     root = Path(path)
     if not root.is_dir():
         raise NotACellspecDirectory(root, None, "is not a directory")
     try:
-        return _open_directory(root, index, label or str(path))
+        return _open_directory(root, index, label or str(path), max_inflation)
     except OSError as err:
         raise UnreadableFile(root, Path(err.filename).name if err.filename else None, err.strerror or str(err)) \
             from None
 
 
-def _open_directory(root: Path, index: int, label: str) -> Member:
+def _open_directory(root: Path, index: int, label: str, max_inflation: float) -> Member:
     entries = read_manifest(root)
     done = _done_text(root)
     if METADATA not in entries:
@@ -156,14 +159,15 @@ def _open_directory(root: Path, index: int, label: str) -> Member:
     tables = {t: frame_of_rows(document[t], t, types.get(t), root) for t in JSON_TABLES}
     check_outlines_listed(root, tables["images"], entries)
     feature_ids = feature_ids_of(tables["dictionary"], root)
-    table_types = _checked_footer(root, types["cells"], feature_ids)
+    table_types = _checked_footer(root, types["cells"], feature_ids, max_inflation)
     return Member(label=label, root=root.resolve(), index=index, spec_version=document["spec_version"],
                   table_types=table_types, feature_ids=feature_ids, provenance=document["provenance"],
                   entries=entries, done=done, stamps=stamps, parts=parts_of(root, "cells.parquet"),
                   extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
 
 
-def _checked_footer(root: Path, types: list[dict[str, str]], feature_ids: list[str]) -> list[dict[str, str]]:
+def _checked_footer(root: Path, types: list[dict[str, str]], feature_ids: list[str],
+                    max_inflation: float) -> list[dict[str, str]]:
     """The cells columns of cells.parquet after comparing its schema with column_types (as ``read`` does)."""
     file = "cells.parquet"
     try:
@@ -171,5 +175,5 @@ def _checked_footer(root: Path, types: list[dict[str, str]], feature_ids: list[s
         stored = handle.schema_arrow
     except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(root, file, f"not a readable Parquet file: {damage_text(err)}") from None
-    check_row_counts(handle.metadata, root, file)
+    check_footer(handle.metadata, root / file, root, file, max_inflation)
     return check_stored_columns(stored, types, feature_ids, root, file)

@@ -27,14 +27,17 @@ from cellspec_sc.cohort.failures import CohortError, Failure, failure_of
 from cellspec_sc.cohort.features import combine
 from cellspec_sc.cohort.members import open_directory
 from cellspec_sc.errors import CellspecError
+from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
 
 _MARKERS = ("DONE", "MANIFEST.sha256", "cellspec.json", COHORT_FILE)
 
 
-def open_cohort(paths: str | os.PathLike | Iterable[str | os.PathLike], *, features: str = "strict") -> Cohort:
+def open_cohort(paths: str | os.PathLike | Iterable[str | os.PathLike], *, features: str = "strict",
+                max_inflation: float = DEFAULT_MAX_INFLATION) -> Cohort:
     """Open cellspec directories as one cohort; see the module docstring and docs/cohorts.md.
 
     ``features``: ``"strict"`` (same dictionary everywhere), ``"intersection"`` or ``"union"``.
+    ``max_inflation``: how many values a cells.parquet footer may claim, as in ``cs.read``.
     Raises :class:`~cellspec_sc.cohort.failures.CohortError` listing every directory that
     ``cs.read`` would refuse, or how the dictionaries differ.
     """
@@ -48,7 +51,7 @@ def open_cohort(paths: str | os.PathLike | Iterable[str | os.PathLike], *, featu
     members, refused = [], []
     for index, path in enumerate(found):
         try:
-            members.append(open_directory(path, index, str(path)))
+            members.append(open_directory(path, index, str(path), max_inflation))
         except CellspecError as err:
             refused.append(failure_of(str(path), err))
     if refused:

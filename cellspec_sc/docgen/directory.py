@@ -171,7 +171,10 @@ such directories at random and runs each under a time and memory limit):
   `DONE` at most {done} bytes; `MANIFEST.sha256` at most {line} bytes per file in the directory;
   `cellspec.json` at most {metadata} MiB (`read(path, max_metadata_bytes=...)` raises it); a gzipped
   TSV file may inflate to {ratio} times its size or {floor} MiB, whichever is more
-  (`read(path, max_inflation=...)`), so a gzip bomb stops at that point instead of filling memory.
+  (`read(path, max_inflation=...)`), so a gzip bomb stops at that point instead of filling memory; the
+  same bound holds for the values a Parquet footer claims (rows x columns x 8 bytes), checked before
+  anything is decoded, so a few kilobytes of run-length encoding cannot claim billions of cells
+  (`read`, `read(lazy=True)` and `open_cohort`).
 - `cellspec.json` is parsed strictly: `NaN` and `Infinity` (not JSON), a key twice in one object,
   nesting deeper than {depth} levels and numbers longer than {digits} characters are refused
   (`InvalidJson`); provenance fields have the types of spec section 6 (`counts` holds four

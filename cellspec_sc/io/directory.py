@@ -205,7 +205,8 @@ def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C
 
     Files are read only if they are regular files within their size bounds
     (docs/directory.md): ``max_metadata_bytes`` bounds cellspec.json, ``max_inflation``
-    how far a gzipped TSV file may inflate (times its size, at least 64 MiB).
+    how far a gzipped TSV file may inflate, and how many values a Parquet file's footer may
+    claim (8 bytes each), in times the file's size (at least 64 MiB).
     """
     limits = ReadLimits(max_metadata_bytes, max_inflation)
     if layout not in ("C", "F") or (lazy and layout != "C"):
@@ -269,8 +270,8 @@ def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimi
     tables = {t: frame_of_rows(document[t], t, types.get(t), directory) for t in JSON_TABLES}
     check_outlines_listed(directory, tables["images"], entries)
     feature_ids = feature_ids_of(tables["dictionary"], directory)
-    bounds = {"max_inflation": limits.max_inflation} if fmt == "tsv" else {}
-    options = {"lazy": True} if lazy else {"wait": False, "layout": layout} if fmt == "parquet" else bounds
+    bounds = {"max_inflation": limits.max_inflation}
+    options = {**bounds, **({"lazy": True} if lazy else {"wait": False, "layout": layout} if fmt == "parquet" else {})}
     decoded = reader(directory / f"cells{suffix}", types["cells"], feature_ids, directory, **options)
     try:
         adjacency = _read_adjacency(directory, entries, suffix, reader, types, bounds)

@@ -26,12 +26,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cellspec_sc.io.columns import DAMAGED_DATA_ERRORS, Decoded, arrow_to_frame, batch_ranges, check_file_columns, conform, damage_text, feature_arrays, file_columns
+from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION, INFLATION_FLOOR_BYTES
 from cellspec_sc.io.hashing import FollowingHash
 from cellspec_sc.io.parquet_matrix import MatrixDecoding, fill_row_group, stored_nan
 from cellspec_sc.validation.matrix_stats import MatrixStats, arrow_first_seen_codes, first_seen_codes
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.progress import progress
-from cellspec_sc.io.refusals import ChangedSinceRead, ColumnMismatch, StoredNonFinite, UndecodableData
+from cellspec_sc.io.refusals import ChangedSinceRead, ColumnMismatch, FileTooLarge, StoredNonFinite, UndecodableData
 from cellspec_sc.spec.types import spec_type_of
 
 _ROW_GROUP_BYTES = 1 << 27  # ~128 MB row groups on write
@@ -72,7 +73,8 @@ def write_parquet(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], 
 
 
 def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str],
-                 directory: Path | str, *, lazy: bool = False, wait: bool = True, layout: str = "C") -> Decoded:
+                 directory: Path | str, *, lazy: bool = False, wait: bool = True, layout: str = "C",
+                 max_inflation: float = DEFAULT_MAX_INFLATION) -> Decoded:
     """The table columns as a canonical frame, the measurement matrix, stored-NaN counts per feature and
     the :class:`~cellspec_sc.validation.matrix_stats.MatrixStats` of the matrix, gathered while decoding it.
 
@@ -83,6 +85,7 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     the caller checks the table columns meanwhile (``read`` validates the cells on the first core).
     ``layout``: ``"C"`` (row-major, what numpy and scanpy expect) or ``"F"`` (each feature contiguous,
     the file's own order: a plain copy per column, about a third of the CPU of the transposing copy).
+    ``max_inflation``: see :func:`check_footer`.
     """
     file = path.name
     try:
@@ -91,7 +94,7 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(directory, file, f"not a readable Parquet file: {damage_text(err)}") from None
     table_types = check_stored_columns(stored, types, feature_ids, directory, file)
-    check_row_counts(handle.metadata, directory, file)
+    check_footer(handle.metadata, path, directory, file, max_inflation)
     # A long matrix starts decoding before the cells table is built when the image of each row can be
     # known from the image_id column alone (the stats keep per-image ranges).
     long = not lazy and handle.metadata.num_rows >= _EARLY_ROWS
@@ -125,6 +128,26 @@ def _table_frame(handle: pq.ParquetFile, table_types: list[dict[str, str]], dire
                         conform(raw.column(c["name"]), c["type"], file, c["name"], directory)
                         for c in table_types}) if table_types else raw
     return arrow_to_frame(columns, table_types)
+
+
+def check_footer(meta: pq.FileMetaData, path: Path, directory: Path | str, file: str,
+                 max_inflation: float = DEFAULT_MAX_INFLATION) -> None:
+    """Refuse a footer the matrix and the cells table cannot be sized from: row counts that do not add up,
+    or more values than ``max_inflation`` times the file's size (at least 64 MiB) could hold once read.
+
+    Run-length and dictionary encoding let a few kilobytes claim billions of equal values; a file of real
+    measurements holds about as many bytes as its values (doubles barely compress), so the bound stops
+    only such bombs before a matrix is allocated for them (the bound of gzipped TSV, see ``read``).
+    """
+    check_row_counts(meta, directory, file)
+    size = os.stat(path).st_size
+    claimed = meta.num_rows * meta.num_columns * 8  # the least it takes once read: 8 bytes a value
+    limit = max(INFLATION_FLOOR_BYTES, max_inflation * size)
+    if claimed > limit:
+        raise FileTooLarge(directory, file, f"its footer claims {meta.num_rows:,} rows of {meta.num_columns} "
+                                            f"columns, at least {claimed:,} bytes once read: over {max_inflation:g} "
+                                            f"times its size ({size:,} bytes); if the file is genuine, read it "
+                                            "with max_inflation= set higher")
 
 
 def check_row_counts(meta: pq.FileMetaData, directory: Path | str, file: str) -> None:
