@@ -5,6 +5,7 @@ cluster."""
 from __future__ import annotations
 
 import os
+import re
 import threading
 from urllib.parse import unquote
 
@@ -19,7 +20,7 @@ import cellspec_sc.cohort.dataset as dataset
 from cellspec_sc.cohort.example import write_example_cohort
 from cellspec_sc.cohort.hive import constants_of, partition_groups
 from cellspec_sc.cohort.members import verify_member
-from cellspec_sc.io.refusals import ChecksumMismatch
+from cellspec_sc.io.refusals import ChecksumMismatch, UndecodableData
 
 VALUES = ["a b", "x/y=z%", None, "Zürich", "a b", "ü", None, "x/y=z%", "a b"]
 
@@ -188,3 +189,14 @@ def test_run_hands_each_result_to_on_result_as_it_arrives_failures_included():
     assert sorted(seen, key=lambda pair: pair[0]) == list(enumerate(results))
     assert results[0] == 2 and results[2] == 3
     assert isinstance(results[1], Failure) and results[1].directory == "b" and results[1].check == "ValueError"
+
+
+def test_a_dataset_part_that_is_no_parquet_is_refused_naming_it_when_the_dataset_is_opened(tmp_path):
+    # its footer is read as the dataset opens, before any hash: pyarrow's bare OSError escaped from there
+    out = cs.open_cohort(write_example_cohort(tmp_path / "slides", 1, n_cells=60)).write_dataset(
+        tmp_path / "dataset", client=None, progress=False)
+    part = sorted((out / "cells").rglob("*.parquet"))[0]
+    part.write_bytes(b"PAR1" + bytes(100) + b"PAR1")
+    name = part.relative_to(out).as_posix()
+    with pytest.raises(UndecodableData, match=f"dataset: {re.escape(name)}: not a readable Parquet file: "):
+        cs.open_cohort(out)

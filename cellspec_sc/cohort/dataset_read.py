@@ -22,6 +22,7 @@ from cellspec_sc.cohort.failures import CohortError
 from cellspec_sc.cohort.features import FeaturePlan
 from cellspec_sc.cohort.members import Member, parts_of, stamp_of
 from cellspec_sc.cohort.hive import constants_of
+from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
 from cellspec_sc.io.manifest import DONE, read_manifest, verify_listed
 from cellspec_sc.io.metadata import frame_of_rows, supported_version
 from cellspec_sc.io.refusals import UnlistedDataFile
@@ -32,9 +33,10 @@ FORMAT_VERSION = "1.0"
 TABLES = ("dictionary", "images", "channels")
 
 
-def read_dataset(root: Path) -> tuple[list[Member], FeaturePlan, tuple[str, ...]]:
+def read_dataset(root: Path, max_inflation: float = DEFAULT_MAX_INFLATION
+                 ) -> tuple[list[Member], FeaturePlan, tuple[str, ...]]:
     """The members, feature plan and partition columns of the cohort stored in the dataset at ``root``
-    (manifest, DONE and cohort.json checked)."""
+    (manifest, DONE and cohort.json checked; each part file's footer read and bounded by ``max_inflation``)."""
     entries = read_manifest(root)
     if COHORT_FILE not in entries:
         raise UnlistedDataFile(root, COHORT_FILE, "is not listed in MANIFEST.sha256")
@@ -52,7 +54,7 @@ def read_dataset(root: Path) -> tuple[list[Member], FeaturePlan, tuple[str, ...]
         missing = [f for f in files if f not in entries]
         if missing:
             raise UnlistedDataFile(root, missing[0], "is named by cohort.json but not listed in MANIFEST.sha256")
-        parts = tuple(p for f in source["files"] for p in parts_of(root, f, constants_of(f)))
+        parts = tuple(p for f in source["files"] for p in parts_of(root, f, constants_of(f), max_inflation))
         own = {t: _rows_of(tables[t], label) for t in ("images", "channels")}
         members.append(Member(label=label, root=root.resolve(), index=index, spec_version=source["spec_version"],
                               table_types=table_types, feature_ids=feature_ids, dictionary=tables["dictionary"],

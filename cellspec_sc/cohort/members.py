@@ -122,9 +122,11 @@ def _done_text(root: Path) -> str:
     return (root / DONE).read_bytes().decode("ascii", errors="replace").strip().lower()
 
 
-def parts_of(root: Path, file: str, constants: tuple = ()) -> tuple[Part, ...]:
-    """One part per row group of a Parquet file (every row kept)."""
-    meta = pq.ParquetFile(root / file).metadata
+def parts_of(root: Path, file: str, constants: tuple = (),
+             max_inflation: float = DEFAULT_MAX_INFLATION) -> tuple[Part, ...]:
+    """One part per row group of a Parquet file (every row kept), its footer checked as ``read`` checks it."""
+    meta = _footer(root, file).metadata
+    check_footer(meta, root / file, root, file, max_inflation)
     return tuple(Part(file, i, meta.row_group(i).num_rows, meta.row_group(i).num_rows, constants)
                  for i in range(meta.num_row_groups))
 
@@ -162,7 +164,7 @@ def _open_directory(root: Path, index: int, label: str, max_inflation: float) ->
     table_types = _checked_footer(root, types["cells"], feature_ids, max_inflation)
     return Member(label=label, root=root.resolve(), index=index, spec_version=document["spec_version"],
                   table_types=table_types, feature_ids=feature_ids, provenance=document["provenance"],
-                  entries=entries, done=done, stamps=stamps, parts=parts_of(root, "cells.parquet"),
+                  entries=entries, done=done, stamps=stamps, parts=parts_of(root, "cells.parquet", max_inflation=max_inflation),
                   extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
 
 
@@ -170,10 +172,16 @@ def _checked_footer(root: Path, types: list[dict[str, str]], feature_ids: list[s
                     max_inflation: float) -> list[dict[str, str]]:
     """The cells columns of cells.parquet after comparing its schema with column_types (as ``read`` does)."""
     file = "cells.parquet"
+    handle = _footer(root, file)
+    check_footer(handle.metadata, root / file, root, file, max_inflation)
+    return check_stored_columns(handle.schema_arrow, types, feature_ids, root, file)
+
+
+def _footer(root: Path, file: str) -> pq.ParquetFile:
+    """``file`` opened (its footer and schema read), or UndecodableData naming it."""
     try:
         handle = pq.ParquetFile(root / file)
-        stored = handle.schema_arrow
+        handle.schema_arrow  # noqa: B018 - decodes the names, which may not be UTF-8
     except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(root, file, f"not a readable Parquet file: {damage_text(err)}") from None
-    check_footer(handle.metadata, root / file, root, file, max_inflation)
-    return check_stored_columns(stored, types, feature_ids, root, file)
+    return handle

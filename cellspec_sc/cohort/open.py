@@ -46,7 +46,7 @@ def open_cohort(paths: str | os.PathLike | Iterable[str | os.PathLike], *, featu
     if datasets:
         if len(found) > 1:
             raise CohortError(f"{datasets[0]} is a cohort dataset; open it alone, not with other paths")
-        members, plan, partition_by = read_dataset(datasets[0])
+        members, plan, partition_by = read_dataset(datasets[0], max_inflation)
         return Cohort(members, plan, partition_by=partition_by)
     members, refused = [], []
     for index, path in enumerate(found):
