@@ -156,3 +156,36 @@ def test_a_directory_and_a_missing_file_are_refused(tmp_path, source, reader, op
 
 def test_every_refusal_here_is_a_cellspec_error():
     assert issubclass(UnreadableText, InputError) and issubclass(UnreadableText, CellspecError)
+
+
+@pytest.mark.parametrize(("line_end", "refusal"), [
+    (b"\r", r"line 1, column 50: a bare carriage return \(CR\) ends a line"),
+    (b"", r"line 1 runs past 16 MiB without a line end: not the header line of a QuPath table")])
+def test_a_file_without_any_line_feed_is_refused_from_its_first_16_mib(tmp_path, line_end, refusal):
+    # a classic Mac OS export (CR only) or a file with no line ends at all was read whole as its "header line"
+    import tracemalloc
+
+    line = b"\t".join(b"Cell: M%d: Mean" % i for i in range(50)) + line_end
+    path = tmp_path / "endless.tsv"
+    path.write_bytes(line * (80_000_000 // len(line)))
+    tracemalloc.start()
+    try:
+        with pytest.raises(UnreadableText, match=rf"endless\.tsv: {refusal}"):
+            cs.read_qupath(path, pixel_size=0.5)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert path.stat().st_size > 79_000_000 and peak < 40_000_000  # io's readline(limit) joins chunks: 2 x 16 MiB
+
+
+def test_a_nul_byte_far_down_a_big_file_names_its_line_and_column(tmp_path):
+    # the line and column of a refusal are counted in blocks, not by reading the file up to it at once
+    head, *rows = lf_bytes(MCMICRO[0]).rstrip(b"\n").split(b"\n")
+    many = [rows[i % len(rows)].replace(b"1,", b"%d," % (i + 1), 1) for i in range(400_000)]
+    fields = many[-3].split(b",")
+    many[-3] = b",".join([*fields[:3], b"1\x002", *fields[4:]])
+    path = written(tmp_path, MCMICRO[0], b"\n".join([head, *many]) + b"\n")
+    assert path.stat().st_size > 1 << 25
+    name = head.decode().split(",")[3]
+    with pytest.raises(UnreadableText, match=rf"line 399999, column 4 \({name!r}\): a NUL byte"):
+        cs.read_mcmicro(path, pixel_size=0.65)

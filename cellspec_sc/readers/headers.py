@@ -24,6 +24,7 @@ from pathlib import Path
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.notices import notice
 from cellspec_sc.readers.text_checks import (
+    UnreadableText,
     check_encoding_name,
     check_not_container,
     check_regular_file,
@@ -140,6 +141,11 @@ def is_utf8_with_ascii_rows(sample: bytes) -> bool:
     return True
 
 
+# A header line is a few kB (10,000 columns of 100 characters are 1 MB); what has no line end within this is
+# not a table, and must not be read whole (a file with bare CR line ends has no LF at all).
+HEADER_MAX_BYTES = 16 << 20
+
+
 def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: str, encoding: str | None = None
                 ) -> Header:
     """Read and check the header line: not empty, not duplicated, the expected separator. ``delimiter`` is
@@ -152,12 +158,16 @@ def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: s
     path = Path(path)
     check_regular_file(path)
     with open(path, "rb") as handle:
-        first = handle.readline()
+        first = handle.readline(HEADER_MAX_BYTES + 1)
+    endless = len(first) > HEADER_MAX_BYTES and not first.endswith(b"\n")
     check_not_container(path, first)
     check_wide_encoding(path, first)
     if not isinstance(delimiter, str):
         delimiter = max(delimiter, key=lambda sep: first.count(sep.encode()))
-    check_text(path, first, 0, delimiter, ())
+    check_text(path, first.removesuffix(b"\r") if endless else first, 0, delimiter, ())
+    if endless:
+        raise UnreadableText(f"{path.name}: line 1 runs past {HEADER_MAX_BYTES >> 20} MiB without a line end: not "
+                             f"the header line of a {tool} table (a binary file, or text without line ends?)")
     encoding = detect_encoding(path, encoding)
     text = first.decode("utf-8-sig" if encoding == "utf-8" else encoding, errors="replace").rstrip("\r\n")
     if not text.strip():

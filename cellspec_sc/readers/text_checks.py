@@ -109,11 +109,14 @@ def check_text(path: Path, data: bytes, offset: int, delimiter: str, names: Sequ
 
 
 def _where(path: Path, position: int, delimiter: str, names: Sequence[str]) -> str:
-    """``line L, column C ('name')`` of byte ``position`` of the file (read again: only on a refusal)."""
+    """``line L, column C ('name')`` of byte ``position`` of the file (read again, 16 MB at a time: only on a
+    refusal)."""
+    line, column, left = 1, 1, position
     with open(path, "rb") as handle:
-        before = handle.read(position)
-    line_start = before.rfind(b"\n") + 1
-    column = before.count(delimiter.encode(), line_start) + 1
+        while left > 0 and (block := handle.read(min(left, 1 << 24))):
+            left -= len(block)
+            ends = block.count(b"\n")
+            line += ends
+            column = (1 if ends else column) + block.count(delimiter.encode(), block.rfind(b"\n") + 1)
     name = f" ({names[column - 1]!r})" if column <= len(names) else ""
-    line = before.count(b"\n") + 1
     return f"line {line}, column {column}{name}"
