@@ -14,13 +14,14 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from dirhelpers import reseal
 
 import cellspec_sc as cs
 import cellspec_sc.cohort.dataset as dataset
 from cellspec_sc.cohort.example import write_example_cohort
 from cellspec_sc.cohort.hive import constants_of, partition_groups
 from cellspec_sc.cohort.members import verify_member
-from cellspec_sc.io.refusals import ChecksumMismatch, UndecodableData
+from cellspec_sc.io.refusals import ChecksumMismatch, ColumnMismatch, UndecodableData
 
 VALUES = ["a b", "x/y=z%", None, "Zürich", "a b", "ü", None, "x/y=z%", "a b"]
 
@@ -199,4 +200,21 @@ def test_a_dataset_part_that_is_no_parquet_is_refused_naming_it_when_the_dataset
     part.write_bytes(b"PAR1" + bytes(100) + b"PAR1")
     name = part.relative_to(out).as_posix()
     with pytest.raises(UndecodableData, match=f"dataset: {re.escape(name)}: not a readable Parquet file: "):
+        cs.open_cohort(out)
+
+
+@pytest.mark.parametrize(("change", "refusal"), [
+    (lambda t: t.rename_columns(["X" if n == "x" else n for n in t.column_names]),
+     "column 'x' listed in column_types is missing from the file"),
+    (lambda t: t.set_column(t.num_columns - 1, t.column_names[-1], t.column(t.num_columns - 1).cast(pa.string())),
+     "is stored as string, not double")])
+def test_a_dataset_part_whose_columns_differ_from_cohort_json_is_refused_when_the_dataset_is_opened(
+        tmp_path, change, refusal):
+    # a resealed part: pyarrow raised KeyError ('Field "x" does not exist in schema') from the first task reading it
+    out = cs.open_cohort(write_example_cohort(tmp_path / "slides", 1, n_cells=60)).write_dataset(
+        tmp_path / "dataset", client=None, progress=False)
+    part = sorted((out / "cells").rglob("*.parquet"))[0]
+    pq.write_table(change(pq.read_table(part, partitioning=None)), part)
+    reseal(out)
+    with pytest.raises(ColumnMismatch, match=f"dataset: {re.escape(part.relative_to(out).as_posix())}: .*{refusal}"):
         cs.open_cohort(out)

@@ -20,7 +20,7 @@ from typing import Any
 
 from cellspec_sc.cohort.failures import CohortError
 from cellspec_sc.cohort.features import FeaturePlan
-from cellspec_sc.cohort.members import Member, parts_of, stamp_of
+from cellspec_sc.cohort.members import Member, footer_parts, stamp_of
 from cellspec_sc.cohort.hive import constants_of
 from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
 from cellspec_sc.io.manifest import DONE, read_manifest, verify_listed
@@ -47,6 +47,7 @@ def read_dataset(root: Path, max_inflation: float = DEFAULT_MAX_INFLATION
     column_types = document["column_types"]
     feature_ids = [str(f) for f in tables["dictionary"]["feature_id"]]
     table_types = column_types[:len(column_types) - len(feature_ids)]
+    stored = [c for c in column_types if c["name"] not in document["partition_by"]]  # in folder names instead
     members = []
     for index, source in enumerate(document["sources"]):
         label = source["directory"]
@@ -54,7 +55,8 @@ def read_dataset(root: Path, max_inflation: float = DEFAULT_MAX_INFLATION
         missing = [f for f in files if f not in entries]
         if missing:
             raise UnlistedDataFile(root, missing[0], "is named by cohort.json but not listed in MANIFEST.sha256")
-        parts = tuple(p for f in source["files"] for p in parts_of(root, f, constants_of(f), max_inflation))
+        parts = tuple(p for f in source["files"]
+                      for p in footer_parts(root, f, stored, feature_ids, constants_of(f), max_inflation)[1])
         own = {t: _rows_of(tables[t], label) for t in ("images", "channels")}
         members.append(Member(label=label, root=root.resolve(), index=index, spec_version=source["spec_version"],
                               table_types=table_types, feature_ids=feature_ids, dictionary=tables["dictionary"],

@@ -122,13 +122,17 @@ def _done_text(root: Path) -> str:
     return (root / DONE).read_bytes().decode("ascii", errors="replace").strip().lower()
 
 
-def parts_of(root: Path, file: str, constants: tuple = (),
-             max_inflation: float = DEFAULT_MAX_INFLATION) -> tuple[Part, ...]:
-    """One part per row group of a Parquet file (every row kept), its footer checked as ``read`` checks it."""
-    meta = _footer(root, file).metadata
+def footer_parts(root: Path, file: str, types: list[dict[str, str]], feature_ids: list[str], constants: tuple = (),
+                 max_inflation: float = DEFAULT_MAX_INFLATION) -> tuple[list[dict[str, str]], tuple[Part, ...]]:
+    """The cells column types of a Parquet file and one part per row group (every row kept), after checking
+    its footer as ``read`` does: decodable, row counts that add up and are bounded (``max_inflation``), the
+    columns of ``types`` (cells columns, then ``feature_ids`` as double)."""
+    handle = _footer(root, file)
+    meta = handle.metadata
     check_footer(meta, root / file, root, file, max_inflation)
-    return tuple(Part(file, i, meta.row_group(i).num_rows, meta.row_group(i).num_rows, constants)
-                 for i in range(meta.num_row_groups))
+    table_types = check_stored_columns(handle.schema_arrow, types, feature_ids, root, file)
+    return table_types, tuple(Part(file, i, meta.row_group(i).num_rows, meta.row_group(i).num_rows, constants)
+                              for i in range(meta.num_row_groups))
 
 
 def open_directory(path: str | Path, index: int, label: str | None = None,
@@ -161,20 +165,11 @@ def _open_directory(root: Path, index: int, label: str, max_inflation: float) ->
     tables = {t: frame_of_rows(document[t], t, types.get(t), root) for t in JSON_TABLES}
     check_outlines_listed(root, tables["images"], entries)
     feature_ids = feature_ids_of(tables["dictionary"], root)
-    table_types = _checked_footer(root, types["cells"], feature_ids, max_inflation)
+    table_types, parts = footer_parts(root, "cells.parquet", types["cells"], feature_ids, max_inflation=max_inflation)
     return Member(label=label, root=root.resolve(), index=index, spec_version=document["spec_version"],
                   table_types=table_types, feature_ids=feature_ids, provenance=document["provenance"],
-                  entries=entries, done=done, stamps=stamps, parts=parts_of(root, "cells.parquet", max_inflation=max_inflation),
+                  entries=entries, done=done, stamps=stamps, parts=parts,
                   extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
-
-
-def _checked_footer(root: Path, types: list[dict[str, str]], feature_ids: list[str],
-                    max_inflation: float) -> list[dict[str, str]]:
-    """The cells columns of cells.parquet after comparing its schema with column_types (as ``read`` does)."""
-    file = "cells.parquet"
-    handle = _footer(root, file)
-    check_footer(handle.metadata, root / file, root, file, max_inflation)
-    return check_stored_columns(handle.schema_arrow, types, feature_ids, root, file)
 
 
 def _footer(root: Path, file: str) -> pq.ParquetFile:
