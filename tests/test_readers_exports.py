@@ -243,5 +243,5 @@ def test_disagreeing_centroids_name_file_line_columns_and_pixel_size(tmp_path):
 def test_adapter_versions_were_bumped_for_changed_output():
     from cellspec_sc.readers import mcmicro, qupath, steinbock
 
-    assert (qupath.ADAPTER_VERSION, mcmicro.ADAPTER_VERSION, steinbock.ADAPTER_VERSION) == ("1.3.0", "1.2.0", "1.2.0")
+    assert (qupath.ADAPTER_VERSION, mcmicro.ADAPTER_VERSION, steinbock.ADAPTER_VERSION) == ("1.3.0", "1.2.0", "1.3.0")
     assert set(string.digits + ".") >= set(qupath.ADAPTER_VERSION)

@@ -439,3 +439,12 @@ def test_steinbock_images_csv_rows_without_tables_are_named_in_a_warning(tmp_pat
                                            r"intensities/ \(img_0.csv, P2.ome.csv\): left out"):
         x = cs.read_steinbock(folder, neighbors=False)
     assert x.images["image_id"].tolist() == ["img_1"] and x.cells["cell_id"].tolist() == ["1", "2"]
+
+
+def test_a_markers_csv_row_with_a_field_too_many_is_refused_naming_its_line(tmp_path):
+    table = tmp_path / "img--unmicst_cell.csv"
+    table.write_text("CellID,DNA_1,CD3,X_centroid,Y_centroid,Area\n1,100.5,2.5,10.0,5.0,50\n")
+    (tmp_path / "markers.csv").write_text("cycle,marker_name\n1,DNA_1\n1,CD3,extra\n")
+    with pytest.raises(InputError, match=r"^markers.csv: line 3: expected 2 comma-separated fields as in the header, "
+                                         r"found 3"):
+        cs.read_mcmicro(table, markers_csv=tmp_path / "markers.csv", pixel_size=0.65)

@@ -238,3 +238,37 @@ def test_generated_steinbock_folders_read_back_exactly(folder_spec, um_per_px):
         assert got_pairs == expected_pairs
         back = cs.read(cs.write(x, Path(tmp) / "out"))
         assert back.equals(x), back.differences(x)
+
+
+@pytest.mark.parametrize(("file", "line"), [("panel.csv", 4), ("images.csv", 3), ("neighbors/Patient1_001.csv", 2)])
+def test_a_side_file_row_with_a_field_missing_is_refused_naming_file_and_line(tmp_path, file, line):
+    # a byte sweep over the folder: pyarrow's ArrowInvalid ("CSV parse error: Expected 6 columns, got 5") escaped
+    folder = two_images(tmp_path)
+    lines = (folder / file).read_text().splitlines()
+    fields = lines[line - 1].split(",")
+    lines[line - 1] = ",".join(fields[:-2] + [fields[-2] + fields[-1]])
+    (folder / file).write_text("\n".join(lines) + "\n")
+    name = Path(file).name
+    with pytest.raises(InputError, match=rf"^{name}: line {line}: expected {len(fields)} comma-separated fields as "
+                                         rf"in the header, found {len(fields) - 1}"):
+        cs.read_steinbock(folder)
+
+
+def test_images_csv_without_a_height_column_reads_without_image_sizes(tmp_path):
+    # steinbock writes both; a file that lost one raised TypeError from int(None)
+    folder = two_images(tmp_path)
+    text = (folder / "images.csv").read_text().replace("height_px", "height")
+    (folder / "images.csv").write_text(text)
+    x = cs.read_steinbock(folder)
+    assert "width_px" not in x.images.columns and x.images["pixel_size"].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("value", ["100.5", "-100", "0", "1e400"])
+def test_images_csv_sizes_that_are_no_whole_number_of_pixels_are_refused(tmp_path, value):
+    folder = two_images(tmp_path)
+    lines = (folder / "images.csv").read_text().splitlines()
+    lines[2] = lines[2].replace(",100,80,", f",{value},80,", 1)
+    (folder / "images.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"images.csv: line 3, column 'width_px': .* is not a positive whole number of "
+                                         r"pixels"):
+        cs.read_steinbock(folder)

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.headers import read_header
 from cellspec_sc.readers.notices import listed, notice
+from cellspec_sc.readers.parsing import read_as_text
 from cellspec_sc.readers.values import check_missing_text
 
 # Values of markers.csv's remove column that mark a channel as removed.
@@ -54,8 +54,7 @@ def read_markers(path: str | os.PathLike) -> Markers:
     """The channels of an MCMICRO ``markers.csv`` (or the old one-name-per-line file)."""
     header = read_header(path, ",", "markers.csv")
     if "marker_name" in header.names:
-        table = pacsv.read_csv(header.path, convert_options=pacsv.ConvertOptions(
-            column_types={n: pa.string() for n in header.names}))
+        table = read_as_text(header, nulls=False)
         names = table.column("marker_name").to_numpy(zero_copy_only=False)
         check_missing_text(header.path, names, "marker_name", None)
         order = np.arange(len(names))
@@ -69,8 +68,7 @@ def read_markers(path: str | os.PathLike) -> Markers:
                    if str(flags[i] or "").strip().lower() in REMOVE_TRUE}
         return Markers(ordered, frozenset(removed))
     if len(header.names) == 1:
-        table = pacsv.read_csv(header.path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
-                               convert_options=pacsv.ConvertOptions(column_types={"f0": pa.string()}))
+        table = read_as_text(header, nulls=False, one_column=True)
         return Markers(mcquant_names([str(v).strip() for v in table.column("f0").to_pylist()]))
     raise InputError(f"{header.path.name}: not an MCMICRO markers.csv: expected column 'marker_name' not found; "
                      f"found: {', '.join(header.names)}")

@@ -287,6 +287,22 @@ def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
     return np.concatenate(parts).astype(dtype, copy=False)
 
 
+def read_as_text(header: Header, columns: Sequence[str] | None = None, *, nulls: bool = True,
+                 one_column: bool = False) -> pa.Table:
+    """Every column of ``header``'s file (or only ``columns``) as Arrow strings, empty fields null (``nulls``)
+    or ``""``; ``one_column``: a file without a header line, its lines the values of column ``f0``. A file
+    pyarrow cannot parse is refused as an InputError naming file and line, never pyarrow's own error."""
+    names = ["f0"] if one_column else list(header.names)
+    try:
+        return pacsv.read_csv(header.path, read_options=read_options(header, autogenerate_column_names=one_column),
+                              parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
+                              convert_options=pacsv.ConvertOptions(
+                                  column_types={n: pa.string() for n in names}, strings_can_be_null=nulls,
+                                  include_columns=list(columns) if columns is not None else None))
+    except (pa.ArrowInvalid, UnicodeDecodeError) as err:
+        raise _located_error(header, str(err)) from None
+
+
 def _located_error(header: Header, message: str) -> InputError:
     name = header.path.name
     if "invalid UTF8" in message or "UTF-8" in message:

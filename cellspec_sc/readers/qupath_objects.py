@@ -17,13 +17,11 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.headers import Header
 from cellspec_sc.readers.notices import notice
-from cellspec_sc.readers.parsing import Parsed
-from cellspec_sc.readers.piece_parse import read_options
+from cellspec_sc.readers.parsing import Parsed, read_as_text
 from cellspec_sc.readers.values import first_line_where
 
 CELL_TYPES = ("Cell", "Detection")
@@ -35,10 +33,7 @@ NOT_CELLS = "annotations, tiles and TMA cores are regions of the image (their ar
 
 def no_kept_rows(header: Header, column: str, object_types: Sequence[str]) -> InputError:
     """The refusal of an export with no row of the wanted object types, naming the types it has."""
-    table = pacsv.read_csv(header.path, read_options=read_options(header),
-                           parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
-                           convert_options=pacsv.ConvertOptions(include_columns=[column],
-                                                                column_types={column: pa.string()}))
+    table = read_as_text(header, [column])
     found = ", ".join(sorted(str(v) for v in pc.unique(table.column(column)).to_pylist() if v is not None)[:6])
     return InputError(f"{header.path.name}: no rows with Object type in {list(object_types)} (found: {found}); "
                       "export cell or detection measurements, or pass object_types=")

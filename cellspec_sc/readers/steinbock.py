@@ -71,7 +71,9 @@ ADAPTER = "steinbock"
 # 1.1.0: intensity columns named with spaces around a panel name (" 3") are that marker's, not kind other.
 # 1.2.0: an images.csv row "P1_001.ome.tiff" describes the tables "P1_001.ome.csv" (steinbock replaces only the
 #        last suffix), which 1.1.0 refused for want of a pixel size or read without images.csv's sizes.
-ADAPTER_VERSION = "1.2.0"
+# 1.3.0: images.csv sizes that are no positive whole number of pixels are refused (1.2.0 cut 100.5 to 100); an
+#        images.csv without height_px is read without image sizes (1.2.0 raised TypeError).
+ADAPTER_VERSION = "1.3.0"
 TOOL = "steinbock"
 
 CENTROIDS = ("centroid-1", "centroid-0")  # (x, y): scikit-image's centroid is (row, column)

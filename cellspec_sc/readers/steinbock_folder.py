@@ -21,13 +21,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.provenance import input_record
-from cellspec_sc.readers.headers import Header, read_header, require_columns
+from cellspec_sc.readers.headers import read_header, require_columns
 from cellspec_sc.readers.notices import listed, notice
-from cellspec_sc.readers.piece_parse import read_options
+from cellspec_sc.readers.parsing import read_as_text
 from cellspec_sc.readers.values import check_missing_text, first_repeat, first_unknown, pixel_size_for, string_column
 
 OBJECT = "Object"
@@ -62,13 +61,6 @@ def infos_by_stem(infos: Sequence[ImageInfo], present: Collection[str]) -> dict[
             for info in infos}
 
 
-def read_text_table(header: Header, columns: Sequence[str] | None = None) -> pa.Table:
-    """Every column of ``header``'s file (or only ``columns``) as Arrow strings (null for empty fields)."""
-    return pacsv.read_csv(header.path, read_options=read_options(header), convert_options=pacsv.ConvertOptions(
-        column_types={n: pa.string() for n in header.names}, strings_can_be_null=True,
-        include_columns=list(columns) if columns is not None else None))
-
-
 @dataclass(frozen=True)
 class Panel:
     """The kept channels of ``panel.csv``: metal tags and target names, in channel order."""
@@ -81,7 +73,7 @@ def read_panel(path: Path, encoding: str | None = None) -> Panel:
     """Kept channels of a steinbock ``panel.csv`` (rows with ``keep`` 0 are left out)."""
     header = read_header(path, ",", "steinbock panel.csv", encoding)
     require_columns(header, "steinbock panel.csv", [("channel",), ("name",)])
-    table = read_text_table(header)
+    table = read_as_text(header)
     keep = np.ones(table.num_rows, dtype=bool)
     if "keep" in header.names:
         flags = pc.utf8_trim_whitespace(pc.fill_null(table.column("keep"), ""))
@@ -135,7 +127,7 @@ def read_images_csv(path: Path, encoding: str | None = None) -> list[ImageInfo]:
     left alone, whatever they hold."""
     header = read_header(path, ",", "steinbock images.csv", encoding)
     require_columns(header, "steinbock images.csv", [("image",)])
-    table = read_text_table(header, columns=[n for n in header.names if n == "image" or n in IMAGES_CSV_NUMBERS])
+    table = read_as_text(header, columns=[n for n in header.names if n == "image" or n in IMAGES_CSV_NUMBERS])
 
     def column(name: str) -> np.ndarray:
         if name not in header.names:
@@ -153,7 +145,7 @@ def read_images_csv(path: Path, encoding: str | None = None) -> list[ImageInfo]:
     if repeat is not None:
         raise InputError(f"{path.name}: lines {repeat[0] + 2} and {repeat[1] + 2}, column 'image': image "
                          f"{stems[repeat[1]]!r} is listed twice (one row per image; remove one)")
-    width, height = column("width_px"), column("height_px")
+    width, height = (_pixels(path, name, column(name)) for name in ("width_px", "height_px"))
     size, size_y = _ratio(column("acquisition_width_um"), width), _ratio(column("acquisition_height_um"), height)
     distinct_y = np.isfinite(size_y) & np.isfinite(size) & (np.abs(size_y - size) > 1e-9 * size)
     return [ImageInfo(stems[i], i + 2, table_stem(names[i]), _number(width[i]), _number(height[i]),
@@ -176,6 +168,15 @@ def numbers_of(path: Path, column: str, texts: Sequence[str | None]) -> np.ndarr
         except ValueError:
             raise InputError(f"{path.name}: line {i + 2}, column {column!r}: cannot parse {text!r} as a number") from None
     return out
+
+
+def _pixels(path: Path, column: str, values: np.ndarray) -> np.ndarray:
+    """``values`` (NaN where empty) unless one is not a positive whole number of pixels (refused by line)."""
+    bad = np.flatnonzero(~np.isnan(values) & ~((values > 0) & (values < 2 ** 53) & (values == np.round(values))))
+    if len(bad):
+        raise InputError(f"{path.name}: line {bad[0] + 2}, column {column!r}: {values[bad[0]]!r} is not a positive "
+                         "whole number of pixels")
+    return values
 
 
 def _ratio(um: np.ndarray, px: np.ndarray) -> np.ndarray:
@@ -255,7 +256,7 @@ def images_table(stems: Sequence[str], infos: Mapping[str, ImageInfo], sizes: Ma
                               "pixel_size": [sizes[s] for s in stems]}
     if any(v is not None for v in sizes_y.values()):
         table["pixel_size_y"] = [sizes_y[s] or sizes[s] for s in stems]
-    if stems and all(s in infos and infos[s].width_px is not None for s in stems):
+    if stems and all(s in infos and None not in (infos[s].width_px, infos[s].height_px) for s in stems):
         table["width_px"] = [int(infos[s].width_px) for s in stems]
         table["height_px"] = [int(infos[s].height_px) for s in stems]
     return table
@@ -270,7 +271,7 @@ def neighbor_pairs(folder: Path, stem: str, ids: pa.ChunkedArray | pa.Array, met
         return None
     header = read_header(path, ",", "steinbock neighbors", encoding)
     require_columns(header, "steinbock neighbors", [(c,) for c in NEIGHBOR_COLUMNS[:2]])
-    table = read_text_table(header, columns=NEIGHBOR_COLUMNS[:2])
+    table = read_as_text(header, columns=NEIGHBOR_COLUMNS[:2])
     a, b = table.column("Object"), table.column("Neighbor")
     for values, column in ((a, "Object"), (b, "Neighbor")):
         i = first_unknown(values, ids)
