@@ -25,6 +25,8 @@ from cellspec_sc.progress import progress
 from cellspec_sc.bridges.anndata import AnnDataBridgeWarning, from_anndata, to_anndata
 
 if TYPE_CHECKING:
+    import anndata
+
     from cellspec_sc.model.cellspec import CellSpec
 
 
@@ -52,11 +54,21 @@ def read_anndata_zarr(path: str | Path) -> CellSpec:
     return _from_store(path, anndata.read_zarr)
 
 
-def _from_store(path: str | Path, reader) -> CellSpec:
+def read_anndata_file(path: str | Path, reader=None) -> anndata.AnnData:
+    """``path`` read by ``reader`` (default ``anndata.read_h5ad``), with any error of anndata, h5py or zarr
+    (they raise many types for damaged or foreign files) as an InputError naming the file."""
+    if reader is None:
+        import anndata
+
+        reader = anndata.read_h5ad
     try:
-        adata = reader(path)
-    except Exception as err:  # h5py/zarr raise many types for damaged or foreign files
+        return reader(path)
+    except Exception as err:
         raise InputError(f"{path}: cannot be read as AnnData ({type(err).__name__}: {err})") from None
+
+
+def _from_store(path: str | Path, reader) -> CellSpec:
+    adata = read_anndata_file(path, reader)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AnnDataBridgeWarning)  # a file's extras are expected, not news

@@ -514,6 +514,19 @@ def test_cli_compiles_a_directory_source_and_refuses_bad_layers(tmp_path, capsys
     assert main(["luxar", str(tmp_path / "missing.h5ad"), str(out)]) == 2
 
 
+def test_cli_refuses_an_h5ad_anndata_cannot_read_naming_it(tmp_path, capsys):
+    # valid HDF5 that anndata refuses with its IORegistryError, which escaped as a traceback
+    import h5py
+
+    odd = tmp_path / "odd.h5ad"
+    with h5py.File(odd, "w") as f:
+        f.attrs["encoding-type"], f.attrs["encoding-version"] = "anndata", "0.1.0"
+        f.create_group("X").attrs["encoding-type"] = "csr_matrix"
+    assert main(["luxar", str(odd), str(tmp_path / "odd.luxar.zarr")]) == 2
+    assert f"{odd}: cannot be read as AnnData (IORegistryError: No read method registered" in capsys.readouterr().err
+    assert not (tmp_path / "odd.luxar.zarr").exists()
+
+
 def test_cli_compiles_a_cellspec_directory_with_outlines(tmp_path):
     import json
 

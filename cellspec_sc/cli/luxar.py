@@ -19,12 +19,9 @@ def load_for_scene(source: str) -> Any:
     if source.endswith(".h5ad"):
         if not Path(source).is_file():
             raise InputError(f"{source}: no such file")
-        import anndata
+        from cellspec_sc.bridges.anndata_io import read_anndata_file
 
-        try:
-            return anndata.read_h5ad(source)
-        except (OSError, ValueError, KeyError) as err:
-            raise InputError(f"{source}: not a readable .h5ad file ({err})") from err
+        return read_anndata_file(source)
     return load(source)
 
 
