@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from cellspec_sc.bridges.anndata_io import read_anndata_file
 from cellspec_sc.bridges.luxar import LUXAR_SCENE, scene_path, to_luxar
 from cellspec_sc.cli.view import add_serve_options, serve
 from cellspec_sc.errors import InputError
@@ -19,8 +20,6 @@ def load_for_scene(source: str) -> Any:
     if source.endswith(".h5ad"):
         if not Path(source).is_file():
             raise InputError(f"{source}: no such file")
-        from cellspec_sc.bridges.anndata_io import read_anndata_file
-
         return read_anndata_file(source)
     return load(source)
 
