@@ -21,17 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow.parquet as pq
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.columns import DAMAGED_DATA_ERRORS, damage_text
 from cellspec_sc.io.directory import check_outlines_listed, feature_ids_of, listed_format
 from cellspec_sc.io.manifest import DONE, METADATA, read_manifest, verify_listed
 from cellspec_sc.io.metadata import JSON_TABLES, KNOWN_KEYS, frame_of_rows, load_document
 from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
-from cellspec_sc.io.parquet import check_footer, check_stored_columns
-from cellspec_sc.io.refusals import (ChangedSinceRead, NotACellspecDirectory, UndecodableData, UnlistedDataFile,
-                                     UnreadableFile)
+from cellspec_sc.io.parquet import check_footer, check_stored_columns, open_parquet
+from cellspec_sc.io.refusals import ChangedSinceRead, NotACellspecDirectory, UnlistedDataFile, UnreadableFile
 
 Stamp = tuple[int, int, int]  # size, modification time (ns), inode
 
@@ -127,7 +124,7 @@ def footer_parts(root: Path, file: str, types: list[dict[str, str]], feature_ids
     """The cells column types of a Parquet file and one part per row group (every row kept), after checking
     its footer as ``read`` does: decodable, row counts that add up and are bounded (``max_inflation``), the
     columns of ``types`` (cells columns, then ``feature_ids`` as double)."""
-    handle = _footer(root, file)
+    handle = open_parquet(root / file, root, file)
     meta = handle.metadata
     check_footer(meta, root / file, root, file, max_inflation)
     table_types = check_stored_columns(handle.schema_arrow, types, feature_ids, root, file)
@@ -170,13 +167,3 @@ def _open_directory(root: Path, index: int, label: str, max_inflation: float) ->
                   table_types=table_types, feature_ids=feature_ids, provenance=document["provenance"],
                   entries=entries, done=done, stamps=stamps, parts=parts,
                   extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
-
-
-def _footer(root: Path, file: str) -> pq.ParquetFile:
-    """``file`` opened (its footer and schema read), or UndecodableData naming it."""
-    try:
-        handle = pq.ParquetFile(root / file)
-        handle.schema_arrow  # noqa: B018 - decodes the names, which may not be UTF-8
-    except DAMAGED_DATA_ERRORS as err:
-        raise UndecodableData(root, file, f"not a readable Parquet file: {damage_text(err)}") from None
-    return handle

@@ -88,12 +88,8 @@ def read_parquet(path: Path, types: list[dict[str, str]], feature_ids: list[str]
     ``max_inflation``: see :func:`check_footer`.
     """
     file = path.name
-    try:
-        handle = pq.ParquetFile(path)
-        stored = handle.schema_arrow
-    except DAMAGED_DATA_ERRORS as err:
-        raise UndecodableData(directory, file, f"not a readable Parquet file: {damage_text(err)}") from None
-    table_types = check_stored_columns(stored, types, feature_ids, directory, file)
+    handle = open_parquet(path, directory, file)
+    table_types = check_stored_columns(handle.schema_arrow, types, feature_ids, directory, file)
     check_footer(handle.metadata, path, directory, file, max_inflation)
     # A long matrix starts decoding before the cells table is built when the image of each row can be
     # known from the image_id column alone (the stats keep per-image ranges).
@@ -128,6 +124,16 @@ def _table_frame(handle: pq.ParquetFile, table_types: list[dict[str, str]], dire
                         conform(raw.column(c["name"]), c["type"], file, c["name"], directory)
                         for c in table_types}) if table_types else raw
     return arrow_to_frame(columns, table_types)
+
+
+def open_parquet(path: Path, directory: Path | str, file: str) -> pq.ParquetFile:
+    """``path`` opened (footer and schema decoded), or UndecodableData naming ``file``."""
+    try:
+        handle = pq.ParquetFile(path)
+        handle.schema_arrow  # noqa: B018 - decodes the column names, which may not be UTF-8
+    except DAMAGED_DATA_ERRORS as err:
+        raise UndecodableData(directory, file, f"not a readable Parquet file: {damage_text(err)}") from None
+    return handle
 
 
 def check_footer(meta: pq.FileMetaData, path: Path, directory: Path | str, file: str,

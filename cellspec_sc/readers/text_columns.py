@@ -26,7 +26,7 @@ import pyarrow.csv as pacsv
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.headers import Header, other_name
 from cellspec_sc.readers.notices import notice
-from cellspec_sc.readers.parsing import NotANumber, Parsed
+from cellspec_sc.readers.parsing import NotANumber, Parsed, read_as_text
 from cellspec_sc.readers.piece_parse import read_options
 from cellspec_sc.readers.pipeline import ColumnRoles
 from cellspec_sc.spec.vocabulary import vocabulary
@@ -92,11 +92,8 @@ def failed_on_text(header: Header, err: InputError, candidates: Sequence[str],
         return []
     names = [err.column, *([keep[0]] if keep is not None and keep[0] != err.column else [])]
     try:
-        table = pacsv.read_csv(header.path, read_options=read_options(header),
-                               parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
-                               convert_options=pacsv.ConvertOptions(include_columns=names, strings_can_be_null=True,
-                                                                    column_types={n: pa.string() for n in names}))
-    except (pa.ArrowInvalid, UnicodeDecodeError):
+        table = read_as_text(header, names)
+    except InputError:
         return []  # the parse's own refusal says what is wrong
     return [err.column] if holds_text(_kept(table, keep).column(err.column)) else []
 
