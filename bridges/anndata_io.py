@@ -23,6 +23,7 @@ from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_ro
 from cellspec_sc.progress import progress
 
 from cellspec_sc.bridges.anndata import AnnDataBridgeWarning, from_anndata, to_anndata
+from cellspec_sc.bridges.zarr_strings import bounded_string_chunks
 
 if TYPE_CHECKING:
     import anndata
@@ -56,13 +57,15 @@ def read_anndata_zarr(path: str | Path) -> CellSpec:
 
 def read_anndata_file(path: str | Path, reader=None) -> anndata.AnnData:
     """``path`` read by ``reader`` (default ``anndata.read_h5ad``), with any error of anndata, h5py or zarr
-    (they raise many types for damaged or foreign files) as an InputError naming the file."""
+    (they raise many types for damaged or foreign files) as an InputError naming the file; a zarr string chunk
+    that claims more values than it holds is refused before it is decoded (:mod:`.zarr_strings`)."""
     if reader is None:
         import anndata
 
         reader = anndata.read_h5ad
     try:
-        return reader(path)
+        with bounded_string_chunks():
+            return reader(path)
     except Exception as err:
         raise InputError(f"{path}: cannot be read as AnnData ({type(err).__name__}: {err})") from None
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from cellspec_sc.bridges.sd_read import from_spatialdata, stored_outline_files
 from cellspec_sc.bridges.sd_write import to_spatialdata
+from cellspec_sc.bridges.zarr_strings import bounded_string_chunks
 from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.io.publish import TargetKind, check_target, publishing
 from cellspec_sc.io.staging import scratch_folder
@@ -72,7 +73,8 @@ def _read_zarr(path: str | os.PathLike) -> SpatialData:
     import spatialdata
 
     try:
-        return spatialdata.read_zarr(str(path))
+        with bounded_string_chunks():  # a damaged string chunk could claim 2**32 values (.zarr_strings)
+            return spatialdata.read_zarr(str(path))
     except Exception as err:  # noqa: BLE001 - zarr, anndata and geopandas raise many types on a damaged store
         raise FormatError(f"{path}: not a readable SpatialData zarr store ({type(err).__name__}: {err})") from None
 
