@@ -29,7 +29,7 @@ from cellspec_sc.bridges.anndata_fingerprint import Fingerprinting, holds_writte
 from cellspec_sc.bridges.anndata_matrix import column_fingerprints, dense, is_dask
 from cellspec_sc.bridges.anndata_obs import carry_obs_columns, double_column, obs_names, scverse_obs
 from cellspec_sc.bridges.anndata_sample import SAMPLE_KEY, sample_check, take_sample
-from cellspec_sc.bridges.uns_tables import decode_table, encode_table, from_json_text, to_json_text
+from cellspec_sc.bridges.uns_tables import decode_table, encode_table, from_json_text, known_types, to_json_text
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec, drop_missing_pairs
 from cellspec_sc.model.provenance import with_history_step
@@ -181,6 +181,8 @@ def _read_meta(record: Any) -> dict[str, Any]:
         missing.append("measurements_fingerprint")
     if missing:
         raise InputError(f"uns['cellspec']['meta'] lacks {missing}; it was not written by cellspec_sc.to_anndata")
+    for key in ("cells_types", "dictionary_types"):
+        meta[key] = known_types(meta[key], f"uns['cellspec']['meta'][{key!r}]")
     return meta
 
 

@@ -22,13 +22,14 @@ True
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.spec.types import canonical_frame, column_spec_types
+from cellspec_sc.spec.types import PANDAS_DTYPES, canonical_frame, column_spec_types
 
 def to_json_text(value: Any) -> str:
     """JSON text of a JSON-like value, lossless for doubles, ``None`` and non-ASCII text.
@@ -70,11 +71,32 @@ def _json_values(column: pd.Series, spec_type: str) -> list[Any]:
     return values
 
 
+def known_types(types: Any, where: str) -> dict[str, str | None]:
+    """``types`` ({column: spec type, or None for a column without one}) when the spec knows every type; else an
+    InputError naming ``where`` (a damaged record must not reach the conversions as an unknown type).
+
+    >>> known_types({"a": "character", "b": None}, "meta")
+    {'a': 'character', 'b': None}
+    >>> known_types({"a": "ch`racter"}, "meta")
+    Traceback (most recent call last):
+    ...
+    cellspec_sc.errors.InputError: meta gives column 'a' the type 'ch`racter', which the spec does not have ...
+    """
+    if not isinstance(types, Mapping):
+        raise InputError(f"{where} is a {type(types).__name__}, not the column types written by cellspec_sc")
+    for name, spec_type in types.items():
+        if spec_type is not None and spec_type not in PANDAS_DTYPES:
+            raise InputError(f"{where} gives column {name!r} the type {spec_type!r}, which the spec does not have "
+                             f"({', '.join(PANDAS_DTYPES)}): the record is damaged or was not written by cellspec_sc")
+    return dict(types)
+
+
 def decode_table(text: Any, table: str) -> pd.DataFrame:
     """The table written by :func:`encode_table`, with canonical dtypes."""
     try:
         stored = from_json_text(text)
         names, types, data = list(stored["columns"]), list(stored["types"]), list(stored["data"])
+        known_types(dict(zip(map(str, names), types, strict=True)), f"uns['cellspec']['{table}']")
         n_rows = len(data[0]) if data else 0
         columns = {name: _column(values, spec_type, n_rows)
                    for name, spec_type, values in zip(names, types, data, strict=True)}

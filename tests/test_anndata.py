@@ -311,6 +311,25 @@ def test_damaged_uns_is_refused_with_a_cellspec_error(x):
         cs.from_anndata(cs.to_anndata(x), pixel_size=0.5)
 
 
+@pytest.mark.parametrize("part", ["meta", "images", "channels"])
+def test_an_unknown_column_type_in_the_record_is_refused_by_name(x, part, tmp_path):
+    """One changed byte in an .h5ad turned "character" into "ch`racter" in the record: a KeyError came out of
+    the type conversion instead of a refusal."""
+    from cellspec_sc.bridges.anndata_io import read_h5ad, write_h5ad
+
+    adata = cs.to_anndata(x)
+    text = adata.uns["cellspec"][part]
+    assert '"character"' in text
+    adata.uns["cellspec"][part] = text.replace('"character"', '"ch`racter"', 1)
+    path = tmp_path / "x.h5ad"
+    adata.write_h5ad(path)
+    with pytest.raises(cs.InputError, match=r"the type 'ch`racter', which the spec does not have") as caught:
+        read_h5ad(path)
+    assert str(path) in str(caught.value) and "uns['cellspec']" in str(caught.value)
+    write_h5ad(x, path, overwrite=True)
+    assert read_h5ad(path).equals(x)
+
+
 def test_docs_name_every_slot_the_bridge_writes():
     from pathlib import Path
 
