@@ -191,9 +191,10 @@ def _pandas(files, sep: str, single: bool, threads: bool = False):
     return setup
 
 
-def _floor(files, single: bool):
+def _floor(files, single: bool, sha: bool = True):
     """What no reader of these files can beat: pyarrow's parse with the reader's column types (its own threads on
-    two cores) and the SHA-256 the provenance needs (beside it, in another thread), nothing built or checked."""
+    two cores) and the SHA-256 the provenance needs (beside it, in another thread; left out when not ``sha``, to
+    show the parse alone), nothing built or checked."""
     def setup(env: Env) -> Op:
         import hashlib
         import threading
@@ -220,7 +221,7 @@ def _floor(files, single: bool):
                 with open(path, "rb") as handle:
                     while block := handle.read(1 << 23):
                         digest.update(block)
-            hashing = threading.Thread(target=hash_file)
+            hashing = threading.Thread(target=hash_file if sha else lambda: None)
             hashing.start()
             table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(use_threads=not single),
                                    parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
@@ -302,6 +303,12 @@ def _cases() -> list[Case]:
                           f"pandas.read_csv (C engine){', 1 core' if single else ', one parser thread'}",
                           _floor(lambda e: [_qupath(e)], single), _pandas(lambda e: [_qupath(e)], "\t", single),
                           "information: pyarrow's parse + SHA-256 of the QuPath file, nothing built (the floor)",
+                          requires=("cellspec_sc.readers.qupath",), needs_slide=False, extra={"columns": COLUMNS}))
+        cases.append(Case(f"qupath_parse{'_1core' if single else ''}",
+                          f"pandas.read_csv (C engine){', 1 core' if single else ', one parser thread'}",
+                          _floor(lambda e: [_qupath(e)], single, sha=False),
+                          _pandas(lambda e: [_qupath(e)], "\t", single),
+                          "information: pyarrow's parse alone of the QuPath file (the floor without the SHA-256)",
                           requires=("cellspec_sc.readers.qupath",), needs_slide=False, extra={"columns": COLUMNS}))
     cases.append(Case("read_steinbock", "pandas.read_csv of the same CSVs",
                       _ours(_read_steinbock, _steinbock_files, False), _pandas(_steinbock_files, ",", False),
