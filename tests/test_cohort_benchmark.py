@@ -1,5 +1,5 @@
 """The cohort benchmark never rots: ``python -m benchmarks.cohort --quick`` runs on LocalClusters of 1 and 2 workers,
-with the bare copy (the machine's ceiling) beside write_dataset."""
+with the bare copy (the machine's ceiling) and the hashed copy (a reference) beside write_dataset."""
 
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ def test_quick_cohort_benchmark_reports_every_step_with_peaks_and_no_restarts(tm
     from cellspec_sc.io.direct import suits_direct_io
     assert floor["direct"] == suits_direct_io(tmp_path)
     assert "disk floor:" in proc.stdout
+    copies = ("bare_copy", "hashed_copy")
     assert [(r["step"], r["workers"]) for r in rows] == [(s, w) for s in ("validate", "summary", "write_dataset",
-                                                                          "bare_copy")
+                                                                          *copies)
                                                         for w in (1, 2)]
     for row in rows:
         assert "error" not in row and row["workers_restarted"] == 0
@@ -46,10 +47,12 @@ def test_quick_cohort_benchmark_reports_every_step_with_peaks_and_no_restarts(tm
         assert row["machine_cpu_s"] >= row["worker_cpu_s"] - 0.1
         if row["workers"] == 2:
             assert math.isfinite(row["speedup"])
-            assert row.get("goal_met") in ((True, False) if row["step"] != "bare_copy" else (None,))
-    copied = [r["bytes_written"] for r in rows if r["step"] == "bare_copy"]
-    assert copied[0] == copied[1] > 4 * 3_000 * 12 * 8  # the ceiling copies the same rows
-    assert "ceiling: the bare copy's speedup is" in proc.stdout
+            assert row.get("goal_met") in ((True, False) if row["step"] not in copies else (None,))
+    copied = [r["bytes_written"] for r in rows if r["step"] in copies]
+    assert copied[0] == copied[1] == copied[2] == copied[3] > 4 * 3_000 * 12 * 8  # the ceilings copy the same rows
+    speedups = {r["step"]: r["speedup"] for r in rows if r["workers"] == 2}
+    assert (f"ceiling: the bare copy's speedup is {speedups['bare_copy']:.2f}x (the hashed copy's "
+            f"{speedups['hashed_copy']:.2f}x), write_dataset's {speedups['write_dataset']:.2f}x") in proc.stdout
     table = (tmp_path / "table.md").read_text()
     assert table.count("\n") == len(rows) + 2 and "| summary | 2 | 4 x 3,000 x 12 |" in table
     assert not (tmp_path / "data" / "cohort-scratch").exists()
