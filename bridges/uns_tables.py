@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.spec.types import PANDAS_DTYPES, canonical_frame, column_spec_types
+from cellspec_sc.spec.types import canonical_frame, column_spec_types
+from cellspec_sc.spec.vocabulary import SPEC_TYPES
 
 def to_json_text(value: Any) -> str:
     """JSON text of a JSON-like value, lossless for doubles, ``None`` and non-ASCII text.
@@ -85,9 +86,9 @@ def known_types(types: Any, where: str) -> dict[str, str | None]:
     if not isinstance(types, Mapping):
         raise InputError(f"{where} is a {type(types).__name__}, not the column types written by cellspec_sc")
     for name, spec_type in types.items():
-        if spec_type is not None and spec_type not in PANDAS_DTYPES:
+        if spec_type is not None and spec_type not in SPEC_TYPES:
             raise InputError(f"{where} gives column {name!r} the type {spec_type!r}, which the spec does not have "
-                             f"({', '.join(PANDAS_DTYPES)}): the record is damaged or was not written by cellspec_sc")
+                             f"({', '.join(SPEC_TYPES)}): the record is damaged or was not written by cellspec_sc")
     return dict(types)
 
 

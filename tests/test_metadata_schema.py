@@ -37,6 +37,25 @@ def _keywords(node, parent_key=None):
             yield from _keywords(value)
 
 
+def test_the_schema_types_a_column_with_the_vocabulary_spec_types():
+    """One list of the spec's column types (the vocabulary's), which the readers, writers, bridges and the
+    validator name in their refusals; the shipped schema must allow exactly those."""
+    from cellspec_sc.spec.vocabulary import SPEC_TYPES
+
+    enums = [n["type"]["enum"] for n in _nodes(schema()) if isinstance(n.get("type"), dict) and "enum" in n["type"]]
+    assert enums and all(tuple(e) == SPEC_TYPES for e in enums)
+
+
+def _nodes(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _nodes(value)
+
+
 def test_schema_uses_only_keywords_both_validators_read_alike():
     used = set(_keywords(schema())) - {"items"}  # one schema under "items": same meaning in both drafts
     assert used <= SAME_IN_BOTH, used - SAME_IN_BOTH

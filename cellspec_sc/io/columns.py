@@ -27,6 +27,7 @@ from cellspec_sc.validation.matrix_stats import MatrixStats, cache_rows
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.io.refusals import ColumnMismatch, UndecodableData, Unwritable
 from cellspec_sc.spec.types import PANDAS_DTYPES, as_spec_type, declared_type, spec_type_of
+from cellspec_sc.spec.vocabulary import SPEC_TYPES
 
 # What pyarrow raises on a damaged data file: its own errors, the OS's, and UnicodeDecodeError for a column
 # name in a Parquet footer that is not UTF-8 (pyarrow decodes the names as it opens the file).
@@ -68,7 +69,7 @@ def column_types_of(frame: pd.DataFrame, table: str, directory: Path | str) -> l
         spec_type = declared_type(table, name) or spec_type_of(frame[name])
         if spec_type is None:
             raise Unwritable(directory, table, f"column {name!r} has dtype {frame[name].dtype}, which is none "
-                                               "of character, double, integer, logical")
+                                               f"of {', '.join(SPEC_TYPES)}")
         out.append({"name": name, "type": spec_type})
     return out
 

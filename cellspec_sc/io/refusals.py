@@ -17,6 +17,7 @@ import os
 import warnings
 
 from cellspec_sc.errors import FormatError
+from cellspec_sc.spec.vocabulary import SPEC_TYPES
 
 
 class DirectoryRefusal(FormatError):
@@ -112,7 +113,7 @@ class OutlineMissing(DirectoryRefusal):
 
 
 class Unwritable(DirectoryRefusal):
-    rule = "every column has a spec type (character, double, integer, logical) and JSON parts hold JSON values"
+    rule = f"every column has a spec type ({', '.join(SPEC_TYPES)}) and JSON parts hold JSON values"
 
 
 class ChangedSinceRead(DirectoryRefusal):

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellspec_sc.spec.types import is_arrow_text, spec_type_of
+from cellspec_sc.spec.vocabulary import SPEC_TYPES
 from cellspec_sc.validation.context import Context, Problem, Skip
 from cellspec_sc.validation.report import MAX_ROWS_SHOWN
 
@@ -75,7 +76,7 @@ def column_types(ctx: Context, table: str, only_declared: bool = True) -> Proble
         if col is not None and actual != col.type:
             bad.append(f"{name} is {values.dtype} ({actual or 'no spec type'}), expected {col.type}")
         elif col is None and not only_declared and actual is None:
-            bad.append(f"{name} is {values.dtype}, which is none of {', '.join(('character', 'double', 'integer', 'logical'))}")
+            bad.append(f"{name} is {values.dtype}, which is none of {', '.join(SPEC_TYPES)}")
         elif actual == "character" and (where := not_unicode(values)):
             bad.append(f"{name} {where}")
     if bad:
