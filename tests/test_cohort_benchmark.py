@@ -45,6 +45,7 @@ def test_quick_cohort_benchmark_reports_every_step_with_peaks_and_no_restarts(tm
         assert row["client_peak_bytes"] > 50 * 2**20 and row["cells"] == 4 * 3_000
         # the whole machine's busy CPU includes the workers' (ticks of 10 ms on either side)
         assert row["machine_cpu_s"] >= row["worker_cpu_s"] - 0.1
+        assert 0 <= row["stolen_cpu_s"] <= row["seconds"] * (os.cpu_count() or 1) + 0.1
         if row["workers"] == 2:
             assert math.isfinite(row["speedup"])
             assert row.get("goal_met") in ((True, False) if row["step"] not in copies else (None,))
