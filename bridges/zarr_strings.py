@@ -4,8 +4,12 @@ numcodecs' ``VLenUTF8`` and ``VLenBytes`` decoders (behind zarr's ``vlen-utf8`` 
 allocate an object array of as many strings as a chunk's 4-byte header claims before reading any of them. One
 flipped bit in the 49-byte chunk of an AnnData store's ``obs/image_id/categories`` made it claim 2,147,483,650
 strings: ``anndata.read_zarr`` filled 16 GiB with ``None`` and the kernel killed the process.
-:func:`bounded_string_chunks` has zarr (format 3) decode string chunks with codecs that first compare that count
-with the number of values the chunk holds, and refuse the chunk with a ``ValueError`` when they differ.
+:func:`bounded_string_chunks` has zarr decode string chunks with codecs that check that count first and refuse
+the chunk with a ``ValueError``: in format 3 stores against the number of values the chunk holds (zarr's codec
+config selects the checking codecs); in format 2 stores, where numcodecs' ``VLenUTF8``/``VLenBytes`` are filters
+that are not told the chunk's shape, against what the chunk's bytes can hold (every value has a 4-byte length
+before it), which bounds the array to twice the chunk's decoded size (numcodecs' own registry, for the
+duration of the block).
 
 >>> with bounded_string_chunks():
 ...     pass
@@ -16,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -43,6 +48,25 @@ def refuse_wrong_count(raw: Any, shape: tuple[int, ...]) -> None:
                          f"{expected:,}: the chunk is damaged")
 
 
+def refuse_count_beyond_bytes(raw: Any) -> None:
+    """Raise ``ValueError`` when the header of a vlen chunk (``raw``, its decompressed bytes) counts more values
+    than its bytes can hold (4 bytes of length at least, per value).
+
+    >>> refuse_count_beyond_bytes((2).to_bytes(4, "little") + bytes(8))
+    >>> refuse_count_beyond_bytes((3).to_bytes(4, "little") + bytes(8))
+    Traceback (most recent call last):
+    ...
+    ValueError: a string chunk's header says it holds 3 values where its 12 bytes hold at most 2: ...
+    """
+    data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
+    if data.size < 4:
+        return  # numcodecs refuses a chunk without its header itself
+    claimed, most = int.from_bytes(data[:4].tobytes(), "little"), (data.size - 4) // 4
+    if claimed > most:
+        raise ValueError(f"a string chunk's header says it holds {claimed:,} values where its {data.size:,} bytes "
+                         f"hold at most {most:,}: the chunk is damaged")
+
+
 def _counted(decode: Callable[..., Any]) -> Callable[..., Any]:
     def checked(self: Any, chunk_bytes: Any, chunk_spec: Any) -> Any:
         refuse_wrong_count(chunk_bytes.as_array_like(), chunk_spec.shape)
@@ -65,10 +89,52 @@ def _registered() -> dict[str, str]:
     return selected
 
 
+@functools.cache
+def _format2_codecs() -> dict[str, type]:
+    """numcodecs' string codecs (format 2 filters) as subclasses that check a chunk's count first, by codec id."""
+    from numcodecs.vlen import VLenBytes, VLenUTF8
+
+    def checked(base: type) -> type:
+        def decode(self: Any, buf: Any, out: Any = None) -> Any:
+            refuse_count_beyond_bytes(buf)
+            return base.decode(self, buf, out)
+        return type(base.__name__, (base,), {"decode": decode, "__module__": __name__})
+
+    return {base.codec_id: checked(base) for base in (VLenUTF8, VLenBytes)}
+
+
+_SWAP_LOCK = threading.Lock()
+_swapped = {"depth": 0, "saved": {}}
+
+
+@contextlib.contextmanager
+def _format2_checked() -> Iterator[None]:
+    """numcodecs' registry gives the checking codecs for its string ids within the block (nested and
+    concurrent blocks share one swap; the registry is as it was after the last one ends)."""
+    from numcodecs.registry import codec_registry
+
+    with _SWAP_LOCK:
+        if _swapped["depth"] == 0:
+            _swapped["saved"] = {name: codec_registry.get(name) for name in _format2_codecs()}
+            codec_registry.update(_format2_codecs())
+        _swapped["depth"] += 1
+    try:
+        yield
+    finally:
+        with _SWAP_LOCK:
+            _swapped["depth"] -= 1
+            if _swapped["depth"] == 0:
+                for name, codec in _swapped["saved"].items():
+                    if codec is None:
+                        codec_registry.pop(name, None)
+                    else:
+                        codec_registry[name] = codec
+
+
 @contextlib.contextmanager
 def bounded_string_chunks() -> Iterator[None]:
-    """Within the block, zarr decodes string chunks with the checking codecs (zarr 3; zarr 2 has no codec
-    registry, and the block changes nothing there)."""
+    """Within the block, zarr decodes string chunks with the checking codecs (format 3 through zarr's codec
+    config, format 2 through numcodecs' registry); nothing changes where zarr or numcodecs is missing."""
     try:
         import zarr
 
@@ -76,5 +142,6 @@ def bounded_string_chunks() -> Iterator[None]:
     except ImportError:
         yield
         return
-    with zarr.config.set({f"codecs.{name}": implementation for name, implementation in selected.items()}):
+    with (zarr.config.set({f"codecs.{name}": implementation for name, implementation in selected.items()}),
+          _format2_checked()):
         yield

@@ -74,3 +74,42 @@ def test_string_arrays_of_every_layout_still_read_inside_the_block(tmp_path):
         assert list(zarr.open_array(tmp_path / "s.zarr" / "t")[:]) == ["a", "bb", "", "d", "é"]
         assert zarr.open_array(tmp_path / "s.zarr" / "u")[:].tolist() == [["x", "yy", "zzz"]] * 5
     assert zarr.config.get("codecs.vlen-utf8") == "zarr.codecs.vlen_utf8.VLenUTF8Codec"  # restored after
+
+
+def damage_format2_chunk(chunk: Path, first: str, count: int) -> None:
+    """Make the format 2 string chunk whose first value is ``first`` claim ``count`` values (decompressed with
+    the array's own compressor, changed, compressed again)."""
+    import json
+
+    import numcodecs
+
+    meta = json.loads((chunk.parent / ".zarray").read_text())
+    assert meta["zarr_format"] == 2 and [f["id"] for f in meta["filters"]] == ["vlen-utf8"]
+    compressor = numcodecs.get_codec(meta["compressor"]) if meta["compressor"] else None
+    raw = bytes(compressor.decode(chunk.read_bytes())) if compressor else chunk.read_bytes()
+    assert raw[8:8 + len(first.encode())] == first.encode() and int.from_bytes(raw[:4], "little") == 2
+    raw = count.to_bytes(4, "little") + raw[4:]
+    chunk.write_bytes(bytes(compressor.encode(raw)) if compressor else raw)
+
+
+def test_a_format2_string_chunk_claiming_millions_of_values_is_refused_without_allocating_them(tmp_path):
+    """AnnData stores written in zarr format 2 (anndata before 0.12, or ``zarr_write_format=2``) use numcodecs'
+    VLenUTF8 as a filter, which is not told the chunk's shape: the count is checked against the chunk's bytes."""
+    import anndata as ad
+    from numcodecs.registry import codec_registry
+
+    x = cs.example()
+    first_image = str(x.images["image_id"].iloc[0])
+    adata = cs.to_anndata(x)
+    store = tmp_path / "x.zarr"
+    with ad.settings.override(zarr_write_format=2):
+        adata.write_zarr(store)
+    assert load(store).equals(x)
+    damage_format2_chunk(store / "obs" / "image_id" / "categories" / "0", first_image, CLAIMED)
+    original = codec_registry["vlen-utf8"]
+    error, peak = refusal_and_peak(load, store)
+    message = str(error)
+    assert str(store) in message
+    assert f"says it holds {CLAIMED:,} values where its" in message and "hold at most" in message
+    assert peak < 100 << 20, f"{peak / 2**20:.0f} MiB traced while refusing the chunk"
+    assert codec_registry["vlen-utf8"] is original  # numcodecs' registry as it was
