@@ -113,3 +113,29 @@ def test_a_format2_string_chunk_claiming_millions_of_values_is_refused_without_a
     assert f"says it holds {CLAIMED:,} values where its" in message and "hold at most" in message
     assert peak < 100 << 20, f"{peak / 2**20:.0f} MiB traced while refusing the chunk"
     assert codec_registry["vlen-utf8"] is original  # numcodecs' registry as it was
+
+
+def test_nested_and_concurrent_blocks_keep_the_check_until_the_last_one_ends():
+    import threading
+
+    from numcodecs.registry import codec_registry
+
+    original = codec_registry["vlen-utf8"]
+    inside, release = threading.Event(), threading.Event()
+
+    def other_reader() -> None:
+        with bounded_string_chunks():
+            inside.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=other_reader)
+    with bounded_string_chunks():
+        thread.start()
+        assert inside.wait(10)
+        with bounded_string_chunks():
+            assert codec_registry["vlen-utf8"] is not original
+        assert codec_registry["vlen-utf8"] is not original  # the inner block ended, the outer still reads
+    assert codec_registry["vlen-utf8"] is not original  # this thread's block ended, the other thread still reads
+    release.set()
+    thread.join()
+    assert codec_registry["vlen-utf8"] is original
