@@ -68,7 +68,7 @@ from typing import Any
 
 import psutil
 
-from benchmarks.machine import steal_seconds
+from benchmarks.machine import cpu_seconds_since_boot, steal_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL = {"directories": 40, "cells": 250_000, "features": 100, "memory_limit": "3GB"}
@@ -188,13 +188,9 @@ def _cpu_seconds() -> float:
 
 def _machine_cpu_seconds() -> float:
     """CPU seconds every core of the machine spent busy so far (user, nice, system, irq, softirq; Linux)."""
-    try:
-        with open("/proc/stat") as stat:
-            fields = [int(v) for v in stat.readline().split()[1:8]]
-    except OSError:
-        return math.nan
-    user, nice, system, _idle, _iowait, irq, softirq = fields
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+    seconds = cpu_seconds_since_boot()
+    busy = ("user", "nice", "system", "irq", "softirq")
+    return sum(seconds[kind] for kind in busy) if all(kind in seconds for kind in busy) else math.nan
 
 
 def copy_row_group(source: str, row_group: int, target: str) -> int:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import hashlib
 import json
 import multiprocessing as mp
@@ -52,27 +53,37 @@ def _hash_rounds(rounds: int) -> float:
     return time.process_time() - started
 
 
-_DATA: list[bytes] = []
-
-
+@functools.cache
 def _buffer() -> bytes:
-    if not _DATA:
-        _DATA.append(os.urandom(BUFFER))
-    return _DATA[0]
+    return os.urandom(BUFFER)
 
 
-def steal_seconds() -> float:
-    """CPU seconds the hypervisor has taken from this machine's virtual CPUs since boot (Linux; 0 elsewhere).
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
-    >>> steal_seconds() >= 0
+
+def cpu_seconds_since_boot() -> dict[str, float]:
+    """The machine's CPU seconds since boot by kind, summed over its CPUs (the first line of ``/proc/stat``;
+    Linux, empty elsewhere; a kernel without ``steal`` gives none).
+
+    >>> set(cpu_seconds_since_boot()) <= set(CPU_FIELDS)
     True
     """
     try:
         with open("/proc/stat") as stat:
-            fields = stat.readline().split()
+            values = stat.readline().split()[1:1 + len(CPU_FIELDS)]
     except OSError:
-        return 0.0
-    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    return {name: int(value) / tick for name, value in zip(CPU_FIELDS, values)}
+
+
+def steal_seconds() -> float:
+    """CPU seconds the hypervisor has taken from this machine's virtual CPUs since boot (0 where unknown).
+
+    >>> steal_seconds() >= 0
+    True
+    """
+    return cpu_seconds_since_boot().get("steal", 0.0)
 
 
 def write_until(path: str, stop: Any, written: Any) -> None:

@@ -29,6 +29,13 @@ import numpy as np
 STRING_CODECS = ("vlen-utf8", "vlen-bytes")
 
 
+def _claimed_count(raw: Any) -> int | None:
+    """The number of values a vlen chunk's 4-byte header claims (``raw``: its decompressed bytes, any buffer);
+    None for a chunk shorter than its header (numcodecs refuses it itself)."""
+    header = np.frombuffer(memoryview(np.ascontiguousarray(raw)).cast("B"), dtype=np.uint8)[:4]
+    return int.from_bytes(header.tobytes(), "little") if header.size == 4 else None
+
+
 def refuse_wrong_count(raw: Any, shape: tuple[int, ...]) -> None:
     """Raise ``ValueError`` unless the header of a vlen chunk (``raw``, its decompressed bytes) counts ``shape``'s
     values.
@@ -39,11 +46,8 @@ def refuse_wrong_count(raw: Any, shape: tuple[int, ...]) -> None:
     ...
     ValueError: a string chunk's header says it holds 2,147,483,648 values where its array's chunk holds 2: ...
     """
-    header = np.asarray(raw, dtype=np.uint8).ravel()[:4]
-    if header.size < 4:
-        return  # numcodecs refuses a chunk without its header itself
-    claimed, expected = int.from_bytes(header.tobytes(), "little"), math.prod(shape)
-    if claimed != expected:
+    claimed, expected = _claimed_count(raw), math.prod(shape)
+    if claimed is not None and claimed != expected:
         raise ValueError(f"a string chunk's header says it holds {claimed:,} values where its array's chunk holds "
                          f"{expected:,}: the chunk is damaged")
 
@@ -58,12 +62,10 @@ def refuse_count_beyond_bytes(raw: Any) -> None:
     ...
     ValueError: a string chunk's header says it holds 3 values where its 12 bytes hold at most 2: ...
     """
-    data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
-    if data.size < 4:
-        return  # numcodecs refuses a chunk without its header itself
-    claimed, most = int.from_bytes(data[:4].tobytes(), "little"), (data.size - 4) // 4
-    if claimed > most:
-        raise ValueError(f"a string chunk's header says it holds {claimed:,} values where its {data.size:,} bytes "
+    size = np.asarray(raw).nbytes
+    claimed, most = _claimed_count(raw), (size - 4) // 4
+    if claimed is not None and claimed > most:
+        raise ValueError(f"a string chunk's header says it holds {claimed:,} values where its {size:,} bytes "
                          f"hold at most {most:,}: the chunk is damaged")
 
 
