@@ -1,0 +1,79 @@
+"""Work beside the main thread: the one place that starts threads.
+
+Reading, hashing and writing overlap (a file is hashed while it is parsed, a block is written while the next is
+encoded). Every such overlap goes through these few functions, so that the number of threads, their names and how
+an error crosses back to the caller are decided once.
+
+>>> in_background(sum, [1, 2]).result()
+3
+>>> list(ordered_map(lambda v: v * v, range(5), threads=2))
+[0, 1, 4, 9, 16]
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+__all__ = ["Future", "daemon", "in_background", "ordered_map", "usable_cpus"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def in_background(fn: Callable[..., T], *args: Any, name: str = "cellspec-background") -> Future[T]:
+    """Run ``fn(*args)`` on another thread while the caller goes on; ``.result()`` waits and raises what it raised.
+
+    With one usable CPU the call runs at once in the caller's thread (a second thread would only take turns).
+    """
+    if usable_cpus() < 2:
+        done: Future[T] = Future()
+        try:
+            done.set_result(fn(*args))
+        except BaseException as err:  # noqa: BLE001 - handed to the caller through .result(), like a thread's
+            done.set_exception(err)
+        return done
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    try:
+        return pool.submit(fn, *args)
+    finally:
+        pool.shutdown(wait=False)  # the thread ends when fn returns
+
+
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], *, threads: int,
+                name: str = "cellspec-map") -> Iterator[R]:
+    """``fn`` over ``items`` on up to ``threads`` threads, results in order, at most ``2 * threads`` in flight."""
+    if threads <= 1:
+        yield from map(fn, items)
+        return
+    pending: deque[Future[R]] = deque()
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name) as pool:
+        try:
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                if len(pending) >= 2 * threads:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def daemon(target: Callable[[], None], *, name: str) -> threading.Thread:
+    """Start ``target`` on a daemon thread (one that follows a file or flushes behind a writer) and return it."""
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    return thread
