@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cellspec_sc.bridges.sd_read import from_spatialdata, stored_outline_files
-from cellspec_sc.bridges.sd_write import to_spatialdata
+from cellspec_sc.bridges.spatialdata._read import from_spatialdata, stored_outline_files
+from cellspec_sc.bridges.spatialdata._write import to_spatialdata
 from cellspec_sc.bridges.zarr_strings import bounded_string_chunks
 from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.io.publish import TargetKind, check_target, publishing

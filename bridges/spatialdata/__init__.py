@@ -31,10 +31,10 @@ True
 from __future__ import annotations
 
 from cellspec_sc.bridges.sd_files import SPATIALDATA_ZARR, is_spatialdata_zarr, read_spatialdata, write_spatialdata
-from cellspec_sc.bridges.sd_foreign import from_foreign_spatialdata
-from cellspec_sc.bridges.sd_read import from_spatialdata, stored_outline_files
-from cellspec_sc.bridges.sd_record import INSTANCE_KEY, REGION_KEY, TABLE_KEY, UNS_KEY, SpatialDataBridgeWarning
-from cellspec_sc.bridges.sd_write import to_spatialdata
+from cellspec_sc.bridges.spatialdata._foreign import from_foreign_spatialdata
+from cellspec_sc.bridges.spatialdata._read import from_spatialdata, stored_outline_files
+from cellspec_sc.bridges.spatialdata._record import INSTANCE_KEY, REGION_KEY, TABLE_KEY, UNS_KEY, SpatialDataBridgeWarning
+from cellspec_sc.bridges.spatialdata._write import to_spatialdata
 
 __all__ = ["INSTANCE_KEY", "REGION_KEY", "SPATIALDATA_ZARR", "TABLE_KEY", "UNS_KEY", "SpatialDataBridgeWarning",
            "from_foreign_spatialdata", "from_spatialdata", "is_spatialdata_zarr", "read_spatialdata",

@@ -14,11 +14,11 @@ import pandas as pd
 
 from cellspec_sc.bridges.anndata import from_anndata
 from cellspec_sc.bridges.sd_concat import from_concatenated
-from cellspec_sc.bridges.sd_foreign import from_foreign_spatialdata
-from cellspec_sc.bridges.sd_record import (
+from cellspec_sc.bridges.spatialdata._foreign import from_foreign_spatialdata
+from cellspec_sc.bridges.spatialdata._record import (
     ANNDATA_UNS_KEY, OUTLINE_FILES_KEY, REGION_KEY, UNS_KEY, SpatialDataBridgeWarning, decode_files,
 )
-from cellspec_sc.bridges.sd_tables import (
+from cellspec_sc.bridges.spatialdata._tables import (
     bridge_table, cells_table_key, cellspec_tables, instance_keys, rows_by_region, same_instances,
 )
 from cellspec_sc.bridges.uns_tables import from_json_text

@@ -13,7 +13,7 @@ import pandas as pd
 
 from cellspec_sc.bridges.anndata import to_anndata
 from cellspec_sc.bridges.sd_names import allocate
-from cellspec_sc.bridges.sd_record import (
+from cellspec_sc.bridges.spatialdata._record import (
     ATTRS_KEY, BRIDGE_VERSION, FALLBACK_RULE, INSTANCE_KEY, OUTLINE_FILES_KEY, OUTLINES_SUFFIX, PIXEL_SUFFIX,
     RADIUS_FALLBACK_KEY, RADIUS_RULE, REGION_KEY, TABLE_KEY, UNS_KEY, SpatialDataBridgeWarning, encode_files,
 )

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata_obs import text_array
-from cellspec_sc.bridges.sd_record import ANNDATA_UNS_KEY, ATTRS_KEY, UNS_KEY
+from cellspec_sc.bridges.spatialdata._record import ANNDATA_UNS_KEY, ATTRS_KEY, UNS_KEY
 from cellspec_sc.errors import InputError
 
 if TYPE_CHECKING:
