@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     import anndata
     from spatialdata import SpatialData
 
-# -- foreign SpatialData -------------------------------------------------------------------------
+FUNCTION = "cellspec_sc.from_spatialdata"
+_CENTROIDS = "cellspec_shape_centroids"
+
+
 def from_foreign_spatialdata(sdata: SpatialData, *, table_key: str | None = None,
                              coordinate_system: str | None = None, **options: Any) -> CellSpec:
     """A cellspec from a SpatialData not made by :func:`to_spatialdata` (spatialdata-io, ...).
@@ -67,10 +70,6 @@ def from_foreign_spatialdata(sdata: SpatialData, *, table_key: str | None = None
                "centroids": "from shapes" if options.get("coordinates") == _CENTROIDS else "from the table",
                "coordinate_system": coordinate_system}
     return x.replace(provenance=with_history_step(x.provenance, "from_spatialdata", FUNCTION, details))
-
-
-FUNCTION = "cellspec_sc.from_spatialdata"
-_CENTROIDS = "cellspec_shape_centroids"
 
 
 def _with_shape_centroids(sdata: SpatialData, table: anndata.AnnData, region_key: str, instance_key: str,

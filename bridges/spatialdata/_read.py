@@ -1,36 +1,54 @@
 """SpatialData -> cellspec for a SpatialData made by ``to_spatialdata``, after any spatialdata operation that
-keeps the table; anything else goes to :mod:`.sd_foreign`."""
+keeps the table, or by ``spatialdata.concatenate`` of several; and reading a SpatialData ``.zarr`` store.
+Anything not made here goes to :mod:`._foreign`.
+
+A SpatialData that holds several tables of ``to_spatialdata``, as ``spatialdata.concatenate({"a": sa, "b":
+sb})`` makes (one table per object, ``table-a``, ``table-b``), gives one cellspec: each table is converted on
+its own (:func:`from_spatialdata` with its ``table_key``), then the parts are joined: cells, measurements,
+images, channels and contacts one after the other. The parts must have the same dictionary, cells columns and
+spec version (else :class:`~cellspec_sc.InputError` names the difference). An image id found in several parts
+is renamed in each of them as spatialdata renamed its element: ``img1`` of table ``table-a`` becomes
+``img1-a`` (in cells, images, channels and adjacency); other ids are kept. The provenance is the first part's,
+with one history step naming every part and its producer, reader and creation time.
+``concatenate(..., concatenate_tables=True)`` keeps no ``uns``, so the images, channels, dictionary and
+contacts are gone: ``from_spatialdata`` refuses that table.
+"""
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata import from_anndata
-from cellspec_sc.bridges.sd_concat import from_concatenated
-from cellspec_sc.bridges.spatialdata._foreign import from_foreign_spatialdata
+from cellspec_sc.bridges.spatialdata._foreign import FUNCTION, from_foreign_spatialdata
 from cellspec_sc.bridges.spatialdata._record import (
-    ANNDATA_UNS_KEY, OUTLINE_FILES_KEY, REGION_KEY, UNS_KEY, SpatialDataBridgeWarning, decode_files,
+    ANNDATA_UNS_KEY, OUTLINE_FILES_KEY, REGION_KEY, UNS_KEY, BridgeRecord, SpatialDataBridgeWarning, carries_record,
+    decode, decode_files, lost_record,
 )
 from cellspec_sc.bridges.spatialdata._tables import (
     bridge_table, cells_table_key, cellspec_tables, instance_keys, rows_by_region, same_instances,
 )
-from cellspec_sc.bridges.uns_tables import from_json_text
-from cellspec_sc.errors import InputError
+from cellspec_sc.bridges.zarr_strings import bounded_string_chunks
+from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.io.outlines import materialise_outline_files
+from cellspec_sc.io.publish import TargetKind
+from cellspec_sc.io.staging import scratch_folder
 from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.provenance import with_history_step
+from cellspec_sc.spec.types import canonical_frame
 
 if TYPE_CHECKING:
     import anndata
     from spatialdata import SpatialData
 
-# -- SpatialData -> cellspec ---------------------------------------------------------------------
+
 def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restrict_to_shapes: bool = True,
                      allow_modified: bool = False, outline_dir: str | os.PathLike | None = None,
                      **foreign: Any) -> CellSpec:
@@ -50,7 +68,7 @@ def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restri
     None and ``cs.write`` refuses an object whose ``geometry_ref`` files it cannot find).
 
     A SpatialData made by ``spatialdata.concatenate`` of several such objects (one table per
-    object) gives one cellspec of all tables (:mod:`.sd_concat`); a table whose records were
+    object) gives one cellspec of all tables (see the module doc); a table whose records were
     dropped (``concatenate_tables=True``) is refused. A SpatialData not made here is converted
     by :func:`from_foreign_spatialdata` with the keyword arguments in ``foreign``
     (``preset="spatialdata-io:steinbock"``, ...).
@@ -65,13 +83,13 @@ def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restri
             outline_dir=outline_dir))
     key = cells_table_key(sdata, table_key)
     table = sdata.tables[key]
-    if ANNDATA_UNS_KEY not in table.uns or UNS_KEY not in table.uns:
+    if not carries_record(table):
         _refuse_lost_record(table, key)
         return from_foreign_spatialdata(sdata, table_key=key, allow_modified=allow_modified, **foreign)
     if foreign:
         raise InputError(f"from_spatialdata: {sorted(foreign)} only apply to a SpatialData not made by "
                          "cellspec_sc.to_spatialdata")
-    record = _read_record(table)
+    record = decode(table.uns[UNS_KEY], where=f"SpatialData table {key!r}")
     keep = _rows_with_shapes(sdata, table, record) if restrict_to_shapes else None
     x = from_anndata(_plain_parts(table, record, keep), allow_modified=allow_modified)
     files = decode_files(table.uns.get(OUTLINE_FILES_KEY))
@@ -102,7 +120,7 @@ def _disjoint(sdata: SpatialData, keys: list[str]) -> bool:
 def _refuse_lost_record(table: anndata.AnnData, key: str) -> None:
     """A table of ``to_spatialdata`` (it has ``cs__region``) that lost both records, as anndata's concat drops
     ``uns``, cannot give a valid, complete cellspec: images, channels, dictionary and adjacency were only there."""
-    if REGION_KEY in table.obs.columns and ANNDATA_UNS_KEY not in table.uns and UNS_KEY not in table.uns:
+    if lost_record(table):
         raise InputError(
             f"table {key!r} was made by cellspec_sc.to_spatialdata (it has obs[{REGION_KEY!r}]) but has lost "
             f"uns[{ANNDATA_UNS_KEY!r}] and uns[{UNS_KEY!r}], which hold the images, channels, dictionary, "
@@ -112,19 +130,9 @@ def _refuse_lost_record(table: anndata.AnnData, key: str) -> None:
             "concatenating")
 
 
-def _read_record(table: anndata.AnnData) -> dict[str, Any]:
-    try:
-        record = from_json_text(table.uns[UNS_KEY])
-    except (TypeError, ValueError) as err:
-        raise InputError(f"table.uns[{UNS_KEY!r}] is not the JSON text written by to_spatialdata ({err})") from None
-    if not isinstance(record, dict) or "region_key" not in record:
-        raise InputError(f"table.uns[{UNS_KEY!r}] was not written by cellspec_sc.to_spatialdata")
-    return record
-
-
-def _rows_with_shapes(sdata: SpatialData, table: anndata.AnnData, record: Mapping[str, Any]) -> np.ndarray | None:
+def _rows_with_shapes(sdata: SpatialData, table: anndata.AnnData, record: BridgeRecord) -> np.ndarray | None:
     """Rows whose circle is still in ``sdata`` (None when that is every row)."""
-    region_key, instance_key = record["region_key"], record["instance_key"]
+    region_key, instance_key = record.region_key, record.instance_key
     if region_key not in table.obs or instance_key not in table.obs:
         raise InputError(f"table.obs has lost {region_key!r} or {instance_key!r}, which tie cells to shapes")
     keep = np.zeros(table.n_obs, dtype=bool)
@@ -174,12 +182,148 @@ class TableParts:
         return self.var.index
 
 
-def _plain_parts(table: anndata.AnnData, record: Mapping[str, Any], keep: np.ndarray | None) -> TableParts:
+def _plain_parts(table: anndata.AnnData, record: BridgeRecord, keep: np.ndarray | None) -> TableParts:
     """The AnnData of ``to_anndata`` again, as its parts: original obs names, no SpatialData annotations."""
     source = table if keep is None else table[keep]
-    renamed = record.get("obs_columns_renamed") or {}
-    obs = source.obs.drop(columns=[record["region_key"]]).rename(columns=renamed)
+    obs = source.obs.drop(columns=[record.region_key]).rename(columns=record.obs_columns_renamed)
     uns = {k: v for k, v in source.uns.items() if k not in (UNS_KEY, OUTLINE_FILES_KEY, "spatialdata_attrs")}
     layers = {k: v for k, v in source.layers.items() if k is not None}  # a view lists X as layers[None]
     return TableParts(X=source.X, obs=obs, var=source.var, uns=uns, obsm=dict(source.obsm), obsp=dict(source.obsp),
                       layers=layers, varm=dict(source.varm), raw=source.raw)
+
+
+# -- several tables of to_spatialdata (spatialdata.concatenate) -------------------------------------
+def from_concatenated(sdata: SpatialData, table_keys: list[str], convert: Callable[[str], CellSpec]) -> CellSpec:
+    """Join ``convert(key)`` of every table in ``table_keys`` (see the module doc)."""
+    parts = {key: convert(key) for key in table_keys}
+    _check_compatible(parts)
+    renames = _image_renames(parts)
+    renamed = {key: _with_image_ids(x, renames[key]) for key, x in parts.items()}
+    xs = list(renamed.values())
+    adjacency = [x.adjacency for x in xs if x.adjacency is not None]
+    joined = CellSpec(
+        spec_version=xs[0].spec_version,
+        cells=_concat([x.cells for x in xs], "cells"),
+        measurements=np.concatenate([np.asarray(x.measurements, dtype=np.float64) for x in xs], axis=0),
+        dictionary=xs[0].dictionary,
+        images=_concat([x.images for x in xs], "images"),
+        channels=_concat([x.channels for x in xs], "channels"),
+        adjacency=_concat(adjacency, "adjacency") if adjacency else None,
+        provenance=with_history_step(xs[0].provenance, "join", FUNCTION, _details(parts, renames)),
+    )
+    joined.validate().raise_if_failed("from_spatialdata (joining the tables of a concatenated SpatialData)")
+    return joined
+
+
+def _check_compatible(parts: Mapping[str, CellSpec]) -> None:
+    (first_key, first), *rest = parts.items()
+    for key, x in rest:
+        if str(x.spec_version) != str(first.spec_version):
+            raise InputError(f"tables {first_key!r} and {key!r} hold different spec versions "
+                             f"({first.spec_version}, {x.spec_version}); convert them one at a time with table_key=")
+        if not x.dictionary.equals(first.dictionary):
+            only = sorted(set(x.feature_ids) ^ set(first.feature_ids))
+            raise InputError(f"tables {first_key!r} and {key!r} have different dictionaries"
+                             f"{f' (features in one only: {only[:10]})' if only else ' (same ids, other fields)'}; "
+                             "a cellspec has one dictionary: convert them one at a time with table_key=")
+        if list(x.cells.columns) != list(first.cells.columns):
+            raise InputError(f"tables {first_key!r} and {key!r} have different cells columns "
+                             f"({list(first.cells.columns)} and {list(x.cells.columns)}); convert them one at a "
+                             "time with table_key=")
+
+
+def _suffix(key: str) -> str:
+    """The key spatialdata appended to element and table names (``table-a`` -> ``a``)."""
+    return key.split("-", 1)[1] if "-" in key else key
+
+
+def _image_renames(parts: Mapping[str, CellSpec]) -> dict[str, dict[str, str]]:
+    """Per table, ``{image_id: new id}`` for the image ids found in more than one part."""
+    seen: dict[str, int] = {}
+    for x in parts.values():
+        for image_id in dict.fromkeys(str(i) for i in x.images["image_id"]):
+            seen[image_id] = seen.get(image_id, 0) + 1
+    taken = set(seen)
+    out: dict[str, dict[str, str]] = {}
+    for key, x in parts.items():
+        mapping = {}
+        for image_id in (str(i) for i in x.images["image_id"]):
+            if seen[image_id] > 1:
+                new = f"{image_id}-{_suffix(key)}"
+                if new in taken:
+                    raise InputError(f"image {image_id!r} of table {key!r} cannot be renamed to {new!r}: that id is "
+                                     "taken; convert the tables one at a time with table_key=")
+                taken.add(new)
+                mapping[image_id] = new
+        out[key] = mapping
+    return out
+
+
+def _with_image_ids(x: CellSpec, mapping: Mapping[str, str]) -> CellSpec:
+    if not mapping:
+        return x
+    changes: dict[str, Any] = {}
+    for table in ("cells", "images", "channels", "adjacency"):
+        frame = getattr(x, table)
+        if frame is not None:
+            frame = frame.copy()
+            frame["image_id"] = frame["image_id"].astype(object).map(lambda v: mapping.get(v, v)).astype(
+                frame["image_id"].dtype)
+            changes[table] = frame
+    return x.replace(**changes)
+
+
+def _concat(frames: list[pd.DataFrame], table: str) -> pd.DataFrame:
+    return canonical_frame(pd.concat(frames, ignore_index=True), table)
+
+
+def _details(parts: Mapping[str, CellSpec], renames: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
+    return {
+        "source": "SpatialData with several tables of cellspec_sc.to_spatialdata (spatialdata.concatenate)",
+        "tables": [{"table": key, "cells": int(x.n_cells), "images_renamed": dict(renames[key]),
+                    "producer": x.provenance.get("producer"), "reader": x.provenance.get("reader"),
+                    "created_utc": x.provenance.get("created_utc")} for key, x in parts.items()],
+    }
+
+
+# -- SpatialData .zarr stores ---------------------------------------------------------------------
+def is_spatialdata_zarr(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a SpatialData zarr store: its root group has ``spatialdata_attrs``."""
+    import zarr
+
+    if not Path(path).is_dir():
+        return False
+    try:
+        return "spatialdata_attrs" in zarr.open_group(str(path), mode="r").attrs
+    except Exception:  # noqa: BLE001 - anything zarr cannot open is not a SpatialData store
+        return False
+
+
+SPATIALDATA_ZARR = TargetKind("a SpatialData .zarr store", True, is_spatialdata_zarr)
+
+
+def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
+    """Read a SpatialData zarr store and convert it with :func:`from_spatialdata` (``options`` as there).
+
+    Outline files carried by the store go to ``outline_dir`` when given, else to a temporary
+    directory removed when the process ends (so ``cellspec convert`` can write them).
+    """
+    sdata = _read_zarr(path)
+    try:
+        if options.get("outline_dir") is None and stored_outline_files(sdata, options.get("table_key")):
+            options["outline_dir"] = scratch_folder("outlines")
+        return from_spatialdata(sdata, **options)
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+    except FormatError as err:  # a record of a newer version
+        raise FormatError(f"{path}: {err}") from None
+
+
+def _read_zarr(path: str | os.PathLike) -> SpatialData:
+    import spatialdata
+
+    try:
+        with bounded_string_chunks():  # a damaged string chunk could claim 2**32 values (bridges.zarr_strings)
+            return spatialdata.read_zarr(str(path))
+    except Exception as err:  # noqa: BLE001 - zarr, anndata and geopandas raise many types on a damaged store
+        raise FormatError(f"{path}: not a readable SpatialData zarr store ({type(err).__name__}: {err})") from None

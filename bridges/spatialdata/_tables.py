@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata_obs import text_array
-from cellspec_sc.bridges.spatialdata._record import ANNDATA_UNS_KEY, ATTRS_KEY, UNS_KEY
+from cellspec_sc.bridges.spatialdata._record import carries_record, table_in_attrs
 from cellspec_sc.errors import InputError
 
 if TYPE_CHECKING:
@@ -17,6 +16,8 @@ if TYPE_CHECKING:
 
 
 def cells_table_key(sdata: SpatialData, table_key: str | None) -> str:
+    """The key of the table holding the cells: ``table_key`` when given, else the bridge's table (named in
+    ``sdata.attrs``), else the only table; refused when there is none or several."""
     tables = list(sdata.tables)
     if table_key is not None:
         if table_key not in sdata.tables:
@@ -35,12 +36,12 @@ def cells_table_key(sdata: SpatialData, table_key: str | None) -> str:
 
 def bridge_table(sdata: SpatialData) -> str | None:
     """The table named in ``sdata.attrs["cellspec_sc"]`` (spatialdata.concatenate drops attrs)."""
-    return (sdata.attrs.get(ATTRS_KEY) or {}).get("table") if isinstance(sdata.attrs, Mapping) else None
+    return table_in_attrs(sdata.attrs)
 
 
 def cellspec_tables(sdata: SpatialData) -> list[str]:
     """Keys of the tables that carry both records of ``to_spatialdata``."""
-    return [k for k, t in sdata.tables.items() if ANNDATA_UNS_KEY in t.uns and UNS_KEY in t.uns]
+    return [k for k, t in sdata.tables.items() if carries_record(t)]
 
 
 def rows_by_region(regions: pd.Series) -> list[tuple[str, np.ndarray]]:
@@ -54,8 +55,6 @@ def instance_keys(values: pd.Series | pd.Index) -> pd.Index:
     """Instance ids as strings, so that ids stored as numbers match ids stored as text (object
     dtype: pandas' ``isin`` on Arrow strings loops in Python)."""
     return pd.Index(values.astype(str).to_numpy(dtype=object), dtype=object)
-
-
 
 
 def same_instances(values: pd.Series, index: pd.Index) -> bool:

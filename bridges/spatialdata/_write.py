@@ -1,10 +1,32 @@
-"""cellspec -> SpatialData: one circles element (and outlines) per image, two coordinate systems, one table."""
+"""cellspec -> SpatialData: one circles element (and outlines) per image, two coordinate systems, one table;
+and the same written as a ``.zarr`` store, published atomically.
+
+Element names, coordinate-system names and obs columns must be names SpatialData accepts. SpatialData 0.8
+(``spatialdata._core.validation.check_valid_name``) accepts an element name or table key when it is non-empty,
+not ``.`` or ``..``, does not start with ``__`` and holds only alphanumeric characters, ``_``, ``-`` and ``.``;
+names must also be unique when case is ignored, and table columns may not be called ``_index``. Its
+``isalnum`` is Unicode-aware, but we keep names ASCII so that the zarr store works on every file system, and
+refuse a leading ``.`` as well: spatialdata accepts ``.a`` but its ``read_zarr`` skips hidden groups, so the
+element would be lost on disk.
+
+:func:`sanitise` maps one string; :func:`allocate` maps a list of strings to unique names
+(case-insensitively), keeping names that are already valid and adding ``-2``, ``-3``, ... where two ids would
+collide. The result is a dict ``{original: name}`` that the record stores so the mapping can be reversed.
+
+>>> sanitise("Tumour core #1")
+'Tumour_core__1'
+>>> sanitise("__x"), sanitise("."), sanitise(".hidden"), sanitise("éa")
+('x__x', 'x.', 'x.hidden', '_a')
+>>> allocate(["a b", "a_b", "A_B"])
+{'a b': 'a_b-3', 'a_b': 'a_b', 'A_B': 'A_B-2'}
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,23 +34,22 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata import to_anndata
-from cellspec_sc.bridges.sd_names import allocate
+from cellspec_sc.bridges.spatialdata._read import SPATIALDATA_ZARR
 from cellspec_sc.bridges.spatialdata._record import (
-    ATTRS_KEY, BRIDGE_VERSION, FALLBACK_RULE, INSTANCE_KEY, OUTLINE_FILES_KEY, OUTLINES_SUFFIX, PIXEL_SUFFIX,
-    RADIUS_FALLBACK_KEY, RADIUS_RULE, REGION_KEY, TABLE_KEY, UNS_KEY, SpatialDataBridgeWarning, encode_files,
+    ATTRS_KEY, INSTANCE_KEY, OUTLINE_FILES_KEY, OUTLINES_SUFFIX, PIXEL_SUFFIX, RADIUS_FALLBACK_KEY, REGION_KEY,
+    TABLE_KEY, UNS_KEY, BridgeRecord, SpatialDataBridgeWarning, encode, encode_attrs, encode_files,
 )
-from cellspec_sc.bridges.uns_tables import to_json_text
 from cellspec_sc.io.outlines import image_outlines, outline_files
+from cellspec_sc.io.publish import check_target, publishing
 from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.provenance import package_version
 from cellspec_sc.progress import progress
+from cellspec_sc.validation.portability import refuse_unstorable
 
 if TYPE_CHECKING:
     import anndata
     import geopandas as gpd
     from spatialdata import SpatialData
 
-# -- cellspec -> SpatialData ---------------------------------------------------------------------
 def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, outlines: bool = True,
                    outline_units: str = "px") -> SpatialData:
     """The cellspec as a SpatialData with one circles element (and, given outlines, one polygons
@@ -67,14 +88,28 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
         table.uns[OUTLINE_FILES_KEY] = encode_files(files)
     renamed = _make_obs_names_valid(table)
     table.obs[REGION_KEY] = _region_column(x, groups, names)
-    table.uns[UNS_KEY] = to_json_text(_record(x, names, groups, renamed, fallback, outline_record))
+    table.uns[UNS_KEY] = encode(_bridge_record(x, names, groups, renamed, fallback, outline_record))
     regions = [names[i] for i in groups]
     table = TableModel.parse(table, region=regions, region_key=REGION_KEY, instance_key=INSTANCE_KEY)
     sdata = spatialdata.SpatialData(shapes=shapes, tables={TABLE_KEY: table})
-    sdata.attrs[ATTRS_KEY] = {"package": "cellspec_sc", "version": package_version(),
-                              "spec_version": str(x.spec_version), "bridge_version": BRIDGE_VERSION,
-                              "table": TABLE_KEY}
+    sdata.attrs[ATTRS_KEY] = encode_attrs(str(x.spec_version))
     return sdata
+
+
+def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool = False, **options: Any) -> Path:
+    """Write ``to_spatialdata(x, **options)`` as a zarr store and return its path.
+
+    The store is written under a hidden name next to ``path`` and published atomically
+    (:func:`cellspec_sc.io.publish.publishing`). An existing ``path`` is replaced only with
+    ``overwrite=True`` and only if it is a SpatialData store.
+    """
+    check_target(path, SPATIALDATA_ZARR, overwrite=overwrite)
+    refuse_unstorable(x, path, "a SpatialData .zarr store", text=False, names=True)
+    sdata = to_spatialdata(x, **options)
+    with publishing(path, SPATIALDATA_ZARR, overwrite=overwrite) as payload, \
+            progress(1, f"writing {Path(path).name}", unit="file", size=np.size(x.measurements)):
+        sdata.write(str(payload))  # spatialdata writes only to a path that does not exist yet
+    return Path(path)
 
 
 def _image_names(x: CellSpec) -> dict[str, str]:
@@ -195,8 +230,10 @@ def _region_column(x: CellSpec, groups: Mapping[str, np.ndarray], names: Mapping
     return pd.Categorical(values, categories=regions)
 
 
-def _record(x: CellSpec, names: Mapping[str, str], groups: Mapping[str, np.ndarray], renamed: Mapping[str, str],
-            fallback: Mapping[str, int], outlines: Mapping[str, Any]) -> dict[str, Any]:
+def _bridge_record(x: CellSpec, names: Mapping[str, str], groups: Mapping[str, np.ndarray],
+                   renamed: Mapping[str, str], fallback: Mapping[str, int], outlines: Mapping[str, Any]
+                   ) -> BridgeRecord:
+    """What the record tells of each image, the renamed obs columns and the fallback radii."""
     images = []
     for image_id, name in names.items():
         entry: dict[str, Any] = {"image_id": image_id, "name": name, "n_cells": int(len(groups.get(image_id, ())))}
@@ -208,14 +245,51 @@ def _record(x: CellSpec, names: Mapping[str, str], groups: Mapping[str, np.ndarr
         if image_id in outlines:
             entry["outlines"] = outlines[image_id]
         images.append(entry)
-    return {
-        "bridge_version": BRIDGE_VERSION,
-        "region_key": REGION_KEY,
-        "instance_key": INSTANCE_KEY,
-        "images": images,
-        "obs_columns_renamed": dict(renamed),
-        "radius": {"rule": RADIUS_RULE, "fallback_rule": FALLBACK_RULE, "fallback_cells": dict(fallback),
-                   "fallback_column": RADIUS_FALLBACK_KEY},
-    }
+    return BridgeRecord(images=images, obs_columns_renamed=dict(renamed), fallback_cells=dict(fallback))
 
 
+# -- names SpatialData accepts ---------------------------------------------------------------------
+_INVALID = re.compile(r"[^A-Za-z0-9_.-]")
+_RESERVED_COLUMNS = frozenset({"_index"})
+
+
+def is_valid(name: str, *, column: bool = False) -> bool:
+    """Whether SpatialData accepts ``name`` unchanged (ASCII subset; ``column`` adds the ``_index`` rule),
+    and it survives a zarr round trip: spatialdata 0.8 accepts ``.a`` but ``read_zarr`` skips
+    such a hidden group, so a leading ``.`` is refused too."""
+    return (bool(name) and not name.startswith(("__", ".")) and _INVALID.search(name) is None
+            and not (column and name in _RESERVED_COLUMNS))
+
+
+def sanitise(name: str, *, column: bool = False) -> str:
+    """``name`` with every character outside ``A-Za-z0-9_.-`` replaced by ``_``; a name that
+    would still be refused (empty, leading ``.`` or ``__``, ``_index`` for columns) gets the
+    prefix ``x``."""
+    out = _INVALID.sub("_", str(name))
+    return out if is_valid(out, column=column) else "x" + out
+
+
+def allocate(names: Sequence[str], *, taken: Iterable[str] = (), suffixes: Sequence[str] = ("",),
+             column: bool = False) -> dict[str, str]:
+    """Unique valid names for ``names`` (``{original: name}``, in input order).
+
+    ``taken`` are names already in use. Each result ``n`` reserves ``n + s``
+    for every ``s`` in ``suffixes`` (e.g. ``("", "_px")`` when an image also
+    names a pixel coordinate system), all compared case-insensitively. Names
+    that are already valid are placed first, so they are kept whenever they
+    do not collide among themselves.
+    """
+    used = {t.lower() for t in taken}
+    out: dict[str, str] = {}
+    valid_first = [n for n in names if is_valid(n, column=column)] + \
+                  [n for n in names if not is_valid(n, column=column)]
+    for name in valid_first:
+        if name in out:
+            continue
+        base = name if is_valid(name, column=column) else sanitise(name, column=column)
+        candidate, k = base, 2
+        while any((candidate + s).lower() in used for s in suffixes):
+            candidate, k = f"{base}-{k}", k + 1
+        used.update((candidate + s).lower() for s in suffixes)
+        out[name] = candidate
+    return {n: out[n] for n in dict.fromkeys(names)}
