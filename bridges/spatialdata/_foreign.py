@@ -1,5 +1,5 @@
-"""A cellspec from a SpatialData not made by ``to_spatialdata`` (spatialdata-io, ...): the table through
-:func:`~cellspec_sc.bridges.anndata_foreign.from_foreign_anndata`, centroids from the shapes it annotates."""
+"""A cellspec from a SpatialData not made by ``to_spatialdata`` (spatialdata-io, ...): the table through the
+AnnData bridge's reader of foreign AnnData, centroids from the shapes it annotates."""
 
 from __future__ import annotations
 
@@ -28,16 +28,39 @@ def from_foreign_spatialdata(sdata: SpatialData, *, table_key: str | None = None
                              coordinate_system: str | None = None, **options: Any) -> CellSpec:
     """A cellspec from a SpatialData not made by :func:`to_spatialdata` (spatialdata-io, ...).
 
-    The table is read by :func:`~cellspec_sc.bridges.anndata_foreign.from_foreign_anndata`,
-    which needs the facts a SpatialData does not hold (``sample_id`` or ``sample_key``,
-    ``pixel_size``, ``coordinate_unit``; optionally ``features``, ``producer``); a
-    :class:`~cellspec_sc.InputError` names each one that is missing. When the table annotates
-    shapes (``region`` / ``region_key`` / ``instance_key`` in ``uns["spatialdata_attrs"]``) the
-    defaults come from there: cell ids from the instance key, image ids from the region (the
-    element name), and, unless ``coordinates=`` is given, centroids from the shapes (circle
-    centres, polygon centroids) in their own coordinates, or in ``coordinate_system`` when
+    The table is read by :func:`~cellspec_sc.from_anndata` for AnnData made elsewhere, which needs the facts a
+    SpatialData does not hold (``sample_id`` or ``sample_key``, ``pixel_size``, ``coordinate_unit``;
+    optionally ``features``, ``producer``). When the table annotates shapes (``region`` / ``region_key`` /
+    ``instance_key`` in ``uns["spatialdata_attrs"]``) the defaults come from there: cell ids from the instance
+    key, image ids from the region (the element name), and, unless ``coordinates=`` is given, centroids from
+    the shapes (circle centres, polygon centroids) in their own coordinates, or in ``coordinate_system`` when
     given. Rows whose shape is missing are left out (with a warning).
 
+    Parameters
+    ----------
+    sdata
+        The SpatialData.
+    table_key
+        The table holding the cells (default: the only table).
+    coordinate_system
+        Take shape centroids in this coordinate system instead of the shapes' own coordinates.
+    **options
+        As for :func:`~cellspec_sc.from_anndata` of an AnnData made elsewhere (``preset=``, ``sample_id=``,
+        ``pixel_size=``, ``coordinate_unit=``, ``coordinates=``, ...).
+
+    Returns
+    -------
+    CellSpec
+        With a ``from_spatialdata`` history step naming the table, its keys and where the centroids came from.
+
+    Raises
+    ------
+    InputError
+        Names each missing fact, or a table annotating no shapes element, or shapes that cannot be placed in
+        ``coordinate_system``.
+
+    Examples
+    --------
     >>> import cellspec_sc as cs
     >>> sdata = cs.to_spatialdata(cs.example())
     >>> del sdata.tables["table"].uns["cellspec"]

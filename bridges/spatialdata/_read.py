@@ -55,23 +55,54 @@ def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restri
     """The cellspec held by a SpatialData made by :func:`to_spatialdata`, after any spatialdata
     operation that keeps the table (queries, table filtering, added images or elements).
 
-    ``table_key`` names the table (default: the bridge's table, else the only table).
-    With ``restrict_to_shapes`` (default) only cells whose circle is still in the SpatialData
-    are kept, so a query with ``filter_table=False`` gives the same cells as one with
-    ``filter_table=True``; adjacency is trimmed to the remaining cells and the change is
-    recorded in provenance history. ``allow_modified`` is passed to
-    :func:`~cellspec_sc.from_anndata`.
-
-    The outline files named by ``images.geometry_ref`` travel in the table byte for byte;
-    ``outline_dir`` writes them there and makes it the result's ``source_dir``, so that
-    ``cs.write`` can put them into a cellspec directory again (without it, ``source_dir`` is
-    None and ``cs.write`` refuses an object whose ``geometry_ref`` files it cannot find).
-
     A SpatialData made by ``spatialdata.concatenate`` of several such objects (one table per
     object) gives one cellspec of all tables (see the module doc); a table whose records were
     dropped (``concatenate_tables=True``) is refused. A SpatialData not made here is converted
-    by :func:`from_foreign_spatialdata` with the keyword arguments in ``foreign``
-    (``preset="spatialdata-io:steinbock"``, ...).
+    by :func:`from_foreign_spatialdata` with the keyword arguments in ``foreign``.
+
+    Parameters
+    ----------
+    sdata
+        The SpatialData.
+    table_key
+        The table holding the cells (default: the bridge's table, else the only table).
+    restrict_to_shapes
+        Keep only cells whose circle is still in the SpatialData, so a query with ``filter_table=False``
+        gives the same cells as one with ``filter_table=True``; adjacency is trimmed to the remaining
+        cells and the change is recorded in provenance history.
+    allow_modified
+        Passed to :func:`~cellspec_sc.from_anndata`.
+    outline_dir
+        The outline files named by ``images.geometry_ref`` travel in the table byte for byte; they are
+        written here and it becomes the result's ``source_dir``, so that ``cs.write`` can put them into a
+        cellspec directory again (without it, ``source_dir`` is None and ``cs.write`` refuses an object
+        whose ``geometry_ref`` files it cannot find).
+    **foreign
+        For a SpatialData not made by :func:`to_spatialdata` only (``preset="spatialdata-io:steinbock"``,
+        ``sample_id=``, ``pixel_size=``, ...).
+
+    Returns
+    -------
+    CellSpec
+
+    Raises
+    ------
+    InputError
+        No such table, several tables and no ``table_key``, a table that lost the bridge's records,
+        ``foreign`` options for a SpatialData made here, or a query that keeps no cell.
+    FormatError
+        The bridge's record is of a newer major version than this cellspec_sc reads.
+
+    Examples
+    --------
+    >>> import cellspec_sc as cs
+    >>> import spatialdata
+    >>> x = cs.example()
+    >>> part = spatialdata.bounding_box_query(cs.to_spatialdata(x), axes=("x", "y"), min_coordinate=[0, 0],
+    ...                                       max_coordinate=[100, 100], target_coordinate_system="img1")
+    >>> y = cs.from_spatialdata(part)
+    >>> bool(y.n_cells < x.n_cells and y.validate().ok)
+    True
     """
     ours = cellspec_tables(sdata)
     if table_key is None and len(ours) > 1 and bridge_table(sdata) not in sdata.tables and _disjoint(sdata, ours):
@@ -99,7 +130,26 @@ def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restri
 
 
 def stored_outline_files(sdata: SpatialData, table_key: str | None = None) -> dict[str, bytes]:
-    """The outline files carried by a SpatialData made by :func:`to_spatialdata` (``{geometry_ref: bytes}``)."""
+    """The outline files carried by a SpatialData made by :func:`to_spatialdata`.
+
+    Parameters
+    ----------
+    sdata
+        The SpatialData.
+    table_key
+        The table holding the cells, as in :func:`from_spatialdata`.
+
+    Returns
+    -------
+    dict
+        ``{geometry_ref: bytes}``; empty when no file travelled.
+
+    Examples
+    --------
+    >>> import cellspec_sc as cs
+    >>> stored_outline_files(cs.to_spatialdata(cs.example()))
+    {}
+    """
     return decode_files(sdata.tables[cells_table_key(sdata, table_key)].uns.get(OUTLINE_FILES_KEY))
 
 
@@ -288,7 +338,24 @@ def _details(parts: Mapping[str, CellSpec], renames: Mapping[str, Mapping[str, s
 
 # -- SpatialData .zarr stores ---------------------------------------------------------------------
 def is_spatialdata_zarr(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a SpatialData zarr store: its root group has ``spatialdata_attrs``."""
+    """Whether ``path`` is a SpatialData zarr store: its root group has ``spatialdata_attrs``.
+
+    Parameters
+    ----------
+    path
+        Any path; a file, a missing path or a folder zarr cannot open gives False.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     is_spatialdata_zarr(folder)
+    False
+    """
     import zarr
 
     if not Path(path).is_dir():
@@ -303,10 +370,39 @@ SPATIALDATA_ZARR = TargetKind("a SpatialData .zarr store", True, is_spatialdata_
 
 
 def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
-    """Read a SpatialData zarr store and convert it with :func:`from_spatialdata` (``options`` as there).
+    """Read a SpatialData zarr store and convert it with :func:`from_spatialdata`.
 
     Outline files carried by the store go to ``outline_dir`` when given, else to a temporary
     directory removed when the process ends (so ``cellspec convert`` can write them).
+
+    Parameters
+    ----------
+    path
+        The store.
+    **options
+        As for :func:`from_spatialdata`.
+
+    Returns
+    -------
+    CellSpec
+
+    Raises
+    ------
+    FormatError
+        Not a readable SpatialData zarr store, or the bridge's record is of a newer major version; the
+        message starts with ``path``.
+    InputError
+        As :func:`from_spatialdata`, the message starting with ``path``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import cellspec_sc as cs
+    >>> from cellspec_sc.bridges.spatialdata import write_spatialdata
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = write_spatialdata(cs.example(), pathlib.Path(folder) / "x.spatialdata.zarr")
+    ...     read_spatialdata(path).equals(cs.example())
+    True
     """
     sdata = _read_zarr(path)
     try:

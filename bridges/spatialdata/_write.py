@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata import to_anndata
-from cellspec_sc.bridges.spatialdata._read import SPATIALDATA_ZARR
+from cellspec_sc.bridges.spatialdata._read import SPATIALDATA_ZARR, is_spatialdata_zarr
 from cellspec_sc.bridges.spatialdata._record import (
     ATTRS_KEY, INSTANCE_KEY, OUTLINE_FILES_KEY, OUTLINES_SUFFIX, PIXEL_SUFFIX, RADIUS_FALLBACK_KEY, REGION_KEY,
     TABLE_KEY, UNS_KEY, BridgeRecord, SpatialDataBridgeWarning, encode, encode_attrs, encode_files,
@@ -50,16 +50,36 @@ if TYPE_CHECKING:
     import geopandas as gpd
     from spatialdata import SpatialData
 
+
 def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, outlines: bool = True,
                    outline_units: str = "px") -> SpatialData:
     """The cellspec as a SpatialData with one circles element (and, given outlines, one polygons
     element) per image, two coordinate systems per image and one table; ``x`` is not changed.
 
-    ``source_dir`` is the cellspec directory that ``images.geometry_ref`` is relative to
-    (default ``x.source_dir``); ``outlines=False`` skips the GeoJSON files; ``outline_units``
-    says whether their coordinates are full-resolution pixels (``"px"``, QuPath) or ``"um"``.
-    The object must pass structure validation (:class:`~cellspec_sc.ValidationError`).
+    Parameters
+    ----------
+    x
+        The cellspec; it must pass structure validation.
+    source_dir
+        The cellspec directory that ``images.geometry_ref`` is relative to (default ``x.source_dir``).
+    outlines
+        ``False`` skips the GeoJSON outline files.
+    outline_units
+        Whether the outlines' coordinates are full-resolution pixels (``"px"``, QuPath) or ``"um"``.
 
+    Returns
+    -------
+    spatialdata.SpatialData
+        Shapes, coordinate systems and the table ``"table"`` (``to_anndata(x)`` annotating the circles),
+        mapped as ``docs/spatialdata.md`` shows.
+
+    Raises
+    ------
+    ValidationError
+        ``x`` fails a structure check.
+
+    Examples
+    --------
     >>> import cellspec_sc as cs
     >>> sdata = cs.to_spatialdata(cs.example())
     >>> bool(sdata.shapes["img1"].geometry.iloc[0].x == cs.example().cells["x"].iloc[0])
@@ -100,8 +120,43 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
     """Write ``to_spatialdata(x, **options)`` as a zarr store and return its path.
 
     The store is written under a hidden name next to ``path`` and published atomically
-    (:func:`cellspec_sc.io.publish.publishing`). An existing ``path`` is replaced only with
-    ``overwrite=True`` and only if it is a SpatialData store.
+    (:func:`cellspec_sc.io.publish.publishing`).
+
+    Parameters
+    ----------
+    x
+        The cellspec.
+    path
+        The store to write (``*.spatialdata.zarr`` by convention).
+    overwrite
+        Replace an existing ``path``, only if it is a SpatialData store.
+    **options
+        Passed to :func:`to_spatialdata`.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    FormatError
+        ``path`` exists (``TargetExists``): without ``overwrite``, or it is not a SpatialData store.
+    InputError
+        ``x`` holds a name or value the store cannot hold (``Unstorable``).
+    ValidationError
+        ``x`` fails a structure check.
+    WriteFailed
+        The operating system refused a write; nothing was published.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import cellspec_sc as cs
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = write_spatialdata(cs.example(), pathlib.Path(folder) / "x.spatialdata.zarr")
+    ...     is_spatialdata_zarr(path)
+    True
     """
     check_target(path, SPATIALDATA_ZARR, overwrite=overwrite)
     refuse_unstorable(x, path, "a SpatialData .zarr store", text=False, names=True)
