@@ -4,8 +4,9 @@ Each image is an entry of the viewer's Layers panel with a frame and its name;
 colour layers are picked on the ``colour by`` dimension and each shows its own
 legend; hovering a cell names it, its image, class and the coloured value. The
 slide looks as it does in QuPath: x to the right, y downward (spec section 8),
-through the camera, never by mirroring the data. Scene structure:
-:mod:`cellspec_sc.bridges.luxar_scene`; colours: :mod:`cellspec_sc.bridges.luxar_colour`.
+through the camera, never by mirroring the data. Scene structure and layout:
+:mod:`cellspec_sc.bridges.luxar._scene`; colours: :mod:`cellspec_sc.bridges.luxar._colour`; what the scene
+records of its cellspec source: :mod:`cellspec_sc.bridges.luxar._record`.
 
 >>> import cellspec_sc as cs, tempfile, pathlib
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "example.luxar.zarr"
@@ -26,17 +27,15 @@ from urllib.parse import urlsplit
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.bridges.luxar_colour import Colouring, category_colouring, feature_colouring, plain_colouring
-from cellspec_sc.bridges.luxar_input import SceneInput, scene_input
-from cellspec_sc.bridges.luxar_layout import (
-    ALL_CATEGORIES, HiddenDims, Layout, category_dim_name, embedding_x0, hidden_dims, image_layout, unique_node_names,
-    waypoints)
-from cellspec_sc.bridges.luxar_scene import ColourLayer, SceneBuilder
+from cellspec_sc.bridges.luxar._colour import Colouring, category_colouring, feature_colouring, plain_colouring
+from cellspec_sc.bridges.luxar._input import SceneInput, scene_input
+from cellspec_sc.bridges.luxar._record import ATTRIBUTE, SceneRecord, encode
+from cellspec_sc.bridges.luxar._scene import (
+    ALL_CATEGORIES, ColourLayer, HiddenDims, Layout, SceneBuilder, category_dim_name, embedding_x0, hidden_dims,
+    image_layout, unique_node_names, waypoints)
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.model.provenance import source_line
-
-__all__ = ["to_luxar", "parse_layer", "cell_radii", "LayerSpec"]
 
 NAMED_LAYERS = ("cells", "adjacency", "outlines")
 PARAMETERISED_LAYERS = ("feature", "marker", "category", "embedding")
@@ -157,9 +156,9 @@ def write_scene(path: Path, src: SceneInput, specs: list[LayerSpec], geometry: L
         builder.add_overlays(title)
         scene.attrs["title"] = title
         scene.attrs["units"] = "um"
-        scene.attrs["cellspec"] = {"layers": [{"layer": s.text} for s in specs], "layout": geometry.mode,
-                                   "images": geometry.image_ids, "image_nodes": geometry.node_names,
-                                   "colour_layers": [layer.colouring.title for layer in colour_layers]}
+        scene.attrs[ATTRIBUTE] = encode(SceneRecord(
+            layers=tuple(s.text for s in specs), layout=geometry.mode, images=tuple(geometry.image_ids),
+            image_nodes=tuple(geometry.node_names), colour_layers=tuple(layer.colouring.title for layer in colour_layers)))
     return path
 
 
