@@ -10,6 +10,7 @@ from strategies import cellspecs
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.luxar import parse_layer
+from cellspec_sc.bridges.luxar._record import read_scene_record
 
 
 def small_coordinates(x: cs.CellSpec) -> bool:
@@ -24,8 +25,9 @@ def test_generated_objects_compile_with_every_cell_once_per_layer(tmp_path_facto
     path = cs.to_luxar(x, tmp_path_factory.mktemp("g") / "g.luxar.zarr", layers=layers)
     scene = luxar.LuxarScene.load(path)
     assert points_total(path) == sum(layer != "adjacency" for layer in layers) * x.n_cells
-    record = scene.root_attrs["cellspec"]
-    for image, image_node in zip(record["images"], record["image_nodes"]):
+    record = read_scene_record(path)  # what the scene says it holds, read back through its codec
+    assert list(record.layers) == layers and record.images == tuple(x.images["image_id"].astype(str))
+    for image, image_node in zip(record.images, record.image_nodes):
         in_image = (x.cells["image_id"] == image).to_numpy(dtype=bool)
         want = sorted(str(c) for c in x.cells["cell_id"][in_image])
         leaves = [n["name"] for n in scene.nodes if n["type"] == "points" and n["name"].startswith(f"{image_node}/")]
