@@ -30,7 +30,7 @@ from cellspec_sc.display.colors import NA_COLOUR, UNCOLOURED, category_rgb, hex_
 from cellspec_sc.display.ranges import robust_window
 from cellspec_sc.errors import InputError
 
-FLOAT32_MAX = float(np.finfo(np.float32).max)  # luxar stores scalars as float32
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # luxar stores positions and scalars as float32
 MAX_INTENSITY, MAX_OFFSET = 100.0, 10.0  # luxar's limits on a node's intensity and |offset|
 LEGEND_ROWS = 24  # categories listed in a legend before "... n more"
 

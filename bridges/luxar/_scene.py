@@ -34,13 +34,13 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.bridges.luxar._colour import NA_COLOUR, Colouring, legend_html, linear_lut, linear_rgb, stored_scalars
+from cellspec_sc.bridges.luxar._colour import (
+    FLOAT32_MAX, NA_COLOUR, Colouring, legend_html, linear_lut, linear_rgb, stored_scalars)
 from cellspec_sc.bridges.luxar._input import SceneInput
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.outlines import image_outlines
 
 LAYOUTS = ("side", "stack")
-FLOAT32_MAX = float(np.finfo(np.float32).max)  # luxar stores positions as float32
 COLOUR_DIM, IMAGE_DIM, GOTO_DIM = "colour by", "image", "go to"
 ALL_IMAGES, ALL_CATEGORIES = "all images", "all"
 FRAME_COLOUR = (0.55, 0.55, 0.6)
