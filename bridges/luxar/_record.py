@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cellspec_sc._codec import RecordFormat
+from cellspec_sc.bridges.luxar._scene import LAYOUTS
 from cellspec_sc.errors import FormatError
 from cellspec_sc.io.publish import zarr_root_attributes
 
 ATTRIBUTE = "cellspec"  # the root attribute of the scene that holds the record
 FORMAT = RecordFormat(f"the cellspec record of a Luxar scene (root attribute {ATTRIBUTE!r})", "1.0")
 LEGACY_VERSION = "0.1"  # what a record without format_version is read as (scenes written before versions were)
-LAYOUTS = ("side", "stack")
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.luxar._colour import (
-    FLOAT32_MAX, NA_COLOUR, Colouring, legend_html, linear_lut, linear_rgb, stored_scalars)
+    FLOAT32_MAX, FRAME_COLOUR, LINE_COLOUR, NA_COLOUR, NAME_COLOUR, OUTLINE_COLOUR, Colouring, legend_html, linear_lut,
+    linear_rgb, stored_scalars)
 from cellspec_sc.bridges.luxar._input import SceneInput
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.outlines import image_outlines
@@ -43,12 +44,8 @@ from cellspec_sc.io.outlines import image_outlines
 LAYOUTS = ("side", "stack")
 COLOUR_DIM, IMAGE_DIM, GOTO_DIM = "colour by", "image", "go to"
 ALL_IMAGES, ALL_CATEGORIES = "all images", "all"
-FRAME_COLOUR = (0.55, 0.55, 0.6)
-NAME_COLOUR = (0.92, 0.92, 0.92)
 SHARPNESS = 1.0  # crisp discs: luxar's default is a soft Gaussian splat
 DISC_SCALE = 0.55  # luxar draws a sharp point out to about twice its radius (measured in the viewer)
-LINE_COLOUR = (0.4, 0.4, 0.4)
-OUTLINE_COLOUR = (0.9, 0.9, 0.9)
 
 
 # -- where the images go ---------------------------------------------------------------------------
