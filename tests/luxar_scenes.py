@@ -1,13 +1,18 @@
-"""Small CellSpec objects built for the Luxar tests, so that what they assert does not depend on cs.example()."""
+"""Small CellSpec objects built for the Luxar tests, so that what they assert does not depend on cs.example(), and
+reading a compiled scene back (decoded arrays, CSR string channels, point counts)."""
 
 from __future__ import annotations
 
+import luxar
 import numpy as np
 import pandas as pd
+import zarr
+from luxar.encoding import ArrayDecoder
 
 import cellspec_sc as cs
 
 FEATURE = "cell:CD3e:mean"
+DECODER = ArrayDecoder()
 
 
 def cells_object(image_sizes: dict[str, tuple[float, float]], cells: pd.DataFrame,
@@ -45,3 +50,41 @@ def ramp_object(values: list[float], **kwargs) -> cs.CellSpec:
     width = len(values) * kwargs.get("spacing", 100.0)
     height = kwargs.get("rows", 3) * kwargs.get("spacing", 100.0)
     return cells_object({frame["image_id"].iloc[0]: (width, height)}, frame, v)
+
+
+# -- reading a compiled scene back -----------------------------------------------------------------
+
+def csr_strings(group: zarr.Group, offsets: str, data: str) -> list[str]:
+    """Decode one of luxar's CSR string channels (labels or keys) in stored order."""
+    off = np.asarray(group[offsets][:], dtype=np.int64)
+    raw = np.asarray(group[data][:], dtype=np.uint8).tobytes()
+    return [raw[off[i]:off[i + 1]].decode("utf-8") for i in range(off.size - 1)]
+
+
+def points_node(path, name: str) -> dict:
+    root = zarr.open_group(str(path), mode="r")
+    group = root[name]
+    out = {"attrs": dict(group.attrs), "group": group}
+    for array in ("positions", "colors", "radii", "scalars"):
+        out[array] = DECODER.decode(group[array], root) if array in group else None
+    out["labels"] = csr_strings(group, "label_offsets", "label_bytes")
+    out["keys"] = csr_strings(group, "key_offsets", "key_bytes")
+    return out
+
+
+def quantum(array: zarr.Array) -> float:
+    """Half a step of luxar's bounded-scalar quantisation (the largest possible decode error)."""
+    enc = dict(array.attrs)["encoding"]
+    if enc["name"] == "broadcasted":
+        return 1e-6
+    return (enc["max"] - enc["min"]) / (2 ** enc["bits"] - 1) / 2 + 1e-6
+
+
+def cells_of(x: cs.CellSpec, image_id: str) -> pd.DataFrame:
+    frame = x.cells[(x.cells["image_id"] == image_id).to_numpy(dtype=bool)]
+    return frame.set_index(frame["cell_id"].astype(object))
+
+
+def points_total(path) -> int:
+    scene = luxar.LuxarScene.load(path)
+    return sum(n["n_points"] for n in scene.nodes if n["type"] == "points")

@@ -189,4 +189,4 @@ def test_the_architecture_page_lists_every_import_allowed_inside_functions():
 def test_imports_inside_functions_are_found():
     """The ast walk sees imports in methods and nested functions (it would pass vacuously otherwise)."""
     assert "cellspec_sc.io.directory" in {m for _, m in imports_in_functions(ROOT / "cellspec_sc/model/cellspec.py")}
-    assert any(m == "luxar" for _, m in imports_in_functions(ROOT / "bridges/luxar_scene.py"))
+    assert any(m == "luxar" for _, m in imports_in_functions(ROOT / "bridges/luxar/_scene.py"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cellspec_sc.bridges.luxar_viewer import LuxarViewer, signals_interrupt
+from cellspec_sc.bridges.luxar import LuxarViewer, signals_interrupt
 
 
 def serve(scene: str | Path, *, port: int | None = None, data_port: int | None = None,

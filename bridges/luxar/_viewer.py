@@ -191,6 +191,32 @@ def show_luxar(scene: str | Path, *, width: str | int = "100%", height: int = 60
 
     The IFrame loads from 127.0.0.1, so it works where the notebook's browser runs on the same machine
     as the kernel (JupyterLab on your laptop); on a remote kernel forward both ports.
+
+    Parameters
+    ----------
+    scene
+        A scene directory written by :func:`~cellspec_sc.to_luxar`.
+    width, height
+        The size of the IFrame.
+    port, data_port
+        The ports of the viewer page and of the scene's data (default: free ones).
+
+    Returns
+    -------
+    LuxarViewer
+        Running; its notebook display is the IFrame.
+
+    Raises
+    ------
+    InputError
+        When ``scene`` is not a compiled scene.
+    CellspecError
+        When the viewer exits or does not answer within a minute (its output is in the message).
+
+    Examples
+    --------
+    >>> view = show_luxar("cells.luxar.zarr")  # doctest: +SKIP
+    >>> view.stop()  # doctest: +SKIP
     """
     viewer = LuxarViewer(scene, port=port, data_port=data_port)
     viewer.width, viewer.height = width, height

@@ -7,8 +7,8 @@ import numpy as np
 from matplotlib.colors import to_hex
 
 import cellspec_sc as cs
-from cellspec_sc.bridges.luxar_colour import category_colouring
-from cellspec_sc.bridges.luxar_input import scene_input
+from cellspec_sc.bridges.luxar._colour import category_colouring
+from cellspec_sc.bridges.luxar._input import scene_input
 from cellspec_sc.widgets.data import PreviewData
 
 

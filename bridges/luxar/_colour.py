@@ -1,4 +1,6 @@
-"""How a Luxar colour layer colours cells, and the legend that says so.
+"""How a Luxar scene colours cells and its own lines, and the legend that says so: the encoding luxar's viewer
+needs. Category palettes, the NA greys and the default window come from :mod:`cellspec_sc.display` (the
+widgets take their palettes from it too, so a class has one colour everywhere).
 
 A continuous layer (feature, marker) maps its window [lo, hi] onto a matplotlib
 colormap: values are clipped to the window and stored as scalars, the window
@@ -30,9 +32,12 @@ from cellspec_sc.display.colors import NA_COLOUR, UNCOLOURED, category_rgb, hex_
 from cellspec_sc.display.ranges import robust_window
 from cellspec_sc.errors import InputError
 
-FLOAT32_MAX = float(np.finfo(np.float32).max)  # luxar stores scalars as float32
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # luxar stores positions and scalars as float32
 MAX_INTENSITY, MAX_OFFSET = 100.0, 10.0  # luxar's limits on a node's intensity and |offset|
 LEGEND_ROWS = 24  # categories listed in a legend before "... n more"
+# the scene's own lines and glyphs (sRGB, written linearised): image frames and names, contacts, outlines
+FRAME_COLOUR, NAME_COLOUR = (0.55, 0.55, 0.6), (0.92, 0.92, 0.92)
+LINE_COLOUR, OUTLINE_COLOUR = (0.4, 0.4, 0.4), (0.9, 0.9, 0.9)
 
 
 @dataclass

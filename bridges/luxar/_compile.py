@@ -4,8 +4,9 @@ Each image is an entry of the viewer's Layers panel with a frame and its name;
 colour layers are picked on the ``colour by`` dimension and each shows its own
 legend; hovering a cell names it, its image, class and the coloured value. The
 slide looks as it does in QuPath: x to the right, y downward (spec section 8),
-through the camera, never by mirroring the data. Scene structure:
-:mod:`cellspec_sc.bridges.luxar_scene`; colours: :mod:`cellspec_sc.bridges.luxar_colour`.
+through the camera, never by mirroring the data. Scene structure and layout:
+:mod:`cellspec_sc.bridges.luxar._scene`; colours: :mod:`cellspec_sc.bridges.luxar._colour`; what the scene
+records of its cellspec source: :mod:`cellspec_sc.bridges.luxar._record`.
 
 >>> import cellspec_sc as cs, tempfile, pathlib
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "example.luxar.zarr"
@@ -26,17 +27,15 @@ from urllib.parse import urlsplit
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.bridges.luxar_colour import Colouring, category_colouring, feature_colouring, plain_colouring
-from cellspec_sc.bridges.luxar_input import SceneInput, scene_input
-from cellspec_sc.bridges.luxar_layout import (
-    ALL_CATEGORIES, HiddenDims, Layout, category_dim_name, embedding_x0, hidden_dims, image_layout, unique_node_names,
-    waypoints)
-from cellspec_sc.bridges.luxar_scene import ColourLayer, SceneBuilder
+from cellspec_sc.bridges.luxar._colour import Colouring, category_colouring, feature_colouring, plain_colouring
+from cellspec_sc.bridges.luxar._input import SceneInput, scene_input
+from cellspec_sc.bridges.luxar._record import ATTRIBUTE, SceneRecord, encode
+from cellspec_sc.bridges.luxar._scene import (
+    ALL_CATEGORIES, ColourLayer, HiddenDims, Layout, SceneBuilder, category_dim_name, embedding_x0, hidden_dims,
+    image_layout, unique_node_names, waypoints)
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.model.provenance import source_line
-
-__all__ = ["to_luxar", "parse_layer", "cell_radii", "LayerSpec"]
 
 NAMED_LAYERS = ("cells", "adjacency", "outlines")
 PARAMETERISED_LAYERS = ("feature", "marker", "category", "embedding")
@@ -61,6 +60,24 @@ class LayerSpec:
 def parse_layer(text: str) -> LayerSpec:
     """Parse a layer string as given on the command line.
 
+    Parameters
+    ----------
+    text
+        ``cells``, ``adjacency``, ``outlines``, ``feature:<feature_id>``, ``marker:<marker>``,
+        ``category:<column>`` or ``embedding:<obsm key>``.
+
+    Returns
+    -------
+    LayerSpec
+        The layer's kind and argument.
+
+    Raises
+    ------
+    InputError
+        For any other text, listing the forms above.
+
+    Examples
+    --------
     >>> parse_layer("feature:cell:CD3e:mean")
     LayerSpec(kind='feature', argument='cell:CD3e:mean')
     >>> parse_layer("cells")
@@ -92,19 +109,55 @@ def to_luxar(
 ) -> Path:
     """Compile a CellSpec (or an AnnData from ``to_anndata``) into a Luxar scene directory.
 
-    ``layers``: ``"cells"``, ``"adjacency"``, ``"outlines"``, ``"feature:<feature_id>"``,
-    ``"marker:<marker>"``, ``"category:<column>"``, ``"embedding:<obsm key>"`` (default: cells,
-    coloured by classification when present). Colour layers (cells, feature, marker, category) are
-    the values of the viewer's ``colour by`` dimension, each with its legend. ``layout``: ``"side"``
-    puts images side by side from left to right in ``images`` order; ``"stack"`` puts them on a
-    categorical dimension (``stack_by="sample_id"``: one entry per sample). Feature and marker
-    layers map ``window=(lo, hi)`` (default: the ``percentiles`` of the non-NA values) onto the
-    matplotlib ``colormap``. ``link``: a URL template with ``{image_id}`` and ``{cell_id}``, offered
-    on right-click beside copying the cell id. An existing scene at ``path`` is replaced once the
-    new one is complete (never anything else; ``overwrite=False`` refuses it), see
-    :mod:`cellspec_sc.io.publish`. The scene goes to :func:`scene_path` of ``path`` (luxar's naming: the
-    name ends in ``.luxar.zarr``), which is returned.
+    Parameters
+    ----------
+    obj
+        A :class:`~cellspec_sc.CellSpec`, or an AnnData from ``to_anndata`` (or shaped like one: obs ``cell_id``
+        and ``image_id``, ``obsm['spatial']`` or obs ``x``, ``y``).
+    path
+        Where to write; the scene goes to :func:`scene_path` of it (luxar's naming: the name ends in
+        ``.luxar.zarr``).
+    layers
+        ``"cells"``, ``"adjacency"``, ``"outlines"``, ``"feature:<feature_id>"``, ``"marker:<marker>"``,
+        ``"category:<column>"``, ``"embedding:<obsm key>"`` (default: cells, coloured by classification when
+        present). Colour layers (cells, feature, marker, category) are the values of the viewer's ``colour by``
+        dimension, each with its legend.
+    layout
+        ``"side"`` puts images side by side from left to right in ``images`` order; ``"stack"`` puts them on a
+        categorical dimension.
+    title
+        The scene's title (default: ``"<n> cells in <k> images"``).
+    colormap
+        The matplotlib colormap of feature and marker layers.
+    window
+        ``(lo, hi)`` mapped onto ``colormap`` by feature and marker layers (default: the ``percentiles`` of the
+        non-NA values).
+    percentiles
+        The percentiles that choose the window when ``window`` is not given.
+    link
+        A URL template with ``{image_id}`` and ``{cell_id}``, offered on right-click beside copying the cell id.
+    stack_by
+        With ``layout="stack"``: one entry per image (``"image_id"``) or per sample (``"sample_id"``).
+    overwrite
+        Replace an existing scene at the path once the new one is complete (never anything else); ``False``
+        refuses it. See :mod:`cellspec_sc.io.publish`.
 
+    Returns
+    -------
+    Path
+        The scene directory written.
+
+    Raises
+    ------
+    InputError
+        For a layer the object cannot provide (naming it and what is available), an unknown layout, colormap or
+        ``stack_by``, a malformed ``window`` or ``link``, or coordinates a Luxar scene cannot hold (naming the
+        cells row).
+    TargetExists
+        When ``path`` holds something other than a Luxar scene, or a scene and ``overwrite`` is False.
+
+    Examples
+    --------
     >>> import cellspec_sc as cs, tempfile, pathlib
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "s.luxar.zarr"
     >>> cs.to_luxar(cs.example(), out, layout="stack").exists()
@@ -157,9 +210,9 @@ def write_scene(path: Path, src: SceneInput, specs: list[LayerSpec], geometry: L
         builder.add_overlays(title)
         scene.attrs["title"] = title
         scene.attrs["units"] = "um"
-        scene.attrs["cellspec"] = {"layers": [{"layer": s.text} for s in specs], "layout": geometry.mode,
-                                   "images": geometry.image_ids, "image_nodes": geometry.node_names,
-                                   "colour_layers": [layer.colouring.title for layer in colour_layers]}
+        scene.attrs[ATTRIBUTE] = encode(SceneRecord(
+            layers=tuple(s.text for s in specs), layout=geometry.mode, images=tuple(geometry.image_ids),
+            image_nodes=tuple(geometry.node_names), colour_layers=tuple(layer.colouring.title for layer in colour_layers)))
     return path
 
 

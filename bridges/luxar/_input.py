@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.bridges.anndata import CONNECTIVITIES_KEY, SPATIAL_KEY, UNS_KEY, decode_table, from_json_text
+from cellspec_sc.display.colors import category_order
 from cellspec_sc.errors import InputError
-from cellspec_sc.bridges.anndata_keys import CONNECTIVITIES_KEY, SPATIAL_KEY, UNS_KEY
-from cellspec_sc.bridges.uns_tables import decode_table, from_json_text
+from cellspec_sc.model.cellspec import CellSpec
 
 
 @dataclass
@@ -87,17 +87,22 @@ class SceneInput:
         return str(rows["feature_id"].iloc[0])
 
     def category_column(self, column: str) -> pd.Categorical:
-        """A cells column as a categorical: its own category order when it has one, else sorted (byte order)."""
+        """A cells column as a categorical in the order that fixes each category's colour, the widgets' order
+        (:func:`~cellspec_sc.display.colors.category_order`): its own category order when it has one, else the
+        values as text, sorted (byte order)."""
         if column not in self.cells.columns:
             known = [c for c in self.cells.columns if c not in ("x", "y", "x_px", "y_px", "area")]
             raise InputError(f"no cells column {column!r} to colour by; columns: {_preview(known)}")
         series = self.cells[column]
         if isinstance(series.dtype, pd.CategoricalDtype):
-            names = [str(c) for c in series.cat.categories]
+            names = category_order(series)
             if len(set(names)) == len(names):
                 return pd.Categorical.from_codes(series.cat.codes.to_numpy(), categories=names)
-        codes, uniques = pd.factorize(series.astype("string"), sort=True)  # NA -> code -1
-        return pd.Categorical.from_codes(codes, categories=[str(u) for u in uniques])
+        codes, uniques = pd.factorize(series.astype("string"))  # NA -> code -1
+        labels = [str(u) for u in uniques]
+        names = category_order(pd.Series(labels, dtype=object))
+        position = np.append(pd.Index(names, dtype=object).get_indexer(labels), -1)  # code -1 stays -1
+        return pd.Categorical.from_codes(position[codes], categories=names)
 
 
 def scene_input(obj: Any) -> SceneInput:

@@ -19,8 +19,8 @@ from browser import browser_page, screenshot_is_blank
 from luxar_scenes import FEATURE, cells_object, ramp, ramp_object
 
 import cellspec_sc as cs
-from cellspec_sc.bridges.luxar_colour import colormap_rgb
-from cellspec_sc.bridges.luxar_viewer import LuxarViewer, show_luxar
+from cellspec_sc.bridges.luxar import LuxarViewer, show_luxar
+from cellspec_sc.bridges.luxar._colour import colormap_rgb
 
 pytestmark = pytest.mark.browser
 
