@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks.machine import steal_seconds
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_quick_machine_benchmark_reports_both_cases_with_their_speedups(tmp_path):

@@ -10,7 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "architecture.md"
 CODE_ROOTS = {"cellspec_sc": "cellspec_sc", "bridges": "cellspec_sc.bridges", "widgets": "cellspec_sc.widgets"}
 TOP_FOLDERS = ("tests", "notebooks", "docs", "benchmarks", ".ci")
@@ -102,10 +102,7 @@ def test_every_imported_package_is_declared_and_every_declared_one_is_used():
         assert use in readme, f"{distribution} is declared for the README workflow, which no longer uses it"
 
 
-# -- module size and where imports sit ---------------------------------------------------------------
-MAX_LINES = 400
-# module -> why it may be longer (data modules only); empty now: every module holds one idea in under 400 lines
-LONG_MODULES: dict[str, str] = {}
+# -- where imports sit ------------------------------------------------------------------------------
 
 # top-level module -> why it is imported inside the function that needs it (docs/architecture.md lists them)
 HEAVY_OPTIONAL = {
@@ -136,15 +133,6 @@ LAYERS_ABOVE = {
 
 def package_modules() -> list[Path]:
     return sorted(p for folder in CODE_ROOTS for p in (ROOT / folder).rglob("*.py"))
-
-
-def test_every_module_stays_under_400_lines():
-    long = {p.relative_to(ROOT).as_posix(): n for p in package_modules()
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
-    unexplained = {p: n for p, n in long.items() if p not in LONG_MODULES}
-    assert not unexplained, f"split these modules into one idea each (over {MAX_LINES} lines): {unexplained}"
-    stale = sorted(set(LONG_MODULES) - set(long))
-    assert not stale, f"no longer over {MAX_LINES} lines: remove them from LONG_MODULES: {stale}"
 
 
 def imports_in_functions(path: Path) -> list[tuple[int, str]]:
