@@ -39,6 +39,8 @@ from typing import Any
 
 from cellspec_sc.io.direct import BLOCK, DirectFile, suits_direct_io
 
+from .host import describe_machine
+
 ROOT = Path(__file__).resolve().parent.parent
 BUFFER = 64 << 20
 WRAP = 1 << 30  # the writer starts its file again after 1 GiB: the disk space it takes is bounded
@@ -171,11 +173,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    info = describe_machine()  # before the run: its load average is the other work's, not ours
     rounds = args.rounds or (8 if args.quick else 200)
     rows = run_all(rounds, args.data / "machine-scratch", args.repeat)
     out = args.json or args.data / "machine-results.json"
     document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "rounds": rounds,
-                "buffer_bytes": BUFFER, "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows}
+                "buffer_bytes": BUFFER, "machine": info,
+                "command": " ".join(["python -m benchmarks.machine", *(argv if argv is not None else sys.argv[1:])]), "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows}
     out.write_text(json.dumps(document, indent=1))
     print("\n" + markdown(rows) + f"\nJSON: {out}")
     return 0

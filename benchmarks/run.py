@@ -17,7 +17,6 @@ import datetime as dt
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .cases import Case, all_cases
+from .host import available_gb, describe_machine
 from .worker import PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,23 +51,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", type=Path, default=None, help="JSON output (default: DATA/results.json)")
     p.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
     return p.parse_args(argv)
-
-
-def available_gb() -> float:
-    with open("/proc/meminfo") as handle:
-        info = dict(line.split(":", 1) for line in handle)
-    return int(info["MemAvailable"].split()[0]) / 2**20
-
-
-def machine() -> dict[str, Any]:
-    import numpy
-    import pyarrow
-
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return {"cpus": os.cpu_count(), "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-            "available_gb_at_start": round(available_gb(), 1), "load_average_at_start": os.getloadavg(),
-            "python": platform.python_version(), "numpy": numpy.__version__, "pyarrow": pyarrow.__version__,
-            "commit": commit.stdout.strip() or None}
 
 
 def run_worker(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -174,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     args.data.mkdir(parents=True, exist_ok=True)
     wanted = [w.strip().lower() for w in args.only.split(",")]
     cases = [c for c in all_cases() if any(w in c.name.lower() for w in wanted) and (c.big or not args.big)]
-    info = machine()
+    info = describe_machine()
     rows: list[dict[str, Any]] = []
     out = args.json or args.data / "results.json"
     out.parent.mkdir(parents=True, exist_ok=True)
