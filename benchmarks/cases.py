@@ -170,7 +170,7 @@ def read_goal(row: dict[str, Any]) -> bool:
     return bool(time_ok and memory_goal(row, factor, of))
 
 
-# -- wide tables (issue 19) ----------------------------------------------------------------------
+# -- wide tables ----------------------------------------------------------------------------------
 WIDE = (10, 100_000)  # cells x features
 WIDE_QUICK = (10, 2_000)
 

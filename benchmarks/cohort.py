@@ -1,7 +1,7 @@
 """Cohort benchmark: validate, summary and write_dataset on a dask LocalCluster, 1 worker vs 2.
 
-    python -m benchmarks.cohort                 # 40 directories x 250,000 cells x 100 features (8 GB of float64)
-    python -m benchmarks.cohort --quick --data /tmp/c   # seconds; what the test suite runs
+    python -m benchmarks.cohort                     # 40 directories x 250,000 cells x 100 features (8 GB of float64)
+    python -m benchmarks.cohort --quick --data DATA     # seconds; what the test suite runs
 
 Each step runs on a LocalCluster of 1 and on one of 2 single-threaded worker
 processes with ``--memory-limit`` each (3 GB by default: a worker holds far

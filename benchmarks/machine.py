@@ -1,7 +1,7 @@
 """What this machine gives two processes: CPU work alone, and the same work while the disk is written.
 
     python -m benchmarks.machine                        # 12.8 GB of SHA-256 per run, about a minute
-    python -m benchmarks.machine --quick --data /tmp/m  # seconds; what the test suite runs
+    python -m benchmarks.machine --quick --data DATA    # seconds; what the test suite runs
 
 The same SHA-256 work (hashing one random 64 MB buffer ``--rounds`` times: no
 I/O, no memory traffic beyond the cache-resident buffer, nothing shared) is

@@ -3,10 +3,10 @@
 Every row times one operation of cellspec_sc beside a baseline measured in the
 same run on the same data (min and median of ``--repeat`` repetitions, each
 side in its own fresh worker process so that peak memories do not mix) and
-says whether the goal set by its issue is met.
+says whether its goal is met.
 
     python -m benchmarks.run                       # 100,000 and 1,000,000 cells x 200 features
-    python -m benchmarks.run --quick --data /tmp/b # seconds; what the test suite runs
+    python -m benchmarks.run --quick --data DATA   # seconds; what the test suite runs
     python -m benchmarks.run --big                 # 2,000,000 x 1,000 (16 GB): needs >= 21 GB available
 """
 
