@@ -476,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.json or args.data / "cohort-results.json"
     document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "worker_env": args.worker_env,
                 "command": " ".join(["python -m benchmarks.cohort", *(argv if argv is not None else sys.argv[1:])]),
-                "machine": info, "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows, "disk_floor": floor}
+                "machine": info, "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows,
+                "disk_floor": floor}
     out.write_text(json.dumps(document, indent=1))
     text = markdown(rows)
     print("\n" + text + f"\n\n{floor_line(floor, rows)}\n{ceiling_line(rows)}\nJSON: {out}")

@@ -38,7 +38,8 @@ def machine_kind(cpuinfo: str | None = None) -> str:
             cpuinfo = Path("/proc/cpuinfo").read_text()
         except OSError:
             cpuinfo = ""
-    flags = {word for line in cpuinfo.splitlines() if line.startswith("flags") for word in line.split(":", 1)[1].split()}
+    flags = {word for line in cpuinfo.splitlines() if line.startswith("flags")
+             for word in line.split(":", 1)[1].split()}
     return "virtual machine" if "hypervisor" in flags else "bare metal"
 
 

@@ -76,7 +76,8 @@ def cpu_seconds_since_boot() -> dict[str, float]:
     except OSError:
         return {}
     tick = os.sysconf("SC_CLK_TCK")
-    return {name: int(value) / tick for name, value in zip(CPU_FIELDS, values)}
+    # strict=False: an older kernel's line may have fewer fields than CPU_FIELDS
+    return {name: int(value) / tick for name, value in zip(CPU_FIELDS, values, strict=False)}
 
 
 def steal_seconds() -> float:
@@ -179,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.json or args.data / "machine-results.json"
     document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "rounds": rounds,
                 "buffer_bytes": BUFFER, "machine": info,
-                "command": " ".join(["python -m benchmarks.machine", *(argv if argv is not None else sys.argv[1:])]), "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows}
+                "command": " ".join(["python -m benchmarks.machine", *(argv if argv is not None else sys.argv[1:])]),
+                "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows}
     out.write_text(json.dumps(document, indent=1))
     print("\n" + markdown(rows) + f"\nJSON: {out}")
     return 0

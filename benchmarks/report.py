@@ -260,7 +260,7 @@ def _goal_rows(documents: list[dict[str, Any]]) -> Iterable[tuple[str, str, str,
 
 
 def summary(documents: list[dict[str, Any]]) -> str:
-    """The README's table: for the cases of :data:`SUMMARY_CASES`, the ratios of their runs and how many met the goal."""
+    """The README's table: for the cases of :data:`SUMMARY_CASES`, the ratios of the runs and how many met the goal."""
     found: dict[tuple[str, str], list[tuple[str, float, bool]]] = {}
     for key, case, goal, ratio, met in _goal_rows(documents):
         found.setdefault((key, case), []).append((goal, ratio, met))

@@ -194,7 +194,8 @@ def violations(root: Path = ROOT, code_roots: dict[str, str] = CODE_ROOTS, layer
 
 def test_every_import_follows_the_layers_and_the_public_boundary():
     found = violations()
-    counts = {rule: sum(f.split(": ", 2)[1].startswith(rule) for f in found) for rule in ("(a)", "(b)", "(c)", "no layer")}
+    counts = {rule: sum(f.split(": ", 2)[1].startswith(rule) for f in found)
+              for rule in ("(a)", "(b)", "(c)", "no layer")}
     assert not found, f"{len(found)} violation(s) {counts}:\n" + "\n".join(found)
 
 
@@ -209,7 +210,8 @@ GOOD = {
     "pkg/left/_more.py": "",
     "pkg/right/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.left import h\n"
                              "__all__ = []\n",
-    "pkg/top.py": "__all__ = ['f']\nfrom pkg.left import h\ndef f():\n    from pkg.plug import p\n    return h(), p()\n",
+    "pkg/top.py": "__all__ = ['f']\nfrom pkg.left import h\n"
+                  "def f():\n    from pkg.plug import p\n    return h(), p()\n",
     "plug/__init__.py": "__all__ = ['p']\nfrom pkg.plug._p import p\n",
     "plug/_p.py": "from ..base import g\nfrom pkg.top import f\ndef p(): return g()\n",
 }

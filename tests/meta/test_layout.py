@@ -48,7 +48,8 @@ def test_architecture_tree_lists_every_package_and_top_folder():
 
 def test_architecture_page_names_only_existing_folders_and_files():
     text = PAGE.read_text(encoding="utf-8")
-    paths = re.findall(r"(?<![\w./])((?:cellspec_sc|bridges|widgets|tests|notebooks|docs|benchmarks|\.ci)/[\w./-]*)", text)
+    paths = re.findall(r"(?<![\w./])((?:cellspec_sc|bridges|widgets|tests|notebooks|docs|benchmarks|\.ci)/[\w./-]*)",
+                       text)
     paths = {p.rstrip(".") for p in paths}
     assert all(name.endswith("/") for name in tree_folders()) and len(paths) > 20
     absent = sorted(p for p in paths if not (ROOT / p).exists())

@@ -20,14 +20,16 @@ UPSTREAM = ("scimap", "anndata", "spatialdata", "spatialdata-io", "numcodecs", "
 ORDINALS = ("first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|"
             "fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth")
 RULES = {
-    "absolute path of a machine": re.compile(r"(?<![\w.~-])(?:/work|/root|/home/[a-z_]|/Users/\w|/tmp/\w)[^\s)`'\",;]*"),
+    "absolute path of a machine": re.compile(
+        r"(?<![\w.~-])(?:/work|/root|/home/[a-z_]|/Users/\w|/tmp/\w)[^\s)`'\",;]*"),
     "words about work sessions": re.compile(
         rf"\b(?:{ORDINALS}|this|that|earlier|later|previous|next|last|each|every|one|a|work|development)"
         rf"(?:[\s-]+(?:quiet-machine|helper's|development))?\s+sessions?(?:'s)?\b"
         r"|\bsessions?\s+\d+\b|\b(?:another|other|the|a|every)\s+helpers?(?:'s)?\s+(?:jobs?|work|session|branch)"
         r"|\bclosing\s+note\b|\brounds?\s+of\s+work\b", re.I),
     "an issue number of this project": re.compile(
-        rf"(?<!{')(?<!'.join(UPSTREAM)}) \bissues? #?\d+\b|^issues? #?\d+\b|\(issues? #?\d+(?:[-,]\s*\d+)*\)", re.I | re.M),
+        rf"(?<!{')(?<!'.join(UPSTREAM)}) \bissues? #?\d+\b|^issues? #?\d+\b|\(issues? #?\d+(?:[-,]\s*\d+)*\)",
+        re.I | re.M),
 }
 
 
@@ -70,7 +72,8 @@ def test_the_scan_finds_each_rule_and_passes_clean_text(tmp_path):
                                         "See scimap issue 16. A Spark session; the process's own session.\n")
     (tmp_path / "docs" / "a.md").write_text("cd /work/main && make\n\nlook in /home/alice/x and /Users/bob\n"
                                             "python -m benchmarks.cohort --data /tmp/c\n/root/.cache\n")
-    (tmp_path / "docs" / "b.md").write_text("Measured in the sixteenth session.\nthis session changed it\nin the fifth\nsession\n"
+    (tmp_path / "docs" / "b.md").write_text("Measured in the sixteenth session.\nthis session changed it\n"
+                                            "in the fifth\nsession\n"
                                             "another helper's jobs came and went\nwide tables (issue 19)\n")
     (tmp_path / "benchmarks" / ".data" / "ignored.md").write_text("/work/anything\n")
     assert findings(tmp_path) == [
