@@ -328,5 +328,6 @@ CASES = [
     Case("to_luxar, 1 colour layer + hover (bridge's own time)", "luxar compile time (same calls)", luxar_bridge,
          luxar_compile, "bridge share < 15% of bridge + compile", luxar_goal, requires=("cellspec_sc.bridges.luxar",)),
     Case("to_luxar, 3 colour layers + hover (bridge's own time)", "luxar compile time (same calls)", luxar_bridge_3,
-         luxar_compile_3, "bridge share < 15% of bridge + compile", luxar_goal, requires=("cellspec_sc.bridges.luxar",)),
+         luxar_compile_3, "bridge share < 15% of bridge + compile", luxar_goal,
+         requires=("cellspec_sc.bridges.luxar",)),
 ]

@@ -170,7 +170,7 @@ def read_goal(row: dict[str, Any]) -> bool:
     return bool(time_ok and memory_goal(row, factor, of))
 
 
-# -- wide tables (issue 19) ----------------------------------------------------------------------
+# -- wide tables ----------------------------------------------------------------------------------
 WIDE = (10, 100_000)  # cells x features
 WIDE_QUICK = (10, 2_000)
 
@@ -250,7 +250,8 @@ def lazy_ours(env: Env) -> Op:
     import cellspec_sc as cs
 
     return Op(lambda i: cs.read(env.slide, lazy=True),
-              inspect=lambda x: {"object_bytes": object_bytes(x), "matrix_bytes": int(np.prod(x.measurements.shape)) * 8})
+              inspect=lambda x: {"object_bytes": object_bytes(x),
+                                 "matrix_bytes": int(np.prod(x.measurements.shape)) * 8})
 
 
 def lazy_to_disk_ours(env: Env) -> Op:

@@ -1,7 +1,7 @@
 """Cohort benchmark: validate, summary and write_dataset on a dask LocalCluster, 1 worker vs 2.
 
-    python -m benchmarks.cohort                 # 40 directories x 250,000 cells x 100 features (8 GB of float64)
-    python -m benchmarks.cohort --quick --data /tmp/c   # seconds; what the test suite runs
+    python -m benchmarks.cohort                     # 40 directories x 250,000 cells x 100 features (8 GB of float64)
+    python -m benchmarks.cohort --quick --data DATA     # seconds; what the test suite runs
 
 Each step runs on a LocalCluster of 1 and on one of 2 single-threaded worker
 processes with ``--memory-limit`` each (3 GB by default: a worker holds far
@@ -68,7 +68,8 @@ from typing import Any
 
 import psutil
 
-from benchmarks.machine import cpu_seconds_since_boot, steal_seconds
+from .host import describe_machine
+from .machine import cpu_seconds_since_boot, steal_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL = {"directories": 40, "cells": 250_000, "features": 100, "memory_limit": "3GB"}
@@ -466,6 +467,7 @@ def ceiling_line(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    info = describe_machine()  # before the run: its load average is the other work's, not ours
     args.data.mkdir(parents=True, exist_ok=True)
     paths = prepare(args.data, args.directories, args.cells, args.features)
     rows = run_all(args, paths)
@@ -474,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.json or args.data / "cohort-results.json"
     document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "worker_env": args.worker_env,
                 "command": " ".join(["python -m benchmarks.cohort", *(argv if argv is not None else sys.argv[1:])]),
-                "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows, "disk_floor": floor}
+                "machine": info, "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows,
+                "disk_floor": floor}
     out.write_text(json.dumps(document, indent=1))
     text = markdown(rows)
     print("\n" + text + f"\n\n{floor_line(floor, rows)}\n{ceiling_line(rows)}\nJSON: {out}")

@@ -1,7 +1,7 @@
 """What this machine gives two processes: CPU work alone, and the same work while the disk is written.
 
     python -m benchmarks.machine                        # 12.8 GB of SHA-256 per run, about a minute
-    python -m benchmarks.machine --quick --data /tmp/m  # seconds; what the test suite runs
+    python -m benchmarks.machine --quick --data DATA    # seconds; what the test suite runs
 
 The same SHA-256 work (hashing one random 64 MB buffer ``--rounds`` times: no
 I/O, no memory traffic beyond the cache-resident buffer, nothing shared) is
@@ -39,6 +39,8 @@ from typing import Any
 
 from cellspec_sc.io.direct import BLOCK, DirectFile, suits_direct_io
 
+from .host import describe_machine
+
 ROOT = Path(__file__).resolve().parent.parent
 BUFFER = 64 << 20
 WRAP = 1 << 30  # the writer starts its file again after 1 GiB: the disk space it takes is bounded
@@ -74,7 +76,8 @@ def cpu_seconds_since_boot() -> dict[str, float]:
     except OSError:
         return {}
     tick = os.sysconf("SC_CLK_TCK")
-    return {name: int(value) / tick for name, value in zip(CPU_FIELDS, values)}
+    # strict=False: an older kernel's line may have fewer fields than CPU_FIELDS
+    return {name: int(value) / tick for name, value in zip(CPU_FIELDS, values, strict=False)}
 
 
 def steal_seconds() -> float:
@@ -171,11 +174,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    info = describe_machine()  # before the run: its load average is the other work's, not ours
     rounds = args.rounds or (8 if args.quick else 200)
     rows = run_all(rounds, args.data / "machine-scratch", args.repeat)
     out = args.json or args.data / "machine-results.json"
     document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "rounds": rounds,
-                "buffer_bytes": BUFFER, "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows}
+                "buffer_bytes": BUFFER, "machine": info,
+                "command": " ".join(["python -m benchmarks.machine", *(argv if argv is not None else sys.argv[1:])]),
+                "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows}
     out.write_text(json.dumps(document, indent=1))
     print("\n" + markdown(rows) + f"\nJSON: {out}")
     return 0

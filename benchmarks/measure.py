@@ -87,5 +87,6 @@ def time_operation(run: Callable[[int], Any], repeat: int, cleanup: Callable[[in
         del result
         if cleanup is not None:
             cleanup(i)
-    return {"times": times, "cpu_times": cpu, "peak_bytes": max(peaks), "rss_before_bytes": min(before), "peak_growth_bytes": max(growth),
+    return {"times": times, "cpu_times": cpu, "peak_bytes": max(peaks), "rss_before_bytes": min(before),
+            "peak_growth_bytes": max(growth),
             "peak_is_per_operation": per_operation, "load_before": load, "free_bytes_before": free, **facts}

@@ -3,10 +3,10 @@
 Every row times one operation of cellspec_sc beside a baseline measured in the
 same run on the same data (min and median of ``--repeat`` repetitions, each
 side in its own fresh worker process so that peak memories do not mix) and
-says whether the goal set by its issue is met.
+says whether its goal is met.
 
     python -m benchmarks.run                       # 100,000 and 1,000,000 cells x 200 features
-    python -m benchmarks.run --quick --data /tmp/b # seconds; what the test suite runs
+    python -m benchmarks.run --quick --data DATA   # seconds; what the test suite runs
     python -m benchmarks.run --big                 # 2,000,000 x 1,000 (16 GB): needs >= 21 GB available
 """
 
@@ -17,7 +17,6 @@ import datetime as dt
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .cases import Case, all_cases
+from .host import available_gb, describe_machine
 from .worker import PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,23 +51,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", type=Path, default=None, help="JSON output (default: DATA/results.json)")
     p.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
     return p.parse_args(argv)
-
-
-def available_gb() -> float:
-    with open("/proc/meminfo") as handle:
-        info = dict(line.split(":", 1) for line in handle)
-    return int(info["MemAvailable"].split()[0]) / 2**20
-
-
-def machine() -> dict[str, Any]:
-    import numpy
-    import pyarrow
-
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return {"cpus": os.cpu_count(), "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-            "available_gb_at_start": round(available_gb(), 1), "load_average_at_start": os.getloadavg(),
-            "python": platform.python_version(), "numpy": numpy.__version__, "pyarrow": pyarrow.__version__,
-            "commit": commit.stdout.strip() or None}
 
 
 def run_worker(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -133,17 +116,19 @@ def _s(lo: float, med: float) -> str:
 
 def table_markdown(rows: list[dict[str, Any]]) -> str:
     """The rows as a markdown table."""
-    head = ("| operation | cells x features | ours s, min (median) | baseline | baseline s, min (median) | ratio | CPU ratio "
-            "| ours cells/s | peak growth MB ours / baseline | object MB | goal | met |")
+    head = ("| operation | cells x features | ours s, min (median) | baseline | baseline s, min (median) | ratio "
+            "| CPU ratio | ours cells/s | peak growth MB ours / baseline | object MB | goal | met |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
         met = {True: "yes", False: "**no**", None: "—"}[r["goal_met"]]
         if r.get("error"):
             met = f"error: {r['error'][:120]}"
-        lines.append(f"| {r['operation']} | {r['n_cells']:,} x {r['n_features']:,} | {_s(r['ours_min_s'], r['ours_median_s'])} "
-                     f"| {r['baseline']} | {_s(r['baseline_min_s'], r['baseline_median_s'])} | {r['ratio']:.2f} | {r.get('cpu_ratio', math.nan):.2f} "
-                     f"| {r['ours_cells_per_s']:,.0f} | {_mb(r['ours_peak_growth_bytes'])} / {_mb(r['baseline_peak_growth_bytes'])} | {_mb(r['object_bytes'])} "
-                     f"| {r['goal']} | {met} |")
+        lines.append(f"| {r['operation']} | {r['n_cells']:,} x {r['n_features']:,} "
+                     f"| {_s(r['ours_min_s'], r['ours_median_s'])} | {r['baseline']} "
+                     f"| {_s(r['baseline_min_s'], r['baseline_median_s'])} | {r['ratio']:.2f} "
+                     f"| {r.get('cpu_ratio', math.nan):.2f} | {r['ours_cells_per_s']:,.0f} "
+                     f"| {_mb(r['ours_peak_growth_bytes'])} / {_mb(r['baseline_peak_growth_bytes'])} "
+                     f"| {_mb(r['object_bytes'])} | {r['goal']} | {met} |")
     return "\n".join(lines)
 
 
@@ -174,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     args.data.mkdir(parents=True, exist_ok=True)
     wanted = [w.strip().lower() for w in args.only.split(",")]
     cases = [c for c in all_cases() if any(w in c.name.lower() for w in wanted) and (c.big or not args.big)]
-    info = machine()
+    info = describe_machine()
     rows: list[dict[str, Any]] = []
     out = args.json or args.data / "results.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,19 @@ import pytest
 
 from benchmarks.machine import steal_seconds
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def assert_renders_in_results_page(path: Path, *rows: str) -> None:
+    """The harness's JSON renders as a RESULTS.md table with its machine, load, date and commit."""
+    from benchmarks.report import load, render
+
+    page = render(load([path]))
+    document = load([path])[0]
+    machine = document["machine"]
+    assert f"Machine: {machine['cpus']} CPUs, {machine['memory_gb']} GB of memory, {machine['kind']}." in page
+    assert f"| {document['created_utc'][:10]} |" in page and f"{machine['load_average_at_start'][0]:.2f}" in page
+    assert all(row in page for row in rows), page
 
 
 def test_quick_machine_benchmark_reports_both_cases_with_their_speedups(tmp_path):
@@ -33,6 +45,7 @@ def test_quick_machine_benchmark_reports_both_cases_with_their_speedups(tmp_path
         assert ("bytes_written" in row) == row["beside_writes"]
     assert all(r["bytes_written"] >= 4 << 20 for r in rows[2:])  # the writer was writing while it was timed
     assert not (tmp_path / "data" / "machine-scratch" / "writes.bin").exists()
+    assert_renders_in_results_page(out, "| alone |", "| beside disk writes |")
     table = proc.stdout.split("\n\n")[-1]
     assert "| beside disk writes | 2 |" in table and f"| {rows[1]['speedup']:.2f} |" in table
 

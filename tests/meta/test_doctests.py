@@ -1,7 +1,7 @@
-"""Every doctest of cellspec_sc, cellspec_sc.bridges and cellspec_sc.widgets runs here, module by module.
+"""Every doctest of cellspec_sc, cellspec_sc.bridges, cellspec_sc.widgets and benchmarks/ runs here, module by module.
 
 Modules are found by walking the three installed packages, so a new module's examples run without
-being listed anywhere.
+being listed anywhere (benchmarks/ is imported from the repository root, which pyproject puts on the path).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pkgutil
 
 import pytest
 
-PACKAGES = ("cellspec_sc", "cellspec_sc.bridges", "cellspec_sc.widgets")
+PACKAGES = ("cellspec_sc", "cellspec_sc.bridges", "cellspec_sc.widgets", "benchmarks")
 NOT_IMPORTED = {"cellspec_sc.docgen.__main__", "cellspec_sc.cli.__main__"}  # run a command when imported
 
 
 def package_modules() -> list[str]:
-    """Every module of the three packages (each package's own __init__ included)."""
+    """Every module of the packages (each package's own __init__ included)."""
     names = set(PACKAGES)
     for package in PACKAGES:
         path = importlib.import_module(package).__path__
@@ -28,7 +28,7 @@ def package_modules() -> list[str]:
 def test_every_package_is_walked():
     modules = package_modules()
     for expected in ("cellspec_sc.validation.checks.cells", "cellspec_sc.bridges.luxar", "cellspec_sc.widgets.compute",
-                     "cellspec_sc.display.colors", "cellspec_sc.cli.main"):
+                     "cellspec_sc.display.colors", "cellspec_sc.cli.main", "benchmarks.report"):
         assert expected in modules
     assert not any(".bridges.bridges" in m or ".widgets.widgets" in m for m in modules)
 

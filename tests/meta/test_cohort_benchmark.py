@@ -13,7 +13,19 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def assert_renders_in_results_page(path: Path, *rows: str) -> None:
+    """The harness's JSON renders as a RESULTS.md table with its machine, load, date and commit."""
+    from benchmarks.report import load, render
+
+    page = render(load([path]))
+    document = load([path])[0]
+    machine = document["machine"]
+    assert f"Machine: {machine['cpus']} CPUs, {machine['memory_gb']} GB of memory, {machine['kind']}." in page
+    assert f"| {document['created_utc'][:10]} |" in page and f"{machine['load_average_at_start'][0]:.2f}" in page
+    assert all(row in page for row in rows), page
 
 
 def test_quick_cohort_benchmark_reports_every_step_with_peaks_and_no_restarts(tmp_path):
@@ -26,6 +38,7 @@ def test_quick_cohort_benchmark_reports_every_step_with_peaks_and_no_restarts(tm
     rows = document["rows"]
     written = [r["bytes_written"] for r in rows if r["step"] == "write_dataset"]
     assert written[0] == written[1] > 4 * 3_000 * 12 * 8  # the same dataset, at least its float64 values
+    assert_renders_in_results_page(out, "| validate |", "| write_dataset |")
     floor = document["disk_floor"]
     assert floor["bytes"] == written[0] and floor["writers"] == 2 and floor["seconds"] > 0
     # the floor is written the way write_dataset writes its parts (around the page cache where it can)

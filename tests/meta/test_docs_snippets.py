@@ -55,7 +55,8 @@ def test_blocks_left_out_say_why(page):
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
 def test_pages_speak_of_the_project_only(page):
-    found = [f"{page.name}:{n}: {m.group(0)!r}" for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+    lines = page.read_text(encoding="utf-8").splitlines()
+    found = [f"{page.name}:{n}: {m.group(0)!r}" for n, line in enumerate(lines, 1)
              for m in NOT_PROJECT_TEXT.finditer(line)]
     assert not found, "say what the project is, not which issue or session did it or what comes later:\n" + \
         "\n".join(found)

@@ -10,7 +10,19 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def assert_renders_in_results_page(path: Path, *rows: str) -> None:
+    """The harness's JSON renders as a RESULTS.md table with its machine, load, date and commit."""
+    from benchmarks.report import load, render
+
+    page = render(load([path]))
+    document = load([path])[0]
+    machine = document["machine"]
+    assert f"Machine: {machine['cpus']} CPUs, {machine['memory_gb']} GB of memory, {machine['kind']}." in page
+    assert f"| {document['created_utc'][:10]} |" in page and f"{machine['load_average_at_start'][0]:.2f}" in page
+    assert all(row in page for row in rows), page
 
 
 def test_quick_run_writes_every_row_with_finite_times_and_ratios(tmp_path):
@@ -39,6 +51,7 @@ def test_quick_run_writes_every_row_with_finite_times_and_ratios(tmp_path):
     assert read["object_bytes"] >= 2000 * 24 * 8 and read["matrix_bytes"] == 2000 * 24 * 8
     table = (tmp_path / "table.md").read_text()
     assert table.count("\n") == len(rows) + 2 and "| directory read | 2,000 x 24 |" in table
+    assert_renders_in_results_page(out, "| directory read | 2,000 x 24 |")
 
 
 def test_peak_memory_is_measured_per_repetition():

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-FOLDER = Path(__file__).resolve().parent.parent / "notebooks"
+FOLDER = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = sorted(FOLDER.glob("*.ipynb"))
 WRITES_NOTHING = {"foundation.ipynb"}  # only looks at the example object
 
