@@ -15,8 +15,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
-    from cellspec_sc.cohort._cohort import Cohort
-    from cellspec_sc.cohort._open import open_cohort
+    from cellspec_sc.cohort._cohort import Cohort, open_cohort
     from cellspec_sc.cohort._run import CohortError, Failure
     from cellspec_sc.cohort._validate import CohortReport
 
@@ -28,7 +27,7 @@ _LAZY = {
     "CohortError": "cellspec_sc.cohort._run",
     "CohortReport": "cellspec_sc.cohort._validate",
     "Failure": "cellspec_sc.cohort._run",
-    "open_cohort": "cellspec_sc.cohort._open",
+    "open_cohort": "cellspec_sc.cohort._cohort",
 }
 
 

@@ -1,4 +1,5 @@
-"""The :class:`Cohort`: many cellspec directories as one dataset, computed on dask workers; and its sub-cohorts.
+"""The :class:`Cohort`: many cellspec directories as one dataset, computed on dask workers; opening it, and its
+sub-cohorts.
 
 The object holds metadata only (see :mod:`cellspec_sc.cohort._members`); every
 operation sends directory paths and row groups to the workers of the current
@@ -10,6 +11,18 @@ none) and brings back small results.
 >>> c = cs.open_cohort(write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20))
 >>> c
 Cohort: 2 directories, 40 cells, 4 images, 19 features (features='strict')
+
+``open_cohort(paths)`` opens many cellspec directories (or one written cohort dataset) as one :class:`Cohort`.
+``paths`` is a list of directories, a folder holding them (its sub-folders
+that look like cellspec directories, by name), a glob, or a dataset written by
+:meth:`Cohort.write_dataset`. Only metadata is read: DONE, the manifest,
+cellspec.json (hashed, it is small) and the Parquet footers.
+
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> _ = write_example_cohort(root, 2, n_cells=30)
+>>> whole = cs.open_cohort(root)
+>>> len(whole), whole.n_cells, sorted(whole.images["directory"].str[-7:].unique())
+(2, 60, ['slide01', 'slide02'])
 
 ``c.select(images=..., samples=...)`` is a sub-cohort: a directory keeps only the rows of the selected
 images: whole directories are kept as they are; for a partly selected one the image_id column is read once
@@ -41,6 +54,8 @@ it failed.
 
 from __future__ import annotations
 
+import glob
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -49,19 +64,24 @@ from typing import TYPE_CHECKING, Any
 import dask
 import pandas as pd
 
-from cellspec_sc.cohort._dataset import write_dataset
-from cellspec_sc.cohort._features import FeaturePlan
+from cellspec_sc.cohort._dataset import read_dataset, write_dataset
+from cellspec_sc.cohort._features import FeaturePlan, combine
 from cellspec_sc.cohort._hooks import provided
-from cellspec_sc.cohort._members import Member, count_kept, find_member, load_member
-from cellspec_sc.cohort._run import CohortError, Failure, guarded, run
+from cellspec_sc.cohort._members import Member, count_kept, find_member, load_member, open_directory
+from cellspec_sc.cohort._record import COHORT_FILE
+from cellspec_sc.cohort._run import CohortError, Failure, failure_of, guarded, run
 from cellspec_sc.cohort._summary import summarize
 from cellspec_sc.cohort._validate import CohortReport, validate_cohort
 from cellspec_sc.cohort.anndata import cohort_anndata
+from cellspec_sc.errors import CellspecError
+from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
 from cellspec_sc.model.cellspec import CellSpec
 
 if TYPE_CHECKING:
     import anndata
 
+
+_MARKERS = ("DONE", "MANIFEST.sha256", "cellspec.json", COHORT_FILE)
 
 class Cohort:
     """Cellspec directories opened with :func:`cellspec_sc.open_cohort` (metadata only)."""
@@ -166,6 +186,95 @@ def _stacked(members: list[Member], table: str) -> pd.DataFrame:
     return frame
 
 
+# -- opening ----------------------------------------------------------------------------------------------------------
+
+
+def open_cohort(paths: str | os.PathLike | Iterable[str | os.PathLike], *, features: str = "strict",
+                max_inflation: float = DEFAULT_MAX_INFLATION) -> Cohort:
+    """Open cellspec directories (or one written cohort dataset) as one cohort, reading metadata only.
+
+    Parameters
+    ----------
+    paths
+        Directories, a folder holding them (its sub-folders that look like cellspec directories), a glob, or a
+        dataset written by :meth:`Cohort.write_dataset`.
+    features
+        ``"strict"`` (the same dictionary everywhere), ``"intersection"`` or ``"union"`` (see docs/cohorts.md).
+    max_inflation
+        How many values a cells.parquet footer may claim, as in ``cs.read``.
+
+    Returns
+    -------
+    Cohort
+
+    Raises
+    ------
+    CohortError
+        Listing every directory that ``cs.read`` would refuse, or how the dictionaries differ.
+
+    Examples
+    --------
+    >>> import cellspec_sc as cs, tempfile, pathlib
+    >>> from cellspec_sc.cohort.example import write_example_cohort
+    >>> cs.open_cohort(write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=10)).n_cells
+    20
+    """
+    found = resolve_paths(paths)
+    datasets = [p for p in found if (p / COHORT_FILE).exists()]
+    if datasets:
+        if len(found) > 1:
+            raise CohortError(f"{datasets[0]} is a cohort dataset; open it alone, not with other paths")
+        members, plan, partition_by = read_dataset(datasets[0], max_inflation)
+        return Cohort(members, plan, partition_by=partition_by)
+    members, refused = [], []
+    for index, path in enumerate(found):
+        try:
+            members.append(open_directory(path, index, str(path), max_inflation))
+        except CellspecError as err:
+            refused.append(failure_of(str(path), err))
+    if refused:
+        raise CohortError(f"{len(refused)} of {len(found)} directories cannot be opened", refused)
+    plan = combine({m.label: m.dictionary for m in members}, features)
+    return Cohort(members, plan)
+
+
+def resolve_paths(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
+    """The directories ``paths`` names, in order (folders and globs sorted by name), each once."""
+    if isinstance(paths, (str, os.PathLike)):
+        found = _expand(str(paths))
+    else:
+        found = [Path(p) for p in paths]
+    if not found:
+        raise CohortError(f"no cellspec directories found in {paths!r}")
+    seen: dict[Path, Path] = {}
+    duplicates = []
+    for path in found:
+        key = path.resolve()
+        if key in seen:
+            duplicates.append(Failure(str(path), "duplicate", f"the same directory as {seen[key]}"))
+        seen.setdefault(key, path)
+    if duplicates:
+        raise CohortError("a directory is named twice", duplicates)
+    return found
+
+
+def _expand(text: str) -> list[Path]:
+    if any(c in text for c in "*?["):
+        return [Path(p) for p in sorted(glob.glob(text)) if Path(p).is_dir()]
+    path = Path(text)
+    if not path.is_dir() or _looks_like_cellspec(path):
+        return [path]
+    children = [c for c in sorted(path.iterdir()) if c.is_dir() and not c.name.startswith(".")]
+    return [c for c in children if _looks_like_cellspec(c)]
+
+
+def _looks_like_cellspec(path: Path) -> bool:
+    return any((path / marker).exists() for marker in _MARKERS)
+
+
+# -- sub-cohorts -----------------------------------------------------------------------------------------------------
+
+
 def wanted_images(cohort: Cohort, images: Iterable[str] | None, samples: Iterable[str] | None) -> set[str]:
     """Image ids selected by ``images`` and ``samples`` (both given: images of those samples)."""
     table = cohort.images
@@ -208,6 +317,9 @@ def _restricted(member: Member, images: frozenset[str]) -> Member:
     narrowed = member.with_images(images, member.parts)
     parts = tuple(replace(p, kept=count_kept(narrowed, replace(p, kept=-1))) for p in member.parts)
     return narrowed.with_images(images, tuple(p for p in parts if p.kept))
+
+
+# -- map -------------------------------------------------------------------------------------------------------------
 
 
 def apply(member: Member, fn: Callable[[CellSpec], Any]) -> Any:

@@ -18,7 +18,7 @@ import pytest
 
 from browser import browser_page, free_port, screenshot_is_blank, server
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "preview.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "preview.ipynb"
 pytestmark = pytest.mark.browser
 
 _SETTINGS = {
