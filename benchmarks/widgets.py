@@ -15,7 +15,7 @@ import numpy as np
 
 from .cases import Case, Env, Op
 
-REQUIRES = ("cellspec_sc.widgets.preview",)
+REQUIRES = ("cellspec_sc.widgets",)
 
 
 def _preview(env: Env, panel: str) -> tuple[Any, Any]:

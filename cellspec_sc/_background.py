@@ -8,6 +8,8 @@ an error crosses back to the caller are decided once.
 3
 >>> list(ordered_map(lambda v: v * v, range(5), threads=2))
 [0, 1, 4, 9, 16]
+>>> sorted((i, done.result()) for i, done in as_completed_map(len, ["ab", "c"], threads=2))
+[(0, 2), (1, 1)]
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["Future", "daemon", "in_background", "ordered_map", "usable_cpus"]
+__all__ = ["Future", "as_completed_map", "daemon", "in_background", "in_turn", "ordered_map", "usable_cpus"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -70,6 +73,35 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], *, threads: int,
         finally:
             for future in pending:
                 future.cancel()
+
+
+def as_completed_map(fn: Callable[[T], R], items: Iterable[T], *, threads: int,
+                     name: str = "cellspec-map") -> Iterator[tuple[int, Future[R]]]:
+    """``fn`` over ``items``, every item submitted at once to up to ``threads`` threads; ``(index, future)`` of
+    each as it finishes, in the order they finish (``.result()`` returns or raises what ``fn`` did)."""
+    with ThreadPoolExecutor(max_workers=max(threads, 1), thread_name_prefix=name) as pool:
+        pending = {pool.submit(fn, item): i for i, item in enumerate(items)}
+        try:
+            for done in as_completed(pending):
+                yield pending[done], done
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+@contextmanager
+def in_turn(*, name: str) -> Iterator[Callable[..., Future[Any]]]:
+    """One thread that runs the calls handed to it one after another, in the order given, beside the caller.
+
+    Yields ``submit(fn, *args) -> Future``; leaving the block waits for every call handed in.
+
+    >>> with in_turn(name="cellspec-example") as submit:
+    ...     futures = [submit(pow, 2, k) for k in range(3)]
+    >>> [f.result() for f in futures]
+    [1, 2, 4]
+    """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix=name) as pool:
+        yield pool.submit
 
 
 def daemon(target: Callable[[], None], *, name: str) -> threading.Thread:

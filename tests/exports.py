@@ -40,7 +40,7 @@ def number_text(v: float, *, nan: str = "NaN", inf: str = "Infinity") -> str:
 def validation_calls(monkeypatch) -> list:
     """Every call of the validation entry point, however a module bound it: each cellspec_sc module
     attribute that is :func:`cellspec_sc.validation.runner.validate` is wrapped by one counter."""
-    import cellspec_sc.cli.imports  # noqa: F401 - bound before wrapping
+    import cellspec_sc.cli._imports  # noqa: F401 - bound before wrapping
     import cellspec_sc.io.directory  # noqa: F401
     import cellspec_sc.readers.pipeline  # noqa: F401
     from cellspec_sc.validation import runner

@@ -13,7 +13,7 @@ import pytest
 
 import cellspec_sc as cs
 from cellspec_sc import errors
-from cellspec_sc.docgen import render as docgen
+from cellspec_sc import docgen
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -160,7 +160,7 @@ def test_validate_problems_prints_only_what_failed_or_warned(capsys):
 
 COHORT_RUN = """
 import sys, dask, cellspec_sc.progress as p
-from cellspec_sc.cohort.run import run
+from cellspec_sc.cohort._run import run
 p.set_verbosity(sys.argv[1])
 show = {"none": None, "on": True, "off": False}[sys.argv[2]]
 print(run([dask.delayed(len)("ab"), dask.delayed(len)("c")], ["a", "b"], "counting dirs", client=None,

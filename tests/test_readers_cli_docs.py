@@ -8,7 +8,7 @@ import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
-from cellspec_sc.docgen import readers as docs
+from cellspec_sc.docgen import _readers as docs
 from cellspec_sc.readers.features import FeatureSpec, build_dictionary
 from cellspec_sc.readers.headers import normalise_header, other_name
 from exports import validation_calls  # noqa: F401 - a fixture
@@ -74,7 +74,7 @@ def test_dictionary_keeps_colliding_and_out_of_vocabulary_features_as_other():
 
 def test_docs_tables_are_generated_from_the_readers():
     on_disk = docs.DOC.read_text(encoding="utf-8")
-    assert on_disk == docs.render_document(on_disk), "docs/readers.md is stale: run `python -m cellspec_sc.docgen.readers`"
+    assert on_disk == docs.render_document(on_disk), "docs/readers.md is stale: run `python -m cellspec_sc.docgen`"
     assert "| `Nucleus: CD3: Mean` | intensity | `nucleus:CD3:mean` | a.u. |" in on_disk
 
 

@@ -9,6 +9,6 @@
 
 from __future__ import annotations
 
-from cellspec_sc.widgets.preview import Preview, SpaceView, preview
+from cellspec_sc.widgets._preview import Preview, SpaceView, preview
 
 __all__ = ["Preview", "SpaceView", "preview"]

@@ -35,6 +35,8 @@ from cellspec_sc.errors import CellspecError, ValidationError
 from cellspec_sc.model.provenance import package_version
 from cellspec_sc.progress import logger, set_verbosity
 
+__all__ = ["COMMANDS", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "Command", "build_parser", "main"]
+
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 
@@ -48,16 +50,16 @@ class Command:
 
 # in the order ``cellspec --help`` lists them
 COMMANDS: dict[str, Command] = {
-    "demo": Command("cellspec_sc.cli.demo", "build the example, write and read it back, validate it, print its summary"),
-    "validate": Command("cellspec_sc.cli.validate", "validate a cellspec (a directory, a supported file, or 'example')"),
-    "info": Command("cellspec_sc.cli.info", "print the summary of a cellspec"),
-    "import": Command("cellspec_sc.cli.imports", "import a QuPath, MCMICRO or steinbock export into a cellspec directory"),
-    "convert": Command("cellspec_sc.cli.convert", "convert between cellspec directories, AnnData and SpatialData files"),
-    "luxar": Command("cellspec_sc.cli.luxar", "compile cells into a Luxar scene for the browser viewer"),
-    "view": Command("cellspec_sc.cli.view", "serve an existing Luxar scene (.luxar.zarr) with luxar's viewer"),
-    "preview": Command("cellspec_sc.cli.preview",
+    "demo": Command("cellspec_sc.cli._demo", "build the example, write and read it back, validate it, print its summary"),
+    "validate": Command("cellspec_sc.cli._validate", "validate a cellspec (a directory, a supported file, or 'example')"),
+    "info": Command("cellspec_sc.cli._info", "print the summary of a cellspec"),
+    "import": Command("cellspec_sc.cli._imports", "import a QuPath, MCMICRO or steinbock export into a cellspec directory"),
+    "convert": Command("cellspec_sc.cli._convert", "convert between cellspec directories, AnnData and SpatialData files"),
+    "luxar": Command("cellspec_sc.cli._luxar", "compile cells into a Luxar scene for the browser viewer"),
+    "view": Command("cellspec_sc.cli._view", "serve an existing Luxar scene (.luxar.zarr) with luxar's viewer"),
+    "preview": Command("cellspec_sc.cli._preview",
                        "write a standalone HTML preview (features, channels, space, validation)"),
-    "cohort": Command("cellspec_sc.cli.cohort", "many cellspec directories as one cohort, on dask workers"),
+    "cohort": Command("cellspec_sc.cli._cohort", "many cellspec directories as one cohort, on dask workers"),
 }
 
 

@@ -1,13 +1,43 @@
 """Cohorts: many cellspec directories as one dataset, computed on dask (``dask.distributed`` or threads).
 
+Every public name is imported on first use (PEP 562), so that the composition root can hand this package what the
+layers above provide (:mod:`._hooks`) without loading pandas or dask.
+
 >>> import cellspec_sc as cs
+>>> from cellspec_sc.cohort import Cohort, open_cohort
 >>> cs.open_cohort is open_cohort and cs.Cohort is Cohort
 True
 """
 
-from cellspec_sc.cohort.cohort import Cohort
-from cellspec_sc.cohort.failures import CohortError, Failure
-from cellspec_sc.cohort.open import open_cohort
-from cellspec_sc.cohort.validate import CohortReport
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
+    from cellspec_sc.cohort._cohort import Cohort, open_cohort
+    from cellspec_sc.cohort._run import CohortError, Failure
+    from cellspec_sc.cohort._validate import CohortReport
 
 __all__ = ["Cohort", "CohortError", "CohortReport", "Failure", "open_cohort"]
+
+# public name -> the module that defines it, imported when the name is first used
+_LAZY = {
+    "Cohort": "cellspec_sc.cohort._cohort",
+    "CohortError": "cellspec_sc.cohort._run",
+    "CohortReport": "cellspec_sc.cohort._validate",
+    "Failure": "cellspec_sc.cohort._run",
+    "open_cohort": "cellspec_sc.cohort._cohort",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module 'cellspec_sc.cohort' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

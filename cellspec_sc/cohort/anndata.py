@@ -29,14 +29,12 @@ import pandas as pd
 from cellspec_sc.bridges.anndata_keys import UNS_KEY
 from cellspec_sc.bridges.anndata_obs import obs_names
 from cellspec_sc.bridges.uns_tables import encode_table, to_json_text
-from cellspec_sc.cohort.load import lazy_measurements
-from cellspec_sc.cohort.members import check_stamp
-from cellspec_sc.cohort.parts import cells_frame
+from cellspec_sc.cohort._members import cells_frame, check_stamp, lazy_measurements
 
 if TYPE_CHECKING:
     import anndata
 
-    from cellspec_sc.cohort.cohort import Cohort
+    from cellspec_sc.cohort._cohort import Cohort
 
 
 def cohort_anndata(cohort: Cohort) -> anndata.AnnData:

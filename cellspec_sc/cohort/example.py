@@ -31,6 +31,8 @@ from cellspec_sc.io.directory import write
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.example import example
 
+__all__ = ["prefixed", "with_samples", "write_example_cohort"]
+
 
 def prefixed(x: CellSpec, prefix: str) -> CellSpec:
     """``x`` with ``prefix`` put before every image_id and sample_id (cells, images, channels)."""

@@ -128,7 +128,6 @@ LAYERS_ABOVE = {
                                                                          "CellSpec",
     ("cellspec_sc/model/cellspec.py", "cellspec_sc.io.directory"): "CellSpec.write: io imports CellSpec",
     ("cellspec_sc/model/cellspec.py", "cellspec_sc.widgets"): "CellSpec.preview: ipywidgets and matplotlib",
-    ("cellspec_sc/cohort/cohort.py", "cellspec_sc.widgets.cohort"): "Cohort.preview: ipywidgets and matplotlib",
 }
 
 

@@ -9,7 +9,7 @@ from matplotlib.colors import to_hex
 import cellspec_sc as cs
 from cellspec_sc.bridges.luxar._colour import category_colouring
 from cellspec_sc.bridges.luxar._input import scene_input
-from cellspec_sc.widgets.data import PreviewData
+from cellspec_sc.widgets._data import PreviewData
 
 
 def luxar_colours(x, column: str) -> dict[str, str]:

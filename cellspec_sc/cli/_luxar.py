@@ -1,0 +1,57 @@
+"""``cellspec luxar``: compile a cellspec directory or an ``.h5ad`` into a Luxar scene, optionally serve it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from cellspec_sc.bridges.anndata_io import read_anndata_file
+from cellspec_sc.bridges.luxar import LUXAR_SCENE, scene_path, to_luxar
+from cellspec_sc.cli._view import add_serve_options, serve
+from cellspec_sc.errors import InputError
+from cellspec_sc.io.publish import check_target
+from cellspec_sc.io.sources import load
+
+
+def load_for_scene(source: str) -> Any:
+    """An ``.h5ad`` is read as AnnData (so obsm embeddings and scanpy colours stay available);
+    everything else goes through :func:`cellspec_sc.io.sources.load`."""
+    if source.endswith(".h5ad"):
+        if not Path(source).is_file():
+            raise InputError(f"{source}: no such file")
+        return read_anndata_file(source)
+    return load(source)
+
+
+def cmd_luxar(args: argparse.Namespace) -> int:
+    check_target(scene_path(args.out), LUXAR_SCENE, overwrite=True)  # before SOURCE is read
+    obj = load_for_scene(args.source)
+    out = to_luxar(obj, args.out, layers=args.layer or None, layout=args.layout, title=args.title,
+                   colormap=args.colormap, window=args.window, link=args.link, stack_by=args.stack_by)
+    print(f"wrote {out}")
+    if not args.open:
+        print(f"open it with: cellspec view {out}")
+        return 0
+    return serve(out, port=args.port, data_port=args.data_port, open_browser=not args.no_browser)
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", help="a cellspec directory, an .h5ad written from to_anndata, or 'example'")
+    p.add_argument("out", help="scene directory to write, e.g. cells.luxar.zarr (replaced when it exists)")
+    p.add_argument("--layer", action="append", metavar="LAYER",
+                   help="cells, adjacency, outlines, feature:<feature_id>, marker:<marker>, category:<column>, "
+                        "embedding:<obsm key>; repeat for several (default: cells)")
+    p.add_argument("--layout", choices=("side", "stack"), default="side",
+                   help="images side by side (default) or stacked along an 'image' dimension")
+    p.add_argument("--stack-by", choices=("image_id", "sample_id"), default="image_id",
+                   help="with --layout stack: one entry per image (default) or per sample")
+    p.add_argument("--title", default=None, help="scene title (default: '<n> cells in <k> images')")
+    p.add_argument("--colormap", default="viridis", help="matplotlib colormap of feature and marker layers")
+    p.add_argument("--window", type=float, nargs=2, metavar=("LO", "HI"), default=None,
+                   help="fixed colour window of feature and marker layers (default: percentiles 1-99)")
+    p.add_argument("--link", default=None, metavar="URL",
+                   help="right-click 'open' action, e.g. 'https://server/{image_id}/{cell_id}'")
+    p.add_argument("--open", action="store_true", help="serve the scene just written with luxar's viewer")
+    add_serve_options(p)
+    p.set_defaults(func=cmd_luxar)

@@ -1,0 +1,339 @@
+"""The :class:`Cohort`: many cellspec directories as one dataset, computed on dask workers; opening it, and its
+sub-cohorts.
+
+The object holds metadata only (see :mod:`cellspec_sc.cohort._members`); every
+operation sends directory paths and row groups to the workers of the current
+``distributed.Client`` (or the one given, or local threads when there is
+none) and brings back small results.
+
+>>> import cellspec_sc as cs, tempfile, pathlib
+>>> from cellspec_sc.cohort.example import write_example_cohort
+>>> c = cs.open_cohort(write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20))
+>>> c
+Cohort: 2 directories, 40 cells, 4 images, 19 features (features='strict')
+
+``open_cohort(paths)`` opens many cellspec directories (or one written cohort dataset) as one :class:`Cohort`.
+``paths`` is a list of directories, a folder holding them (its sub-folders
+that look like cellspec directories, by name), a glob, or a dataset written by
+:meth:`Cohort.write_dataset`. Only metadata is read: DONE, the manifest,
+cellspec.json (hashed, it is small) and the Parquet footers.
+
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> _ = write_example_cohort(root, 2, n_cells=30)
+>>> whole = cs.open_cohort(root)
+>>> len(whole), whole.n_cells, sorted(whole.images["directory"].str[-7:].unique())
+(2, 60, ['slide01', 'slide02'])
+
+``c.select(images=..., samples=...)`` is a sub-cohort: a directory keeps only the rows of the selected
+images: whole directories are kept as they are; for a partly selected one the image_id column is read once
+(on the client, one column) to count the rows of each row group it keeps.
+
+>>> len(c.select(images=["slide02_img1"])), c.select(samples=["slide01_s1"]).images["image_id"].tolist()
+(1, ['slide01_img1'])
+>>> part = c.select(images=["slide01_img2", "slide02_img1"])
+>>> len(part), part.images["image_id"].tolist(), 0 < part.n_cells < c.n_cells
+(2, ['slide01_img2', 'slide02_img1'], True)
+
+``c.map(fn)`` runs a user function on every directory's CellSpec, on the workers, results in order.
+Each task loads its directory as ``cs.read`` would (every file hashed once
+against the manifest seen at open, the object validated; a directory opened
+whole is read with ``cs.read`` itself, adjacency included) and calls
+``fn(x)``. The function travels to the workers (pickled by cloudpickle), so it
+may be a lambda or a closure; its result comes back to the client, so return
+small things (a number, a path you wrote, a frame of statistics), not the
+object. A directory whose loading or ``fn`` failed is named in a
+:class:`CohortError` raised after every directory finished; ``err.result`` holds the results, None where
+it failed.
+
+>>> c.map(lambda x: x.n_cells)
+[20, 20]
+
+``c.preview()`` is the notebook widget, which lives in a layer above the cohort: the composition root
+(``cellspec_sc/__init__.py``) provides it (:mod:`cellspec_sc.cohort._hooks`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import dask
+import pandas as pd
+
+from cellspec_sc.cohort._dataset import read_dataset, write_dataset
+from cellspec_sc.cohort._features import FeaturePlan, combine
+from cellspec_sc.cohort._hooks import provided
+from cellspec_sc.cohort._members import Member, count_kept, find_member, load_member, open_directory
+from cellspec_sc.cohort._record import COHORT_FILE
+from cellspec_sc.cohort._run import CohortError, Failure, failure_of, guarded, run
+from cellspec_sc.cohort._summary import summarize
+from cellspec_sc.cohort._validate import CohortReport, validate_cohort
+from cellspec_sc.cohort.anndata import cohort_anndata
+from cellspec_sc.errors import CellspecError
+from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
+from cellspec_sc.model.cellspec import CellSpec
+
+if TYPE_CHECKING:
+    import anndata
+
+
+_MARKERS = ("DONE", "MANIFEST.sha256", "cellspec.json", COHORT_FILE)
+
+class Cohort:
+    """Cellspec directories opened with :func:`cellspec_sc.open_cohort` (metadata only)."""
+
+    def __init__(self, members: Sequence[Member], plan: FeaturePlan, *, partition_by: tuple[str, ...] = ()):
+        self.members = list(members)
+        self.plan = plan
+        self.partition_by = tuple(partition_by)  # set when opened from a written dataset
+
+    # -- what it holds -------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def __repr__(self) -> str:
+        return (f"Cohort: {len(self)} directories, {self.n_cells:,} cells, {len(self.images):,} images, "
+                f"{len(self.feature_ids):,} features (features={self.plan.mode!r})")
+
+    @property
+    def directories(self) -> list[str]:
+        """The directories, as given to :func:`open_cohort`, in cohort order."""
+        return [m.label for m in self.members]
+
+    @property
+    def n_cells(self) -> int:
+        """Cells of every directory."""
+        return sum(m.n_cells for m in self.members)
+
+    @property
+    def dictionary(self) -> pd.DataFrame:
+        """The cohort's dictionary (see ``features`` of :func:`open_cohort`)."""
+        return self.plan.dictionary
+
+    @property
+    def feature_ids(self) -> list[str]:
+        """The cohort's features, in dictionary order."""
+        return self.plan.feature_ids
+
+    @property
+    def images(self) -> pd.DataFrame:
+        """Every image of every directory, with a ``directory`` column."""
+        return _stacked(self.members, "images")
+
+    @property
+    def channels(self) -> pd.DataFrame:
+        """Every channel of every image, with a ``directory`` column."""
+        return _stacked(self.members, "channels")
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """How the cohort was assembled: features mode, features each directory lacks (NA in its rows),
+        and every directory's own provenance."""
+        return {"features": self.plan.mode, "missing_features": self.plan.missing,
+                "sources": [{"directory": m.label, "spec_version": m.spec_version, "n_cells": m.n_cells,
+                             "done": m.done, "provenance": m.provenance} for m in self.members]}
+
+    def member(self, directory: str | Path) -> Member:
+        """The member for ``directory`` (as given, or any path to the same folder)."""
+        return find_member(self.members, directory)
+
+    # -- operations ----------------------------------------------------------------------------
+    def select(self, *, images: Iterable[str] | None = None, samples: Iterable[str] | None = None) -> Cohort:
+        """The sub-cohort of the given images and/or samples (directories left without one are dropped)."""
+        return Cohort(selected_members(self, images=images, samples=samples), self.plan,
+                      partition_by=self.partition_by)
+
+    def validate(self, client: Any = None, *, progress: bool | None = None) -> CohortReport:
+        """Validate every directory on the workers, plus the cohort checks; see :mod:`._validate`."""
+        return validate_cohort(self, client=client, progress=progress)
+
+    def summary(self, client: Any = None, *, progress: bool | None = None) -> pd.DataFrame:
+        """One row per (image_id, feature_id): n, na, mean, sd, min, quantiles, max; see :mod:`._summary`."""
+        return summarize(self, client=client, progress=progress)
+
+    def to_anndata(self) -> anndata.AnnData:
+        """An AnnData whose X is a dask array with one chunk per row group; see :mod:`.anndata`."""
+        return cohort_anndata(self)
+
+    def write_dataset(self, path: str | Path, partition_by: Sequence[str] = ("sample_id",), client: Any = None, *,
+                      progress: bool | None = None, overwrite: bool = False) -> Path:
+        """Write one hive-partitioned Parquet dataset with cohort.json, manifest and DONE; see :mod:`._dataset`."""
+        return write_dataset(self, path, partition_by=partition_by, client=client, progress=progress,
+                             overwrite=overwrite)
+
+    def map(self, fn: Callable[[Any], Any], client: Any = None, *, progress: bool | None = None) -> list[Any]:
+        """``fn(CellSpec)`` of every directory on the workers, results in order (see above)."""
+        return map_cohort(self, fn, client=client, progress=progress)
+
+    def preview(self, summary: pd.DataFrame | None = None, client: Any = None) -> Any:
+        """The cohort widget: image x marker heatmap of medians and NA fraction, outlier images.
+
+        The widget is provided by the layer above (``cellspec_sc.widgets``), through :mod:`._hooks`.
+        """
+        return provided("preview")(self, summary=summary, client=client)
+
+
+def _stacked(members: list[Member], table: str) -> pd.DataFrame:
+    frames = [getattr(m, table).assign(directory=m.label) for m in members]
+    if not frames:
+        return pd.DataFrame({"directory": pd.Series([], dtype="string")})
+    frame = pd.concat(frames, ignore_index=True)
+    frame["directory"] = frame["directory"].astype("string")
+    return frame
+
+
+# -- opening ----------------------------------------------------------------------------------------------------------
+
+
+def open_cohort(paths: str | os.PathLike | Iterable[str | os.PathLike], *, features: str = "strict",
+                max_inflation: float = DEFAULT_MAX_INFLATION) -> Cohort:
+    """Open cellspec directories (or one written cohort dataset) as one cohort, reading metadata only.
+
+    Parameters
+    ----------
+    paths
+        Directories, a folder holding them (its sub-folders that look like cellspec directories), a glob, or a
+        dataset written by :meth:`Cohort.write_dataset`.
+    features
+        ``"strict"`` (the same dictionary everywhere), ``"intersection"`` or ``"union"`` (see docs/cohorts.md).
+    max_inflation
+        How many values a cells.parquet footer may claim, as in ``cs.read``.
+
+    Returns
+    -------
+    Cohort
+
+    Raises
+    ------
+    CohortError
+        Listing every directory that ``cs.read`` would refuse, or how the dictionaries differ.
+
+    Examples
+    --------
+    >>> import cellspec_sc as cs, tempfile, pathlib
+    >>> from cellspec_sc.cohort.example import write_example_cohort
+    >>> cs.open_cohort(write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=10)).n_cells
+    20
+    """
+    found = resolve_paths(paths)
+    datasets = [p for p in found if (p / COHORT_FILE).exists()]
+    if datasets:
+        if len(found) > 1:
+            raise CohortError(f"{datasets[0]} is a cohort dataset; open it alone, not with other paths")
+        members, plan, partition_by = read_dataset(datasets[0], max_inflation)
+        return Cohort(members, plan, partition_by=partition_by)
+    members, refused = [], []
+    for index, path in enumerate(found):
+        try:
+            members.append(open_directory(path, index, str(path), max_inflation))
+        except CellspecError as err:
+            refused.append(failure_of(str(path), err))
+    if refused:
+        raise CohortError(f"{len(refused)} of {len(found)} directories cannot be opened", refused)
+    plan = combine({m.label: m.dictionary for m in members}, features)
+    return Cohort(members, plan)
+
+
+def resolve_paths(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
+    """The directories ``paths`` names, in order (folders and globs sorted by name), each once."""
+    if isinstance(paths, (str, os.PathLike)):
+        found = _expand(str(paths))
+    else:
+        found = [Path(p) for p in paths]
+    if not found:
+        raise CohortError(f"no cellspec directories found in {paths!r}")
+    seen: dict[Path, Path] = {}
+    duplicates = []
+    for path in found:
+        key = path.resolve()
+        if key in seen:
+            duplicates.append(Failure(str(path), "duplicate", f"the same directory as {seen[key]}"))
+        seen.setdefault(key, path)
+    if duplicates:
+        raise CohortError("a directory is named twice", duplicates)
+    return found
+
+
+def _expand(text: str) -> list[Path]:
+    if any(c in text for c in "*?["):
+        return [Path(p) for p in sorted(glob.glob(text)) if Path(p).is_dir()]
+    path = Path(text)
+    if not path.is_dir() or _looks_like_cellspec(path):
+        return [path]
+    children = [c for c in sorted(path.iterdir()) if c.is_dir() and not c.name.startswith(".")]
+    return [c for c in children if _looks_like_cellspec(c)]
+
+
+def _looks_like_cellspec(path: Path) -> bool:
+    return any((path / marker).exists() for marker in _MARKERS)
+
+
+# -- sub-cohorts -----------------------------------------------------------------------------------------------------
+
+
+def wanted_images(cohort: Cohort, images: Iterable[str] | None, samples: Iterable[str] | None) -> set[str]:
+    """Image ids selected by ``images`` and ``samples`` (both given: images of those samples)."""
+    table = cohort.images
+    known = set(table["image_id"].dropna().astype(str)) if "image_id" in table else set()
+    wanted = set(known)
+    if images is not None:
+        asked = {str(i) for i in images}
+        unknown = sorted(asked - known)
+        if unknown:
+            raise CohortError(f"unknown image_id(s) {unknown[:10]}; see cohort.images")
+        wanted &= asked
+    if samples is not None:
+        asked = {str(s) for s in samples}
+        column = table["sample_id"].astype(object) if "sample_id" in table else None
+        found = set() if column is None else set(column.dropna().astype(str))
+        unknown = sorted(asked - found)
+        if unknown:
+            raise CohortError(f"unknown sample_id(s) {unknown[:10]}; see cohort.images")
+        wanted &= set(table.loc[column.isin(asked).to_numpy(), "image_id"].astype(str))
+    return wanted
+
+
+def selected_members(cohort: Cohort, *, images: Iterable[str] | None = None,
+                     samples: Iterable[str] | None = None) -> list[Member]:
+    """The members of the sub-cohort of ``cohort`` holding the given images and/or samples (narrowed to them)."""
+    wanted = wanted_images(cohort, images, samples)
+    members = []
+    for member in cohort.members:
+        own = set(member.images["image_id"].dropna().astype(str)) if "image_id" in member.images else set()
+        keep = own & wanted
+        if not keep:
+            continue
+        if keep != own or member.image_filter is not None:
+            member = _restricted(member, frozenset(keep))
+        members.append(replace(member, index=len(members)))
+    return members
+
+
+def _restricted(member: Member, images: frozenset[str]) -> Member:
+    narrowed = member.with_images(images, member.parts)
+    parts = tuple(replace(p, kept=count_kept(narrowed, replace(p, kept=-1))) for p in member.parts)
+    return narrowed.with_images(images, tuple(p for p in parts if p.kept))
+
+
+# -- map -------------------------------------------------------------------------------------------------------------
+
+
+def apply(member: Member, fn: Callable[[CellSpec], Any]) -> Any:
+    """``fn`` of the member's CellSpec (the task of :func:`map_cohort`)."""
+    return fn(load_member(member))
+
+
+def map_cohort(cohort: Cohort, fn: Callable[[CellSpec], Any], *, client: Any = None,
+               progress: bool | None = None) -> list[Any]:
+    """See the module docstring."""
+    tasks = [dask.delayed(guarded(apply), pure=False)(m, fn) for m in cohort.members]
+    results = run(tasks, cohort.directories, "mapping", client=client, progress_bar=progress)
+    failures = [r for r in results if isinstance(r, Failure)]
+    if failures:
+        kept = [None if isinstance(r, Failure) else r for r in results]
+        raise CohortError(f"map: {len(failures)} of {len(results)} directories failed", failures, kept)
+    return results

@@ -1,0 +1,427 @@
+"""One member of a cohort: what the client knows of a cellspec directory, and reading it on a worker.
+
+A :class:`Member` holds a directory's metadata (cellspec.json tables, the
+manifest entries and DONE as they were when the cohort was opened, the size,
+modification time and inode of every listed file) and its :class:`Part` list:
+the Parquet row groups that hold its cells. Workers receive members (paths,
+row ranges and metadata, a few kB), never matrices.
+
+>>> import cellspec_sc as cs, tempfile, pathlib
+>>> x = cs.example()
+>>> m = open_directory(cs.write(x, pathlib.Path(tempfile.mkdtemp()) / "slide"), 0)
+>>> m.n_cells, [p.file for p in m.parts], m.feature_ids[:1]
+(80, ['cells.parquet'], ['cell:DAPI:mean'])
+
+**Parts.** Every read of a part (a Parquet row group) checks before and after that the file is the one the
+cohort opened (size, modification time, inode), so a result never mixes two versions of a
+directory. A task holds the rows of one row group at a time; columns are
+decoded in batches of about 8 MB (:func:`cellspec_sc.io.parquet_matrix.fill_row_group`).
+
+>>> block = feature_block(m, m.parts[0], ["cell:area", "not there"])
+>>> block.shape, bool((block[:, 0] == x.measurements[:, x.feature_ids.index("cell:area")]).all())
+((80, 2), True)
+>>> cells_frame(m).equals(x.cells)
+True
+
+**The member as a CellSpec.** ``member_object(m)`` reads the cells table (every part), and walks the parts
+once to gather the :class:`~cellspec_sc.validation.matrix_stats.MatrixStats`
+validation needs. With ``eager=False`` (one ~8 MB column batch of a row group
+in memory at a time, its stats taken while it is in the cache) the measurements
+stay a dask array of one block per part (what validation needs: shape and
+dtype; values only through the stats); with ``eager=True`` they are filled into
+one matrix, as ``cs.read`` does. :func:`load_member` is the member validated, as ``cs.read`` gives it.
+
+>>> y, stats, stored = member_object(m, eager=True)
+>>> y.equals(x.replace(provenance=y.provenance)), stored
+(True, {})
+>>> m.load().equals(y)
+True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from cellspec_sc.cohort._run import CohortError
+from cellspec_sc.errors import InputError
+from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
+from cellspec_sc.io.columns import ARROW_TYPES, DAMAGED_DATA_ERRORS, arrow_to_frame, conform, damage_text
+from cellspec_sc.io.directory import check_outlines_listed, feature_ids_of, listed_format, read
+from cellspec_sc.io.manifest import DONE, METADATA, read_manifest, verify_listed
+from cellspec_sc.io.metadata import JSON_TABLES, KNOWN_KEYS, frame_of_rows, load_document
+from cellspec_sc.io.parquet import check_footer, check_stored_columns, open_parquet, stats_for
+from cellspec_sc.io.parquet_matrix import fill_row_group, gather_row_group_stats
+from cellspec_sc.io.refusals import (
+    ChangedSinceRead, NotACellspecDirectory, UndecodableData, UnlistedDataFile, UnreadableFile,
+)
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.validation.matrix_stats import MatrixStats
+from cellspec_sc.validation.runner import validate
+
+Stamp = tuple[int, int, int]  # size, modification time (ns), inode
+
+
+@dataclass(frozen=True)
+class Part:
+    """Row group ``row_group`` of ``file`` (relative to the member's root): ``rows`` stored rows, of which
+    ``kept`` belong to the member's images. ``constants``: columns stored in the path (hive partitions)."""
+
+    file: str
+    row_group: int
+    rows: int
+    kept: int
+    constants: tuple[tuple[str, str | None], ...] = ()
+
+
+@dataclass(frozen=True)
+class Member:
+    """A cellspec directory (or one source of a written cohort dataset) as the cohort sees it."""
+
+    label: str
+    root: Path
+    index: int
+    spec_version: str
+    table_types: list[dict[str, str]]
+    feature_ids: list[str]
+    dictionary: pd.DataFrame
+    images: pd.DataFrame
+    channels: pd.DataFrame
+    provenance: dict[str, Any]
+    entries: dict[str, str]
+    done: str | None
+    stamps: dict[str, Stamp]
+    parts: tuple[Part, ...]
+    extensions: dict[str, Any] = field(default_factory=dict)
+    image_filter: frozenset[str] | None = None
+
+    @property
+    def n_cells(self) -> int:
+        """Cells of the member (rows of its images)."""
+        return sum(p.kept for p in self.parts)
+
+    @property
+    def offsets(self) -> list[int]:
+        """First kept row of each part within the member."""
+        out, start = [], 0
+        for p in self.parts:
+            out.append(start)
+            start += p.kept
+        return out
+
+    def load(self) -> CellSpec:
+        """The member as a validated CellSpec, read in this process (:func:`load_member`)."""
+        return load_member(self)
+
+    def with_images(self, images: frozenset[str], parts: tuple[Part, ...]) -> Member:
+        """The member narrowed to ``images``, stored in ``parts``."""
+        keep = self.images["image_id"].isin(images).to_numpy() if "image_id" in self.images else []
+        channels = self.channels[self.channels["image_id"].isin(images).to_numpy()] \
+            if "image_id" in self.channels else self.channels
+        return replace(self, images=self.images[keep].reset_index(drop=True),
+                       channels=channels.reset_index(drop=True), image_filter=images, parts=parts)
+
+
+def stamp_of(path: Path) -> Stamp:
+    info = os.stat(path)
+    return info.st_size, info.st_mtime_ns, info.st_ino
+
+
+def check_stamp(member: Member, file: str) -> None:
+    """Refuse a file that changed (size, time or inode) since the cohort was opened."""
+    try:
+        now = stamp_of(member.root / file)
+    except FileNotFoundError:
+        raise ChangedSinceRead(member.root, file, "was removed after the cohort was opened") from None
+    if now != member.stamps[file]:
+        raise ChangedSinceRead(member.root, file, "changed after the cohort was opened; open the cohort again")
+
+
+def verify_member(member: Member) -> None:
+    """Every file the member lists still has the SHA-256 recorded when the cohort was opened (each hashed
+    once) and did not change while it was hashed; DONE is unchanged. Raises the refusal naming the file."""
+    for file in member.stamps:
+        check_stamp(member, file)
+    if member.done is not None and _done_text(member.root) != member.done:
+        raise ChangedSinceRead(member.root, DONE, "changed after the cohort was opened (the directory was "
+                                                  "rewritten); open the cohort again")
+    verify_listed(member.root, member.entries).check()
+    for file in member.stamps:
+        check_stamp(member, file)
+
+
+def _done_text(root: Path) -> str:
+    return (root / DONE).read_bytes().decode("ascii", errors="replace").strip().lower()
+
+
+def find_member(members: list[Member], directory: str | Path) -> Member:
+    """The member opened from ``directory`` (the same text, or the same folder)."""
+    for member in members:
+        if member.label == str(directory):
+            return member
+    resolved = Path(directory).resolve()
+    for member in members:
+        if Path(member.label).resolve() == resolved:
+            return member
+    raise CohortError(f"{directory} is not a directory of this cohort; directories: "
+                      f"{', '.join(m.label for m in members[:10])}")
+
+
+def footer_parts(root: Path, file: str, types: list[dict[str, str]], feature_ids: list[str], constants: tuple = (),
+                 max_inflation: float = DEFAULT_MAX_INFLATION) -> tuple[list[dict[str, str]], tuple[Part, ...]]:
+    """The cells column types of a Parquet file and one part per row group (every row kept), after checking
+    its footer as ``read`` does: decodable, row counts that add up and are bounded (``max_inflation``), the
+    columns of ``types`` (cells columns, then ``feature_ids`` as double)."""
+    handle = open_parquet(root / file, root, file)
+    meta = handle.metadata
+    check_footer(meta, root / file, root, file, max_inflation)
+    table_types = check_stored_columns(handle.schema_arrow, types, feature_ids, root, file)
+    return table_types, tuple(Part(file, i, meta.row_group(i).num_rows, meta.row_group(i).num_rows, constants)
+                              for i in range(meta.num_row_groups))
+
+
+def open_directory(path: str | Path, index: int, label: str | None = None,
+                   max_inflation: float = DEFAULT_MAX_INFLATION) -> Member:
+    """The member for a cellspec directory: its manifest, DONE and cellspec.json checked (cellspec.json
+    hashed, it is small), the Parquet footer read and bounded (``max_inflation``, as in ``read``); the
+    cells are not read."""
+    root = Path(path)
+    if not root.is_dir():
+        raise NotACellspecDirectory(root, None, "is not a directory")
+    try:
+        return _open_directory(root, index, label or str(path), max_inflation)
+    except OSError as err:
+        raise UnreadableFile(root, Path(err.filename).name if err.filename else None, err.strerror or str(err)) \
+            from None
+
+
+def _open_directory(root: Path, index: int, label: str, max_inflation: float) -> Member:
+    entries = read_manifest(root)
+    done = _done_text(root)
+    if METADATA not in entries:
+        raise UnlistedDataFile(root, METADATA, "is not listed in MANIFEST.sha256")
+    stamps = {name: stamp_of(root / name) for name in entries}
+    verify_listed(root, {METADATA: entries[METADATA]}).check()
+    document = load_document(root / METADATA, root)
+    if listed_format(root, entries) != "parquet":
+        raise InputError(f"{root}: cohorts read the Parquet variant; this directory holds cells.tsv.gz "
+                         "(convert it with `cellspec convert DIR NEW_DIR`)")
+    types = document["column_types"]
+    tables = {t: frame_of_rows(document[t], t, types.get(t), root) for t in JSON_TABLES}
+    check_outlines_listed(root, tables["images"], entries)
+    feature_ids = feature_ids_of(tables["dictionary"], root)
+    table_types, parts = footer_parts(root, "cells.parquet", types["cells"], feature_ids, max_inflation=max_inflation)
+    return Member(label=label, root=root.resolve(), index=index, spec_version=document["spec_version"],
+                  table_types=table_types, feature_ids=feature_ids, provenance=document["provenance"],
+                  entries=entries, done=done, stamps=stamps, parts=parts,
+                  extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
+
+
+def _handle(member: Member, part: Part) -> pq.ParquetFile:
+    # pre_buffer=False: each column chunk read into a buffer of its own size, which the memory pool reuses;
+    # pre-buffering coalesces a row group into reads of tens of MB, new memory on every read (page faults and
+    # zeroing of huge pages: 2-3x the CPU of the whole read on a dask worker)
+    try:
+        return pq.ParquetFile(member.root / part.file, pre_buffer=False)
+    except DAMAGED_DATA_ERRORS as err:
+        raise UndecodableData(member.root, part.file, f"not a readable Parquet file: {damage_text(err)}") from None
+
+
+@contextmanager
+def reading(member: Member, part: Part) -> Iterator[pq.ParquetFile]:
+    """The part's Parquet file, checked unchanged since the cohort was opened before and after the block;
+    a decoding error becomes UndecodableData naming the file and row group."""
+    check_stamp(member, part.file)
+    handle = _handle(member, part)
+    try:
+        yield handle
+    except DAMAGED_DATA_ERRORS as err:
+        raise UndecodableData(member.root, part.file, f"row group {part.row_group} cannot be decoded: {err}") \
+            from None
+    check_stamp(member, part.file)
+
+
+def _every_row_kept(member: Member, part: Part) -> bool:
+    return member.image_filter is None or part.kept == part.rows
+
+
+def _kept_rows(member: Member, part: Part, handle: pq.ParquetFile) -> np.ndarray | None:
+    """Mask of the rows of the member's images (None: every row)."""
+    if _every_row_kept(member, part):
+        return None
+    constants = dict(part.constants)
+    if "image_id" in constants:
+        return np.full(part.rows, constants["image_id"] in member.image_filter)
+    ids = handle.read_row_group(part.row_group, columns=["image_id"]).column("image_id")
+    return pc.is_in(ids, value_set=pa.array(sorted(member.image_filter), pa.string())).to_numpy(
+        zero_copy_only=False)
+
+
+def count_kept(member: Member, part: Part) -> int:
+    """Rows of ``part`` that belong to the member's images (reads only image_id)."""
+    mask = _kept_rows(member, part, _handle(member, part))
+    return part.rows if mask is None else int(mask.sum())
+
+
+def cells_table(member: Member, part: Part, columns: list[str] | None = None) -> pa.Table:
+    """The cells columns (all, or ``columns``) of one part as Arrow, in column_types order and types (hive
+    columns restored)."""
+    constants = dict(part.constants)
+    types = [c for c in member.table_types if columns is None or c["name"] in columns]
+    stored = [c["name"] for c in types if c["name"] not in constants]
+    with reading(member, part) as handle:
+        raw = handle.read_row_group(part.row_group, columns=stored)
+        mask = _kept_rows(member, part, handle)
+        out = {}
+        for c in types:
+            name, kind = c["name"], c["type"]
+            if name in constants:  # partition columns are character (write_dataset refuses others)
+                out[name] = pa.array([constants[name]] * part.rows, pa.string())
+            else:
+                out[name] = conform(raw.column(name), kind, part.file, name, member.root)
+    table = pa.table(out) if out else pa.table({"_": pa.nulls(part.rows)}).select([])
+    return table if mask is None else table.filter(pa.array(mask))
+
+
+def cells_frame(member: Member) -> pd.DataFrame:
+    """The member's whole cells table (every part) in canonical pandas dtypes."""
+    tables = [cells_table(member, p) for p in member.parts]
+    if not tables:
+        table = pa.table({c["name"]: pa.array([], ARROW_TYPES[c["type"]]) for c in member.table_types})
+    else:
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    return arrow_to_frame(table, member.table_types)
+
+
+def feature_block(member: Member, part: Part, features: list[str], nulls: np.ndarray | None = None,
+                  out: np.ndarray | None = None) -> np.ndarray:
+    """The kept rows of ``part`` x ``features`` as float64 (NA and features the member lacks as NaN).
+
+    ``nulls`` (one count per entry of ``features``) gets each column's stored nulls added, so that a
+    caller can tell NaN stored as numbers from NA. ``out`` (kept rows x features, any layout, e.g. rows
+    of a column-major matrix) is filled and returned instead of a new row-major block.
+    """
+    own = set(member.feature_ids)
+    present = [j for j, f in enumerate(features) if f in own]
+    names = [features[j] for j in present]
+    whole = len(names) == len(features)
+    with reading(member, part) as handle:
+        block, counts = _decoded(handle, part, names, _kept_rows(member, part, handle), out if whole else None)
+    if nulls is not None:
+        nulls[present] += counts
+    if whole:
+        return block
+    if out is None:
+        out = np.full((block.shape[0], len(features)), np.nan)
+    else:
+        out.fill(np.nan)
+    out[:, present] = block
+    return out
+
+
+def add_part_stats(member: Member, part: Part, features: list[str], nulls: np.ndarray, stats: MatrixStats,
+                   start: int) -> None:
+    """Add the kept rows of ``part`` x ``features`` to ``stats`` (rows from ``start``) and their stored nulls to
+    ``nulls``, as ``stats.add(start, feature_block(member, part, features, nulls))`` would, without building the
+    block when every row is kept and the member has every feature (each column batch's stats taken while it
+    is in the cache)."""
+    own = set(member.feature_ids)
+    if not _every_row_kept(member, part) or any(f not in own for f in features):
+        stats.add(start, feature_block(member, part, features, nulls))
+        return
+    with reading(member, part) as handle:
+        gather_row_group_stats(handle, part.row_group, features, nulls, stats, start)
+
+
+def part_table(member: Member, part: Part, features: list[str]) -> pa.Table:
+    """The kept rows of ``part`` as stored: cells columns, then ``features`` (null where the member
+    lacks a feature), values untouched (what :meth:`Cohort.write_dataset` writes)."""
+    cells = cells_table(member, part)
+    own = set(member.feature_ids)
+    present = [f for f in features if f in own]
+    with reading(member, part) as handle:
+        raw = handle.read_row_group(part.row_group, columns=present)
+        mask = _kept_rows(member, part, handle)
+    if mask is not None:
+        raw = raw.filter(pa.array(mask))
+    columns = {name: cells.column(name) for name in cells.column_names}
+    for f in features:
+        columns[f] = raw.column(f).cast(pa.float64()) if f in own else pa.nulls(cells.num_rows, pa.float64())
+    return pa.table(columns)
+
+
+def _decoded(handle: pq.ParquetFile, part: Part, names: list[str], mask: np.ndarray | None,
+             out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The kept rows of columns ``names`` as float64 (null as NaN), in ``out`` when given, and each column's
+    null count there."""
+    counts = np.zeros(len(names), dtype=np.int64)
+    if mask is None:  # the read path's decoder: column batches of ~8 MB straight into the block
+        block = empty_matrix(part.rows, len(names)) if out is None else out
+        fill_row_group(handle, part.row_group, names, block, counts)
+        return block, counts
+    table = handle.read_row_group(part.row_group, columns=names).filter(pa.array(mask))
+    block = empty_matrix(table.num_rows, len(names)) if out is None else out
+    for j, name in enumerate(names):
+        column = table.column(name)
+        counts[j] = column.null_count
+        block[:, j] = column.to_numpy(zero_copy_only=False) if column.type == pa.float64() else np.nan
+    return block, counts
+
+
+def member_object(member: Member, *, eager: bool) -> tuple[CellSpec, MatrixStats, dict[str, int]]:
+    """(the member as a CellSpec, the stats of its matrix, NaN stored as numbers per feature)."""
+    cells = cells_frame(member)
+    features = member.feature_ids
+    stats = stats_for(cells, len(features))
+    nulls = np.zeros(len(features), dtype=np.int64)
+    matrix = empty_matrix(member.n_cells, len(features)) if eager else None
+    for part, start in zip(member.parts, member.offsets, strict=True):
+        if matrix is None:  # validation: the stats alone, no block of the part's values
+            add_part_stats(member, part, features, nulls, stats, start)
+            continue
+        block = feature_block(member, part, features, nulls)
+        stats.add(start, block)
+        matrix[start:start + len(block)] = block
+    stored = stats.nan - nulls
+    stored_nan = {features[j]: int(stored[j]) for j in np.flatnonzero(stored)}
+    measurements = matrix if matrix is not None else lazy_measurements(member, features)
+    x = CellSpec(spec_version=member.spec_version, cells=cells, measurements=measurements,
+                 dictionary=member.dictionary, images=member.images, channels=member.channels,
+                 provenance=member.provenance, source_dir=member.root, extensions=member.extensions)
+    return x, stats, stored_nan
+
+
+def lazy_measurements(member: Member, features: list[str]) -> Any:
+    """The member's rows x ``features`` as a dask array, one block per part (NaN where it lacks a feature)."""
+    import dask
+    import dask.array as da
+
+    blocks = [da.from_delayed(dask.delayed(feature_block, pure=True)(member, part, features),
+                              shape=(part.kept, len(features)), dtype=np.float64) for part in member.parts]
+    if not blocks:
+        return da.zeros((0, len(features)), dtype=np.float64)
+    return da.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
+
+
+def load_member(member: Member) -> CellSpec:
+    """The member as a validated CellSpec (refuses a directory that changed since the cohort was opened)."""
+    if member.image_filter is None and member.root.joinpath("cellspec.json").is_file() and member.done:
+        x = read(member.root)
+        for file in member.stamps:  # read() checked the files against the manifest it found: the one opened?
+            check_stamp(member, file)
+        return x
+    verify_member(member)
+    x, stats, stored_nan = member_object(member, eager=True)
+    validate(x, stats=stats, source_nonfinite=stored_nan).raise_if_failed(member.label)
+    return x

@@ -1,0 +1,126 @@
+"""Matplotlib drawings of the preview's figures, rendered to PNG bytes (object API, no pyplot state).
+
+The data comes from :mod:`cellspec_sc.widgets._compute`; nothing here computes
+statistics. Maps are drawn with one ``imshow`` of a precomputed RGBA raster,
+so the cost does not depend on the number of cells.
+
+>>> import numpy as np
+>>> from cellspec_sc.widgets import _compute as compute
+>>> png = histogram_png(compute.histogram({"img1": np.arange(10.0)}), title="cell:area", unit="um2")
+>>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+True
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
+
+from cellspec_sc.display.colors import NA_GREY, image_colours
+from cellspec_sc.widgets import _compute as compute
+
+DPI = 100
+_PNG_METADATA = {"Software": None}  # no tool URL inside the exported images
+
+
+def to_png(fig: Figure) -> bytes:
+    """The figure as PNG bytes."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata=_PNG_METADATA)
+    return buf.getvalue()
+
+
+def draw_histogram(ax, hist: compute.Histogram, *, title: str, unit: str = "") -> None:
+    """Step outlines of each image's histogram on the shared bins."""
+    colours = image_colours(list(hist.counts))
+    factor = 1.0 if hist.scale == "log" else compute.display_factor(hist.edges[0], hist.edges[-1])
+    for image_id, counts in hist.counts.items():
+        ax.stairs(counts, hist.edges / factor, color=colours[image_id], linewidth=1.4, label=image_id)
+    if hist.scale == "log":
+        ax.set_xscale("log")
+    ax.set_title(title, fontsize=10)
+    label = f"value ({unit})" if unit else "value"
+    ax.set_xlabel(label if factor == 1.0 else f"{label} / {factor:.0e}", fontsize=9)
+    ax.set_ylabel("cells", fontsize=9)
+    ax.tick_params(labelsize=8)
+    if 1 < len(hist.counts) <= 12:
+        ax.legend(fontsize=8, frameon=False)
+    excluded = sum(hist.excluded.values())
+    if excluded:
+        ax.text(0.99, 0.98, f"{excluded} values <= 0 not shown on log scale", transform=ax.transAxes,
+                ha="right", va="top", fontsize=7, color="#555555")
+
+
+def draw_space(fig: Figure, ax, grid: compute.Grid, rgba: np.ndarray, *, title: str,
+               colour_range: tuple[float, float, str, str] | None = None,
+               legend: Sequence[compute.LegendEntry] = (),
+               colourbar_rect: tuple[float, float, float, float] | None = None) -> None:
+    """The raster in micrometres, y downward, with a colour bar (lo, hi, cmap, label) or a legend, and a scale bar."""
+    right, bottom = grid.nx * grid.bin_um, grid.ny * grid.bin_um
+    # true proportions, unless an absurd aspect ratio would squash the axes to nothing
+    aspect = "equal" if 1 / 50 <= grid.width / grid.height <= 50 else "auto"
+    ax.imshow(rgba, extent=(0.0, right, bottom, 0.0), origin="upper", interpolation="nearest", aspect=aspect)
+    ax.set_xlim(0.0, grid.width)
+    ax.set_ylim(grid.height, 0.0)  # y downward, as in the source tool
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel("x (um)", fontsize=9)
+    ax.set_ylabel("y (um)", fontsize=9)
+    ax.tick_params(labelsize=8)
+    length = compute.nice_length(grid.width)
+    ax.add_artist(AnchoredSizeBar(ax.transData, length, f"{length:g} um", "lower right", pad=0.4, color="black",
+                                  frameon=True, size_vertical=grid.height / 150,
+                                  fontproperties={"size": 8}))
+    if colour_range is not None:
+        lo, hi, cmap, label = colour_range
+        factor = compute.display_factor(lo, hi)
+        label = label if factor == 1.0 else f"{label} / {factor:.0e}"
+        mappable = ScalarMappable(Normalize(lo / factor, hi / factor), colormaps[cmap])
+        bar = (fig.colorbar(mappable, cax=fig.add_axes(colourbar_rect), extend="both") if colourbar_rect
+               else fig.colorbar(mappable, ax=ax, extend="both", shrink=0.85))
+        bar.set_label(label, fontsize=8)
+        bar.ax.tick_params(labelsize=7)
+        ax.legend(handles=[Patch(color=NA_GREY, label="NA")], loc="upper right", fontsize=7,
+                  framealpha=0.8)
+    if legend:
+        ax.legend(handles=[Patch(color=e.colour, label=f"{e.label} ({e.cells})") for e in legend],
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, borderaxespad=0.0)
+
+
+# Fixed axes positions (figure fractions): cheaper than a layout engine and the same for every redraw.
+HISTOGRAM_AXES = (0.11, 0.15, 0.86, 0.75)
+SPACE_AXES = (0.1, 0.1, 0.6, 0.82)
+SPACE_COLOURBAR = (0.75, 0.15, 0.025, 0.7)
+VIEW_SIZE = (12.4, 4.8)
+VIEW_AXES = ((0.055, 0.12, 0.4, 0.78), (0.52, 0.1, 0.3, 0.82), (0.845, 0.15, 0.012, 0.7))
+
+
+def histogram_png(hist: compute.Histogram, *, title: str, unit: str = "", size: tuple[float, float] = (6.0, 3.2)) -> bytes:
+    fig = Figure(figsize=size)
+    draw_histogram(fig.add_axes(HISTOGRAM_AXES), hist, title=title, unit=unit)
+    return to_png(fig)
+
+
+def space_png(grid: compute.Grid, rgba: np.ndarray, *, title: str, size: tuple[float, float] = (6.4, 4.6),
+              **kwargs) -> bytes:
+    fig = Figure(figsize=size)
+    draw_space(fig, fig.add_axes(SPACE_AXES), grid, rgba, title=title, colourbar_rect=SPACE_COLOURBAR, **kwargs)
+    return to_png(fig)
+
+
+def view_png(hist: compute.Histogram | None, space: dict | None, *, title: str, unit: str = "") -> bytes:
+    """Histogram left, map right (``space``: the keyword arguments of :func:`draw_space` without fig/ax)."""
+    fig = Figure(figsize=VIEW_SIZE)
+    left, right, bar = VIEW_AXES
+    if hist is not None:
+        draw_histogram(fig.add_axes(left), hist, title=title, unit=unit)
+    if space is not None:
+        draw_space(fig, fig.add_axes(right), colourbar_rect=bar, **space)
+    return to_png(fig)
