@@ -11,7 +11,7 @@ import numpy as np
 
 from cellspec_sc.bridges.sd_read import from_spatialdata, stored_outline_files
 from cellspec_sc.bridges.sd_write import to_spatialdata
-from cellspec_sc.bridges.zarr_strings import bounded_string_chunks
+from cellspec_sc.bridges._zarr import bounded_string_chunks
 from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.io.publish import TargetKind, check_target, publishing
 from cellspec_sc.io.staging import scratch_folder

@@ -21,7 +21,7 @@ from cellspec_sc.bridges.sd_record import (
 from cellspec_sc.bridges.sd_tables import (
     bridge_table, cells_table_key, cellspec_tables, instance_keys, rows_by_region, same_instances,
 )
-from cellspec_sc.bridges.uns_tables import from_json_text
+from cellspec_sc.bridges.anndata import from_json_text
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.outlines import materialise_outline_files
 from cellspec_sc.model.cellspec import CellSpec

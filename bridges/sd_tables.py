@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.bridges.anndata_obs import text_array
+from cellspec_sc.bridges.anndata import text_array
 from cellspec_sc.bridges.sd_record import ANNDATA_UNS_KEY, ATTRS_KEY, UNS_KEY
 from cellspec_sc.errors import InputError
 

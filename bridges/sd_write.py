@@ -17,7 +17,7 @@ from cellspec_sc.bridges.sd_record import (
     ATTRS_KEY, BRIDGE_VERSION, FALLBACK_RULE, INSTANCE_KEY, OUTLINE_FILES_KEY, OUTLINES_SUFFIX, PIXEL_SUFFIX,
     RADIUS_FALLBACK_KEY, RADIUS_RULE, REGION_KEY, TABLE_KEY, UNS_KEY, SpatialDataBridgeWarning, encode_files,
 )
-from cellspec_sc.bridges.uns_tables import to_json_text
+from cellspec_sc.bridges.anndata import to_json_text
 from cellspec_sc.io.outlines import image_outlines, outline_files
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.provenance import package_version

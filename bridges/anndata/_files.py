@@ -17,13 +17,13 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cellspec_sc.errors import InputError
-from cellspec_sc.validation.portability import refuse_unstorable
+from cellspec_sc.bridges._zarr import bounded_string_chunks
+from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
+from cellspec_sc.bridges.anndata._keys import AnnDataBridgeWarning
+from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.progress import progress
-
-from cellspec_sc.bridges.anndata import AnnDataBridgeWarning, from_anndata, to_anndata
-from cellspec_sc.bridges.zarr_strings import bounded_string_chunks
+from cellspec_sc.validation.portability import refuse_unstorable
 
 if TYPE_CHECKING:
     import anndata
@@ -58,7 +58,7 @@ def read_anndata_zarr(path: str | Path) -> CellSpec:
 def read_anndata_file(path: str | Path, reader=None) -> anndata.AnnData:
     """``path`` read by ``reader`` (default ``anndata.read_h5ad``), with any error of anndata, h5py or zarr
     (they raise many types for damaged or foreign files) as an InputError naming the file; a zarr string chunk
-    that claims more values than it holds is refused before it is decoded (:mod:`.zarr_strings`)."""
+    that claims more values than it holds is refused before it is decoded (:mod:`cellspec_sc.bridges._zarr`)."""
     if reader is None:
         import anndata
 
@@ -78,6 +78,8 @@ def _from_store(path: str | Path, reader) -> CellSpec:
             return from_anndata(adata)
     except InputError as err:
         raise InputError(f"{path}: {err}") from None
+    except FormatError as err:  # a record of a newer version
+        raise FormatError(f"{path}: {err}") from None
 
 
 H5AD_FILE = TargetKind("an AnnData .h5ad file", False, is_h5ad)

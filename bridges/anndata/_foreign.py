@@ -1,12 +1,35 @@
-"""A cellspec from an AnnData made elsewhere (scimap's MCMICRO import, spatialdata-io, ...).
+"""A cellspec from an AnnData made elsewhere (scimap's MCMICRO import, spatialdata-io, ...): the options that say
+what AnnData does not hold, rules that turn var names into dictionary rows, presets for tables of known tools, and
+which matrix holds the raw measurements.
 
 Such an AnnData has no ``uns["cellspec"]``, so the facts a cellspec needs and
 AnnData does not hold must be given: which image and sample each cell belongs
 to, the pixel size, where the centroids are, in which unit and (for pixels)
 which pixel convention, which matrix holds the raw measurements, and optionally
 a rule that turns each var name into a dictionary row (default: kind ``other``).
-Presets for tables of known tools (:mod:`.anndata_presets`) give all of it but
+Presets for tables of known tools (:data:`PRESETS`) give all of it but
 the pixel size.
+
+Presets set keys, coordinate order, pixel convention, layer, shape columns and feature kinds, so that
+``cs.from_anndata(a, preset="scimap", pixel_size=0.65)`` gives the same cells, centroids and measurements as
+reading the tool's table directly (no table of these tools holds the pixel size):
+
+| preset | made by | what it sets |
+| --- | --- | --- |
+| ``scimap`` | ``sm.pp.mcmicro_to_scimap`` | image and sample from ``imageid``, cell ids from ``CellID``, centroids from ``X_centroid``/``Y_centroid`` (pixel centres, regionprops), measurements from ``adata.raw`` (``X`` holds ``log1p``), ``Area`` ... as shape features |
+| ``spatialdata-io:mcmicro`` | ``spatialdata_io.mcmicro`` | image and sample from ``region``, ``CellID``, ``obsm["spatial"]`` (x, y pixel centres), ``X`` |
+| ``spatialdata-io:steinbock`` | ``spatialdata_io.steinbock`` | image and sample from ``image``, ``cell_id``, ``obsm["spatial"]`` in (y, x) order (``centroid-0``, ``centroid-1``), ``X`` (mean intensities), ``area`` ... as shape features |
+
+Feature ids follow :func:`cellspec_sc.readers.mcmicro.classify_columns` (the MCMICRO reader's own
+rule) for mcquant tables, so ``cell:CD3D:mean`` and ``cell:area`` (px2) name the same columns as
+``cs.read_mcmicro``; a whole-cell ``area`` in px2 also gives ``cells.area`` in um2.
+
+cellspec measurements are values as the source tool exported them (spec section 3). Tools
+often keep them elsewhere than ``X``: scimap's ``mcmicro_to_scimap`` puts ``log1p`` values in
+``X`` and the CSV values in ``adata.raw``. So without an explicit ``layer=``, ``X`` is taken only
+when nothing suggests it was transformed: ``adata.raw`` (if any) holds the same values, and ``X``
+has no negative value and is not ``log1p`` or ``arcsinh(v / c)`` of ``raw`` or of a layer
+(:func:`measurement_layer`).
 
 >>> import anndata as ad, numpy as np, pandas as pd
 >>> adata = ad.AnnData(X=np.ones((3, 2)), obs=pd.DataFrame(index=["1", "2", "3"]),
@@ -17,35 +40,43 @@ the pixel size.
 (['cell:CD3:mean', 'cell:CD8:mean'], [0.25, 1.25, 2.25])
 >>> x.validate().ok
 True
+>>> sorted(PRESETS)
+['scimap', 'spatialdata-io:mcmicro', 'spatialdata-io:steinbock']
+>>> a = ad.AnnData(X=np.array([[1.0, 30.0], [2.0, 400.0]]))
+>>> a.raw = a.copy()
+>>> a.X = np.log1p(a.X)
+>>> measurement_layer(a, None)
+Traceback (most recent call last):
+...
+cellspec_sc.errors.InputError: X looks transformed: it equals log1p(adata.raw.X)...
+>>> measurement_layer(a, "raw")[0][1, 1], measurement_layer(a, "raw")[2]
+(np.float64(400.0), 'raw')
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.bridges.anndata._keys import FUNCTION, warn, warn_not_carried
+from cellspec_sc.bridges.anndata._matrix import dense
+from cellspec_sc.bridges.anndata._obs import carry_obs_columns
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.names import first_free_name
 from cellspec_sc.model.provenance import new_provenance, with_history_step
+from cellspec_sc.readers.mcmicro import SHAPES, classify_columns, mask_compartment, split_file_name
 from cellspec_sc.spec.types import as_spec_type, canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
 
-from cellspec_sc.bridges.anndata_features import (  # intensity_features: users import it from here too
-    DICTIONARY_FIELDS, FeatureRule, intensity_features, other_feature,
-)
-from cellspec_sc.bridges.anndata_keys import BRIDGE_VERSION, FUNCTION, warn, warn_not_carried
-from cellspec_sc.bridges.anndata_matrix import dense
-from cellspec_sc.bridges.anndata_obs import carry_obs_columns
-from cellspec_sc.bridges.anndata_presets import preset_options
-from cellspec_sc.bridges.anndata_layers import measurement_layer
-
 if TYPE_CHECKING:
     import anndata
+
+ADAPTER_VERSION = "1"  # provenance reader.adapter_version of a cellspec built from a foreign AnnData
 
 PIXEL_ORIGINS = {
     "corner": "um = px * pixel_size (pixel coordinates measured from the image's top-left corner: QuPath)",
@@ -81,7 +112,7 @@ def from_foreign_anndata(adata: anndata.AnnData, *, preset: str | None = None, a
     """Build a cellspec from an AnnData without ``uns["cellspec"]``.
 
     ``preset``: a table made by a known tool (``"scimap"``, ``"spatialdata-io:mcmicro"``,
-    ``"spatialdata-io:steinbock"``, :mod:`.anndata_presets`) sets every option below but the
+    ``"spatialdata-io:steinbock"``, :data:`PRESETS`) sets every option below but the
     pixel size; options given explicitly win. The options:
 
     ``image_id``/``image_key``: one image id for all cells, or the obs column holding it (same
@@ -93,7 +124,7 @@ def from_foreign_anndata(adata: anndata.AnnData, *, preset: str | None = None, a
     pixel centroids in the spec's frame are kept as ``x_px``/``y_px``. ``cell_key``: obs column
     of cell ids (default ``obs_names``). ``layer``: where the raw measurements are: ``"X"``,
     ``"raw"`` (``adata.raw``) or a layer name; without it, ``X`` is refused when ``adata.raw``
-    differs from it or it looks transformed (:func:`.anndata_layers.measurement_layer`).
+    differs from it or it looks transformed (:func:`measurement_layer`).
     ``features``: var name -> dictionary fields (``kind``, ``marker``, ``compartment``,
     ``statistic``, ``unit``); default :func:`other_feature`. ``obs_features``: obs columns that
     are measurements (``Area``, ...), appended to the var features and described by the same
@@ -152,7 +183,7 @@ def _provenance(o: ForeignOptions, layer: str, n: int, counts: dict[str, int], n
     if o.pixel_origin is not None:
         parameters["pixel_centre"] = PIXEL_ORIGINS[o.pixel_origin]
     provenance = new_provenance(producer=dict(o.producer or {"tool": "unknown", "version": "unknown"}),
-                                adapter="anndata", adapter_version=BRIDGE_VERSION, parameters=parameters,
+                                adapter="anndata", adapter_version=ADAPTER_VERSION, parameters=parameters,
                                 counts={"rows_read": n, "rows_kept": n, **counts})
     return with_history_step(provenance, "from_anndata", FUNCTION,
                              {"source": "AnnData without uns['cellspec']", "cells": n, "features": n_features,
@@ -300,3 +331,201 @@ def _channels(images: pd.DataFrame, dictionary: pd.DataFrame) -> pd.DataFrame:
                           "channel_index": [j + 1 for _ in ids for j in range(len(markers))],
                           "channel_name": markers * len(ids), "marker": markers * len(ids)})
     return canonical_frame(frame, "channels")
+
+
+# -- var names as dictionary rows ----------------------------------------------------------------------------------
+FeatureRule = Callable[[str], Mapping[str, Any]]
+DICTIONARY_FIELDS = ("kind", "marker", "compartment", "statistic", "unit")  # what a rule returns
+
+
+def other_feature(name: str) -> dict[str, Any]:
+    """The default rule: a var name becomes an ``other`` feature ``other:<name>`` in a.u.
+
+    >>> other_feature("Area")["statistic"]
+    'Area'
+    """
+    return {"kind": "other", "marker": None, "compartment": None, "statistic": name, "unit": "a.u."}
+
+
+def intensity_features(compartment: str = "cell", statistic: str = "mean", unit: str = "a.u.",
+                       others: Sequence[str] = ()) -> FeatureRule:
+    """A rule for var names that are marker names (scimap/MCMICRO): each becomes the intensity
+    feature ``<compartment>:<marker>:<statistic>``; names in ``others`` become ``other``
+    features, and scikit-image/mcquant region properties (``Area``, ``eccentricity``, ...) shape
+    features of ``compartment`` in pixel units.
+
+    >>> intensity_features("nucleus")(" CD3 ")["marker"]
+    'CD3'
+    >>> intensity_features()("Area")["unit"]
+    'px2'
+    """
+    def rule(name: str) -> dict[str, Any]:
+        if name in others:
+            return other_feature(name)
+        if name in SHAPES:
+            shape_statistic, shape_unit = SHAPES[name]
+            return {"kind": "shape", "marker": None, "compartment": compartment, "statistic": shape_statistic,
+                    "unit": shape_unit}
+        return {"kind": "intensity", "marker": name.strip(), "compartment": compartment, "statistic": statistic,
+                "unit": unit}
+    return rule
+
+
+# -- presets for tables of known tools -----------------------------------------------------------------------------
+REGIONPROPS_CENTRE = "center"  # scikit-image regionprops (mcquant, steinbock): pixel i has its centre at i
+
+
+def mcquant_features(names: list[str], compartment: str) -> Callable[[str], Mapping[str, Any]]:
+    """The dictionary rule of ``read_mcmicro`` for mcquant column names (markers, ``<marker>_<property>``,
+    region properties), as a ``features=`` rule.
+
+    >>> rule = mcquant_features(["CD3D", "CD3D_intensity_median", "Area"], "cell")
+    >>> [rule(n)["statistic"] for n in ("CD3D", "CD3D_intensity_median", "Area")]
+    ['mean', 'median', 'area']
+    """
+    specs, _ = classify_columns(names, default_compartment=compartment, markers=None)
+    by_name = {spec.source_name: spec for spec in specs}
+
+    def rule(name: str) -> dict[str, Any]:
+        spec = by_name[name]
+        return {"kind": spec.kind, "marker": spec.marker, "compartment": spec.compartment,
+                "statistic": spec.statistic, "unit": spec.unit}
+    return rule
+
+
+def _shape_columns(adata: anndata.AnnData) -> tuple[str, ...]:
+    return tuple(str(c) for c in adata.obs.columns if c in SHAPES)
+
+
+def _mask_compartment(values: Any, mask_of: Callable[[str], str | None]) -> str:
+    """The compartment of the masks named in ``values`` (one per image), ``cell`` when unknown or mixed."""
+    found = {mask_compartment(mask_of(str(v))) for v in dict.fromkeys(values)}
+    return found.pop() if len(found) == 1 and None not in found else "cell"
+
+
+def _scimap(adata: anndata.AnnData) -> dict[str, Any]:
+    names = [str(v) for v in (adata.raw.var_names if adata.raw is not None else adata.var_names)]
+    shapes = _shape_columns(adata)
+    images = adata.obs["imageid"] if "imageid" in adata.obs else []
+    compartment = _mask_compartment(images, lambda v: split_file_name(v)[1])
+    return {"image_key": "imageid", "sample_key": "imageid", "cell_key": "CellID",
+            "coordinates": ("X_centroid", "Y_centroid"), "coordinate_unit": "px", "pixel_origin": REGIONPROPS_CENTRE,
+            "layer": "raw" if adata.raw is not None else None, "obs_features": shapes,
+            "features": mcquant_features(names + list(shapes), compartment),
+            "producer": {"tool": "mcquant (MCMICRO), imported by scimap", "version": None}}
+
+
+def _spatialdata_io_mcmicro(adata: anndata.AnnData) -> dict[str, Any]:
+    shapes = _shape_columns(adata)
+    regions = adata.obs["region"] if "region" in adata.obs else []
+    compartment = _mask_compartment(regions, lambda v: v.rsplit("_", 1)[-1])
+    return {"image_key": "region", "sample_key": "region", "cell_key": "CellID", "coordinates": "spatial",
+            "coordinate_unit": "px", "pixel_origin": REGIONPROPS_CENTRE, "layer": "X", "obs_features": shapes,
+            "features": mcquant_features([str(v) for v in adata.var_names] + list(shapes), compartment),
+            "producer": {"tool": "mcquant (MCMICRO), read by spatialdata-io", "version": None}}
+
+
+def _spatialdata_io_steinbock(adata: anndata.AnnData) -> dict[str, Any]:
+    in_obsm = "spatial" in adata.obsm
+    return {"image_key": "image", "sample_key": "image", "cell_key": "cell_id" if "cell_id" in adata.obs else None,
+            "coordinates": "spatial" if in_obsm else ("centroid-1", "centroid-0"),
+            "coordinate_order": "yx" if in_obsm else "xy", "coordinate_unit": "px",
+            "pixel_origin": REGIONPROPS_CENTRE, "layer": "X", "obs_features": _shape_columns(adata),
+            "drop_obs": tuple(c for c in ("centroid-0", "centroid-1", "Image", "region") if c in adata.obs),
+            "features": intensity_features("cell"),  # steinbock measure intensities: mean per channel by default
+            "producer": {"tool": "steinbock, read by spatialdata-io", "version": None}}
+
+
+PRESETS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "scimap": _scimap,
+    "spatialdata-io:mcmicro": _spatialdata_io_mcmicro,
+    "spatialdata-io:steinbock": _spatialdata_io_steinbock,
+}
+
+
+def preset_options(preset: str, adata: anndata.AnnData) -> dict[str, Any]:
+    """The :func:`from_foreign_anndata` options of ``preset`` for ``adata``."""
+    if preset not in PRESETS:
+        raise InputError(f"preset={preset!r} is not known; presets: {sorted(PRESETS)}")
+    return {k: v for k, v in PRESETS[preset](adata).items() if v is not None}
+
+
+# -- which matrix holds the raw measurements -----------------------------------------------------------------------
+_RTOL = 1e-5  # float32 X (steinbock, many tools) holds transforms to about 6 digits
+
+
+def measurement_layer(adata: anndata.AnnData, layer: str | None) -> tuple[Any, list[str], str]:
+    """(matrix, feature names, layer used) of the raw measurements; refuses a guess (see module doc)."""
+    if layer == "raw":
+        if adata.raw is None:
+            raise InputError("layer='raw' but the AnnData has no adata.raw; pass layer='X' or a layer name "
+                             f"(layers: {list(adata.layers.keys())})")
+        return adata.raw.X, [str(v) for v in adata.raw.var_names], "raw"
+    names = [str(v) for v in adata.var_names]
+    if layer is not None and layer != "X":
+        if layer not in adata.layers:
+            raise InputError(f"layer={layer!r} is not in adata.layers {list(adata.layers.keys())}; pass 'X', 'raw' "
+                             "or one of them")
+        return adata.layers[layer], names, layer
+    if layer is None and adata.X is not None:
+        problem = transformed_x(adata)
+        if problem is not None:
+            raise InputError(f"{problem}. cellspec measurements are raw values as the tool exported them (spec "
+                             "section 3), so from_anndata does not guess which matrix holds them: pass "
+                             f"layer='raw' (adata.raw.X; scimap's mcmicro_to_scimap keeps the CSV values there), "
+                             f"layer='<name>' (layers: {list(adata.layers.keys())}), or layer='X' to store X as "
+                             "it is")
+    return adata.X, names, "X"
+
+
+def transformed_x(adata: anndata.AnnData) -> str | None:
+    """Why ``X`` does not look like raw measurements, or None."""
+    x = dense(adata.X).astype(np.float64, copy=False)
+    raw = _raw_in_var_order(adata)
+    if raw is not None:
+        if np.array_equal(x, raw, equal_nan=True):
+            return None
+        how = transform_between(raw, x)
+        return (f"X looks transformed: it equals {how.format('adata.raw.X')}" if how else
+                "adata.raw holds other values than X (X may be normalised, scaled or subset)")
+    for key, values in adata.layers.items():
+        if values is not None and tuple(values.shape) == x.shape:
+            how = transform_between(dense(values).astype(np.float64, copy=False), x)
+            if how:
+                return f"X looks transformed: it equals {how.format(f'layers[{key!r}]')}"
+    if (x[np.isfinite(x)] < 0).any():
+        return "X looks transformed: it has negative values (scaled, centred or background-subtracted)"
+    return None
+
+
+def transform_between(source: np.ndarray, x: np.ndarray) -> str | None:
+    """``"log1p({})"`` or ``"arcsinh({} / c)"`` when ``x`` is that transform of ``source``, else None.
+
+    >>> v = np.array([[0.0, 10.0], [100.0, 5000.0]])
+    >>> transform_between(v, np.arcsinh(v / 150.0))
+    'arcsinh({} / 150)'
+    """
+    finite = np.isfinite(source) & np.isfinite(x)
+    s, t = source[finite], x[finite]
+    if s.size == 0 or np.array_equal(s, t):
+        return None
+    if np.allclose(np.log1p(s), t, rtol=_RTOL, atol=1e-8):
+        return "log1p({})"
+    useful = np.abs(t) > 1e-3
+    if useful.any():
+        cofactor = float(np.median(s[useful] / np.sinh(t[useful])))
+        if np.isfinite(cofactor) and cofactor > 0 and np.allclose(np.arcsinh(s / cofactor), t, rtol=_RTOL, atol=1e-8):
+            return f"arcsinh({{}} / {cofactor:.6g})"
+    return None
+
+
+def _raw_in_var_order(adata: anndata.AnnData) -> np.ndarray | None:
+    """``adata.raw.X`` in ``var`` order when raw has every var name; raw of other features counts as differing."""
+    raw = adata.raw
+    if raw is None or raw.X is None:
+        return None
+    positions = raw.var_names.get_indexer(adata.var_names)
+    values = dense(raw.X).astype(np.float64, copy=False)
+    if (positions < 0).any():
+        return np.full((adata.n_obs, adata.n_vars), np.nan)
+    return values[:, positions]

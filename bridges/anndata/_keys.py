@@ -1,8 +1,8 @@
-"""Where the AnnData bridge keeps things (``uns``, ``obsm`` and ``obsp`` keys, its record version) and how it
-warns about what it renames or leaves out.
+"""Where the AnnData bridge keeps things in ``obsm`` and ``obsp``, and how it warns about what it renames or leaves
+out. (Its record in ``uns`` is :mod:`._record`.)
 
->>> UNS_KEY, SPATIAL_KEY, CONNECTIVITIES_KEY
-('cellspec', 'spatial', 'spatial_connectivities')
+>>> SPATIAL_KEY, CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY
+('spatial', 'spatial_connectivities', 'cellspec_shared_boundary')
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import anndata
 
-UNS_KEY = "cellspec"
 SPATIAL_KEY = "spatial"
 CONNECTIVITIES_KEY = "spatial_connectivities"
 SHARED_BOUNDARY_KEY = "cellspec_shared_boundary"
-BRIDGE_VERSION = "1"
 FUNCTION = "cellspec_sc.from_anndata"
+# frames inside the bridges (this one, and the SpatialData bridge calling it) are skipped: a warning points at
+# the user's call
+_BRIDGES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class AnnDataBridgeWarning(UserWarning):
@@ -27,8 +28,8 @@ class AnnDataBridgeWarning(UserWarning):
 
 
 def warn(message: str) -> None:
-    """Warn with the location of the user's call (frames inside this package are skipped)."""
-    warnings.warn(message, AnnDataBridgeWarning, skip_file_prefixes=(os.path.dirname(__file__),))
+    """Warn with the location of the user's call (frames inside the bridges are skipped)."""
+    warnings.warn(message, AnnDataBridgeWarning, skip_file_prefixes=(_BRIDGES,))
 
 
 def warn_not_carried(adata: anndata.AnnData, obsm: set[str] = frozenset(), obsp: set[str] = frozenset(),
@@ -39,4 +40,3 @@ def warn_not_carried(adata: anndata.AnnData, obsm: set[str] = frozenset(), obsp:
             if key is not None and key not in mine]
     if left:
         warn(f"not carried into the cellspec (analysis results outside obs): {', '.join(left)}")
-

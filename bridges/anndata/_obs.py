@@ -1,24 +1,33 @@
-"""cells as scverse ``obs`` and back: row names, categoricals for grouping, analysis columns (``leiden``, ...)
-turned into cells columns with snake_case names.
+"""cells and their contacts as scverse ``obs`` and ``obsp``, and back: row names, categoricals for grouping,
+analysis columns (``leiden``, ...) turned into cells columns with snake_case names, the contacts as squidpy's graph.
 
 >>> snake_case("Leiden Cluster")
 'leiden_cluster'
+>>> import cellspec_sc as cs
+>>> x = cs.example(adjacency=True)
+>>> ones, shared = adjacency_matrices(x.cells, x.adjacency)
+>>> ones.shape == (x.n_cells, x.n_cells) and (ones != ones.T).nnz == 0
+True
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellspec_sc.bridges.anndata_keys import warn
+from cellspec_sc.bridges.anndata._keys import CONNECTIVITIES_KEY, warn
+from cellspec_sc.model.cellspec import contact_positions
 from cellspec_sc.model.names import first_free_name
 from cellspec_sc.spec.types import as_spec_type
 from cellspec_sc.spec.vocabulary import vocabulary
+
+if TYPE_CHECKING:
+    import anndata
 
 CATEGORICAL_COLUMNS = ("image_id", "sample_id", "classification")
 
@@ -133,6 +142,7 @@ def carry_obs_columns(obs: pd.DataFrame, names: list[Any], taken: set[str]
         warn(f"obs columns {dropped} hold values of no cellspec type and are not carried into the cellspec")
     return out, renamed, dropped
 
+
 _SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
 _RESERVED = ("region__", "boundary_distance__")
 
@@ -186,3 +196,42 @@ def analysis_column(column: pd.Series) -> pd.Series | None:
         return as_spec_type(column, "character")
     return None
 
+
+# -- the contacts as obsp graphs ---------------------------------------------------------------------------------
+def adjacency_matrices(cells: pd.DataFrame, adjacency: pd.DataFrame) -> tuple[Any, Any]:
+    """Symmetric cells x cells CSR matrices: 1.0 for every contact, and its shared boundary (um).
+
+    Contacts whose cells are not in ``cells`` are left out (the uns table keeps them).
+    """
+    from scipy import sparse
+
+    a, b = contact_positions(cells, adjacency)
+    found = (a >= 0) & (b >= 0)
+    a, b = a[found], b[found]
+    boundary = double_column(adjacency, "shared_boundary")[found]
+    rows, cols = np.concatenate([a, b]), np.concatenate([b, a])
+    n = len(cells)
+    ones = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    shared = sparse.csr_matrix((np.concatenate([boundary, boundary]), (rows, cols)), shape=(n, n))
+    return ones, shared
+
+
+def warn_replaced_graph(adata: anndata.AnnData, cells: pd.DataFrame, adjacency: pd.DataFrame | None) -> None:
+    """Warn when ``obsp["spatial_connectivities"]`` is no longer the graph of the cellspec's contacts
+    (``sq.gr.spatial_neighbors`` writes its own graph under that key): it is not carried."""
+    from scipy import sparse
+
+    if CONNECTIVITIES_KEY not in adata.obsp:
+        return
+    graph = sparse.csr_matrix(adata.obsp[CONNECTIVITIES_KEY])
+    if adjacency is not None:
+        expected, _ = adjacency_matrices(cells, adjacency)
+        if graph.shape == expected.shape and (graph != expected).nnz == 0:
+            return
+    stored = "no adjacency" if adjacency is None else f"its {len(adjacency)} stored contacts"
+    warn(f"obsp[{CONNECTIVITIES_KEY!r}] is not the cellspec adjacency any more ({graph.nnz} non-zero entries; "
+         "replaced, e.g. by squidpy's spatial_neighbors) and is not carried into the cellspec, which keeps "
+         f"{stored}. To keep both, build squidpy's graph with key_added='<name>' (the bridge's graph stays); keep "
+         "what you computed from it as obs columns (they become cells columns); or replace the contacts with "
+         "x.replace(adjacency=<table with method 'mask_touching', 'polygon_intersection' or 'delaunay'>), as "
+         "docs/anndata.md shows")

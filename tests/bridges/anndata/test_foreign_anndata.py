@@ -9,7 +9,7 @@ import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.anndata import AnnDataBridgeWarning
-from cellspec_sc.bridges.anndata_foreign import intensity_features
+from cellspec_sc.bridges.anndata import intensity_features
 
 
 @pytest.fixture

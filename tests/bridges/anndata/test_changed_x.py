@@ -75,7 +75,7 @@ def test_to_anndata_records_the_digest_of_four_row_parts(size, x, big):
 
 
 def test_computed_at_once_by_the_caller_and_a_thread_it_is_the_same(big):
-    from cellspec_sc.bridges.anndata_fingerprint import measurement_fingerprint
+    from cellspec_sc.bridges.anndata._record import measurement_fingerprint
 
     assert measurement_fingerprint(big.measurements) == split_record(big.measurements, 4)
     assert measurement_fingerprint(big.measurements, "xxh3_128x2") == split_record(big.measurements, 2)

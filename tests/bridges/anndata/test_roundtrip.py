@@ -1,44 +1,18 @@
-"""The AnnData bridge: mapping, lossless round trips (memory, h5ad, zarr), analysis results coming back."""
+"""The AnnData bridge: mapping, lossless round trips (memory, h5ad, zarr), analysis results coming back.
+(Fixtures ``rich`` and ``write_and_read``: conftest.py.)"""
 
 from __future__ import annotations
 
+import json
 import warnings
 
-import anndata as ad
 import numpy as np
 import pandas as pd
 import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.anndata import AnnDataBridgeWarning
-from cellspec_sc.bridges.anndata_obs import obs_names, snake_case
-
-
-def write_and_read(adata: ad.AnnData, path, fmt: str) -> ad.AnnData:
-    path.mkdir(parents=True, exist_ok=True)
-    if fmt == "h5ad":
-        adata.write_h5ad(path / "x.h5ad")
-        return ad.read_h5ad(path / "x.h5ad")
-    adata.write_zarr(path / "x.zarr")
-    return ad.read_zarr(path / "x.zarr")
-
-
-@pytest.fixture
-def rich():
-    """Example with adjacency and a region layer, plus awkward values in every table."""
-    x = cs.example(adjacency=True, region_layers=("tissue",))
-    cells = x.cells.copy()
-    cells.loc[0, "classification"] = pd.NA
-    cells.loc[1, "area"] = np.nan
-    cells["note"] = pd.array(["ü", None] + ["001"] * (len(cells) - 2), dtype="string")
-    cells["count"] = pd.array([None] + list(range(1, len(cells))), dtype="Int32")
-    cells["flag"] = pd.array([True, None] + [False] * (len(cells) - 2), dtype="boolean")
-    m = x.measurements.copy()
-    m[0, 0], m[1, 0], m[2, 0], m[3, 0] = -0.0, np.nan, 5e-324, 1.797e308
-    images = x.images.copy()
-    images["subject_id"] = pd.array([None, "p:1"], dtype="string")
-    provenance = {**x.provenance, "parameters": {"none": None, "nested": [1, -0.0, "µ"], "nan": float("nan")}}
-    return x.replace(cells=cells, measurements=m, images=images, provenance=provenance)
+from cellspec_sc.bridges.anndata._obs import obs_names, snake_case
 
 
 # -- mapping -------------------------------------------------------------------------------------
@@ -89,7 +63,7 @@ def test_adjacency_as_squidpy_graph():
 
 # -- lossless ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fmt", ["memory", "h5ad", "zarr"])
-def test_round_trip_is_lossless(rich, fmt, tmp_path):
+def test_round_trip_is_lossless(rich, fmt, tmp_path, write_and_read):
     adata = cs.to_anndata(rich)
     if fmt != "memory":
         adata = write_and_read(adata, tmp_path, fmt)
@@ -98,14 +72,14 @@ def test_round_trip_is_lossless(rich, fmt, tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["h5ad", "zarr"])
-def test_zero_features_and_one_cell(fmt, tmp_path):
+def test_zero_features_and_one_cell(fmt, tmp_path, write_and_read):
     x = cs.example(n_cells=1, n_images=1).subset(features=[])
     back = cs.from_anndata(write_and_read(cs.to_anndata(x), tmp_path, fmt))
     assert back.differences(x) == []
     assert back.measurements.shape == (1, 0)
 
 
-def test_empty_adjacency_round_trips(tmp_path):
+def test_empty_adjacency_round_trips(tmp_path, write_and_read):
     x = cs.example(adjacency=True)
     x = x.replace(adjacency=x.adjacency.iloc[:0])
     back = cs.from_anndata(write_and_read(cs.to_anndata(x), tmp_path, "h5ad"))
@@ -158,64 +132,6 @@ def test_subset_gives_valid_cellspec():
     assert details["cells_after"] == back.n_cells and details["features_after"] == 4
 
 
-def test_x_changed_in_place_is_refused(x):
-    import scanpy as sc
-
-    adata = cs.to_anndata(x.replace(measurements=x.measurements.copy()))
-    sc.pp.log1p(adata)
-    with pytest.raises(cs.CellspecError, match="allow_modified=True"):
-        cs.from_anndata(adata)
-    back = cs.from_anndata(adata, allow_modified=True)
-    np.testing.assert_array_equal(back.measurements, np.log1p(x.measurements))
-    assert "measurements_modified" in back.provenance["history"][-1]["details"]
-
-
-def test_records_with_the_earlier_sha256_fingerprint_still_read(x):
-    """AnnData files written before the xxh3 fingerprint carry ``measurements_sha256``."""
-    import hashlib
-    import json
-
-    import scanpy as sc
-
-    def as_before(adata):  # the SHA-256 of X's shape (int64) and values (float64, C order), as it was written
-        meta = json.loads(adata.uns["cellspec"]["meta"])
-        shape = np.asarray(adata.X.shape, dtype=np.int64).tobytes()
-        meta["measurements_sha256"] = hashlib.sha256(shape + np.ascontiguousarray(adata.X).tobytes()).hexdigest()
-        del meta["measurements_fingerprint"]
-        adata.uns["cellspec"]["meta"] = json.dumps(meta)
-        return adata
-
-    assert cs.from_anndata(as_before(cs.to_anndata(x))).equals(x)
-    changed = as_before(cs.to_anndata(x.replace(measurements=x.measurements.copy())))
-    sc.pp.log1p(changed)
-    with pytest.raises(cs.CellspecError, match="allow_modified=True"):
-        cs.from_anndata(changed)
-
-
-def test_one_changed_value_of_x_is_noticed(x):
-    adata = cs.to_anndata(x.replace(measurements=x.measurements.copy()))
-    adata.X[40, 3] = np.nextafter(adata.X[40, 3], np.inf)
-    with pytest.raises(cs.CellspecError, match="allow_modified=True"):
-        cs.from_anndata(adata)
-
-
-def test_raw_values_kept_in_adata_raw_are_used(x):
-    import scanpy as sc
-
-    adata = cs.to_anndata(x.replace(measurements=x.measurements.copy()))
-    adata.raw = adata.copy()  # `adata.raw = adata` would share X's memory, and log1p would change both
-    sc.pp.log1p(adata)
-    sc.pp.scale(adata)
-    with pytest.warns(AnnDataBridgeWarning, match="'mean', 'std'"):
-        back = cs.from_anndata(adata)
-    assert back.equals(x)
-    shape_only = adata[:, adata.var["kind"] == "shape"]
-    back_shapes = cs.from_anndata(shape_only)  # once: each call stamps its history step with the time
-    assert back_shapes.equals(x.subset(features=x.features(kind="shape")).replace(provenance=back_shapes.provenance))
-    np.testing.assert_array_equal(cs.from_anndata(shape_only).measurements,
-                                  x.measurements[:, [x.feature_ids.index(f) for f in x.features(kind="shape")]])
-
-
 def test_other_obsm_and_layers_are_reported(x):
     adata = cs.to_anndata(x)
     adata.obsm["X_umap"] = np.zeros((80, 2))
@@ -253,7 +169,7 @@ def test_generated_objects_round_trip_in_memory(x):
 # each example writes two stores (~1.5 s with zarr's per-array cost), so fewer examples than the profile's
 @settings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(x=cellspecs())
-def test_generated_objects_round_trip_through_h5ad_and_zarr(x, tmp_path_factory):
+def test_generated_objects_round_trip_through_h5ad_and_zarr(x, tmp_path_factory, write_and_read):
     path = tmp_path_factory.mktemp("rt")
     for fmt in ("h5ad", "zarr"):
         back = cs.from_anndata(write_and_read(cs.to_anndata(x), path / fmt, fmt))
@@ -283,7 +199,7 @@ TEXT = st.one_of(st.none(), st.sampled_from(["", "001", "1", "a", "B", "ä", "z"
 def test_grouping_categoricals_are_the_ones_pandas_makes(values):
     """Arrow's dictionary encoding gives pandas' categorical of the same values: categories in the same order
     (colours follow it), NA as -1, object categories."""
-    from cellspec_sc.bridges.anndata_obs import scverse_obs, sorted_categorical, text_array
+    from cellspec_sc.bridges.anndata._obs import scverse_obs, sorted_categorical, text_array
 
     column = pd.Series(values, dtype="string")
     expected = pd.Categorical(column.astype(object).where(column.notna(), None))
@@ -295,53 +211,78 @@ def test_grouping_categoricals_are_the_ones_pandas_makes(values):
     assert obs["cell_id"].dtype == "string" and obs["image_id"].cat.categories.tolist() == expected.categories.tolist()
 
 
-def test_damaged_uns_is_refused_with_a_cellspec_error(x):
-    adata = cs.to_anndata(x)
-    adata.uns["cellspec"]["meta"] = "{}"
-    with pytest.raises(cs.CellspecError, match="lacks"):
-        cs.from_anndata(adata)
-    adata.uns["cellspec"] = "not a dict"
-    with pytest.raises(cs.CellspecError, match="not the dict"):
-        cs.from_anndata(adata)
-    adata = cs.to_anndata(x)
-    adata.uns["cellspec"]["images"] = "[1, 2"
-    with pytest.raises(cs.CellspecError, match="images"):
-        cs.from_anndata(adata)
-    with pytest.raises(cs.CellspecError, match="only apply to an AnnData without"):
-        cs.from_anndata(cs.to_anndata(x), pixel_size=0.5)
-
-
-@pytest.mark.parametrize("part", ["meta", "images", "channels"])
-def test_an_unknown_column_type_in_the_record_is_refused_by_name(x, part, tmp_path):
-    """One changed byte in an .h5ad turned "character" into "ch`racter" in the record: a KeyError came out of
-    the type conversion instead of a refusal."""
-    from cellspec_sc.bridges.anndata_io import read_h5ad, write_h5ad
-
-    adata = cs.to_anndata(x)
-    text = adata.uns["cellspec"][part]
-    assert '"character"' in text
-    adata.uns["cellspec"][part] = text.replace('"character"', '"ch`racter"', 1)
-    path = tmp_path / "x.h5ad"
-    adata.write_h5ad(path)
-    with pytest.raises(cs.InputError, match=r"the type 'ch`racter', which the spec does not have") as caught:
-        read_h5ad(path)
-    assert str(path) in str(caught.value) and "uns['cellspec']" in str(caught.value)
-    write_h5ad(x, path, overwrite=True)
-    assert read_h5ad(path).equals(x)
-
-
 def test_docs_name_every_slot_the_bridge_writes():
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "docs" / "anndata.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[3] / "docs" / "anndata.md").read_text(encoding="utf-8")
     adata = cs.to_anndata(cs.example(adjacency=True))
     slots = [f'obsm["{k}"]' for k in adata.obsm] + [f'obsp["{k}"]' for k in adata.obsp]
     slots += [f'["{k}"]' for k in adata.uns["cellspec"]]
     assert [s for s in slots if s not in text] == []
 
 
-# -- subsets and reorderings of X are checked at the cells to_anndata sampled ----------------------------------------
-def test_a_subset_changed_in_place_is_refused_also_after_disk(x, tmp_path):
+# -- changed in place, or kept in adata.raw ------------------------------------------------------------------------
+def test_x_changed_in_place_is_refused(x):
+    import scanpy as sc
+
+    adata = cs.to_anndata(x.replace(measurements=x.measurements.copy()))
+    sc.pp.log1p(adata)
+    with pytest.raises(cs.CellspecError, match="allow_modified=True"):
+        cs.from_anndata(adata)
+    back = cs.from_anndata(adata, allow_modified=True)
+    np.testing.assert_array_equal(back.measurements, np.log1p(x.measurements))
+    assert "measurements_modified" in back.provenance["history"][-1]["details"]
+
+
+def test_records_with_the_earlier_sha256_fingerprint_still_read(x):
+    """AnnData files written before the xxh3 fingerprint carry ``measurements_sha256``."""
+    import hashlib
+    import json
+
+    import scanpy as sc
+
+    def as_before(adata):  # the SHA-256 of X's shape (int64) and values (float64, C order), as it was written
+        meta = json.loads(adata.uns["cellspec"]["meta"])
+        shape = np.asarray(adata.X.shape, dtype=np.int64).tobytes()
+        meta["measurements_sha256"] = hashlib.sha256(shape + np.ascontiguousarray(adata.X).tobytes()).hexdigest()
+        del meta["measurements_fingerprint"]
+        adata.uns["cellspec"]["meta"] = json.dumps(meta)
+        del adata.uns["cellspec"]["format_version"]  # those records are of version 1.0, written without one
+        return adata
+
+    assert cs.from_anndata(as_before(cs.to_anndata(x))).equals(x)
+    changed = as_before(cs.to_anndata(x.replace(measurements=x.measurements.copy())))
+    sc.pp.log1p(changed)
+    with pytest.raises(cs.CellspecError, match="allow_modified=True"):
+        cs.from_anndata(changed)
+
+
+def test_one_changed_value_of_x_is_noticed(x):
+    adata = cs.to_anndata(x.replace(measurements=x.measurements.copy()))
+    adata.X[40, 3] = np.nextafter(adata.X[40, 3], np.inf)
+    with pytest.raises(cs.CellspecError, match="allow_modified=True"):
+        cs.from_anndata(adata)
+
+
+def test_raw_values_kept_in_adata_raw_are_used(x):
+    import scanpy as sc
+
+    adata = cs.to_anndata(x.replace(measurements=x.measurements.copy()))
+    adata.raw = adata.copy()  # `adata.raw = adata` would share X's memory, and log1p would change both
+    sc.pp.log1p(adata)
+    sc.pp.scale(adata)
+    with pytest.warns(AnnDataBridgeWarning, match="'mean', 'std'"):
+        back = cs.from_anndata(adata)
+    assert back.equals(x)
+    shape_only = adata[:, adata.var["kind"] == "shape"]
+    back_shapes = cs.from_anndata(shape_only)  # once: each call stamps its history step with the time
+    assert back_shapes.equals(x.subset(features=x.features(kind="shape")).replace(provenance=back_shapes.provenance))
+    np.testing.assert_array_equal(cs.from_anndata(shape_only).measurements,
+                                  x.measurements[:, [x.feature_ids.index(f) for f in x.features(kind="shape")]])
+
+
+# -- subsets and reorderings of X are checked at the cells to_anndata sampled --------------------------------------
+def test_a_subset_changed_in_place_is_refused_also_after_disk(x, tmp_path, write_and_read):
     """``sc.pp.log1p`` after ``adata[mask]``: the fingerprint of the whole X cannot see it, the sample can."""
     import scanpy as sc
 
@@ -363,7 +304,7 @@ def test_one_changed_value_of_a_sampled_cell_in_a_subset_is_noticed(x):
         cs.from_anndata(adata)
 
 
-def test_reordered_rows_and_columns_come_back_with_their_values(rich, tmp_path):
+def test_reordered_rows_and_columns_come_back_with_their_values(rich, tmp_path, write_and_read):
     """Sorting cells (by cluster, say) and features keeps every value: not an in-place change."""
     rows = np.random.default_rng(3).permutation(rich.n_cells)
     cols = np.random.default_rng(4).permutation(len(rich.feature_ids))
@@ -381,7 +322,7 @@ def test_reordered_rows_and_columns_come_back_with_their_values(rich, tmp_path):
 
 
 def test_a_subset_without_any_sampled_cell_is_read_with_a_warning(x, monkeypatch):
-    import cellspec_sc.bridges.anndata_sample as sample
+    import cellspec_sc.bridges.anndata._matrix as sample
 
     monkeypatch.setattr(sample, "MOST_ROWS", 4)  # cells 0, 26, 53 and 79 are sampled
     adata = cs.to_anndata(x)
