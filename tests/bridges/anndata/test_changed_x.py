@@ -1,6 +1,7 @@
-"""X's fingerprint in ``uns["cellspec"]``: what ``to_anndata`` records, how ``from_anndata`` notices an X edited
-in place (in any row part, first half or second, whatever X's layout), and that records written by earlier versions
-still verify.
+"""X changed since ``to_anndata``: refused unless ``allow_modified=True``, or taken from ``adata.raw`` when that still
+holds the values written. As written, X is compared with its fingerprint in ``uns["cellspec"]`` (what
+``to_anndata`` records, an X edited in place in any row part, first half or second, whatever X's layout, and records
+of earlier versions); subset or reordered, with the sample of cells kept there.
 
 The expected digests are built here from xxhash directly, the way the format is documented, not by the code
 under test.
@@ -9,6 +10,7 @@ under test.
 from __future__ import annotations
 
 import json
+import warnings
 
 import anndata as ad
 import numpy as np
@@ -17,6 +19,7 @@ import scipy.sparse
 import xxhash
 
 import cellspec_sc as cs
+from cellspec_sc.bridges.anndata import AnnDataBridgeWarning
 
 
 def shape_bytes(m: np.ndarray) -> bytes:
@@ -171,3 +174,128 @@ def test_a_sparse_x_with_the_written_values_verifies():
     adata = cs.to_anndata(x)
     adata.X = scipy.sparse.csr_matrix(adata.X)
     assert cs.from_anndata(adata).equals(x)
+
+
+# -- changed in place, or kept in adata.raw ------------------------------------------------------------------------
+def test_x_changed_in_place_is_refused(x):
+    import scanpy as sc
+
+    adata = cs.to_anndata(x.replace(measurements=x.measurements.copy()))
+    sc.pp.log1p(adata)
+    with pytest.raises(cs.CellspecError, match="allow_modified=True"):
+        cs.from_anndata(adata)
+    back = cs.from_anndata(adata, allow_modified=True)
+    np.testing.assert_array_equal(back.measurements, np.log1p(x.measurements))
+    assert "measurements_modified" in back.provenance["history"][-1]["details"]
+
+
+def test_records_with_the_earlier_sha256_fingerprint_still_read(x):
+    """AnnData files written before the xxh3 fingerprint carry ``measurements_sha256``."""
+    import hashlib
+    import json
+
+    import scanpy as sc
+
+    def as_before(adata):  # the SHA-256 of X's shape (int64) and values (float64, C order), as it was written
+        meta = json.loads(adata.uns["cellspec"]["meta"])
+        shape = np.asarray(adata.X.shape, dtype=np.int64).tobytes()
+        meta["measurements_sha256"] = hashlib.sha256(shape + np.ascontiguousarray(adata.X).tobytes()).hexdigest()
+        del meta["measurements_fingerprint"]
+        adata.uns["cellspec"]["meta"] = json.dumps(meta)
+        del adata.uns["cellspec"]["format_version"]  # those records are of version 1.0, written without one
+        return adata
+
+    assert cs.from_anndata(as_before(cs.to_anndata(x))).equals(x)
+    changed = as_before(cs.to_anndata(x.replace(measurements=x.measurements.copy())))
+    sc.pp.log1p(changed)
+    with pytest.raises(cs.CellspecError, match="allow_modified=True"):
+        cs.from_anndata(changed)
+
+
+def test_one_changed_value_of_x_is_noticed(x):
+    adata = cs.to_anndata(x.replace(measurements=x.measurements.copy()))
+    adata.X[40, 3] = np.nextafter(adata.X[40, 3], np.inf)
+    with pytest.raises(cs.CellspecError, match="allow_modified=True"):
+        cs.from_anndata(adata)
+
+
+def test_raw_values_kept_in_adata_raw_are_used(x):
+    import scanpy as sc
+
+    adata = cs.to_anndata(x.replace(measurements=x.measurements.copy()))
+    adata.raw = adata.copy()  # `adata.raw = adata` would share X's memory, and log1p would change both
+    sc.pp.log1p(adata)
+    sc.pp.scale(adata)
+    with pytest.warns(AnnDataBridgeWarning, match="'mean', 'std'"):
+        back = cs.from_anndata(adata)
+    assert back.equals(x)
+    shape_only = adata[:, adata.var["kind"] == "shape"]
+    back_shapes = cs.from_anndata(shape_only)  # once: each call stamps its history step with the time
+    assert back_shapes.equals(x.subset(features=x.features(kind="shape")).replace(provenance=back_shapes.provenance))
+    np.testing.assert_array_equal(cs.from_anndata(shape_only).measurements,
+                                  x.measurements[:, [x.feature_ids.index(f) for f in x.features(kind="shape")]])
+
+
+# -- subsets and reorderings of X are checked at the cells to_anndata sampled --------------------------------------
+def test_a_subset_changed_in_place_is_refused_also_after_disk(x, tmp_path, write_and_read):
+    """``sc.pp.log1p`` after ``adata[mask]``: the fingerprint of the whole X cannot see it, the sample can."""
+    import scanpy as sc
+
+    mask = np.arange(x.n_cells) % 3 != 0
+    for fmt in ("h5ad", "zarr"):
+        sub = write_and_read(cs.to_anndata(x)[mask].copy(), tmp_path / fmt, fmt)
+        sc.pp.log1p(sub)
+        with pytest.raises(cs.CellspecError, match=r"sampled cells still there differ.*allow_modified=True"):
+            cs.from_anndata(sub)
+        back = cs.from_anndata(sub, allow_modified=True)
+        np.testing.assert_array_equal(back.measurements, np.log1p(x.measurements[mask]))
+        assert "sampled cells" in back.provenance["history"][-1]["details"]["measurements_modified"]
+
+
+def test_one_changed_value_of_a_sampled_cell_in_a_subset_is_noticed(x):
+    adata = cs.to_anndata(x)[10:30].copy()  # 80 cells: every one is sampled
+    adata.X[5, 2] = -0.0 if adata.X[5, 2] == 0 else 0.0  # one bit is enough
+    with pytest.raises(cs.CellspecError, match="1 of the 20 sampled cells"):
+        cs.from_anndata(adata)
+
+
+def test_reordered_rows_and_columns_come_back_with_their_values(rich, tmp_path, write_and_read):
+    """Sorting cells (by cluster, say) and features keeps every value: not an in-place change."""
+    rows = np.random.default_rng(3).permutation(rich.n_cells)
+    cols = np.random.default_rng(4).permutation(len(rich.feature_ids))
+    adata = cs.to_anndata(rich)
+    for fmt in ("h5ad", "zarr"):
+        moved = write_and_read(adata[rows, cols].copy(), tmp_path / fmt, fmt)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", AnnDataBridgeWarning)
+            back = cs.from_anndata(moved)
+        assert back.cells["cell_id"].tolist() == rich.cells["cell_id"].to_numpy()[rows].tolist()
+        assert back.feature_ids == [rich.feature_ids[j] for j in cols]
+        expected = rich.measurements[rows][:, cols]
+        assert back.measurements.view(np.uint64).tolist() == expected.view(np.uint64).tolist()  # -0.0, NaN too
+        assert "measurements_modified" not in back.provenance["history"][-1]["details"]
+
+
+def test_a_subset_without_any_sampled_cell_is_read_with_a_warning(x, monkeypatch):
+    import cellspec_sc.bridges.anndata._matrix as sample
+
+    monkeypatch.setattr(sample, "MOST_ROWS", 4)  # cells 0, 26, 53 and 79 are sampled
+    adata = cs.to_anndata(x)
+    assert adata.uns["cellspec"]["measurements_sample"]["obs_names"].tolist() == \
+        adata.obs_names[[0, 26, 53, 79]].tolist()
+    with pytest.warns(AnnDataBridgeWarning, match="none of the cells it sampled is left"):
+        back = cs.from_anndata(adata[1:20].copy())
+    np.testing.assert_array_equal(back.measurements, x.measurements[1:20])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AnnDataBridgeWarning)
+        assert cs.from_anndata(adata[20:30, []].copy()).measurements.shape == (10, 0)  # no values: nothing to check
+
+
+def test_records_without_a_sample_read_subsets_as_before(x):
+    import scanpy as sc
+
+    adata = cs.to_anndata(x)
+    del adata.uns["cellspec"]["measurements_sample"]  # written by an earlier version
+    sub = adata[::2].copy()
+    sc.pp.log1p(sub)
+    np.testing.assert_array_equal(cs.from_anndata(sub).measurements, np.log1p(x.measurements[::2]))
