@@ -41,11 +41,28 @@ if TYPE_CHECKING:
 
 # -- cellspec -> AnnData -------------------------------------------------------------------------
 def to_anndata(x: CellSpec) -> anndata.AnnData:
-    """The cellspec as an AnnData: ``X`` = measurements (shared memory, no copy, when float64),
-    ``var`` = dictionary, ``obs`` = cells, ``obsm["spatial"]`` = centroids in micrometres,
-    ``obsp["spatial_connectivities"]`` / ``obsp["cellspec_shared_boundary"]`` = adjacency, and
-    ``uns["cellspec"]`` = everything else needed to restore ``x`` exactly. ``x`` is not changed.
+    """The cellspec as an AnnData that scanpy and squidpy understand; ``x`` is not changed.
 
+    Parameters
+    ----------
+    x
+        The object. A lazy (dask) matrix stays lazy in ``X``.
+
+    Returns
+    -------
+    anndata.AnnData
+        ``X`` = measurements (shared memory, no copy, when float64), ``var`` = dictionary, ``obs`` = cells,
+        ``obsm["spatial"]`` = centroids in micrometres, ``obsp["spatial_connectivities"]`` /
+        ``obsp["cellspec_shared_boundary"]`` = adjacency, and ``uns["cellspec"]`` = everything else needed to
+        restore ``x`` exactly (the versioned record of :mod:`._record`).
+
+    Raises
+    ------
+    InputError
+        ``x.cells`` has no ``cell_id`` or ``image_id`` column (rows are named by them).
+
+    Examples
+    --------
     >>> import cellspec_sc as cs
     >>> adata = cs.to_anndata(cs.example())
     >>> adata.var.query('kind == "intensity" and marker == "CD3e"').index.tolist()[:2]
@@ -87,15 +104,37 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     names made snake_case with a warning). Rows and columns follow ``obs`` and ``var``, so a
     subset ``adata[mask, features]`` gives a valid subset (contacts of removed cells dropped).
     If ``X`` no longer holds the values written (``sc.pp.log1p`` or ``scale`` in place), they are
-    taken from ``adata.raw`` when that still holds them, else a :class:`~cellspec_sc.InputError`
-    is raised unless ``allow_modified=True`` (recorded in history). Entries of ``obsm``/``layers``/``obsp``/``varm``
-    that are not the bridge's own are reported in a warning. A history step is appended whenever content changed.
-    ``uns["cellspec"]`` of any version this package wrote is read (:mod:`._record`); one of a newer major version
-    is refused with a :class:`~cellspec_sc.errors.FormatError` naming both versions.
+    taken from ``adata.raw`` when that still holds them. Entries of ``obsm``/``layers``/``obsp``/``varm``
+    that are not the bridge's own are reported in an :class:`AnnDataBridgeWarning`. A history step is
+    appended whenever content changed.
 
-    An AnnData without ``uns["cellspec"]`` (from scimap, spatialdata-io, ...) is converted with
-    the keyword arguments of :func:`cellspec_sc.bridges.anndata.from_foreign_anndata`.
+    Parameters
+    ----------
+    adata
+        An AnnData from :func:`to_anndata` (``uns["cellspec"]`` of any version this package wrote), or one made
+        elsewhere, without ``uns["cellspec"]``.
+    allow_modified
+        Store an ``X`` that no longer holds the values written as it is now (recorded in history) instead of
+        refusing it.
+    **foreign
+        Only for an AnnData without ``uns["cellspec"]`` (from scimap, spatialdata-io, ...): the keyword arguments
+        of :func:`cellspec_sc.bridges.anndata.from_foreign_anndata` (``preset=``, ``pixel_size=``, ...).
 
+    Returns
+    -------
+    CellSpec
+        The object, its provenance extended by what changed since :func:`to_anndata`.
+
+    Raises
+    ------
+    InputError
+        ``X`` changed without ``allow_modified``, ``uns["cellspec"]`` is damaged, or ``foreign`` arguments were
+        given for an AnnData of :func:`to_anndata`.
+    FormatError
+        ``uns["cellspec"]`` is of a newer major version than this package reads (the message names both).
+
+    Examples
+    --------
     >>> import cellspec_sc as cs
     >>> adata = cs.to_anndata(cs.example())
     >>> adata.obs["leiden"] = pd.Categorical(["0", "1"] * 40)

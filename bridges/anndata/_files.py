@@ -32,24 +32,62 @@ if TYPE_CHECKING:
 
 
 def is_h5ad(source: str | Path) -> bool:
-    """A file whose name ends in ``.h5ad``."""
+    """Whether ``source`` is a file whose name ends in ``.h5ad``.
+
+    >>> is_h5ad("no-such-file.h5ad")
+    False
+    """
     return Path(source).suffix.lower() == ".h5ad" and Path(source).is_file()
 
 
 def is_anndata_zarr(source: str | Path) -> bool:
-    """A zarr store (v2 or v3) whose root group is an AnnData (``encoding-type: anndata``)."""
+    """Whether ``source`` is a zarr store (v2 or v3) whose root group is an AnnData (``encoding-type: anndata``).
+
+    >>> is_anndata_zarr("no-such-store.zarr")
+    False
+    """
     return zarr_root_attributes(source).get("encoding-type") == "anndata"
 
 
 def read_h5ad(path: str | Path) -> CellSpec:
-    """The cellspec stored in an ``.h5ad`` file (see :func:`cellspec_sc.from_anndata`)."""
+    """The cellspec stored in an ``.h5ad`` file (see :func:`cellspec_sc.from_anndata`).
+
+    Parameters
+    ----------
+    path
+        An ``.h5ad`` file written by :func:`write_h5ad` (or ``to_anndata(x).write_h5ad``), of any record version
+        this package reads.
+
+    Returns
+    -------
+    CellSpec
+        The object; the file's extras (other ``obsm`` entries, ...) are left out without a warning.
+
+    Raises
+    ------
+    InputError
+        The file cannot be read as AnnData, or its ``uns["cellspec"]`` is damaged; the message names the file.
+    FormatError
+        Its record is of a newer major version than this package reads.
+
+    Examples
+    --------
+    See the module docstring.
+    """
     import anndata
 
     return _from_store(path, anndata.read_h5ad)
 
 
 def read_anndata_zarr(path: str | Path) -> CellSpec:
-    """The cellspec stored in an AnnData ``.zarr`` store."""
+    """The cellspec stored in an AnnData ``.zarr`` store: as :func:`read_h5ad`, for a store written by
+    :func:`write_anndata_zarr` (or ``to_anndata(x).write_zarr``).
+
+    >>> import cellspec_sc as cs, tempfile, pathlib
+    >>> path = write_anndata_zarr(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "x.zarr")
+    >>> read_anndata_zarr(path).equals(cs.example())
+    True
+    """
     import anndata
 
     return _from_store(path, anndata.read_zarr)
@@ -87,7 +125,32 @@ ANNDATA_ZARR = TargetKind("an AnnData .zarr store", True, is_anndata_zarr)
 
 
 def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write ``x`` as an ``.h5ad`` file (via :func:`cellspec_sc.to_anndata`) and return the path."""
+    """Write ``x`` as an ``.h5ad`` file (via :func:`cellspec_sc.to_anndata`) and return the path.
+
+    Parameters
+    ----------
+    x
+        The object.
+    path
+        The file to write; staged beside it and published at the end.
+    overwrite
+        Replace an existing ``.h5ad`` file (never anything else).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    CellspecError
+        The target exists (without ``overwrite``) or is no ``.h5ad`` file, ``x`` holds what h5py cannot store
+        (:class:`~cellspec_sc.errors.Unstorable`), or the write failed (nothing was published).
+
+    Examples
+    --------
+    See the module docstring.
+    """
     check_target(path, H5AD_FILE, overwrite=overwrite)
     refuse_unstorable(x, path, "an .h5ad file (h5py)", text=True, names=False)
     adata = to_anndata(x)
@@ -98,7 +161,11 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Pat
 
 
 def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write ``x`` as an AnnData ``.zarr`` store and return the path."""
+    """Write ``x`` as an AnnData ``.zarr`` store and return the path: as :func:`write_h5ad`, for a store (an
+    existing one is replaced with ``overwrite=True`` only when it is an AnnData store).
+
+    See :func:`read_anndata_zarr` for an example.
+    """
     check_target(path, ANNDATA_ZARR, overwrite=overwrite)
     refuse_unstorable(x, path, "an AnnData .zarr store", text=False, names=True)
     adata = to_anndata(x)

@@ -74,7 +74,11 @@ def sorted_categorical(encoded: pa.DictionaryArray) -> pd.Categorical:
 
 
 def text_array(column: pd.Series | pd.Index) -> pa.Array:
-    """A text column as one Arrow string array (NA as null), shared with pandas where it is Arrow already."""
+    """A text column as one Arrow string array (NA as null), shared with pandas where it is Arrow already.
+
+    >>> text_array(pd.Series(["a", None], dtype="string")).to_pylist()
+    ['a', None]
+    """
     return _one_chunk(pa.array(column.array, type=pa.string(), from_pandas=True))
 
 
