@@ -20,7 +20,8 @@ Versions, and what each may hold (this module is the one place that knows them):
   fingerprint is ``"xxh3:<hex>"`` or, earliest, 32 bare hex digits (SHA-256 of pandas' row hashes); the sample
   may be missing.
 - **1.1**, written now: ``format_version`` first, no ``bridge_version``; ``X``'s fingerprint is
-  ``"xxh3_128x<N>:<hex>"`` (N = 4) or ``"xxh3_128:<hex>"``, a column's ``"xxh3:<hex>"``.
+  ``"xxh3_128x<N>:<hex>"`` (N = 4 is written; any N up to :data:`MOST_PARTS` is computed by its definition) or
+  ``"xxh3_128:<hex>"``, a column's ``"xxh3:<hex>"``.
 
 A record of a newer major version is refused, naming both versions.
 
@@ -80,7 +81,8 @@ MOST_PARTS = 64  # a record naming more row parts is damaged (4 are written): ne
 SHARED_BYTES = 1 << 24  # a numpy matrix this big has its parts shared out between two threads
 _SPLIT = re.compile(r"xxh3_128x([1-9][0-9]{0,5})")
 _COLUMN_PREFIX = "xxh3:"
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")  # X's in version 1.0
+_SHA256_COLUMN = re.compile(r"[0-9a-f]{32}")  # a column's in version 1.0: the first half of the hex digest
 _META_KEYS = ("cells_types", "dictionary_types", "cells_fingerprints", "dictionary_fingerprints", "feature_ids",
               "measurements_shape")
 
@@ -485,7 +487,7 @@ def _column_fingerprints(stored: Any, version: tuple[int, int], where: str) -> d
     out = {str(name): str(value) for name, value in stored.items()}
     legacy = version == (1, 0)
     wrong = [name for name, value in out.items()
-             if not value.startswith(_COLUMN_PREFIX) and not (legacy and re.fullmatch(r"[0-9a-f]{32}", value))]
+             if not value.startswith(_COLUMN_PREFIX) and not (legacy and _SHA256_COLUMN.fullmatch(value))]
     if wrong:
         raise InputError(f"{where} holds fingerprints of columns {wrong[:5]} in no form of version "
                          f"{version[0]}.{version[1]}: the record is damaged")
