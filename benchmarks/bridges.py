@@ -77,7 +77,7 @@ def cellspec_from_frames(table: Any) -> Any:
     """
 
     import cellspec_sc as cs
-    from cellspec_sc.bridges.uns_tables import decode_table, from_json_text
+    from cellspec_sc.bridges.anndata import decode_table, from_json_text
     from cellspec_sc.spec.types import as_spec_type
 
     record = table.uns["cellspec"]
@@ -115,7 +115,7 @@ def _write_op(env: Env, name: str, write: Any) -> Op:
 
 
 def h5ad_ours(env: Env) -> Op:
-    from cellspec_sc.bridges.anndata_io import write_h5ad
+    from cellspec_sc.bridges.anndata import write_h5ad
 
     x = _slide(env)
     return _write_op(env, "h5ad-ours", lambda p: write_h5ad(x, p.with_suffix(".h5ad")))
@@ -133,7 +133,7 @@ def h5ad_baseline(env: Env) -> Op:
 
 
 def zarr_ours(env: Env) -> Op:
-    from cellspec_sc.bridges.anndata_io import write_anndata_zarr
+    from cellspec_sc.bridges.anndata import write_anndata_zarr
 
     x = _slide(env)
     return _write_op(env, "adzarr-ours", lambda p: write_anndata_zarr(x, p.with_suffix(".zarr")))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import cellspec_sc as cs
-from cellspec_sc.bridges.anndata_io import read_h5ad, write_h5ad
+from cellspec_sc.bridges.anndata import read_h5ad, write_h5ad
 from cellspec_sc.errors import WriteFailed
 
 

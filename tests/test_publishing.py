@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import cellspec_sc as cs
-from cellspec_sc.bridges.anndata_io import H5AD_FILE, read_h5ad, write_h5ad
+from cellspec_sc.bridges.anndata import H5AD_FILE, read_h5ad, write_h5ad
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import WriteFailed
 from cellspec_sc.io import staging
@@ -45,7 +45,7 @@ def read_any(target: Path, kind: str):
 WRITER = """
 import sys, time, pathlib
 import cellspec_sc as cs
-from cellspec_sc.bridges.anndata_io import write_h5ad
+from cellspec_sc.bridges.anndata import write_h5ad
 from cellspec_sc.io.refusals import ChangedSinceRead, TargetExists
 target, seed, kind, overwrite, go, rounds = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1", \\
     pathlib.Path(sys.argv[5]), int(sys.argv[6])

@@ -18,7 +18,7 @@ import pytest
 from dirhelpers import reseal
 
 import cellspec_sc as cs
-from cellspec_sc.bridges.anndata_io import read_anndata_zarr, read_h5ad, write_anndata_zarr, write_h5ad
+from cellspec_sc.bridges.anndata import read_anndata_zarr, read_h5ad, write_anndata_zarr, write_h5ad
 from cellspec_sc.bridges.spatialdata import read_spatialdata, write_spatialdata
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import Unstorable

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.bridges.anndata_foreign import from_foreign_anndata
+from cellspec_sc.bridges.anndata import from_foreign_anndata
 from cellspec_sc.bridges.spatialdata._record import SpatialDataBridgeWarning
 from cellspec_sc.bridges.spatialdata._tables import cells_table_key, instance_keys, rows_by_region
 from cellspec_sc.errors import InputError

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.bridges.anndata_obs import text_array
+from cellspec_sc.bridges.anndata import text_array
 from cellspec_sc.bridges.spatialdata._record import carries_record, table_in_attrs
 from cellspec_sc.errors import InputError
 

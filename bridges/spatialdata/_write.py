@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata import to_anndata
-from cellspec_sc.bridges.spatialdata._read import SPATIALDATA_ZARR, is_spatialdata_zarr
+from cellspec_sc.bridges.spatialdata._read import SPATIALDATA_ZARR
 from cellspec_sc.bridges.spatialdata._record import (
     ATTRS_KEY, INSTANCE_KEY, OUTLINE_FILES_KEY, OUTLINES_SUFFIX, PIXEL_SUFFIX, RADIUS_FALLBACK_KEY, REGION_KEY,
     TABLE_KEY, UNS_KEY, BridgeRecord, SpatialDataBridgeWarning, encode, encode_attrs, encode_files,

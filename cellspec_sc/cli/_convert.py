@@ -32,11 +32,11 @@ from cellspec_sc.io.sources import load, resolve
 # (suffix of TARGET, "module:function" writing (x, path, overwrite=...), "module:TargetKind" it publishes,
 # description); "" = a name without a suffix
 TARGETS: list[tuple[str, str, str, str]] = [
-    (".h5ad", "cellspec_sc.bridges.anndata_io:write_h5ad", "cellspec_sc.bridges.anndata_io:H5AD_FILE",
+    (".h5ad", "cellspec_sc.bridges.anndata:write_h5ad", "cellspec_sc.bridges.anndata:H5AD_FILE",
      "AnnData .h5ad file"),
     (".spatialdata.zarr", "cellspec_sc.bridges.spatialdata:write_spatialdata",
      "cellspec_sc.bridges.spatialdata:SPATIALDATA_ZARR", "SpatialData .zarr store"),
-    (".zarr", "cellspec_sc.bridges.anndata_io:write_anndata_zarr", "cellspec_sc.bridges.anndata_io:ANNDATA_ZARR",
+    (".zarr", "cellspec_sc.bridges.anndata:write_anndata_zarr", "cellspec_sc.bridges.anndata:ANNDATA_ZARR",
      "AnnData .zarr store"),
     (".cellspec", "cellspec_sc.io.directory:write", "cellspec_sc.io.publish:CELLSPEC_DIRECTORY", "cellspec directory"),
     ("", "cellspec_sc.io.directory:write", "cellspec_sc.io.publish:CELLSPEC_DIRECTORY", "cellspec directory"),

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.bridges.anndata_io import read_anndata_file
+from cellspec_sc.bridges.anndata import read_anndata_file
 from cellspec_sc.bridges.luxar import LUXAR_SCENE, scene_path, to_luxar
 from cellspec_sc.cli._view import add_serve_options, serve
 from cellspec_sc.errors import InputError

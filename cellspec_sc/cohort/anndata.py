@@ -26,9 +26,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from cellspec_sc.bridges.anndata_keys import UNS_KEY
-from cellspec_sc.bridges.anndata_obs import obs_names
-from cellspec_sc.bridges.uns_tables import encode_table, to_json_text
+from cellspec_sc.bridges.anndata import cohort_uns, obs_names
 from cellspec_sc.cohort._members import cells_frame, check_stamp, lazy_measurements
 
 if TYPE_CHECKING:
@@ -55,7 +53,4 @@ def cohort_anndata(cohort: Cohort) -> anndata.AnnData:
     X = da.concatenate(blocks, axis=0) if len(blocks) > 1 else (blocks[0] if blocks else None)
     obs.index = pd.Index(obs_names(obs), dtype=object) if len(obs) else obs.index.astype(str)
     var = cohort.dictionary.set_axis(pd.Index(features, dtype=object), axis=0)
-    uns = {UNS_KEY: {"images": encode_table(cohort.images, "images"),
-                     "channels": encode_table(cohort.channels, "channels"),
-                     "cohort": to_json_text(cohort.provenance)}}
-    return anndata.AnnData(X=X, obs=obs, var=var, uns=uns)
+    return anndata.AnnData(X=X, obs=obs, var=var, uns=cohort_uns(cohort.images, cohort.channels, cohort.provenance))

@@ -38,10 +38,10 @@ def is_cellspec_dir(source: str) -> bool:
 SOURCES: list[tuple[str, str, str]] = [
     ("cellspec_sc.io.sources:is_example", "cellspec_sc.io.sources:load_example", "example (the simulated spec example)"),
     ("cellspec_sc.io.sources:is_cellspec_dir", "cellspec_sc.io.directory:read", "a cellspec directory"),
-    ("cellspec_sc.bridges.anndata_io:is_h5ad", "cellspec_sc.bridges.anndata_io:read_h5ad", "an AnnData .h5ad file"),
+    ("cellspec_sc.bridges.anndata:is_h5ad", "cellspec_sc.bridges.anndata:read_h5ad", "an AnnData .h5ad file"),
     ("cellspec_sc.bridges.spatialdata:is_spatialdata_zarr", "cellspec_sc.bridges.spatialdata:read_spatialdata",
      "a SpatialData .zarr store"),
-    ("cellspec_sc.bridges.anndata_io:is_anndata_zarr", "cellspec_sc.bridges.anndata_io:read_anndata_zarr",
+    ("cellspec_sc.bridges.anndata:is_anndata_zarr", "cellspec_sc.bridges.anndata:read_anndata_zarr",
      "an AnnData .zarr store"),
 ]
 

@@ -117,7 +117,7 @@ HEAVY_OPTIONAL = {
     "scipy": "sparse graphs and Delaunay contacts only",
     "shapely": "outline geometry only",
     "zarr": "recognising a .zarr store only",
-    "numcodecs": "zarr's codecs, only while a zarr store is read (bridges/zarr_strings.py)",
+    "numcodecs": "zarr's codecs, only while a zarr store is read (bridges/_zarr.py)",
     "tifffile": "OME-TIFF headers only (mcmicro --image)",
     "IPython": "the notebook display of a running viewer only",
     "jsonschema": "imported once with rfc3987_syntax hidden (seconds of grammar compilation)",

@@ -1,0 +1,175 @@
+"""cellspec objects as AnnData files: ``.h5ad`` and AnnData ``.zarr`` stores.
+
+Writers publish through :func:`cellspec_sc.io.publish.publishing` (staged next to
+the target, published atomically), refuse an existing target unless
+``overwrite=True``, and never replace something that is not an AnnData store of
+the same kind. Readers wrap anndata's errors in :class:`~cellspec_sc.InputError`.
+
+>>> import cellspec_sc as cs, tempfile, pathlib
+>>> path = write_h5ad(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "x.h5ad")
+>>> read_h5ad(path).equals(cs.example())
+True
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cellspec_sc.bridges._zarr import bounded_string_chunks
+from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
+from cellspec_sc.bridges.anndata._keys import AnnDataBridgeWarning
+from cellspec_sc.errors import FormatError, InputError
+from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
+from cellspec_sc.progress import progress
+from cellspec_sc.validation.portability import refuse_unstorable
+
+if TYPE_CHECKING:
+    import anndata
+
+    from cellspec_sc.model.cellspec import CellSpec
+
+
+def is_h5ad(source: str | Path) -> bool:
+    """Whether ``source`` is a file whose name ends in ``.h5ad``.
+
+    >>> is_h5ad("no-such-file.h5ad")
+    False
+    """
+    return Path(source).suffix.lower() == ".h5ad" and Path(source).is_file()
+
+
+def is_anndata_zarr(source: str | Path) -> bool:
+    """Whether ``source`` is a zarr store (v2 or v3) whose root group is an AnnData (``encoding-type: anndata``).
+
+    >>> is_anndata_zarr("no-such-store.zarr")
+    False
+    """
+    return zarr_root_attributes(source).get("encoding-type") == "anndata"
+
+
+def read_h5ad(path: str | Path) -> CellSpec:
+    """The cellspec stored in an ``.h5ad`` file (see :func:`cellspec_sc.from_anndata`).
+
+    Parameters
+    ----------
+    path
+        An ``.h5ad`` file written by :func:`write_h5ad` (or ``to_anndata(x).write_h5ad``), of any record version
+        this package reads.
+
+    Returns
+    -------
+    CellSpec
+        The object; the file's extras (other ``obsm`` entries, ...) are left out without a warning.
+
+    Raises
+    ------
+    InputError
+        The file cannot be read as AnnData, or its ``uns["cellspec"]`` is damaged; the message names the file.
+    FormatError
+        Its record is of a newer major version than this package reads.
+
+    Examples
+    --------
+    See the module docstring.
+    """
+    import anndata
+
+    return _from_store(path, anndata.read_h5ad)
+
+
+def read_anndata_zarr(path: str | Path) -> CellSpec:
+    """The cellspec stored in an AnnData ``.zarr`` store: as :func:`read_h5ad`, for a store written by
+    :func:`write_anndata_zarr` (or ``to_anndata(x).write_zarr``).
+
+    >>> import cellspec_sc as cs, tempfile, pathlib
+    >>> path = write_anndata_zarr(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "x.zarr")
+    >>> read_anndata_zarr(path).equals(cs.example())
+    True
+    """
+    import anndata
+
+    return _from_store(path, anndata.read_zarr)
+
+
+def read_anndata_file(path: str | Path, reader=None) -> anndata.AnnData:
+    """``path`` read by ``reader`` (default ``anndata.read_h5ad``), with any error of anndata, h5py or zarr
+    (they raise many types for damaged or foreign files) as an InputError naming the file; a zarr string chunk
+    that claims more values than it holds is refused before it is decoded (:mod:`cellspec_sc.bridges._zarr`)."""
+    if reader is None:
+        import anndata
+
+        reader = anndata.read_h5ad
+    try:
+        with bounded_string_chunks():
+            return reader(path)
+    except Exception as err:
+        raise InputError(f"{path}: cannot be read as AnnData ({type(err).__name__}: {err})") from None
+
+
+def _from_store(path: str | Path, reader) -> CellSpec:
+    adata = read_anndata_file(path, reader)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AnnDataBridgeWarning)  # a file's extras are expected, not news
+            return from_anndata(adata)
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+    except FormatError as err:  # a record of a newer version
+        raise FormatError(f"{path}: {err}") from None
+
+
+H5AD_FILE = TargetKind("an AnnData .h5ad file", False, is_h5ad)
+ANNDATA_ZARR = TargetKind("an AnnData .zarr store", True, is_anndata_zarr)
+
+
+def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write ``x`` as an ``.h5ad`` file (via :func:`cellspec_sc.to_anndata`) and return the path.
+
+    Parameters
+    ----------
+    x
+        The object.
+    path
+        The file to write; staged beside it and published at the end.
+    overwrite
+        Replace an existing ``.h5ad`` file (never anything else).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    CellspecError
+        The target exists (without ``overwrite``) or is no ``.h5ad`` file, ``x`` holds what h5py cannot store
+        (:class:`~cellspec_sc.errors.Unstorable`), or the write failed (nothing was published).
+
+    Examples
+    --------
+    See the module docstring.
+    """
+    check_target(path, H5AD_FILE, overwrite=overwrite)
+    refuse_unstorable(x, path, "an .h5ad file (h5py)", text=True, names=False)
+    adata = to_anndata(x)
+    with publishing(path, H5AD_FILE, overwrite=overwrite) as payload, \
+            progress(1, f"writing {Path(path).name}", unit="file", size=adata.X.size):  # anndata shows none
+        adata.write_h5ad(payload)
+    return Path(path)
+
+
+def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write ``x`` as an AnnData ``.zarr`` store and return the path: as :func:`write_h5ad`, for a store (an
+    existing one is replaced with ``overwrite=True`` only when it is an AnnData store).
+
+    See :func:`read_anndata_zarr` for an example.
+    """
+    check_target(path, ANNDATA_ZARR, overwrite=overwrite)
+    refuse_unstorable(x, path, "an AnnData .zarr store", text=False, names=True)
+    adata = to_anndata(x)
+    with publishing(path, ANNDATA_ZARR, overwrite=overwrite) as payload, \
+            progress(1, f"writing {Path(path).name}", unit="file", size=adata.X.size):
+        adata.write_zarr(payload)
+    return Path(path)
