@@ -35,7 +35,7 @@ from cellspec_sc.bridges.spatialdata._record import (
 from cellspec_sc.bridges.spatialdata._tables import (
     bridge_table, cells_table_key, cellspec_tables, instance_keys, rows_by_region, same_instances,
 )
-from cellspec_sc.bridges.zarr_strings import bounded_string_chunks
+from cellspec_sc.bridges._zarr import bounded_string_chunks
 from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.io.outlines import materialise_outline_files
 from cellspec_sc.io.publish import TargetKind
@@ -419,7 +419,7 @@ def _read_zarr(path: str | os.PathLike) -> SpatialData:
     import spatialdata
 
     try:
-        with bounded_string_chunks():  # a damaged string chunk could claim 2**32 values (bridges.zarr_strings)
+        with bounded_string_chunks():  # a damaged string chunk could claim 2**32 values (bridges/_zarr.py)
             return spatialdata.read_zarr(str(path))
     except Exception as err:  # noqa: BLE001 - zarr, anndata and geopandas raise many types on a damaged store
         raise FormatError(f"{path}: not a readable SpatialData zarr store ({type(err).__name__}: {err})") from None

@@ -41,7 +41,7 @@ import numpy as np
 
 from cellspec_sc._codec import RecordFormat
 from cellspec_sc.bridges.anndata import UNS_KEY as ANNDATA_UNS_KEY
-from cellspec_sc.bridges.uns_tables import from_json_text, to_json_text
+from cellspec_sc.bridges.anndata import from_json_text, to_json_text
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.provenance import package_version
 

@@ -3,7 +3,7 @@
 Equal values give equal digests however they are stored: a text column split into several Arrow
 chunks or sliced from a longer one digests like the same text in one piece; NA is NA whatever a
 null slot or a NaN holds. Used to notice edits: which columns of an AnnData's ``obs`` changed since
-``to_anndata`` (:mod:`cellspec_sc.bridges.anndata_matrix`), and whether an object changed since it
+``to_anndata`` (:mod:`cellspec_sc.bridges.anndata._matrix`), and whether an object changed since it
 was validated (:mod:`cellspec_sc.validation.memo`).
 
 >>> import pandas as pd
