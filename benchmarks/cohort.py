@@ -46,8 +46,8 @@ again, where write_dataset hashes bytes it already holds. Each row also has the
 CPU seconds the whole machine spent during the step (all processes and the
 kernel, from ``/proc/stat``; other load on the machine counts too) and the CPU
 seconds the hypervisor took from the machine's virtual CPUs meanwhile (steal;
-zero on bare metal): on the development VM the host does the virtual disk's
-work on the cores the VM runs on, which costs 2 workers that write (both cores
+zero on bare metal): on a virtual machine whose host does the virtual disk's
+work on the cores the VM runs on, this costs 2 workers that write (both cores
 busy) and not 1 (:mod:`benchmarks.machine` measures it without our code).
 """
 
@@ -292,8 +292,8 @@ def disk_floor(scratch: Path, size: int, writers: int) -> dict[str, Any]:
     """Time writing ``size`` bytes (random, in ``writers`` files written at once by threads) and fsyncing
     them, the least any step writing that much can take on this disk; the files are removed after. They are
     written the way write_dataset writes its parts: around the page cache (``DirectFile``) where the file
-    system suits it, else through the page cache (each way has its own floor: on the development VM's ext4,
-    2-2.5 GB/s around the page cache against 0.7 GB/s through it)."""
+    system suits it, else through the page cache (each way has its own floor; on ext4 on a virtual disk,
+    writing around the page cache can be several times faster than through it)."""
     from cellspec_sc.io.direct import DirectFile, suits_direct_io
 
     scratch.mkdir(parents=True, exist_ok=True)

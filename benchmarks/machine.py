@@ -14,7 +14,7 @@ seconds the hashing processes were charged and the CPU seconds the
 hypervisor took from this machine's virtual CPUs meanwhile (``steal`` in
 ``/proc/stat``; zero on bare metal).
 
-On the 2-CPU development VM the work alone scales 1.99x; beside the writer
+On the 2-CPU virtual machine of benchmarks/RESULTS.md the work alone scales 1.99x; beside the writer
 it scales 1.34-1.42x, and 21-26% of the two CPUs' time in the 2-process run
 is stolen (the host does the virtual disk's work on the cores
 this VM runs on, once both of them are busy): a ceiling for any 2-worker
