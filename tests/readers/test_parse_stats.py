@@ -8,13 +8,14 @@ import warnings
 
 import numpy as np
 import pytest
+from exports import qupath_rows
+from exports import write_qupath_rows as write
 
 import cellspec_sc as cs
-from cellspec_sc.readers import parsing, pieces
-from cellspec_sc.readers.notices import ReaderWarning
-from cellspec_sc.readers.qupath import QuPathAdapter
+from cellspec_sc.readers import QuPathAdapter, ReaderWarning
+from cellspec_sc.readers import _parse as parsing
+from cellspec_sc.readers import _parse as pieces
 from cellspec_sc.validation.matrix_stats import first_seen_codes, matrix_stats
-from test_readers_pieces import qupath_rows, write
 
 
 def interleaved(tmp_path, n=900):
@@ -31,8 +32,8 @@ def interleaved(tmp_path, n=900):
 
 def parse(path):
     adapter = QuPathAdapter()
-    header = adapter.header(path)
-    return adapter.parse(header, adapter.roles(header))
+    parsed, _ = adapter.parse(adapter.plan(path))
+    return parsed
 
 
 @pytest.mark.parametrize("piece_bytes", [250, 1 << 23])

@@ -1,15 +1,31 @@
-"""Parse an export with pyarrow's CSV reader straight into the float64 measurement matrix.
+"""Parse an export with pyarrow's CSV reader, in pieces on every core, straight into the float64 measurement matrix.
 
-:func:`stream_columns` cuts the file into pieces parsed on every core
-(:func:`~cellspec_sc.readers.piece_parse.parse_piece`), converts NaN and infinities to NA and counts them,
-keeps only the rows an adapter asks for, hashes the file from the bytes the pieces read, gathers the
-matrix stats validation needs, and turns every parse failure into an :class:`~cellspec_sc.InputError`
-naming file, line and column.
+pyarrow's streaming CSV reader parses one block after another, so it keeps one core busy. A file cut at
+newlines (the readers, like pyarrow with ``newlines_in_values=False``, allow no line break inside a
+value) can be parsed as independent pieces: :func:`stream_columns` hands them to
+:func:`cellspec_sc._background.ordered_map` (pyarrow and numpy release the GIL while they parse and copy) and
+puts the results together in file order, with only a few pieces in flight so that memory stays bounded.
+
+Each piece (:func:`parse_piece`, on a worker thread) is read once (handing its bytes to the file's
+:class:`~cellspec_sc.io.hashing.PieceHash`), checked, parsed in cache-sized blocks, filtered to the rows the
+adapter asks for, and written directly into its rows of the preallocated matrix (:class:`RowSlots` hands out the
+rows in file order), infinities converted to NA and the
+:class:`~cellspec_sc.validation.matrix_stats.MatrixStats` validation needs gathered on the way. Every parse
+failure becomes an :class:`~cellspec_sc.InputError` naming file, line and column.
+
+>>> import tempfile, pathlib
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+>>> _ = path.write_bytes(b"a,b\\n1,2\\n3,4\\n5,6\\n")
+>>> [path.read_bytes()[a:b] for a, b in line_pieces(path, data_start(path), piece_bytes=5)]
+[b'1,2\\n3,4\\n', b'5,6\\n']
 """
 
 from __future__ import annotations
 
+import mmap
+import os
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,16 +35,304 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from cellspec_sc._background import ordered_map, usable_cpus
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.memory import empty_matrix
-from cellspec_sc.readers.headers import SEPARATORS, Header
 from cellspec_sc.io.hashing import PieceHash
-from cellspec_sc.readers.piece_parse import Piece, PieceUnparsable, Plan, RowSlots, parse_piece, read_options
-from cellspec_sc.readers.pieces import data_start, line_pieces, ordered_map
-from cellspec_sc.readers.values import arrow_objects
+from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.readers._header import SEPARATORS, Header, check_text
+from cellspec_sc.readers._values import arrow_objects
 from cellspec_sc.validation.matrix_stats import MatrixStats
 
+# -- cutting the file into pieces ---------------------------------------------------------------
 
+# Bytes of text per piece: big enough that the per-piece Python work (a few calls per column) is small
+# beside the parse, small enough that the pieces in flight cost little memory and both cores get work.
+PIECE_BYTES = 1 << 23
+# A file smaller than PIECE_BYTES x threads is cut into one piece per thread, none below this: a 4 MB export is
+# parsed on both cores (half its wall time), while a tiny file stays one piece parsed in the caller's thread.
+MIN_PIECE_BYTES = 1 << 20
+
+
+def data_start(path: Path) -> int:
+    """The byte offset just after the header line."""
+    with open(path, "rb") as handle:
+        handle.readline()
+        return handle.tell()
+
+
+def data_lines(path: Path) -> int:
+    """Lines after the header (a last line without a newline counts): at least the data rows, unless lines end
+    in a bare CR."""
+    with open(path, "rb") as handle:
+        handle.readline()
+        lines, last = 0, b"\n"
+        while chunk := handle.read(1 << 24):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return lines + (last != b"\n")
+
+
+def line_pieces(path: Path, start: int, piece_bytes: int | None = None) -> list[tuple[int, int]]:
+    """Byte ranges ``[a, b)`` covering ``start`` to the end of the file, each ending just after a newline
+    (the last one at the end of the file), about ``piece_bytes`` long (default :data:`PIECE_BYTES`, or for a
+    smaller file an equal share per thread of :func:`workers`, at least :data:`MIN_PIECE_BYTES`)."""
+    size = path.stat().st_size
+    if size <= start:
+        return []
+    piece_bytes = piece_bytes or min(PIECE_BYTES, max(MIN_PIECE_BYTES, -(-(size - start) // workers())))
+    if size - start <= piece_bytes:
+        return [(start, size)]
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        pieces, a = [], start
+        while a < size:
+            newline = view.find(b"\n", min(a + piece_bytes, size) - 1)
+            b = size if newline < 0 else newline + 1
+            pieces.append((a, b))
+            a = b
+    return pieces
+
+
+def piece_bytes(path: Path, span: tuple[int, int]) -> bytes:
+    """The bytes of one piece (read with one positioned read)."""
+    a, b = span
+    with open(path, "rb") as handle:
+        return os.pread(handle.fileno(), b - a, a)
+
+
+def workers() -> int:
+    """Threads for parsing: the CPUs this process may use, as pyarrow counts them (``pa.set_cpu_count(1)``
+    makes parsing single-threaded)."""
+    return max(1, min(pa.cpu_count(), usable_cpus()))
+
+
+# -- one piece, on a worker thread ----------------------------------------------------------------
+# pyarrow parses a piece in blocks of this many bytes: its tokenised block then stays in the cache while
+# its values are converted (measured: 1-2 MB blocks parse about 15 % faster than one 8 MB block).
+PARSE_BLOCK_BYTES = 1 << 21
+
+
+@dataclass(frozen=True)
+class ParseJob:
+    """What every piece of one parse needs: options, the columns that go where, the shared matrix."""
+
+    header: Header
+    convert: pacsv.ConvertOptions
+    positions: list[int]
+    text: Sequence[str]
+    numbers: Sequence[str]
+    unfiltered: Sequence[str]
+    keep: tuple[str, Sequence[str]] | None
+    group: str | None
+    numbers_as_text: bool
+    slots: RowSlots
+    hasher: PieceHash | None
+
+
+@dataclass
+class Piece:
+    """One parsed piece: its kept rows (``sel``: positions among the piece's rows, None for all), where
+    they went in the matrix (``start``; ``block`` holds them only when the matrix had no room), its text
+    and number columns, NA counts, matrix stats and the value of ``group`` of each stats group."""
+
+    rows: int
+    sel: np.ndarray | None
+    start: int
+    kept: int
+    block: np.ndarray | None
+    text: dict[str, pa.ChunkedArray]
+    numbers: dict[str, np.ndarray]
+    whole: dict[str, pa.ChunkedArray]
+    counts: dict[str, int]
+    stats: MatrixStats
+    groups: list[str | None]
+
+
+class PieceUnparsable(Exception):
+    """A value of a kept row is not a number (found after the filter); ``row`` counts within the piece."""
+
+    def __init__(self, column: str, value: str, row: int) -> None:
+        super().__init__(column, value, row)
+        self.column, self.value, self.row = column, value, row
+
+
+class RowSlots:
+    """Hands each piece, in file order, the rows of the matrix its kept rows go to.
+
+    A piece knows how many rows it keeps only once it is parsed; :meth:`claim` waits until the piece
+    before it has claimed its rows (pieces are parsed in order on a thread pool, so that wait is short
+    and never for a piece that has not started). A piece that fails claims no rows.
+
+    >>> slots = RowSlots(np.zeros((5, 2)))
+    >>> [(start, None if rows is None else rows.shape) for start, rows in (slots.claim(0, 3), slots.claim(1, 3))]
+    [(0, (3, 2)), (3, None)]
+    """
+
+    def __init__(self, out: np.ndarray) -> None:
+        self.out = out
+        self._index = 0
+        self._row = 0
+        self._turn = threading.Condition()
+
+    def claim(self, index: int, rows: int) -> tuple[int, np.ndarray | None]:
+        """(first row, the matrix rows of piece ``index``, or None when they do not fit in the matrix)."""
+        with self._turn:
+            self._turn.wait_for(lambda: self._index == index)
+            start = self._row
+            self._row += rows
+            self._index += 1
+            self._turn.notify_all()
+        return start, (self.out[start:start + rows] if start + rows <= self.out.shape[0] else None)
+
+
+def parse_piece(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
+    """Parse piece ``index`` (bytes ``span`` of the file) on a worker thread: see the module docstring."""
+    claimed = False
+    try:
+        piece = _parse(job, index, span)
+        claimed = True
+        return piece
+    finally:
+        if not claimed:
+            job.slots.claim(index, 0)  # let the pieces after this one go on (the read fails at this piece)
+
+
+def _parse(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
+    header = job.header
+    try:
+        data = piece_bytes(header.path, span)
+    except BaseException:
+        if job.hasher is not None:
+            job.hasher.fail()
+        raise
+    if job.hasher is not None:
+        job.hasher.add(span, data)
+    check_text(header.path, data, span[0], header.delimiter, header.names)
+    table = pacsv.read_csv(pa.BufferReader(data),
+                           read_options=read_options(header, column_names=list(header.names), use_threads=False,
+                                                      block_size=PARSE_BLOCK_BYTES),
+                           parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
+                           convert_options=job.convert)
+    del data
+    sel = kept_rows(table, job.keep)
+    kept, kept_sel = table, sel
+    if job.numbers_as_text:  # the kept rows only, their numbers converted now
+        kept, kept_sel = numbers_of_rows(table, sel, set(job.text)), None
+    text = {name: kept.column(name) if kept_sel is None else kept.column(name).take(kept_sel) for name in job.text}
+    numbers = {}
+    for name in job.numbers:
+        values = kept.column(name).to_numpy()
+        numbers[name] = values if kept_sel is None else values[kept_sel]
+    m = table.num_rows if sel is None else len(sel)
+    start, rows = job.slots.claim(index, m)
+    block = rows if rows is not None else np.empty((m, len(job.positions)), dtype=np.float64)
+    codes, groups = _group_codes(text[job.group] if job.group is not None else None, m)
+    counts, stats = fill_rows(kept, job.positions, kept_sel, block, codes, len(groups))  # rows from the piece's first
+    return Piece(table.num_rows, sel, start, m, None if rows is not None else block, text, numbers,
+                 {name: table.column(name) for name in job.unfiltered}, counts, stats, groups)
+
+
+def read_options(header: Header, **options) -> pacsv.ReadOptions:
+    """pyarrow ReadOptions for ``header``'s file, transcoding when it is not UTF-8."""
+    if header.encoding != "utf-8":
+        options["encoding"] = header.encoding
+    return pacsv.ReadOptions(**options)
+
+
+def _group_codes(values: pa.ChunkedArray | None, n: int) -> tuple[np.ndarray, list[str | None]]:
+    """(code of each row, the distinct values in order of first appearance); one group without ``values``."""
+    if values is None:
+        return np.zeros(n, dtype=np.int64), [None]
+    distinct = pc.unique(values)
+    codes = pc.index_in(values, value_set=distinct)
+    return pc.fill_null(codes, -1).to_numpy().astype(np.int64), distinct.to_pylist()
+
+
+def kept_rows(table: pa.Table, keep: tuple[str, Sequence[str]] | None) -> np.ndarray | None:
+    """Positions of the rows whose ``keep[0]`` column is one of ``keep[1]`` (None: every row)."""
+    if keep is None:
+        return None
+    column, values = keep
+    mask = pc.is_in(table.column(column), value_set=pa.array(list(values), type=pa.string()))
+    mask = pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
+    return None if mask.all() else np.flatnonzero(mask)
+
+
+def fill_rows(table: pa.Table, positions: Sequence[int], sel: np.ndarray | None, rows: np.ndarray,
+              codes: np.ndarray | None = None, groups: int = 0) -> tuple[dict[str, int], MatrixStats]:
+    """Write the matrix columns (at ``positions`` of the table) of the kept rows ``sel`` into ``rows`` (C
+    order), infinities as NaN; the NA counts: ``missing_in_source`` (empty fields), ``na_converted`` (NaN written
+    as a number) and ``nonfinite_converted`` (infinities), and the :class:`MatrixStats` of ``rows`` (``codes``: the
+    group of each row, of ``groups``).
+
+    Every row kept: Arrow turns each parsed block of the matrix columns into a row-major block (``to_tensor``,
+    nulls as NaN), copied into ``rows`` in one go: 30 % less CPU than writing each column into its strided place
+    (each cache line of a row would be fetched once per column it holds). The stats read that block while it is
+    still in the cache, and their NaN and infinity counts are the NA counts (no pass of its own over the rows).
+    Rows filtered: column by column, then the stats.
+
+    >>> out = np.empty((3, 1))
+    >>> counts, stats = fill_rows(pa.table({"v": [1.0, None, float("inf")]}), [0], None, out)
+    >>> counts
+    {'missing_in_source': 1, 'nonfinite_converted': 1, 'na_converted': 0}
+    >>> out[:, 0].tolist(), stats.nan.tolist(), stats.infinite.tolist()
+    ([1.0, nan, nan], [2], [0])
+    """
+    nulls = 0
+    columns = table.columns
+    stats = MatrixStats(len(positions), codes, groups)
+    if sel is None and positions:
+        at = 0
+        for batch in table.select(list(positions)).to_batches():
+            if batch.num_rows:
+                values = batch.to_tensor(null_to_nan=True, row_major=True).to_numpy()
+                rows[at:at + batch.num_rows] = values
+                stats.add(at, values)
+                at += batch.num_rows
+        nulls = sum(columns[p].null_count for p in positions)
+    else:
+        if sel is not None:
+            for j, position in enumerate(positions):
+                column = columns[position]
+                rows[:, j] = column.to_numpy()[sel]
+                if column.null_count:
+                    nulls += int(np.count_nonzero(column.is_null().to_numpy(zero_copy_only=False)[sel]))
+        stats.add(0, rows)
+    n_nan, n_inf = int(stats.nan.sum()), int(stats.infinite.sum())
+    if n_inf:  # rare: infinities become NaN, and the stats are gathered again from what the matrix holds
+        rows[np.isinf(rows)] = np.nan
+        stats = MatrixStats(len(positions), codes, groups)
+        stats.add(0, rows)
+    return {"missing_in_source": nulls, "nonfinite_converted": n_inf, "na_converted": n_nan - nulls}, stats
+
+
+def numbers_of_rows(table: pa.Table, sel: np.ndarray | None, text: set[str]) -> pa.Table:
+    """The rows ``sel`` of an all-text ``table`` with every non-``text`` column converted to float64."""
+    rows = np.arange(table.num_rows) if sel is None else sel
+    table = table if sel is None else table.take(pa.array(sel))
+    columns = []
+    for name, values in zip(table.schema.names, table.columns, strict=True):
+        if name in text:
+            columns.append(values)
+            continue
+        try:
+            columns.append(pc.cast(values, pa.float64()))
+        except pa.ArrowInvalid:
+            raise _unparsable(name, values, rows) from None
+    return pa.table(columns, names=table.schema.names)
+
+
+def _unparsable(column: str, values: pa.ChunkedArray, rows: np.ndarray) -> Exception:
+    """The first value of ``values`` that is not a number, with its row (``rows``: row of each value)."""
+    for i, value in enumerate(values.to_pylist()):
+        try:
+            if value is not None:
+                pa.array([value]).cast(pa.float64())
+        except pa.ArrowInvalid:
+            return PieceUnparsable(column, value, int(rows[i]))
+    return pa.ArrowInvalid(f"column {column!r}: cannot parse a value as a number")
+
+
+# -- the whole file ---------------------------------------------------------------------------------
 @dataclass
 class Parsed:
     """A parsed export, rows already filtered: text and number columns, and the measurement matrix.
@@ -49,6 +353,8 @@ class Parsed:
     """SHA-256 of the file, when the parse hashed it (from the bytes it read)."""
     stats: GroupedStats | None = None
     """Matrix stats gathered while parsing, ranges per group (see :class:`GroupedStats`)."""
+    parts: tuple[int, ...] = ()
+    """Rows of each table joined into this one, in order (a folder of tables), or ``()`` for a single table."""
 
     def __post_init__(self) -> None:
         self._objects: dict[str, np.ndarray] = {}
@@ -126,7 +432,7 @@ def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str
     fields are null). ``keep=(column, values)`` keeps only rows whose text ``column`` is one of
     ``values``; ``unfiltered`` text columns are also returned for every row. The file is cut into pieces
     at line boundaries, parsed on every core and put together in file order
-    (:func:`~cellspec_sc.readers.pieces.ordered_map`). The matrix (kept rows x
+    (:func:`~cellspec_sc._background.ordered_map`). The matrix (kept rows x
     ``matrix`` columns, C order) is allocated once, with room for the rows estimated from the first
     megabyte of the file (pages never written cost no memory); each piece writes its kept rows into it
     directly, and only if the estimate was short do the last pieces keep blocks of their own (joined into
@@ -181,8 +487,8 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     position = {name: i for i, name in enumerate(header.names)}
     out = empty_matrix(_estimated_rows(header.path), len(matrix))
     start = data_start(header.path)
-    plan = Plan(header, convert, [position[name] for name in matrix], text, numbers, unfiltered, keep,
-                group if group in text else None, numbers_as_text, RowSlots(out), PieceHash(header.path, start))
+    job = ParseJob(header, convert, [position[name] for name in matrix], text, numbers, unfiltered, keep,
+                   group if group in text else None, numbers_as_text, RowSlots(out), PieceHash(header.path, start))
     counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
     parts: dict[str, list[pa.Array]] = {name: [] for name in text}
     number_parts: dict[str, list[np.ndarray]] = {name: [] for name in numbers}
@@ -191,9 +497,10 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     stats = _GroupStats(len(matrix))
     overflow: list[np.ndarray] = []  # blocks of the pieces beyond the estimated rows, in order
     read = filled = 0
-    spans = line_pieces(header.path, start)
+    items = list(enumerate(line_pieces(header.path, start)))
     try:
-        for piece in ordered_map(lambda item: parse_piece(plan, *item), list(enumerate(spans))):
+        for piece in ordered_map(lambda item: parse_piece(job, *item), items, threads=min(workers(), len(items)),
+                                 name="cellspec-parse"):
             if piece.block is not None:
                 overflow.append(piece.block)
             for name, values in piece.text.items():
@@ -225,7 +532,7 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
         unfiltered={n: pa.chunked_array(whole[n], type=pa.string()) for n in unfiltered},
         matrix=_with_overflow(out, filled, overflow),
         counts=counts,
-        sha256=plan.hasher.result(),
+        sha256=job.hasher.result(),
         stats=stats.result(),
     )
 

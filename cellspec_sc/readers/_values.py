@@ -1,4 +1,5 @@
-"""Checks and conversions of parsed values that every reader shares (spec sections 2 and 8).
+"""Checks and conversions of parsed values that every reader shares (spec sections 2 and 8), and the warnings
+the readers give when they read something that is probably not what the user meant.
 
 Each check names the file, the line (data row i of a file is line i + 2) and the column of the first
 offending value; the quick Arrow tests (:func:`has_missing_text`, :func:`ids_are_unique`) let readers
@@ -8,10 +9,21 @@ skip the slow path that names a problem when there is none.
 3
 >>> arrow_objects(pa.chunked_array([["a", None]])).tolist()
 ['a', None]
+
+A :class:`ReaderWarning` never changes what is read; ``strict=True`` (where a reader offers it) turns
+the same finding into an :class:`~cellspec_sc.InputError`.
+
+>>> import warnings
+>>> with warnings.catch_warnings(record=True) as caught:
+...     warnings.simplefilter("always")
+...     notice("x.csv: something odd")
+>>> caught[0].category.__name__, str(caught[0].message)
+('ReaderWarning', 'x.csv: something odd')
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -25,6 +37,29 @@ from cellspec_sc.validation.matrix_stats import all_distinct, arrow_code_array
 from cellspec_sc.validation.rows import duplicated_pairs
 
 
+# -- warnings ------------------------------------------------------------------------------------
+class ReaderWarning(UserWarning):
+    """A reader read the file but the user should look at what it says."""
+
+
+def notice(message: str, *, strict: bool = False) -> None:
+    """Warn with ``message``, or refuse with it when ``strict``."""
+    if strict:
+        raise InputError(f"{message} (refused: strict=True)")
+    warnings.warn(message, ReaderWarning, stacklevel=3)
+
+
+def listed(names: Sequence[str], *, quote: bool = True, most: int = 10) -> str:
+    """The first ``most`` of ``names`` for a message, in quotes unless ``quote`` is False.
+
+    >>> listed(["a", "b", "c"], most=2), listed(["P1_001.csv"], quote=False)
+    ("'a', 'b', ...", 'P1_001.csv')
+    """
+    shown = [repr(n) if quote else str(n) for n in names[:most]]
+    return ", ".join(shown) + (", ..." if len(names) > most else "")
+
+
+# -- checks of parsed values ------------------------------------------------------------------------
 def first_line_where(mask: np.ndarray, rows: np.ndarray | None = None) -> int:
     """File line of the first True in ``mask`` (data row i of the file is line i + 2)."""
     pos = int(np.flatnonzero(mask)[0])
