@@ -163,10 +163,13 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     tables = adapter.tables(plan, parsed, dictionary, applied)
     record = input_record(path, sha256=parsed.sha256) if path.is_file() else None  # a folder's tables are inputs
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
-    # the cell-id codes may still be in the making (and raise the adapter's refusal of repeated ids): the object
-    # was built meanwhile, and validation is handed finished values
-    report = validate(x, stats=image_stats(parsed, x.cells, tables.image_codes, _finished(tables.cell_codes)))
-    return x, report
+    stats = image_stats(parsed, x.cells, tables.image_codes)
+    # the cell-id codes may still be in the making on another core (and raise the adapter's refusal of repeated
+    # ids): the object and its matrix stats were made meanwhile, and validation is handed finished values
+    codes = _finished(tables.cell_codes)
+    if stats is not None:
+        stats.cell_codes = codes
+    return x, validate(x, stats=stats)
 
 
 def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
@@ -196,15 +199,12 @@ def _finished(codes: np.ndarray | Future[np.ndarray] | None) -> np.ndarray | Non
     return codes.result() if isinstance(codes, Future) else codes
 
 
-def image_stats(parsed: Parsed, cells: pd.DataFrame, image_codes: tuple[np.ndarray, np.ndarray] | None,
-                cell_codes: np.ndarray | None) -> MatrixStats | None:
-    """The parse's matrix stats with ranges per image in validation's order, carrying the image and cell id codes
-    the reader made (validation reuses them); None: validation gathers them."""
+def image_stats(parsed: Parsed, cells: pd.DataFrame, image_codes: tuple[np.ndarray, np.ndarray] | None
+                ) -> MatrixStats | None:
+    """The parse's matrix stats with ranges per image in validation's order, carrying the image codes the reader
+    made (``image_codes``, else made here; validation reuses them); None: validation gathers them."""
     if parsed.stats is None or "image_id" not in cells.columns:
         return None
     known = image_codes
     codes, names = known if known is not None and len(known[0]) == len(cells) else first_seen_codes(cells["image_id"])
-    stats = parsed.stats.for_images(codes, np.asarray(names, dtype=object))
-    if stats is not None:
-        stats.cell_codes = cell_codes
-    return stats
+    return parsed.stats.for_images(codes, np.asarray(names, dtype=object))

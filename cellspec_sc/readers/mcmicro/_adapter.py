@@ -86,7 +86,8 @@ class McquantAdapter(ToolAdapter):
         image_record = input_record(self.image) if self.image is not None else None
         images_table = _images_table(image_name, self.sample_id, ps, ps_y, plan.ome, image_record)
         parameters = {
-            "pixel_size": ps, "pixel_size_y": ps_y, "pixel_size_source": plan.pixel_size_source, "image_id": self.image_id,
+            "pixel_size": ps, "pixel_size_y": ps_y, "pixel_size_source": plan.pixel_size_source,
+            "image_id": self.image_id,
             "sample_id": self.sample_id, "marker_map": dict(self.marker_map),
             "markers_csv": None if self.markers_csv is None else Path(self.markers_csv).name,
             "markers_removed": list(plan.removed),

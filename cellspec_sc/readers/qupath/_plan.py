@@ -244,7 +244,8 @@ def found_columns(header: Header, names: Sequence[str]) -> tuple[str | None, str
 
 def _missing_advice(header: Header) -> str:
     """What to say, instead of "not a QuPath table", when the centroid columns are missing ("" for that)."""
-    if header.find(*IDENTITY) is None or any(None not in found_columns(header, c) for c in (CENTROIDS_UM, CENTROIDS_PX)):
+    centroids_found = any(None not in found_columns(header, c) for c in (CENTROIDS_UM, CENTROIDS_PX))
+    if header.find(*IDENTITY) is None or centroids_found:
         return ""
     return ("a QuPath export without centroid columns (the cells' positions): export the measurements again "
             "with 'Centroid X µm' and 'Centroid Y µm' (a script's columnsToInclude leaves them out unless it "

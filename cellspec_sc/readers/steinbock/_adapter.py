@@ -77,7 +77,8 @@ class SteinbockAdapter(ToolAdapter):
     def parse(self, plan: SteinbockPlan) -> tuple[Parsed, SteinbockPlan]:
         """Every image's intensities and regionprops, parsed and joined on ``Object``, one image after another,
         each written straight into the joined matrix (allocated for the lines of the intensities files)."""
-        matrix = empty_matrix(sum(data_lines(intensities.path) for intensities, _ in plan.files), len(plan.roles.matrix))
+        lines = sum(data_lines(intensities.path) for intensities, _ in plan.files)
+        matrix = empty_matrix(lines, len(plan.roles.matrix))
         parts, start = [], 0
         for stem, (intensities, regionprops) in zip(plan.stems, plan.files, strict=True):
             a = _stream(intensities)
@@ -99,7 +100,8 @@ class SteinbockAdapter(ToolAdapter):
     def tables(self, plan: SteinbockPlan, parsed: Parsed, dictionary: pd.DataFrame, applied: Mapping[str, str]
                ) -> Tables:
         """Cells of every image, images with their pixel sizes, channels, adjacency and parameters."""
-        folder, stems, sizes, sizes_y, rows_per_image = plan.header.path, plan.stems, plan.sizes, plan.sizes_y, parsed.parts
+        folder, stems, sizes, sizes_y = plan.header.path, plan.stems, plan.sizes, plan.sizes_y
+        rows_per_image = parsed.parts
         per_row = np.repeat([sizes[s] for s in stems], rows_per_image)
         per_row_y = np.repeat([sizes_y[s] or sizes[s] for s in stems], rows_per_image)
         x_px = parsed.number(CENTROIDS[0]) + 0.5  # regionprops: pixel i has its centre at i

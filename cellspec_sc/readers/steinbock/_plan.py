@@ -392,7 +392,8 @@ def roles_of(header: Header) -> ColumnRoles:
     """The roles of the columns of a steinbock table (or of the joined one): ``Object`` is text, the centroids are
     numbers, every other column a measurement."""
     numbers = [c for c in CENTROIDS if c in header.names]
-    return ColumnRoles(text=[OBJECT], numbers=numbers, matrix=[n for n in header.names if n != OBJECT and n not in numbers])
+    matrix = [n for n in header.names if n != OBJECT and n not in numbers]
+    return ColumnRoles(text=[OBJECT], numbers=numbers, matrix=matrix)
 
 
 def classify_intensities(names: Sequence[str], aggregation: str, panel: Panel | None) -> list[FeatureSpec]:
