@@ -90,6 +90,17 @@ def split_file_name(name: str) -> tuple[str, str | None]:
     """(image name, mask name) of ``<image>--<segmentation>_<mask>.csv`` (MCMICRO), ``<image>_<mask>.csv``
     (mcquant run alone, nf-core/mcmicro: ``TEST1_mask_TEST1.csv``) or older ``<image>_<mask>Mask.csv``.
 
+    Parameters
+    ----------
+    name
+        The table's file name.
+
+    Returns
+    -------
+    The image name and the mask name (None when the name has no mask part: the whole stem is the image).
+
+    Examples
+    --------
     >>> split_file_name("TEST1_mask_TEST1.csv"), split_file_name("core_7_nuclei.csv")
     (('TEST1', 'mask_TEST1'), ('core_7', 'nuclei'))
     """
@@ -110,7 +121,23 @@ def split_file_name(name: str) -> tuple[str, str | None]:
 
 
 def mask_compartment(mask: str | None) -> str | None:
-    """Spec compartment of an mcquant mask name (``cell``, ``nucleiRingMask`` ...), None if unknown."""
+    """Spec compartment of an mcquant mask name (``cell``, ``nucleiRingMask`` ...).
+
+    Parameters
+    ----------
+    mask
+        The mask name of a file name or column suffix (``Mask`` at its end is dropped), or None.
+
+    Returns
+    -------
+    The compartment (see :data:`MASKS`; ``mask`` and ``mask_<image>``, nf-core's whole-cell mask, are ``cell``),
+    or None when the name is unknown.
+
+    Examples
+    --------
+    >>> mask_compartment("nucleiRingMask"), mask_compartment("mask_TEST1"), mask_compartment("probabilities")
+    ('cytoplasm', 'cell', None)
+    """
     if mask is None:
         return None
     key = mask.lower()
@@ -139,8 +166,27 @@ def classify_columns(names: list[str], *, default_compartment: str, markers: lis
                      ) -> tuple[list[FeatureSpec], str]:
     """FeatureSpecs of the measurement columns and the compartment of the shape columns.
 
-    With ``markers`` (from markers.csv) only those names are markers; without, every column that is
-    not a known regionprop or ``<marker>_<property>`` is the mean of a marker named like the column.
+    Parameters
+    ----------
+    names
+        The measurement columns of an mcquant table (without ``CellID`` and the centroids).
+    default_compartment
+        The compartment of columns without a mask suffix (the file name's mask, see :func:`mask_compartment`).
+    markers
+        The channel names of ``markers.csv``: only those are markers. Without, every column that is not a known
+        regionprop or ``<marker>_<property>`` is the mean of a marker named like the column.
+
+    Returns
+    -------
+    One FeatureSpec per column, in order, and the compartment of the shape columns (that of the first mask
+    suffix, else ``default_compartment``).
+
+    Examples
+    --------
+    >>> specs, shapes = classify_columns(["CD3", "CD3_intensity_median", "Area"], default_compartment="cell",
+    ...                                  markers=None)
+    >>> [(s.kind, s.statistic, s.marker) for s in specs], shapes
+    ([('intensity', 'mean', 'CD3'), ('intensity', 'median', 'CD3'), ('shape', 'area', None)], 'cell')
     """
     stripped = [_strip_mask(n) for n in names]
     suffixes = [m for _, m in stripped if mask_compartment(m) is not None]
