@@ -1,8 +1,9 @@
 """Readers of segmentation tools' exports: QuPath, MCMICRO (mcquant) and steinbock.
 
 Each tool has a folder (``qupath/``, ``mcmicro/``, ``steinbock/``) with its grammar as data and an adapter; they
-share one table engine (``_header``, ``_parse``, ``_values``, ``_features``) and one pipeline (``_pipeline``:
-plan, parse, tables, one validation). Names are imported on first use, so that ``import cellspec_sc`` stays light.
+share one table engine (``_table``: header, parse, value checks), the feature dictionary (``_features``) and one
+pipeline (``_pipeline``: plan, parse, tables, one validation). Names are imported on first use, so that
+``import cellspec_sc`` stays light.
 
 >>> from cellspec_sc import readers
 >>> readers.ReaderWarning.__name__
@@ -21,7 +22,7 @@ _HOMES = {
     "read_qupath": "cellspec_sc.readers.qupath", "QuPathAdapter": "cellspec_sc.readers.qupath",
     "read_mcmicro": "cellspec_sc.readers.mcmicro", "McquantAdapter": "cellspec_sc.readers.mcmicro._adapter",
     "read_steinbock": "cellspec_sc.readers.steinbock", "SteinbockAdapter": "cellspec_sc.readers.steinbock",
-    "read_export_report": "cellspec_sc.readers._pipeline", "ReaderWarning": "cellspec_sc.readers._values",
+    "read_export_report": "cellspec_sc.readers._pipeline", "ReaderWarning": "cellspec_sc.readers._table",
 }
 
 

@@ -5,11 +5,11 @@ steps that differ between tools. :func:`read_export_report` runs them, top to bo
 
 1. :meth:`ToolAdapter.plan` reads the header line (and the tool's side files: ``markers.csv``, ``panel.csv``
    ...), refuses what they alone show to be unreadable, and returns a frozen :class:`Plan`: the checked
-   :class:`~cellspec_sc.readers._header.Header`, the :class:`ColumnRoles` (text, numbers, measurements, rows
+   :class:`~cellspec_sc.readers._table.Header`, the :class:`ColumnRoles` (text, numbers, measurements, rows
    kept) and one :class:`~cellspec_sc.readers._features.FeatureSpec` per measurement column. Nothing is
    parsed yet;
 2. :meth:`ToolAdapter.parse` executes the plan's roles (by default
-   :func:`~cellspec_sc.readers._parse.stream_columns`, which hashes the file from the bytes it parses) and
+   :func:`~cellspec_sc.readers._table.stream_columns`, which hashes the file from the bytes it parses) and
    returns the plan the parse settled on (QuPath reads as text the columns it finds hold text);
 3. :func:`~cellspec_sc.readers._features.build_dictionary` applies the vocabulary to the plan's features;
 4. :meth:`ToolAdapter.tables` builds cells, images and channels from the parsed rows (it may still be checking
@@ -38,8 +38,7 @@ from cellspec_sc.errors import ValidationError
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.provenance import input_record, new_provenance
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
-from cellspec_sc.readers._header import Header
-from cellspec_sc.readers._parse import Parsed, stream_columns
+from cellspec_sc.readers._table import Header, Parsed, stream_columns
 from cellspec_sc.spec.types import canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes

@@ -9,7 +9,7 @@ import cellspec_sc as cs
 from cellspec_sc.cli.main import main
 from cellspec_sc.docgen import readers as docs
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary
-from cellspec_sc.readers._header import normalise_header, other_name
+from cellspec_sc.readers._table import normalise_header, other_name
 
 
 def test_import_qupath_writes_a_valid_directory(tmp_path, capsys):

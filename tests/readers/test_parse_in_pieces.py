@@ -14,8 +14,8 @@ import cellspec_sc as cs
 from cellspec_sc import _background
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers import ReaderWarning
-from cellspec_sc.readers import _parse as pieces
-from cellspec_sc.readers._parse import data_lines, data_start, line_pieces
+from cellspec_sc.readers import _table as pieces
+from cellspec_sc.readers._table import data_lines, data_start, line_pieces
 
 
 @pytest.mark.parametrize(("newline", "encoding"), [("\n", "utf-8"), ("\r\n", "utf-8"), ("\r\n", "cp1252")])

@@ -13,8 +13,8 @@ from exports import write_qupath_rows as write
 
 import cellspec_sc as cs
 from cellspec_sc.readers import QuPathAdapter, ReaderWarning
-from cellspec_sc.readers import _parse as parsing
-from cellspec_sc.readers import _parse as pieces
+from cellspec_sc.readers import _table as parsing
+from cellspec_sc.readers import _table as pieces
 from cellspec_sc.validation.matrix_stats import first_seen_codes, matrix_stats
 
 

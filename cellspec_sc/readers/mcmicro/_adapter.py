@@ -19,10 +19,10 @@ import pandas as pd
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.provenance import input_record
 from cellspec_sc.readers._features import channels_frame, clean_marker, feature_positions, intensity_channels
-from cellspec_sc.readers._header import Header
-from cellspec_sc.readers._parse import Parsed
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
-from cellspec_sc.readers._values import (
+from cellspec_sc.readers._table import (
+    Header,
+    Parsed,
     check_finite_centroids,
     check_image_ids,
     constant_strings,

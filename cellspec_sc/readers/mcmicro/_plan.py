@@ -39,10 +39,16 @@ import pyarrow.compute as pc
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers._features import SKIMAGE_OTHER_PROPS, SKIMAGE_REGIONPROPS, FeatureSpec
-from cellspec_sc.readers._header import read_header, require_columns
-from cellspec_sc.readers._parse import read_as_text
 from cellspec_sc.readers._pipeline import ColumnRoles, Plan
-from cellspec_sc.readers._values import check_missing_text, listed, notice, pixel_size_for
+from cellspec_sc.readers._table import (
+    check_missing_text,
+    listed,
+    notice,
+    pixel_size_for,
+    read_as_text,
+    read_header,
+    require_columns,
+)
 
 ADAPTER = "mcmicro"
 # Bump whenever the output for the same input changes (spec section 11).

@@ -23,10 +23,11 @@ import pyarrow.compute as pc
 from cellspec_sc._background import in_background
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers._features import channels_frame, feature_positions, intensity_channels
-from cellspec_sc.readers._header import SEPARATORS, Header, normalise_header
-from cellspec_sc.readers._parse import Parsed, read_as_text
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
-from cellspec_sc.readers._values import (
+from cellspec_sc.readers._table import (
+    SEPARATORS,
+    Header,
+    Parsed,
     arrow_objects,
     check_finite_centroids,
     check_missing_text,
@@ -35,9 +36,11 @@ from cellspec_sc.readers._values import (
     first_line_where,
     has_missing_text,
     ids_are_unique,
+    normalise_header,
     notice,
     pixel_size_for,
     positive_area,
+    read_as_text,
     string_column,
 )
 from cellspec_sc.readers.qupath._plan import (

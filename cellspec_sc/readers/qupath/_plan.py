@@ -32,10 +32,19 @@ import pyarrow.csv as pacsv
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers._features import FeatureSpec
-from cellspec_sc.readers._header import Header, normalise_header, other_name, read_header, require_columns
-from cellspec_sc.readers._parse import NotANumber, Parsed, read_as_text, read_options
 from cellspec_sc.readers._pipeline import ColumnRoles, Plan
-from cellspec_sc.readers._values import notice
+from cellspec_sc.readers._table import (
+    Header,
+    NotANumber,
+    Parsed,
+    normalise_header,
+    notice,
+    other_name,
+    read_as_text,
+    read_header,
+    read_options,
+    require_columns,
+)
 from cellspec_sc.spec.vocabulary import vocabulary
 
 ADAPTER = "qupath"

@@ -24,15 +24,17 @@ import pyarrow.compute as pc
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.readers._features import channels_frame, clean_marker
-from cellspec_sc.readers._header import Header
-from cellspec_sc.readers._parse import Parsed, data_lines, stream_columns
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
-from cellspec_sc.readers._values import (
+from cellspec_sc.readers._table import (
+    Header,
+    Parsed,
     check_finite_centroids,
     check_image_ids,
+    data_lines,
     listed,
     notice,
     positive_area,
+    stream_columns,
     string_column,
 )
 from cellspec_sc.readers.steinbock._plan import (

@@ -41,16 +41,18 @@ import pyarrow.compute as pc
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.provenance import input_record
 from cellspec_sc.readers._features import SKIMAGE_REGIONPROPS, FeatureSpec
-from cellspec_sc.readers._header import Header, read_header, require_columns
-from cellspec_sc.readers._parse import read_as_text
 from cellspec_sc.readers._pipeline import ColumnRoles, Plan
-from cellspec_sc.readers._values import (
+from cellspec_sc.readers._table import (
+    Header,
     check_missing_text,
     first_repeat,
     first_unknown,
     listed,
     notice,
     pixel_size_for,
+    read_as_text,
+    read_header,
+    require_columns,
     string_column,
 )
 
