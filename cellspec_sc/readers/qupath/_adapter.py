@@ -204,7 +204,7 @@ def _pixel_sizes(header: Header, parsed: Parsed, images, image_order, pixel_size
     given = pixel_size_for(image_order, pixel_size)
     if given is not None:
         return given, "argument"
-    # QuPathAdapter.check_header refused a file without both centroid kinds and without pixel_size
+    # plan_export refused a file without both centroid kinds and without pixel_size
     return _derived_pixel_sizes(header.path, parsed, images, image_order, um_cols, px_cols), \
         "derived from micrometre and pixel centroids"
 
