@@ -202,14 +202,14 @@ def _floor(files, single: bool, sha: bool = True):
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
-        from cellspec_sc.readers.qupath import QuPathAdapter
+        from cellspec_sc.readers import QuPathAdapter
 
         if single:
             one_core()
         path = files(env)[0]
         adapter = QuPathAdapter(pixel_size=0.5)
-        header = adapter.header(path)
-        text = set(adapter.roles(header).text)
+        plan = adapter.plan(path)
+        header, text = plan.header, set(plan.roles.text)
         types = {name: pa.string() if name in text else pa.float64() for name in header.names}
         convert = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
                                        quoted_strings_can_be_null=True)

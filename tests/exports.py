@@ -1,5 +1,5 @@
-"""What the reader tests share: numbers spelt as the tools spell them, the marker names and measured
-values of generated exports, and a fixture counting validations.
+"""What the reader tests share: the folder of test data, numbers spelt as the tools spell them, the marker names
+and measured values of generated exports, and a QuPath export of two images written row by row.
 
 >>> number_text(float("nan")), number_text(float("-inf"), inf="inf"), number_text(0.1)
 ('NaN', '-inf', '0.1')
@@ -8,10 +8,12 @@ values of generated exports, and a fixture counting validations.
 from __future__ import annotations
 
 import math
-import sys
+from pathlib import Path
 
-import pytest
+import numpy as np
 from hypothesis import strategies as st
+
+DATA = Path(__file__).parent / "data"
 
 MARKER_ALPHABET = "ABCDEFGHKLMPQRSTXYZabcdefgkpqrxyz0123456789-+"
 SPECIAL_VALUES = [math.nan, 0.0, -0.0, 5e-324, 1.7976931348623157e308]
@@ -36,24 +38,26 @@ def number_text(v: float, *, nan: str = "NaN", inf: str = "Infinity") -> str:
     return repr(v)
 
 
-@pytest.fixture
-def validation_calls(monkeypatch) -> list:
-    """Every call of the validation entry point, however a module bound it: each cellspec_sc module
-    attribute that is :func:`cellspec_sc.validation.runner.validate` is wrapped by one counter."""
-    import cellspec_sc.cli._imports  # noqa: F401 - bound before wrapping
-    import cellspec_sc.io.directory  # noqa: F401
-    import cellspec_sc.readers.pipeline  # noqa: F401
-    from cellspec_sc.validation import runner
+QUPATH_HEAD = ["Image", "Object ID", "Object type", "Centroid X µm", "Centroid Y µm", "Centroid X px", "Centroid Y px",
+               "Cell: CD3: Mean", "Nucleus: Area µm^2"]
 
-    original, calls = runner.validate, []
 
-    def counted(x, *args, **kwargs):
-        calls.append(type(x).__name__)
-        return original(x, *args, **kwargs)
+def qupath_rows(n: int, rng: np.random.Generator) -> list[list[str]]:
+    """Cells of two images, an annotation (text in a number column) every 17 rows, NaN and empty values."""
+    rows = []
+    for i in range(n):
+        image = "a.tif" if i < n // 2 else "b.tif"
+        if i % 17 == 5:
+            rows.append([image, f"ann{i}", "Annotation", "n/a", "n/a", "", "", "big", ""])
+            continue
+        px, py = (float(v) for v in rng.uniform(0, 1000, 2).round(3))
+        value = ["NaN", "", "-0.0", "5e-324", repr(float(rng.lognormal()))][i % 5]
+        rows.append([image, f"c{i:05d}", "Cell", repr(px * 0.5), repr(py * 0.5), repr(px), repr(py), value,
+                     repr(float(rng.uniform(10, 50)))])
+    return rows
 
-    for name, module in list(sys.modules.items()):
-        if name.startswith("cellspec_sc"):
-            for attr, value in list(vars(module).items()):
-                if value is original:
-                    monkeypatch.setattr(module, attr, counted)
-    return calls
+
+def write_qupath_rows(path, rows, newline="\n", encoding="utf-8"):
+    """``rows`` under :data:`QUPATH_HEAD`, tab-separated, as a file at ``path``."""
+    path.write_bytes((newline.join("\t".join(r) for r in [QUPATH_HEAD, *rows]) + newline).encode(encoding))
+    return path

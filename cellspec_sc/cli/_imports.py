@@ -5,7 +5,7 @@
     cellspec import steinbock FOLDER OUT_DIR [--pixel-size UM] [--aggregation mean] [--no-neighbors] ...
 
 The target is checked first (an existing OUT_DIR needs ``--overwrite``), then the export is read through
-the reader pipeline (:func:`cellspec_sc.readers.pipeline.read_export_report`), validated once, and written with
+the reader pipeline (:func:`cellspec_sc.readers.read_export_report`), validated once, and written with
 :func:`cellspec_sc.write` (which reuses that report); a short summary and the validation verdict are
 printed. Refused input exits with status 2 and a message naming file, line and column.
 """
@@ -18,10 +18,7 @@ from cellspec_sc.errors import InputError
 from cellspec_sc.io.directory import write
 from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target
 from cellspec_sc.io.refusals import TargetExists
-from cellspec_sc.readers.mcmicro import McquantAdapter
-from cellspec_sc.readers.pipeline import read_export_report
-from cellspec_sc.readers.qupath import QuPathAdapter
-from cellspec_sc.readers.steinbock import SteinbockAdapter
+from cellspec_sc.readers import McquantAdapter, QuPathAdapter, SteinbockAdapter, read_export_report
 
 
 def _marker_map(pairs: list[str] | None) -> dict[str, str]:

@@ -1,1 +1,36 @@
-"""Tool readers: one pipeline (pipeline.py) and one adapter module per tool (QuPath, MCMICRO)."""
+"""Readers of segmentation tools' exports: QuPath, MCMICRO (mcquant) and steinbock.
+
+Each tool has a folder (``qupath/``, ``mcmicro/``, ``steinbock/``) with its grammar as data and an adapter; they
+share one table engine (``_table``: header, parse, value checks), the feature dictionary (``_features``) and one
+pipeline (``_pipeline``: plan, parse, tables, one validation). Names are imported on first use, so that
+``import cellspec_sc`` stays light.
+
+>>> from cellspec_sc import readers
+>>> readers.ReaderWarning.__name__
+'ReaderWarning'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["McquantAdapter", "QuPathAdapter", "ReaderWarning", "SteinbockAdapter", "read_export_report",
+           "read_mcmicro", "read_qupath", "read_steinbock"]
+
+_HOMES = {
+    "read_qupath": "cellspec_sc.readers.qupath", "QuPathAdapter": "cellspec_sc.readers.qupath",
+    "read_mcmicro": "cellspec_sc.readers.mcmicro", "McquantAdapter": "cellspec_sc.readers.mcmicro._adapter",
+    "read_steinbock": "cellspec_sc.readers.steinbock", "SteinbockAdapter": "cellspec_sc.readers.steinbock",
+    "read_export_report": "cellspec_sc.readers._pipeline", "ReaderWarning": "cellspec_sc.readers._table",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

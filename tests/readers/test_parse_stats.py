@@ -8,13 +8,14 @@ import warnings
 
 import numpy as np
 import pytest
+from exports import qupath_rows
+from exports import write_qupath_rows as write
 
 import cellspec_sc as cs
-from cellspec_sc.readers import parsing, pieces
-from cellspec_sc.readers.notices import ReaderWarning
-from cellspec_sc.readers.qupath import QuPathAdapter
+from cellspec_sc.readers import QuPathAdapter, ReaderWarning
+from cellspec_sc.readers import _table as parsing
+from cellspec_sc.readers import _table as pieces
 from cellspec_sc.validation.matrix_stats import first_seen_codes, matrix_stats
-from test_readers_pieces import qupath_rows, write
 
 
 def interleaved(tmp_path, n=900):
@@ -31,8 +32,8 @@ def interleaved(tmp_path, n=900):
 
 def parse(path):
     adapter = QuPathAdapter()
-    header = adapter.header(path)
-    return adapter.parse(header, adapter.roles(header))
+    parsed, _ = adapter.parse(adapter.plan(path))
+    return parsed
 
 
 @pytest.mark.parametrize("piece_bytes", [250, 1 << 23])
@@ -97,3 +98,26 @@ def test_a_read_and_cellspec_import_validate_without_walking_the_matrix(tmp_path
         assert main(["import", "qupath", str(path), str(tmp_path / "out.cellspec"), "-q"]) == 0
     assert cs.validate(x).status("feature_support") == "warn"  # remembered: the report of the read
     assert cs.read(tmp_path / "out.cellspec").equals(x.replace(provenance=cs.read(tmp_path / "out.cellspec").provenance))
+
+
+def test_validation_is_handed_finished_stats_and_id_codes(tmp_path, monkeypatch):
+    """The cell ids are encoded and checked on another core while the object is built; validation gets plain
+    values (MatrixStats carrying numpy codes), never work still in progress."""
+    from cellspec_sc.readers import _pipeline
+    from cellspec_sc.validation.matrix_stats import MatrixStats
+
+    path = interleaved(tmp_path)
+    given = []
+    original = _pipeline.validate
+
+    def recording(x, **options):
+        given.append(options["stats"])
+        return original(x, **options)
+
+    monkeypatch.setattr(_pipeline, "validate", recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReaderWarning)
+        x = cs.read_qupath(path)
+    (stats,) = given
+    assert type(stats) is MatrixStats and isinstance(stats.cell_codes, np.ndarray)
+    assert stats.cell_codes.tolist() == first_seen_codes(x.cells["cell_id"])[0].tolist()

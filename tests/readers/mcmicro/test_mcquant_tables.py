@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import numpy as np
 import pytest
 import tifffile
+from exports import DATA as DATA_ROOT
 
 import cellspec_sc as cs
 from cellspec_sc.errors import CellspecError, InputError
-from cellspec_sc.readers.mcmicro import ADAPTER_VERSION
-from cellspec_sc.readers.notices import ReaderWarning
+from cellspec_sc.readers import ReaderWarning
+from cellspec_sc.readers.mcmicro._plan import ADAPTER_VERSION
 
-DATA = Path(__file__).parent / "data" / "mcmicro"
+DATA = DATA_ROOT / "mcmicro"
 CELL = DATA / "exemplar-001--unmicst_cell.csv"
 X_RAW = [12.5, 40.0, 7.333333333333333, 60.25]
 Y_RAW = [3.0, 8.75, 21.666666666666668, 30.5]
@@ -199,7 +199,7 @@ def test_cell_ids_are_checked_as_text(tmp_path, ids, duplicate):
 
 def test_a_qupath_file_is_not_an_mcquant_table():
     with pytest.raises(CellspecError) as err:
-        cs.read_mcmicro(Path(__file__).parent / "data" / "qupath" / "v06_compartment_first.csv", pixel_size=1)
+        cs.read_mcmicro(DATA_ROOT / "qupath" / "v06_compartment_first.csv", pixel_size=1)
     message = str(err.value)
     assert "not a MCMICRO mcquant table" in message
     assert "'CellID'" in message and "'X_centroid' or 'column_centroid'" in message

@@ -20,7 +20,7 @@ import pandas as pd
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.names import first_free_name
-from cellspec_sc.readers.headers import other_name
+from cellspec_sc.readers._table import other_name
 from cellspec_sc.spec.types import canonical_frame, character_array
 from cellspec_sc.spec.vocabulary import vocabulary
 

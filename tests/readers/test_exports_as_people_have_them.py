@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import InputError
-from cellspec_sc.readers.notices import ReaderWarning
+from cellspec_sc.readers import ReaderWarning
 
 QUPATH_HEAD = ["Image", "Object ID", "Object type", "Centroid X µm", "Centroid Y µm"]
 
@@ -241,7 +241,9 @@ def test_disagreeing_centroids_name_file_line_columns_and_pixel_size(tmp_path):
 
 
 def test_adapter_versions_were_bumped_for_changed_output():
-    from cellspec_sc.readers import mcmicro, qupath, steinbock
+    from cellspec_sc.readers.mcmicro import _plan as mcmicro
+    from cellspec_sc.readers.qupath import _plan as qupath
+    from cellspec_sc.readers.steinbock import _plan as steinbock
 
     assert (qupath.ADAPTER_VERSION, mcmicro.ADAPTER_VERSION, steinbock.ADAPTER_VERSION) == ("1.3.0", "1.2.0", "1.3.0")
     assert set(string.digits + ".") >= set(qupath.ADAPTER_VERSION)

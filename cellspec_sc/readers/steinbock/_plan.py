@@ -1,14 +1,30 @@
-"""The files around steinbock's per-image tables: ``panel.csv``, ``images.csv``, the list of images,
-``neighbors/<image>.csv`` and the provenance records of every file read.
+"""steinbock's folder as data: its tables and side files, and the plan of one output folder.
 
-The per-image tables themselves (``intensities/``, ``regionprops/``) go through the reader pipeline in
-:mod:`cellspec_sc.readers.steinbock`. Everything here works on whole Arrow columns; the only Python
-loops run once per image.
+steinbock writes one CSV per image and kind of measurement, all indexed by the mask label ``Object``:
+
+==========================  ===================================================================
+file                        columns
+==========================  ===================================================================
+``panel.csv``               ``channel`` (metal tag), ``name`` (target), optional ``keep`` (0/1)
+``images.csv``              ``image`` (``<stem>.tiff``), ``width_px``, ``height_px``, ... and for
+                            IMC ``acquisition_width_um``, ``acquisition_height_um``
+``intensities/<stem>.csv``  ``Object``, one column per kept panel ``name`` (mean by default)
+``regionprops/<stem>.csv``  ``Object``, ``area``, ``centroid-0``, ``centroid-1``,
+                            ``major_axis_length``, ``minor_axis_length``, ``eccentricity`` ...
+``neighbors/<stem>.csv``    ``Object``, ``Neighbor``, ``Distance`` (each undirected edge twice)
+==========================  ===================================================================
+
+:func:`plan_export` reads ``panel.csv`` and ``images.csv``, finds the images, checks that every image's tables
+have the same columns and plans the joined table (``Object``, the intensity columns, then the regionprops
+columns). The side files read after the parse (``neighbors/``, the provenance records of every file) are here
+too. Everything works on whole Arrow columns; the only Python loops run once per image.
 
 >>> image_stem("Patient1_001.tiff")
 'Patient1_001'
 >>> table_stem("P1_001.ome.tiff")
 'P1_001.ome'
+>>> roles_of(Header(Path("s"), ",", ("Object", "CD3", "area", "centroid-0", "centroid-1"))).matrix
+['CD3', 'area']
 """
 
 from __future__ import annotations
@@ -24,12 +40,40 @@ import pyarrow.compute as pc
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.provenance import input_record
-from cellspec_sc.readers.headers import read_header, require_columns
-from cellspec_sc.readers.notices import listed, notice
-from cellspec_sc.readers.parsing import read_as_text
-from cellspec_sc.readers.values import check_missing_text, first_repeat, first_unknown, pixel_size_for, string_column
+from cellspec_sc.readers._features import SKIMAGE_REGIONPROPS, FeatureSpec
+from cellspec_sc.readers._pipeline import ColumnRoles, Plan
+from cellspec_sc.readers._table import (
+    Header,
+    check_missing_text,
+    first_repeat,
+    first_unknown,
+    listed,
+    notice,
+    pixel_size_for,
+    read_as_text,
+    read_header,
+    require_columns,
+    string_column,
+)
+
+ADAPTER = "steinbock"
+# Bump whenever the output for the same input changes (spec section 11).
+# 1.1.0: intensity columns named with spaces around a panel name (" 3") are that marker's, not kind other.
+# 1.2.0: an images.csv row "P1_001.ome.tiff" describes the tables "P1_001.ome.csv" (steinbock replaces only the
+#        last suffix), which 1.1.0 refused for want of a pixel size or read without images.csv's sizes.
+# 1.3.0: images.csv sizes that are no positive whole number of pixels are refused (1.2.0 cut 100.5 to 100); an
+#        images.csv without height_px is read without image sizes (1.2.0 raised TypeError).
+ADAPTER_VERSION = "1.3.0"
+TOOL = "steinbock"
+
+CENTROIDS = ("centroid-1", "centroid-0")  # (x, y): scikit-image's centroid is (row, column)
+# steinbock measure intensities --aggr <numpy function> -> spec statistic (the files do not say which).
+AGGREGATIONS = {"mean": "mean", "median": "median", "sum": "sum", "min": "min", "max": "max", "std": "sd",
+                "var": "variance"}
 
 OBJECT = "Object"
+# Groups of alternative column names; a steinbock intensities table has one column of every group.
+REQUIRED = ((OBJECT,),)
 NEIGHBOR_COLUMNS = ("Object", "Neighbor", "Distance")
 FOLDERS = ("intensities", "regionprops", "neighbors")
 KEEP_TRUE = ("1", "True", "true")
@@ -301,3 +345,91 @@ def input_records(folder: Path, stems: Sequence[str], with_neighbors: bool) -> l
         record["path_basename"] = path.relative_to(folder).as_posix()  # intensities/a.csv and regionprops/a.csv
         records.append(record)
     return records
+
+
+# -- the plan ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class SteinbockPlan(Plan):
+    """A steinbock folder's plan: the base plan of the joined table, plus the panel, the images (in order) with
+    their ``images.csv`` rows and pixel sizes, and the (intensities, regionprops) headers of every image."""
+
+    panel: Panel | None
+    stems: tuple[str, ...]
+    infos: Mapping[str, ImageInfo]
+    sizes: Mapping[str, float]
+    sizes_y: Mapping[str, float | None]
+    size_source: str
+    files: tuple[tuple[Header, Header], ...]
+    intensity_names: tuple[str, ...]
+
+
+def plan_export(folder: Path, *, pixel_size, aggregation: str, encoding: str | None) -> SteinbockPlan:
+    """The plan of the steinbock output ``folder``: the header of the joined table of every image (``Object``,
+    intensities, regionprops), after reading ``panel.csv`` and ``images.csv`` and checking that every image has the
+    same columns; intensities are the statistic ``aggregation`` of their marker."""
+    if not folder.is_dir():
+        raise InputError(f"{folder}: not a folder; pass the steinbock output folder holding intensities/ and "
+                         "regionprops/")
+    panel = read_panel(folder / "panel.csv", encoding) if (folder / "panel.csv").is_file() else None
+    rows = read_images_csv(folder / "images.csv", encoding) if has_images_csv(folder) else []
+    stems = image_stems(folder, rows)
+    infos = infos_by_stem(rows, stems)
+    sizes, sizes_y, size_source = image_pixel_sizes(folder, stems, infos, pixel_size)
+    files = [_image_headers(folder, stem, encoding) for stem in stems]
+    for pair in files[1:]:
+        _check_same_columns(folder, files[0], pair)
+    intensities, regionprops = files[0]
+    intensity_names = [n for n in intensities.names if n != OBJECT]
+    header = Header(folder, ",", (OBJECT, *intensity_names, *(n for n in regionprops.names if n != OBJECT)),
+                    intensities.encoding)
+    roles = roles_of(header)
+    n = len(intensity_names)
+    features = (*classify_intensities(roles.matrix[:n], aggregation, panel), *classify_regionprops(roles.matrix[n:]))
+    return SteinbockPlan(header=header, roles=roles, features=features, panel=panel, stems=tuple(stems), infos=infos,
+                         sizes=sizes, sizes_y=sizes_y, size_source=size_source, files=tuple(files),
+                         intensity_names=tuple(intensity_names))
+
+
+def roles_of(header: Header) -> ColumnRoles:
+    """The roles of the columns of a steinbock table (or of the joined one): ``Object`` is text, the centroids are
+    numbers, every other column a measurement."""
+    numbers = [c for c in CENTROIDS if c in header.names]
+    matrix = [n for n in header.names if n != OBJECT and n not in numbers]
+    return ColumnRoles(text=[OBJECT], numbers=numbers, matrix=matrix)
+
+
+def classify_intensities(names: Sequence[str], aggregation: str, panel: Panel | None) -> list[FeatureSpec]:
+    """Every intensity column is the statistic of ``aggregation`` of the marker it is named after."""
+    statistic = AGGREGATIONS[aggregation]
+    known = set(panel.names) if panel is not None else None  # trimmed, like the columns here
+    return [FeatureSpec("intensity", statistic, "a.u.", n, "cell", n.strip())
+            if known is None or n.strip() in known else FeatureSpec.other(n) for n in names]
+
+
+def classify_regionprops(names: Sequence[str]) -> list[FeatureSpec]:
+    """scikit-image region properties of the cell mask, in pixels."""
+    out = []
+    for name in names:
+        found = SKIMAGE_REGIONPROPS.get(name)
+        out.append(FeatureSpec("shape", found[0], found[1], name, "cell") if found else FeatureSpec.other(name))
+    return out
+
+
+def _image_headers(folder: Path, stem: str, encoding: str | None) -> tuple[Header, Header]:
+    intensities = read_header(folder / "intensities" / f"{stem}.csv", ",", "steinbock intensities", encoding)
+    require_columns(intensities, "steinbock intensities", REQUIRED)
+    props_path = folder / "regionprops" / f"{stem}.csv"
+    if not props_path.is_file():
+        raise InputError(f"{folder.name}/regionprops/{stem}.csv: no such file; steinbock's centroids are in the "
+                         "regionprops table (`steinbock measure regionprops`)")
+    regionprops = read_header(props_path, ",", "steinbock regionprops", encoding)
+    require_columns(regionprops, "steinbock regionprops", [(OBJECT,), (CENTROIDS[0],), (CENTROIDS[1],)])
+    return intensities, regionprops
+
+
+def _check_same_columns(folder: Path, first: tuple[Header, Header], other: tuple[Header, Header]) -> None:
+    for kind, a, b in zip(("intensities", "regionprops"), first, other, strict=True):
+        if a.names != b.names:
+            diff = sorted(set(a.names) ^ set(b.names)) or ["(same columns, another order)"]
+            raise InputError(f"{folder.name}/{kind}/{b.path.name}: line 1: columns differ from {kind}/{a.path.name} "
+                             f"({', '.join(map(str, diff[:6]))}); every image must have the same columns")

@@ -1,31 +1,17 @@
-"""Read QuPath "Export measurements" tables of cells or detections (spec sections 3-8).
+"""Read QuPath "Export measurements" tables of cells or detections (spec sections 3-8): the adapter.
 
-QuPath writes one row per object, tab-separated (comma-separated when the file name ends in ``.csv``).
-Fixed columns identify the object (``Image``, ``Object ID``, ``Object type``, ``Classification`` or
-``Class``, ``Parent``, ``Centroid X µm`` ...); every other column is a measurement whose name says what
-it is, in one of the styles QuPath has used:
-
-=========================  ==========================================  ===========================
-style                      example                                     written by
-=========================  ==========================================  ===========================
-cell detection             ``Nucleus: DAPI mean``, ``Cell: Area``       cell detection (<= 0.4 names)
-channel first              ``CD3: Nucleus: Mean``                      object measurements <= 0.5
-compartment first          ``Nucleus: CD3: Mean``                      object measurements >= 0.6
-shape                      ``Cell: Area µm^2``, ``Nucleus: Length µm``  shape features (>= 0.4)
-=========================  ==========================================  ===========================
+:func:`~cellspec_sc.readers.qupath._plan.plan_export` makes the plan from the header line; the adapter parses the
+file as planned (reading as text the columns of project metadata it finds), refuses or warns about rows that are
+not cells, and builds cells, images and channels from the kept rows.
 
 Coordinates: QuPath ROI coordinates are continuous pixel coordinates with 0 at the top-left corner of
 the full-resolution image, and ``Centroid X µm`` is ``centroid_x_px * pixel width`` (no half-pixel
-shift), which is the spec's frame as it is. What each measurement name means is read by
-:mod:`cellspec_sc.readers.qupath_headers`. See ``docs/readers.md``.
-
->>> QuPathAdapter(pixel_size=0.5).delimiter(Path("measurements.csv"))  # the header line chooses
-(',', ';')
+shift), which is the spec's frame as it is. See ``docs/readers.md``.
 """
 
 from __future__ import annotations
 
-import os
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -34,22 +20,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellspec_sc._background import in_background
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.readers.features import FeatureSpec, channels_frame, feature_positions, intensity_channels
-from cellspec_sc.readers.headers import SEPARATORS, Header, normalise_header
-from cellspec_sc.readers.parsing import Parsed
-from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, in_background, read_export
-from cellspec_sc.readers.qupath_headers import classify, header_style
-from cellspec_sc.readers.qupath_objects import (
-    CELL_TYPES,
-    check_old_object_names,
-    no_kept_rows,
-    refuse_tma_core_table,
-    warn_not_cells,
-)
-from cellspec_sc.readers.text_columns import metadata_columns, named_metadata, parse_finding_text
-from cellspec_sc.readers.values import (
+from cellspec_sc.readers._features import channels_frame, feature_positions, intensity_channels
+from cellspec_sc.readers._pipeline import Tables, ToolAdapter
+from cellspec_sc.readers._table import (
+    SEPARATORS,
+    Header,
+    Parsed,
     arrow_objects,
     check_finite_centroids,
     check_missing_text,
@@ -58,39 +36,34 @@ from cellspec_sc.readers.values import (
     first_line_where,
     has_missing_text,
     ids_are_unique,
+    normalise_header,
+    notice,
     pixel_size_for,
     positive_area,
+    read_as_text,
     string_column,
+)
+from cellspec_sc.readers.qupath._plan import (
+    ADAPTER,
+    ADAPTER_VERSION,
+    CELL_TYPES,
+    NOT_CELLS,
+    OLD_CLASS_TYPES,
+    TEXT_COLUMNS,
+    TOOL,
+    QuPathPlan,
+    header_style,
+    parse_finding_text,
+    plan_export,
 )
 from cellspec_sc.validation.matrix_stats import arrow_code_array
 
-ADAPTER = "qupath"
-# Bump whenever the output for the same input changes (spec section 11).
-# 1.1.0: "other" ids made unique with their statistic; Latin-1/cp1252 files read; rows of other object
-# types may hold text in number columns.
-# 1.2.0: derived headers ("Smoothed: 50 µm: ...", "ROI: 2.00 µm per pixel: DAPI: Mean") and summaries of
-# quantities ("Nuclei Area µm^2: Mean") are kind other, not intensities of a marker named after them.
-# 1.3.0: a column of text that is empty in the first rows (project metadata set only on images further down a
-# multi-image export) is kept as text, not refused as a measurement.
-ADAPTER_VERSION = "1.3.0"
-TOOL = "QuPath"
 
-# Fixed text columns -> cells column (None: read but not kept).
-TEXT_COLUMNS = {"image": None, "object id": None, "object type": "object_type", "name": "name",
-                "classification": "classification", "class": "classification", "parent": "parent",
-                "parent id": "parent_id", "roi": None, "tma core": "tma_core", "missing core": "missing_core"}
-CENTROIDS_UM = ("Centroid X µm", "Centroid Y µm")
-CENTROIDS_PX = ("Centroid X px", "Centroid Y px")
-IDENTITY = ("Image", "Object ID", "Object type", "Classification", "Class", "Name", "Parent", "ROI")
-
-
-# -- adapter ---------------------------------------------------------------------------------------
 class QuPathAdapter(ToolAdapter):
-    """QuPath's grammar: the tables above, plus object-type filtering, image and object ids, and
-    micrometre or pixel centroids (and the pixel size derived from both)."""
+    """QuPath's reader: object-type filtering, image and object ids, and micrometre or pixel centroids (and the
+    pixel size derived from both)."""
 
     name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, TOOL
-    required = ((CENTROIDS_UM[0], CENTROIDS_PX[0]), (CENTROIDS_UM[1], CENTROIDS_PX[1]), IDENTITY)
 
     def __init__(self, *, pixel_size=None, image_id=None, sample_id=None, marker_map=None,
                  object_types: Sequence[str] | None = ("Cell", "Detection"), encoding: str | None = None) -> None:
@@ -98,74 +71,36 @@ class QuPathAdapter(ToolAdapter):
         self.pixel_size, self.image_id, self.sample_id = pixel_size, image_id, sample_id
         self.object_types = object_types
 
-    def delimiter(self, path: Path) -> str | tuple[str, ...]:
-        """Tab, or for ``.csv`` comma or semicolon (QuPath's export offers both): the header line decides."""
-        return (",", ";") if path.name.lower().endswith(".csv") else "\t"
+    def plan(self, path: Path) -> QuPathPlan:
+        """The plan of the export at ``path`` (see :func:`~cellspec_sc.readers.qupath._plan.plan_export`)."""
+        return plan_export(path, pixel_size=self.pixel_size, object_types=self.object_types, encoding=self.encoding)
 
-    def missing_advice(self, header: Header) -> str:
-        if header.find(*IDENTITY) is None or any(None not in _found(header, c) for c in (CENTROIDS_UM, CENTROIDS_PX)):
-            return ""
-        return ("a QuPath export without centroid columns (the cells' positions): export the measurements again "
-                "with 'Centroid X µm' and 'Centroid Y µm' (a script's columnsToInclude leaves them out unless it "
-                "lists them)")
-
-    def check_header(self, header: Header) -> None:
-        refuse_tma_core_table(header)
-        um_cols, px_cols = _found(header, CENTROIDS_UM), _found(header, CENTROIDS_PX)
-        has_um, has_px = None not in um_cols, None not in px_cols
-        if self.pixel_size is None and not (has_um and has_px):  # section 8: MUST stop
-            column = um_cols[0] if has_um else px_cols[0]
-            what = ("micrometre centroids but no pixel centroids, so the pixel size (images.pixel_size) is unknown"
-                    if has_um else "pixel centroids and no pixel size")
-            raise InputError(f"{header.path.name}: line 1, column {column!r}: the file has {what}; pass the pixel "
-                             "size in micrometres per pixel: read_qupath(path, pixel_size=0.5) or `cellspec import "
-                             "qupath FILE OUT --pixel-size 0.5` (QuPath shows it as 'Pixel width' in the Image tab)")
-
-    def roles(self, header: Header) -> ColumnRoles:
-        text = [n for n in header.names if normalise_header(n).lower() in TEXT_COLUMNS]
-        centroids = [c for c in (*_found(header, CENTROIDS_UM), *_found(header, CENTROIDS_PX)) if c is not None]
-        fixed = {*text, *centroids}
-        matrix = [n for n in header.names if n not in fixed]
-        type_column, image_column = header.find("Object type"), header.find("Image")
-        keep = None
-        if type_column is not None and self.object_types is not None:
-            keep = (type_column, tuple(self.object_types))
-        self.metadata = metadata_columns(header, named_metadata(matrix), fixed_names=TEXT_COLUMNS.values())
-        text, matrix = text + list(self.metadata), [n for n in matrix if n not in self.metadata]
-        self.parse_roles = None
-        return ColumnRoles(text=text, numbers=centroids, matrix=matrix, keep=keep,
-                           unfiltered=[image_column] if image_column is not None and keep is not None else [],
-                           group=image_column)
-
-    def parse(self, header: Header, roles: ColumnRoles) -> Parsed:
-        parsed, self.parse_roles = parse_finding_text(lambda r: super(QuPathAdapter, self).parse(header, r), header,
-                                                      roles, self.metadata, fixed_names=TEXT_COLUMNS.values())
-        roles = self.parse_roles or roles
+    def parse(self, plan: QuPathPlan) -> tuple[Parsed, QuPathPlan]:
+        """The rows of the wanted object types, reading as text the measurement columns found to hold text; refuses
+        a file without such rows and the regions of a QuPath 0.1 export, and warns about kept rows that are not
+        cells."""
+        parsed, plan = parse_finding_text(lambda settled: super(QuPathAdapter, self).parse(settled)[0], plan)
+        header = plan.header
         if parsed.n == 0:
-            raise no_kept_rows(header, roles.keep[0], self.object_types)
+            raise no_kept_rows(header, plan.roles.keep[0], self.object_types)
         check_old_object_names(header, parsed, self.object_types)
         if self.object_types is None or not set(self.object_types) <= set(CELL_TYPES):  # else only cells are kept
             warn_not_cells(header, parsed)
-        return parsed
+        return parsed, plan
 
-    def settled_roles(self, roles: ColumnRoles) -> ColumnRoles:
-        return self.parse_roles or roles
-
-    def classify(self, header: Header, roles: ColumnRoles) -> list[FeatureSpec]:
-        calibrated = None not in _found(header, CENTROIDS_UM)
-        return [classify(n, calibrated=calibrated) for n in roles.matrix]
-
-    def tables(self, header, parsed, dictionary, applied, specs) -> Tables:
+    def tables(self, plan: QuPathPlan, parsed: Parsed, dictionary: pd.DataFrame, applied: Mapping[str, str]
+               ) -> Tables:
+        """Cells (ids checked on another core), images with their pixel sizes, channels and parameters."""
+        header = plan.header
         path = header.path
-        um_cols, px_cols = _found(header, CENTROIDS_UM), _found(header, CENTROIDS_PX)
-        has_um, has_px = None not in um_cols, None not in px_cols
+        um_cols, px_cols, has_um, has_px = plan.um_columns, plan.px_columns, plan.has_um, plan.has_px
         images = _image_ids(header, parsed, self.image_id)  # Arrow strings, one per kept row
         image_order = [str(i) for i in pc.unique(images).to_pylist()]  # in order of first appearance
         image_index = pc.index_in(images, value_set=pa.array(image_order, type=pa.string())).to_numpy()
         cell_ids, id_source = _cell_ids(header, parsed, images)
         cell_column = string_column(cell_ids)  # one Arrow chunk: hashed in about half the time of the parse's many
         # encoded once (validation reuses the codes) and checked on another core, while the rest of the tables,
-        # the object and most of its validation are built
+        # and the object are built
         encoding = in_background(_encoded_unique_ids, pa.array(cell_column), image_index, lambda: check_unique_ids(
             path, arrow_objects(images), arrow_objects(cell_ids), id_source, parsed.rows))
         sizes, size_source = _pixel_sizes(header, parsed, images, image_order, self.pixel_size, um_cols, px_cols)
@@ -182,7 +117,7 @@ class QuPathAdapter(ToolAdapter):
         if has_px:
             cells.update({"x_px": x_px, "y_px": y_px})
         cells.update(_extra_text_columns(header, parsed))
-        cells.update({target: string_column(parsed.arrow(name)) for name, target in self.metadata.items()})
+        cells.update({target: string_column(parsed.arrow(name)) for name, target in plan.metadata.items()})
 
         image_column = header.find("Image")
         channel_names, markers = intensity_channels(dictionary, applied)
@@ -198,8 +133,8 @@ class QuPathAdapter(ToolAdapter):
             "object_types": None if self.object_types is None else list(self.object_types),
             "delimiter": SEPARATORS[header.delimiter],
             "centroids": [c for c in (*um_cols, *px_cols) if c is not None],
-            "cell_id_source": id_source, "text_columns": dict(self.metadata),
-            "header_styles": sorted({st for st in map(header_style, specs) if st}),
+            "cell_id_source": id_source, "text_columns": dict(plan.metadata),
+            "header_styles": sorted({st for st in map(header_style, plan.features) if st}),
             "ignored_columns": [n for n in text_cols if TEXT_COLUMNS[normalise_header(n).lower()] is None
                                 and n not in (image_column, header.find("Object ID"))],
         }
@@ -207,34 +142,6 @@ class QuPathAdapter(ToolAdapter):
                       parameters=parameters, cell_codes=encoding,
                       image_codes=(image_index.astype(np.int64, copy=False), image_order))
 
-
-def read_qupath(
-    path: str | os.PathLike,
-    *,
-    pixel_size: float | Mapping[str, float] | None = None,
-    image_id: str | None = None,
-    sample_id: str | None = None,
-    marker_map: Mapping[str, str] | None = None,
-    object_types: Sequence[str] | None = ("Cell", "Detection"),
-    encoding: str | None = None,
-) -> CellSpec:
-    """Read a QuPath measurement export (TSV, or CSV when the name ends in ``.csv``) into a CellSpec.
-
-    ``pixel_size`` (micrometres per pixel, or ``{image: size}``) is needed unless the file has both
-    micrometre and pixel centroids, from which it is derived. ``image_id`` renames the single image of
-    the file (default: the ``Image`` column, else the file name). ``sample_id`` defaults to the image
-    id. ``marker_map`` renames markers (the original is kept in ``marker_source``). Rows whose
-    ``Object type`` is not in ``object_types`` are skipped (``None`` keeps every row); kept rows that
-    are not cells or detections (annotations, tiles) give a :class:`~cellspec_sc.readers.notices.ReaderWarning`.
-    ``encoding`` defaults to UTF-8, or the Windows code page (cp1252) with a warning when the file is
-    not UTF-8.
-
-    >>> import cellspec_sc as cs
-    >>> x = cs.read_qupath("measurements.tsv", pixel_size=0.5)  # doctest: +SKIP
-    """
-    adapter = QuPathAdapter(pixel_size=pixel_size, image_id=image_id, sample_id=sample_id, marker_map=marker_map,
-                            object_types=object_types, encoding=encoding)
-    return read_export(adapter, path)
 
 
 def _encoded_unique_ids(cell_ids: pa.Array, image_index: np.ndarray, refuse: Callable[[], None]) -> np.ndarray:
@@ -245,9 +152,6 @@ def _encoded_unique_ids(cell_ids: pa.Array, image_index: np.ndarray, refuse: Cal
         refuse()
     return codes
 
-
-def _found(header: Header, names: Sequence[str]) -> list[str | None]:
-    return [header.find(c) for c in names]
 
 def _image_ids(header: Header, parsed: Parsed, image_id: str | None) -> np.ndarray:
     column = header.find("Image")
@@ -300,7 +204,7 @@ def _pixel_sizes(header: Header, parsed: Parsed, images, image_order, pixel_size
     given = pixel_size_for(image_order, pixel_size)
     if given is not None:
         return given, "argument"
-    # QuPathAdapter.check_header refused a file without both centroid kinds and without pixel_size
+    # plan_export refused a file without both centroid kinds and without pixel_size
     return _derived_pixel_sizes(header.path, parsed, images, image_order, um_cols, px_cols), \
         "derived from micrometre and pixel centroids"
 
@@ -391,3 +295,49 @@ def _source_images(parsed: Parsed, column, image_index: np.ndarray, image_order)
     values = parsed.arrow(column)
     first = [values[int(row)].as_py() for row in first_rows]  # a take would join the parse's chunks first
     return [Path(str(first[k]).replace("\\", "/")).name for k in range(len(image_order))]
+
+
+# -- which rows are cells ---------------------------------------------------------------------------------
+def no_kept_rows(header: Header, column: str, object_types: Sequence[str]) -> InputError:
+    """The refusal of an export with no row of the wanted object types, naming the types it has."""
+    table = read_as_text(header, [column])
+    found = ", ".join(sorted(str(v) for v in pc.unique(table.column(column)).to_pylist() if v is not None)[:6])
+    return InputError(f"{header.path.name}: no rows with Object type in {list(object_types)} (found: {found}); "
+                      "export cell or detection measurements, or pass object_types=")
+
+
+def warn_not_cells(header: Header, parsed: Parsed) -> None:
+    """Kept rows of other object types (annotations: whole regions; tiles) are not cells: say so."""
+    column = header.find("Object type")
+    if column is None:
+        return
+    counts = pc.value_counts(parsed.arrow(column)).to_pylist()
+    other = {str(c["values"]): c["counts"] for c in counts if c["values"] not in CELL_TYPES}
+    if other:
+        found = ", ".join(f"{n} {t!r}" for t, n in other.items())
+        notice(f"{header.path.name}: column {column!r}: {found} row(s) kept as cells because object_types allows "
+               f"them; {NOT_CELLS}")
+
+
+def check_old_object_names(header: Header, parsed: Parsed, object_types: Sequence[str] | None) -> None:
+    """In a QuPath 0.1 export (no ``Object type``), rows whose ``Name`` is the class name of an annotation,
+    tile or TMA core are refused unless ``object_types`` allows their type; then they are kept with a warning."""
+    column = header.find("Name")
+    if column is None or header.find("Object type") is not None:
+        return
+    names = parsed.arrow(column)
+    regions = pc.fill_null(pc.is_in(names, value_set=pa.array(list(OLD_CLASS_TYPES))), False).to_numpy(
+        zero_copy_only=False)
+    if not regions.any():
+        return
+    types = Counter(OLD_CLASS_TYPES[str(n)] for n in pc.filter(names, pa.array(regions)).to_pylist())
+    found = ", ".join(f"{n} {t!r}" for t, n in types.items())
+    if object_types is None or set(types) <= set(object_types):
+        notice(f"{header.path.name}: column {column!r}: {found} row(s) of a QuPath 0.1 export kept as cells because "
+               f"object_types allows them; {NOT_CELLS}")
+        return
+    first = int(np.flatnonzero(regions)[0])
+    raise InputError(f"{header.path.name}: line {first_line_where(regions, parsed.rows)}, column {column!r}: "
+                     f"{names[first].as_py()!r} marks a QuPath 0.1 object that is not a cell (the export has no "
+                     f"'Object type' column; {found} row(s)); {NOT_CELLS}: export detection measurements, or pass "
+                     "object_types=None (CLI --all-objects) to keep them")

@@ -13,7 +13,7 @@ import pytest
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import InputError
-from cellspec_sc.readers.notices import ReaderWarning
+from cellspec_sc.readers import ReaderWarning
 
 
 def column(x, source_name: str):

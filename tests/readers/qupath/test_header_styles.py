@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from exports import DATA as DATA_ROOT
 
 import cellspec_sc as cs
 from cellspec_sc.errors import CellspecError, InputError
-from cellspec_sc.readers.qupath import ADAPTER_VERSION
+from cellspec_sc.readers.qupath._plan import ADAPTER_VERSION
 
-DATA = Path(__file__).parent / "data" / "qupath"
+DATA = DATA_ROOT / "qupath"
 
 
 def column(x, feature_id):
@@ -257,7 +257,7 @@ def test_bad_files_name_file_line_and_column(tmp_path, name, text, pattern):
 
 def test_a_file_of_another_tool_lists_the_missing_columns():
     with pytest.raises(CellspecError) as err:
-        cs.read_qupath(Path(__file__).parent / "data" / "mcmicro" / "exemplar-001--unmicst_cell.csv", pixel_size=1)
+        cs.read_qupath(DATA_ROOT / "mcmicro" / "exemplar-001--unmicst_cell.csv", pixel_size=1)
     message = str(err.value)
     assert "not a QuPath table" in message
     assert "'Centroid X µm' or 'Centroid X px'" in message and "'Image'" in message

@@ -7,35 +7,15 @@ import warnings
 
 import numpy as np
 import pytest
+from exports import qupath_rows
+from exports import write_qupath_rows as write
 
 import cellspec_sc as cs
+from cellspec_sc import _background
 from cellspec_sc.errors import InputError
-from cellspec_sc.readers import pieces
-from cellspec_sc.readers.notices import ReaderWarning
-from cellspec_sc.readers.pieces import data_lines, data_start, line_pieces, ordered_map
-
-HEAD = ["Image", "Object ID", "Object type", "Centroid X µm", "Centroid Y µm", "Centroid X px", "Centroid Y px",
-        "Cell: CD3: Mean", "Nucleus: Area µm^2"]
-
-
-def qupath_rows(n: int, rng: np.random.Generator) -> list[list[str]]:
-    """Cells of two images, an annotation (text in a number column) every 17 rows, NaN and empty values."""
-    rows = []
-    for i in range(n):
-        image = "a.tif" if i < n // 2 else "b.tif"
-        if i % 17 == 5:
-            rows.append([image, f"ann{i}", "Annotation", "n/a", "n/a", "", "", "big", ""])
-            continue
-        px, py = (float(v) for v in rng.uniform(0, 1000, 2).round(3))
-        value = ["NaN", "", "-0.0", "5e-324", repr(float(rng.lognormal()))][i % 5]
-        rows.append([image, f"c{i:05d}", "Cell", repr(px * 0.5), repr(py * 0.5), repr(px), repr(py), value,
-                     repr(float(rng.uniform(10, 50)))])
-    return rows
-
-
-def write(path, rows, newline="\n", encoding="utf-8"):
-    path.write_bytes((newline.join("\t".join(r) for r in [HEAD, *rows]) + newline).encode(encoding))
-    return path
+from cellspec_sc.readers import ReaderWarning
+from cellspec_sc.readers import _table as pieces
+from cellspec_sc.readers._table import data_lines, data_start, line_pieces
 
 
 @pytest.mark.parametrize(("newline", "encoding"), [("\n", "utf-8"), ("\r\n", "utf-8"), ("\r\n", "cp1252")])
@@ -95,7 +75,7 @@ def test_line_pieces_cover_the_data_and_end_at_newlines(tmp_path):
 
 
 def test_ordered_map_keeps_order_and_stops_on_the_first_error():
-    assert list(ordered_map(lambda i: i * i, range(50), threads=2)) == [i * i for i in range(50)]
+    assert list(_background.ordered_map(lambda i: i * i, range(50), threads=2)) == [i * i for i in range(50)]
     started = []
 
     def work(i):
@@ -105,6 +85,6 @@ def test_ordered_map_keeps_order_and_stops_on_the_first_error():
         return i
 
     with pytest.raises(ValueError, match="piece 3"):
-        list(ordered_map(work, range(1000), threads=2))
-    assert list(ordered_map(str, [7], threads=2)) == ["7"]
+        list(_background.ordered_map(work, range(1000), threads=2))
+    assert list(_background.ordered_map(str, [7], threads=2)) == ["7"]
     assert len(started) < 20  # at most two per thread in flight: the rest was never started

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from exports import DATA
 
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
 from cellspec_sc.docgen import _readers as docs
-from cellspec_sc.readers.features import FeatureSpec, build_dictionary
-from cellspec_sc.readers.headers import normalise_header, other_name
-from exports import validation_calls  # noqa: F401 - a fixture
-
-DATA = Path(__file__).parent / "data"
+from cellspec_sc.readers._features import FeatureSpec, build_dictionary
+from cellspec_sc.readers._table import normalise_header, other_name
 
 
 def test_import_qupath_writes_a_valid_directory(tmp_path, capsys):

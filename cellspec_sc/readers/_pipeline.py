@@ -1,0 +1,209 @@
+"""The one reader pipeline: plan -> parse -> dictionary -> tables -> object -> one validation.
+
+Every tool reader is a :class:`ToolAdapter`: the reader's options (pixel size, ids, marker map ...) and three
+steps that differ between tools. :func:`read_export_report` runs them, top to bottom, for every adapter:
+
+1. :meth:`ToolAdapter.plan` reads the header line (and the tool's side files: ``markers.csv``, ``panel.csv``
+   ...), refuses what they alone show to be unreadable, and returns a frozen :class:`Plan`: the checked
+   :class:`~cellspec_sc.readers._table.Header`, the :class:`ColumnRoles` (text, numbers, measurements, rows
+   kept) and one :class:`~cellspec_sc.readers._features.FeatureSpec` per measurement column. Nothing is
+   parsed yet;
+2. :meth:`ToolAdapter.parse` executes the plan's roles (by default
+   :func:`~cellspec_sc.readers._table.stream_columns`, which hashes the file from the bytes it parses) and
+   returns the plan the parse settled on (QuPath reads as text the columns it finds hold text);
+3. :func:`~cellspec_sc.readers._features.build_dictionary` applies the vocabulary to the plan's features;
+4. :meth:`ToolAdapter.tables` builds cells, images and channels from the parsed rows (it may still be checking
+   the cell ids on another core: :attr:`Tables.cell_codes`);
+5. :func:`assemble` adds provenance, and the object is validated once with the matrix stats the parse
+   gathered and the id codes the adapter made (plain values: the background work is finished first).
+
+Adding a tool means one folder with its plan (the tool's grammar as data), an adapter subclass and its
+``read_<tool>`` function.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from cellspec_sc.errors import ValidationError
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.provenance import input_record, new_provenance
+from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
+from cellspec_sc.readers._table import Header, Parsed, stream_columns
+from cellspec_sc.spec.types import canonical_frame
+from cellspec_sc.spec.vocabulary import SPEC_VERSION
+from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes
+from cellspec_sc.validation.report import ValidationReport
+from cellspec_sc.validation.runner import validate
+
+
+@dataclass(frozen=True)
+class ColumnRoles:
+    """What each column of an export is for: ``text`` columns are read as strings, ``numbers`` as float64
+    vectors, ``matrix`` columns go to the measurement matrix in order. ``keep=(column, values)`` keeps
+    only rows whose text ``column`` is one of ``values``; ``unfiltered`` text columns are also returned
+    for every row read."""
+
+    text: Sequence[str]
+    numbers: Sequence[str]
+    matrix: Sequence[str]
+    keep: tuple[str, Sequence[str]] | None = None
+    unfiltered: Sequence[str] = ()
+    group: str | None = None
+    """The text column that decides each row's image (None: one image), for the matrix stats' ranges."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What an adapter made of an export's header and side files, before parsing: tools add their own fields
+    (a frozen subclass). ``features`` holds one FeatureSpec per ``roles.matrix`` column, in order."""
+
+    header: Header
+    roles: ColumnRoles
+    features: tuple[FeatureSpec, ...]
+
+    def with_text(self, columns: Sequence[str]) -> Plan:
+        """This plan with ``columns`` (measurement columns found to hold text) read as text instead.
+
+        >>> from pathlib import Path
+        >>> plan = Plan(header=Header(Path("t.tsv"), "\\t", ("a", "b")), roles=ColumnRoles([], [], ["a", "b"]),
+        ...             features=(FeatureSpec.other("a"), FeatureSpec.other("b")))
+        >>> settled = plan.with_text(["a"])
+        >>> settled.roles.text, settled.roles.matrix, [f.source_name for f in settled.features]
+        (['a'], ['b'], ['b'])
+        """
+        moved = set(columns)
+        kept = [(name, spec) for name, spec in zip(self.roles.matrix, self.features, strict=True) if name not in moved]
+        roles = replace(self.roles, text=[*self.roles.text, *columns], matrix=[name for name, _ in kept])
+        return replace(self, roles=roles, features=tuple(spec for _, spec in kept))
+
+
+@dataclass
+class Tables:
+    """What an adapter makes of the parsed rows: the spec tables besides measurements and dictionary."""
+
+    cells: dict[str, Any]
+    images: dict[str, Any]
+    channels: pd.DataFrame
+    parameters: dict[str, Any]
+    extra_inputs: Sequence[str | os.PathLike | dict[str, Any]] = field(default_factory=tuple)
+    """Inputs besides the export itself (recorded in provenance after it, in this order)."""
+    adjacency: pd.DataFrame | None = None
+    cell_codes: np.ndarray | Future[np.ndarray] | None = None
+    """Dense codes of the cells' cell_id made while checking them (validation reuses them), or None; a Future
+    while another core still encodes and checks them (its ``result()`` raises the adapter's refusal of
+    repeated ids), so that the object is built meanwhile."""
+    image_codes: tuple[np.ndarray, np.ndarray] | None = None
+    """``first_seen_codes`` of the cells' image_id when the adapter made them (else made from the cells table)."""
+
+
+class ToolAdapter(ABC):
+    """One tool's reader: its options for one read, and the steps that differ between tools. An adapter keeps
+    no state between the steps: each step returns what the next one needs.
+
+    Subclasses set the class attributes and implement :meth:`plan` and :meth:`tables`.
+    """
+
+    name: ClassVar[str] = ""
+    """``provenance.reader.adapter``."""
+    version: ClassVar[str] = "1.0.0"
+    """``provenance.reader.adapter_version``: bumped whenever the output for the same input changes."""
+    tool: ClassVar[str] = ""
+    """The tool's name in messages."""
+    producer: ClassVar[str] = ""
+    """``provenance.producer.tool``."""
+
+    def __init__(self, marker_map: Mapping[str, str] | None = None, encoding: str | None = None) -> None:
+        self.marker_map = dict(marker_map or {})
+        self.encoding = encoding  # None: detected (UTF-8, else the Windows code page, with a warning)
+        checked_marker_map(self.marker_map)  # refuse a bad marker_map before reading anything
+
+    @abstractmethod
+    def plan(self, path: Path) -> Plan:
+        """The checked header of the export at ``path`` (and its side files) as a frozen plan."""
+
+    def parse(self, plan: Plan) -> tuple[Parsed, Plan]:
+        """Parse the export as ``plan`` says (every tool so far streams it with pyarrow); the plan the parse used."""
+        roles = plan.roles
+        parsed = stream_columns(plan.header, text=roles.text, numbers=roles.numbers, matrix=roles.matrix,
+                                keep=roles.keep, unfiltered=roles.unfiltered, group=roles.group)
+        return parsed, plan
+
+    @abstractmethod
+    def tables(self, plan: Plan, parsed: Parsed, dictionary: pd.DataFrame, applied: Mapping[str, str]) -> Tables:
+        """Cells, images, channels and reader parameters from the parsed rows."""
+
+
+def read_export(adapter: ToolAdapter, path: str | os.PathLike) -> CellSpec:
+    """Read one export with ``adapter`` through the steps of this module, and refuse the object if its one
+    validation fails (a reader bug, never user data: the reader stops on bad input before this)."""
+    x, report = read_export_report(adapter, path)
+    if not report.ok:
+        raise ValidationError(report, context=f"{Path(path).name}: the {adapter.name} reader built an invalid object")
+    return x
+
+
+def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[CellSpec, ValidationReport]:
+    """The object read from ``path`` and the report of its one validation, which uses the matrix stats the
+    parse gathered (``cellspec import`` hands the report on to the writer; the object remembers it too)."""
+    path = Path(path)
+    plan = adapter.plan(path)
+    parsed, plan = adapter.parse(plan)  # hashes a single-file export from the bytes it parses
+    dictionary, applied = build_dictionary(plan.features, adapter.marker_map)
+    tables = adapter.tables(plan, parsed, dictionary, applied)
+    record = input_record(path, sha256=parsed.sha256) if path.is_file() else None  # a folder's tables are inputs
+    x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
+    stats = image_stats(parsed, x.cells, tables.image_codes)
+    # the cell-id codes may still be in the making on another core (and raise the adapter's refusal of repeated
+    # ids): the object and its matrix stats were made meanwhile, and validation is handed finished values
+    codes = _finished(tables.cell_codes)
+    if stats is not None:
+        stats.cell_codes = codes
+    return x, validate(x, stats=stats)
+
+
+def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
+             path_record: dict[str, Any] | None) -> CellSpec:
+    """Build the object with its provenance (not validated: :func:`read_export_report` validates it once)."""
+    counts = {"rows_read": parsed.rows_read, "rows_kept": parsed.n, **parsed.counts}
+    provenance = new_provenance(
+        producer={"tool": adapter.producer, "version": None}, adapter=adapter.name, adapter_version=adapter.version,
+        inputs=[*([path_record] if path_record is not None else []),
+                *(p if isinstance(p, dict) else input_record(p) for p in tables.extra_inputs)],
+        counts=counts, parameters=tables.parameters,
+    )
+    return CellSpec(
+        spec_version=SPEC_VERSION,
+        cells=canonical_frame(tables.cells, "cells"),
+        measurements=np.ascontiguousarray(parsed.matrix, dtype=np.float64),
+        dictionary=dictionary,
+        images=canonical_frame(tables.images, "images"),
+        channels=tables.channels,
+        provenance=provenance,
+        adjacency=tables.adjacency,
+    )
+
+
+def _finished(codes: np.ndarray | Future[np.ndarray] | None) -> np.ndarray | None:
+    """The cell-id codes, once the background work making them is done (raising what it raised)."""
+    return codes.result() if isinstance(codes, Future) else codes
+
+
+def image_stats(parsed: Parsed, cells: pd.DataFrame, image_codes: tuple[np.ndarray, np.ndarray] | None
+                ) -> MatrixStats | None:
+    """The parse's matrix stats with ranges per image in validation's order, carrying the image codes the reader
+    made (``image_codes``, else made here; validation reuses them); None: validation gathers them."""
+    if parsed.stats is None or "image_id" not in cells.columns:
+        return None
+    known = image_codes
+    codes, names = known if known is not None and len(known[0]) == len(cells) else first_seen_codes(cells["image_id"])
+    return parsed.stats.for_images(codes, np.asarray(names, dtype=object))

@@ -1,0 +1,74 @@
+"""Read a steinbock (imaging mass cytometry) output folder into a CellSpec.
+
+steinbock writes one CSV per image and kind of measurement (``intensities/``, ``regionprops/``,
+``neighbors/``), indexed by the mask label ``Object``, beside ``panel.csv`` and ``images.csv``. The folder's
+layout and the side files are data in :mod:`cellspec_sc.readers.steinbock._plan`; the adapter that executes a
+plan is :class:`SteinbockAdapter`. See ``docs/readers.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.readers._pipeline import read_export
+from cellspec_sc.readers.steinbock._adapter import SteinbockAdapter
+
+__all__ = ["SteinbockAdapter", "read_steinbock"]
+
+
+def read_steinbock(
+    folder: str | os.PathLike,
+    *,
+    pixel_size: float | Mapping[str, float] | None = None,
+    sample_id: str | None = None,
+    marker_map: Mapping[str, str] | None = None,
+    aggregation: str = "mean",
+    neighbors: bool = True,
+    neighbor_method: str = "mask_touching",
+    encoding: str | None = None,
+) -> CellSpec:
+    """Read a steinbock output folder (``intensities/``, ``regionprops/``, ``neighbors/``, ``panel.csv``,
+    ``images.csv``) into a CellSpec.
+
+    Parameters
+    ----------
+    folder
+        steinbock's output folder.
+    pixel_size
+        Micrometres per pixel (a number or ``{image: size}``); else ``images.csv``'s
+        ``acquisition_width_um / width_px``. Without either the reader stops.
+    sample_id
+        Defaults to the image id.
+    marker_map
+        Renames markers (the original is kept in ``marker_source``).
+    aggregation
+        The ``--aggr`` steinbock measured intensities with (the files do not say; default mean).
+    neighbors
+        Read ``neighbors/<image>.csv`` into the adjacency table: one row per unordered pair,
+        ``shared_boundary`` 0 (steinbock does not measure it).
+    neighbor_method
+        The adjacency ``method`` (one of the spec's methods; steinbock's default graph joins cells whose masks
+        touch after expansion).
+    encoding
+        Defaults to UTF-8, or the Windows code page (cp1252) with a warning when a file is not UTF-8.
+
+    Returns
+    -------
+    The validated object.
+
+    Raises
+    ------
+    InputError
+        When the folder cannot be read, naming file, line, column and rule.
+
+    Examples
+    --------
+    >>> import cellspec_sc as cs
+    >>> x = cs.read_steinbock("steinbock_output/", pixel_size=1.0)  # doctest: +SKIP
+    """
+    adapter = SteinbockAdapter(pixel_size=pixel_size, sample_id=sample_id, marker_map=marker_map,
+                               aggregation=aggregation, neighbors=neighbors, neighbor_method=neighbor_method,
+                               encoding=encoding)
+    return read_export(adapter, folder)

@@ -1,0 +1,200 @@
+"""Read a steinbock (imaging mass cytometry) output folder: the adapter that executes a steinbock plan.
+
+The folder goes through the same pipeline as a single export
+(:func:`~cellspec_sc.readers._pipeline.read_export`): its plan (:mod:`cellspec_sc.readers.steinbock._plan`) is
+that of the joined table, and every image's two tables are parsed and joined on ``Object``.
+
+Coordinates: ``centroid-0`` and ``centroid-1`` are scikit-image's ``regionprops`` centroid, the mean
+row and column index of the label's pixels, so ``centroid-0`` is y, ``centroid-1`` is x, and the
+centre of pixel ``i`` is at ``i``; in the spec's frame it is at ``i + 0.5``, hence
+``x = (centroid-1 + 0.5) * pixel_size``. The pixel size is ``acquisition_width_um / width_px`` from
+``images.csv`` (IMC: about 1 um), or ``pixel_size=``. See ``docs/readers.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cellspec_sc.errors import InputError
+from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.readers._features import channels_frame, clean_marker
+from cellspec_sc.readers._pipeline import Tables, ToolAdapter
+from cellspec_sc.readers._table import (
+    Header,
+    Parsed,
+    check_finite_centroids,
+    check_image_ids,
+    data_lines,
+    listed,
+    notice,
+    positive_area,
+    stream_columns,
+    string_column,
+)
+from cellspec_sc.readers.steinbock._plan import (
+    ADAPTER,
+    ADAPTER_VERSION,
+    AGGREGATIONS,
+    CENTROIDS,
+    OBJECT,
+    TOOL,
+    SteinbockPlan,
+    images_table,
+    input_records,
+    neighbor_pairs,
+    plan_export,
+    roles_of,
+)
+from cellspec_sc.spec.types import canonical_frame
+from cellspec_sc.spec.vocabulary import vocabulary
+
+
+class SteinbockAdapter(ToolAdapter):
+    """steinbock's reader: panel names as markers, scikit-image regionprops as shapes, centroids in pixels
+    with the pixel-centre convention, one pair of tables per image joined on ``Object``."""
+
+    name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, "steinbock"
+
+    def __init__(self, *, pixel_size=None, sample_id=None, marker_map=None, aggregation: str = "mean",
+                 neighbors: bool = True, neighbor_method: str = "mask_touching", encoding: str | None = None) -> None:
+        super().__init__(marker_map, encoding)
+        if aggregation not in AGGREGATIONS:
+            raise InputError(f"aggregation={aggregation!r}: steinbock's --aggr is one of {', '.join(AGGREGATIONS)}")
+        if neighbor_method not in vocabulary().adjacency_methods:
+            raise InputError(f"neighbor_method={neighbor_method!r}: one of "
+                             f"{', '.join(vocabulary().adjacency_methods)} (spec section 7)")
+        self.pixel_size, self.sample_id, self.aggregation = pixel_size, sample_id, aggregation
+        self.neighbors, self.neighbor_method = neighbors, neighbor_method
+
+    def plan(self, path: Path) -> SteinbockPlan:
+        """The plan of the folder at ``path`` (see :func:`~cellspec_sc.readers.steinbock._plan.plan_export`)."""
+        return plan_export(path, pixel_size=self.pixel_size, aggregation=self.aggregation, encoding=self.encoding)
+
+    def parse(self, plan: SteinbockPlan) -> tuple[Parsed, SteinbockPlan]:
+        """Every image's intensities and regionprops, parsed and joined on ``Object``, one image after another,
+        each written straight into the joined matrix (allocated for the lines of the intensities files)."""
+        lines = sum(data_lines(intensities.path) for intensities, _ in plan.files)
+        matrix = empty_matrix(lines, len(plan.roles.matrix))
+        parts, start = [], 0
+        for stem, (intensities, regionprops) in zip(plan.stems, plan.files, strict=True):
+            a = _stream(intensities)
+            if start + a.n > matrix.shape[0]:  # never with newline-ended lines; grown rather than overrun
+                grown = empty_matrix(matrix.shape[0] + a.n, matrix.shape[1])
+                grown[:start] = matrix[:start]
+                matrix = grown
+            parts.append(self._join_image(stem, intensities, regionprops, a, matrix[start:start + a.n]))
+            start += a.n
+        parsed = Parsed(rows_read=start, rows=None,
+                        text_columns={OBJECT: pa.chunked_array([c for p in parts for c in p.arrow(OBJECT).chunks],
+                                                               type=pa.string())},
+                        number_columns={c: np.concatenate([p.number(c) for p in parts]) for c in CENTROIDS},
+                        unfiltered={}, matrix=matrix[:start],
+                        counts={k: sum(p.counts[k] for p in parts) for k in parts[0].counts},
+                        parts=tuple(p.n for p in parts))
+        return parsed, plan
+
+    def tables(self, plan: SteinbockPlan, parsed: Parsed, dictionary: pd.DataFrame, applied: Mapping[str, str]
+               ) -> Tables:
+        """Cells of every image, images with their pixel sizes, channels, adjacency and parameters."""
+        folder, stems, sizes, sizes_y = plan.header.path, plan.stems, plan.sizes, plan.sizes_y
+        rows_per_image = parsed.parts
+        per_row = np.repeat([sizes[s] for s in stems], rows_per_image)
+        per_row_y = np.repeat([sizes_y[s] or sizes[s] for s in stems], rows_per_image)
+        x_px = parsed.number(CENTROIDS[0]) + 0.5  # regionprops: pixel i has its centre at i
+        y_px = parsed.number(CENTROIDS[1]) + 0.5
+        images = np.repeat(np.asarray(stems, dtype=object), rows_per_image)
+        cells = {"cell_id": string_column(parsed.arrow(OBJECT)), "image_id": images,
+                 "sample_id": images if self.sample_id is None else np.full(len(images), self.sample_id, dtype=object),
+                 "x": x_px * per_row, "y": y_px * per_row_y}
+        area = np.flatnonzero(((dictionary["kind"] == "shape") & (dictionary["statistic"] == "area")).to_numpy())
+        if len(area):
+            cells["area"] = positive_area(parsed.matrix[:, area[0]] * per_row * per_row_y)
+        cells.update({"x_px": x_px, "y_px": y_px})
+        adjacency = self._adjacency(plan, parsed) if self.neighbors else None
+        inputs = input_records(folder, stems, adjacency is not None)
+        return Tables(cells=cells, images=images_table(stems, plan.infos, sizes, sizes_y, self.sample_id),
+                      channels=channels_frame(stems, *self._channels(plan)),
+                      parameters=self._parameters(plan, adjacency), extra_inputs=inputs, adjacency=adjacency)
+
+    @staticmethod
+    def _join_image(stem: str, intensities: Header, regionprops: Header, a: Parsed, out: np.ndarray) -> Parsed:
+        """One image's parsed intensities ``a`` joined on ``Object`` with its regionprops (rows in the order of
+        the intensities table), the measurements written into ``out``."""
+        b = _stream(regionprops)
+        ids = a.arrow(OBJECT)
+        check_image_ids(intensities.path, ids, OBJECT, stem)
+        order = _aligned(stem, intensities, regionprops, ids, b)
+        x_raw, y_raw = (b.number(c)[order] for c in CENTROIDS)
+        for values, column in ((x_raw, CENTROIDS[0]), (y_raw, CENTROIDS[1])):
+            check_finite_centroids(regionprops.path, values, column, order)
+        width = a.matrix.shape[1]
+        out[:, :width] = a.matrix
+        out[:, width:] = b.matrix[order]
+        return Parsed(rows_read=a.n, rows=None, text_columns={OBJECT: ids},
+                      number_columns={CENTROIDS[0]: x_raw, CENTROIDS[1]: y_raw}, unfiltered={}, matrix=out,
+                      counts={k: a.counts[k] + b.counts[k] for k in a.counts})
+
+    def _adjacency(self, plan: SteinbockPlan, parsed: Parsed) -> pd.DataFrame | None:
+        folder, ids = plan.header.path, parsed.arrow(OBJECT)
+        ends = np.cumsum([0, *parsed.parts])
+        found = {stem: neighbor_pairs(folder, stem, ids.slice(ends[k], ends[k + 1] - ends[k]), self.neighbor_method,
+                                      self.encoding) for k, stem in enumerate(plan.stems)}
+        lacking = [stem for stem, frame in found.items() if frame is None]
+        if lacking:
+            notice(f"{folder.name}/neighbors: no <image>.csv for {len(lacking)} of {len(found)} image(s) "
+                   f"({listed(lacking, quote=False, most=5)}): their cells have no adjacency "
+                   "(steinbock measure neighbors writes them; neighbors=False, CLI --no-neighbors, leaves adjacency "
+                   "out without this warning)")
+        frames = [frame for frame in found.values() if frame is not None]
+        if not frames:
+            return None
+        return canonical_frame(pd.concat(frames, ignore_index=True), "adjacency")
+
+    def _channels(self, plan: SteinbockPlan) -> tuple[list[str], list[str]]:
+        names = plan.panel.names if plan.panel is not None else plan.intensity_names
+        channels = plan.panel.channels if plan.panel is not None else plan.intensity_names
+        return list(channels), [clean_marker(n, self.marker_map)[0] for n in names]
+
+    def _parameters(self, plan: SteinbockPlan, adjacency: pd.DataFrame | None) -> dict:
+        return {
+            "pixel_size": dict(plan.sizes),
+            "pixel_size_y": {s: v for s, v in plan.sizes_y.items() if v is not None} or None,
+            "pixel_size_source": plan.size_source, "sample_id": self.sample_id, "marker_map": dict(self.marker_map),
+            "aggregation": self.aggregation, "panel": plan.panel is not None, "images": list(plan.stems),
+            "centroids": list(CENTROIDS),
+            "pixel_centre": "x = (centroid-1 + 0.5) * pixel_size (regionprops puts the centre of pixel i at i)",
+            "neighbors": None if adjacency is None else {
+                "method": self.neighbor_method, "pairs": int(len(adjacency)),
+                "shared_boundary": "0: steinbock does not measure the shared boundary"},
+        }
+
+
+def _aligned(stem: str, intensities: Header, regionprops: Header, ids: pa.ChunkedArray, props: Parsed) -> np.ndarray:
+    """Row of the regionprops table for every id of the intensities table (steinbock writes both in label order)."""
+    ids_b = props.arrow(OBJECT)
+    if len(ids) == len(ids_b) and ids.equals(ids_b):
+        return np.arange(len(ids))
+    path_a, path_b = intensities.path, regionprops.path
+    check_image_ids(path_b, ids_b, OBJECT, stem)
+    found = pc.index_in(ids, value_set=ids_b.combine_chunks())
+    missing = pc.index(pc.is_null(found), True).as_py()
+    if missing >= 0:
+        raise InputError(f"{path_a.parent.name}/{path_a.name}: line {missing + 2}, column {OBJECT!r}: object "
+                         f"{ids[missing].as_py()!r} has no row in {path_b.parent.name}/{path_b.name}")
+    if len(ids_b) > len(ids):
+        extra = sorted(pc.filter(ids_b, pc.invert(pc.is_in(ids_b, value_set=ids.combine_chunks()))).to_pylist())[0]
+        raise InputError(f"{path_b.parent.name}/{path_b.name}: object {extra!r} has no row in "
+                         f"{path_a.parent.name}/{path_a.name}")
+    return found.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _stream(header: Header) -> Parsed:
+    """One of steinbock's per-image tables, parsed."""
+    roles = roles_of(header)
+    return stream_columns(header, text=roles.text, numbers=roles.numbers, matrix=roles.matrix)

@@ -1,0 +1,30 @@
+"""Fixtures the reader tests share."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+
+@pytest.fixture
+def validation_calls(monkeypatch) -> list:
+    """Every call of the validation entry point, however a module bound it: each cellspec_sc module
+    attribute that is :func:`cellspec_sc.validation.runner.validate` is wrapped by one counter."""
+    import cellspec_sc.cli._imports  # noqa: F401 - bound before wrapping
+    import cellspec_sc.io.directory  # noqa: F401
+    import cellspec_sc.readers._pipeline  # noqa: F401
+    from cellspec_sc.validation import runner
+
+    original, calls = runner.validate, []
+
+    def counted(x, *args, **kwargs):
+        calls.append(type(x).__name__)
+        return original(x, *args, **kwargs)
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("cellspec_sc"):
+            for attr, value in list(vars(module).items()):
+                if value is original:
+                    monkeypatch.setattr(module, attr, counted)
+    return calls
