@@ -160,7 +160,7 @@ def test_validation_waits_for_a_readers_cell_id_codes_and_uses_them():
     ids a second time."""
     from concurrent.futures import Future
 
-    from cellspec_sc.readers.pipeline import CodesPending
+    from cellspec_sc.readers._pipeline import CodesPending
     from cellspec_sc.validation.matrix_stats import first_seen_codes
 
     x = cs.example(n_cells=40)
