@@ -214,7 +214,7 @@ def hashed_copy_row_group(source: str, row_group: int, target: str, hash_source:
     """:func:`copy_row_group` plus the SHA-256 work write_dataset cannot leave out, done the plain way (each file
     read again to hash it): the source file's (once per file: the manifest check) and the written file's (its
     line in the dataset's manifest)."""
-    from cellspec_sc.io.hashing import sha256_file
+    from cellspec_sc._files import sha256_file
 
     if hash_source:
         sha256_file(source)

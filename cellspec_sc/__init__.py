@@ -18,6 +18,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from cellspec_sc.errors import CellspecError, FormatError, InputError, ValidationError
+from cellspec_sc.model._methods import provide
 from cellspec_sc.model.provenance import package_version
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
@@ -37,6 +38,13 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and edit
     from cellspec_sc.widgets import preview
 
 __version__ = package_version()
+
+# What the model delegates upward (CellSpec.validate/.write/.preview, Cohort.preview), named here once and
+# imported on first call, so that no lower layer imports a higher one.
+provide("validate", "cellspec_sc.validation.runner:validate")
+provide("write", "cellspec_sc.io.directory:write")
+provide("preview", "cellspec_sc.widgets:preview")
+provide("cohort_preview", "cellspec_sc.widgets.cohort:CohortPreview")
 
 # public name -> the module that defines it, imported when the name is first used
 _LAZY = {

@@ -16,7 +16,7 @@ from cellspec_sc.io import hashing
 from cellspec_sc.io import parquet as parquet_io
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.hashing import BackgroundHash, FollowingHash
-from cellspec_sc.io.hashing import hash_from, sha256_file
+from cellspec_sc._files import hash_from, sha256_file
 
 DATA = Path(__file__).parent / "data" / "qupath"
 

@@ -443,7 +443,7 @@ def test_a_foreign_table_row_without_a_shape_is_left_out_with_a_warning():
 def test_a_spatialdata_store_is_a_source_for_validate_and_info(xa, tmp_path):
     from cellspec_sc.bridges.spatialdata import is_spatialdata_zarr, write_spatialdata
     from cellspec_sc.cli.main import main
-    from cellspec_sc.io.sources import load
+    from cellspec_sc.cli._sources import load
 
     path = tmp_path / "x.spatialdata.zarr"
     write_spatialdata(xa, path)

@@ -20,7 +20,7 @@ from cellspec_sc.bridges.anndata_io import write_anndata_zarr
 from cellspec_sc.bridges.spatialdata import read_spatialdata, write_spatialdata
 from cellspec_sc.bridges.zarr_strings import bounded_string_chunks
 from cellspec_sc.errors import CellspecError
-from cellspec_sc.io.sources import load
+from cellspec_sc.cli._sources import load
 
 CLAIMED = 50_000_000
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.publish import check_target
-from cellspec_sc.io.sources import load, resolve
+from cellspec_sc.cli._sources import load, resolve
 
 # (suffix of TARGET, "module:function" writing (x, path, overwrite=...), "module:TargetKind" it publishes,
 # description); "" = a name without a suffix

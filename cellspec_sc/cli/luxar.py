@@ -11,7 +11,7 @@ from cellspec_sc.bridges.luxar import LUXAR_SCENE, scene_path, to_luxar
 from cellspec_sc.cli.view import add_serve_options, serve
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.publish import check_target
-from cellspec_sc.io.sources import load
+from cellspec_sc.cli._sources import load
 
 
 def load_for_scene(source: str) -> Any:

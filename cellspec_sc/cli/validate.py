@@ -15,7 +15,7 @@ from typing import TextIO
 
 from cellspec_sc.cli.main import EXIT_INVALID, EXIT_OK
 from cellspec_sc.errors import ValidationError
-from cellspec_sc.io.sources import load
+from cellspec_sc.cli._sources import load
 from cellspec_sc.validation.report import ValidationReport
 from cellspec_sc.validation.runner import validate
 

@@ -27,6 +27,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from cellspec_sc._files import hash_from
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.direct import DirectFile
 
@@ -82,36 +83,6 @@ class FollowingHash:
                     self._more.clear()
         except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread by finish()
             self._error = err
-
-
-def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
-    """Hex SHA-256 of a file, read in chunks (constant memory).
-
-    >>> import tempfile
-    >>> path = Path(tempfile.mkdtemp()) / "f.bin"
-    >>> _ = path.write_bytes(b"abc" * 1000)
-    >>> sha256_file(path, chunk_size=7) == hashlib.sha256(b"abc" * 1000).hexdigest()
-    True
-    """
-    digest = hashlib.sha256()
-    with open(path, "rb", buffering=0) as handle:
-        hash_from(handle, digest, chunk_size)
-    return digest.hexdigest()
-
-
-def hash_from(handle: Any, digest: Any, chunk_size: int = 1 << 22, stop: Any = None) -> int:
-    """Feed ``digest`` what is left of the binary file ``handle`` (until ``stop()`` is true, if given), read
-    into one buffer again and again; returns the bytes hashed. A new ``bytes`` per chunk would be fresh memory
-    each time where malloc hands large blocks back to the system at once (``MALLOC_TRIM_THRESHOLD_``, which
-    dask's worker processes set): a page fault and the zeroing of every page, as much kernel time as the hash.
-    """
-    buffer = bytearray(chunk_size)
-    view = memoryview(buffer)
-    total = 0
-    while not (stop is not None and stop()) and (count := handle.readinto(buffer)):
-        digest.update(view[:count])
-        total += count
-    return total
 
 
 class BackgroundHash:

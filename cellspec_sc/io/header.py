@@ -28,7 +28,7 @@ from cellspec_sc.io.columns import DAMAGED_DATA_ERRORS, damage_text
 from cellspec_sc.io.manifest import METADATA, checked_relative, read_manifest
 from cellspec_sc.io.metadata import JSON_TABLES, frame_of_rows, load_document
 from cellspec_sc.io.refusals import ChecksumMismatch, NotACellspecDirectory, UndecodableData, UnlistedDataFile
-from cellspec_sc.io.hashing import sha256_file
+from cellspec_sc._files import sha256_file
 from cellspec_sc.model.provenance import source_line
 from cellspec_sc.model.summary import feature_kinds, markers_text, pixel_text
 

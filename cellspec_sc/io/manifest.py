@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from cellspec_sc.io.bounded import DONE_MAX_BYTES, MANIFEST_LINE_MAX_BYTES, ReadLimits, open_regular, read_bounded
 from cellspec_sc.io.hashing import BackgroundHash
-from cellspec_sc.io.hashing import sha256_file
+from cellspec_sc._files import sha256_file
 from cellspec_sc.io.refusals import (ChecksumMismatch, DoneMismatch, IncompleteDirectory, ListedFileMissing, ManifestInvalid,
                        UnlistedDataFile, UnsafePath, warn_unlisted)
 from cellspec_sc.io.staging import fsync_file

@@ -5,8 +5,8 @@ the target and renames it to the target only when complete. Replacing an
 existing directory swaps the two atomically (``renameat2(RENAME_EXCHANGE)`` on
 Linux), so the target name always holds a complete directory or nothing.
 Leftovers of writers that died are recognised by their name and removed by the
-next write to the same target; the same goes for the process-private scratch
-folders (:func:`scratch_folder`) that a killed process could not remove at exit. Writers use these through
+next write to the same target; the process-private scratch folders
+(:func:`cellspec_sc._files.scratch_folder`) follow the same rule. Writers use these through
 :func:`cellspec_sc.io.publish.publishing`, which also checks the target.
 
 >>> staging_prefix(Path("/data/run1"))
@@ -17,7 +17,6 @@ folders (:func:`scratch_folder`) that a killed process could not remove at exit.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ctypes
 import errno
@@ -27,10 +26,11 @@ import os
 import secrets
 import shutil
 import stat
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from cellspec_sc._files import pid_alive, writer_pid
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
@@ -103,8 +103,7 @@ def flushing_behind(path: Path, interval: float = 0.1) -> Iterator[None]:
     a failed flush is raised when the block ends (the kernel reports a write-back error once, so it
     must not be lost here).
 
-    >>> import tempfile
-    >>> path = Path(tempfile.mkdtemp()) / "f"
+    >>>     >>> path = Path(tempfile.mkdtemp()) / "f"
     >>> with flushing_behind(path):
     ...     _ = path.write_bytes(b"x" * 1_000_000)
     >>> path.stat().st_size
@@ -181,23 +180,6 @@ def fsync_tree(root: Path) -> None:
         fsync_dir(Path(folder))
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
-def _writer_pid(name: str, prefix: str) -> int | None:
-    head = name[len(prefix):].split("-", 1)[0]
-    return int(head) if head.isdigit() else None
-
-
 def clean_stale(target: Path) -> list[Path]:
     """Remove staging directories of ``target`` left by dead writers; restore an interrupted swap.
 
@@ -212,8 +194,8 @@ def clean_stale(target: Path) -> list[Path]:
         for prefix in (staging_prefix(target), _backup_prefix(target)):
             if not entry.name.startswith(prefix):
                 continue
-            pid = _writer_pid(entry.name, prefix)
-            if pid is None or _pid_alive(pid):
+            pid = writer_pid(entry.name, prefix)
+            if pid is None or pid_alive(pid):
                 continue
             if prefix == _backup_prefix(target) and not target.exists():
                 os.rename(entry, target)
@@ -221,26 +203,6 @@ def clean_stale(target: Path) -> list[Path]:
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry)
     return removed
-
-
-def scratch_folder(purpose: str) -> Path:
-    """A new folder in the temporary directory for this process's files, removed when it exits.
-
-    The name carries the process id, so that folders of processes that were killed (no exit
-    handler ran) are recognised and removed by the next call for the same purpose.
-
-    >>> folder = scratch_folder("doctest")
-    >>> folder.is_dir(), folder.name.startswith(f"cellspec-doctest-{os.getpid()}-")
-    (True, True)
-    """
-    prefix = f"cellspec-{purpose}-"
-    for entry in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
-        pid = _writer_pid(entry.name, prefix)
-        if pid is not None and not _pid_alive(pid):
-            shutil.rmtree(entry, ignore_errors=True)
-    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return folder
 
 
 @contextlib.contextmanager

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.model.compare import frame_differences, matrix_differences, value_differences
 from cellspec_sc.errors import InputError
+from cellspec_sc.model._methods import provided
+from cellspec_sc.model.compare import frame_differences, matrix_differences, value_differences
 from cellspec_sc.model.from_tables import FUNCTION as FROM_TABLES
 from cellspec_sc.model.from_tables import parts_from_tables
 from cellspec_sc.model.provenance import with_history_step
 from cellspec_sc.model.summary import format_html, format_text, summarise
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
-
-if TYPE_CHECKING:
-    from cellspec_sc.validation.report import ValidationReport
 
 COMPONENTS = ("spec_version", "cells", "measurements", "dictionary", "images", "channels", "provenance", "adjacency")
 
@@ -236,24 +234,19 @@ class CellSpec:
         """
         return not self.differences(other)
 
-    # -- delegations ---------------------------------------------------------------------------
-    def validate(self, **options: Any) -> ValidationReport:
-        """Run every check of section 10; see :func:`cellspec_sc.validate`."""
-        from cellspec_sc.validation.runner import validate
-
-        return validate(self, **options)
+    # -- delegations: validation, io and the widgets sit above the model (see model/_methods.py) ---------
+    def validate(self, **options: Any) -> Any:
+        """Run every check of section 10 and return the :class:`~cellspec_sc.ValidationReport`; see
+        :func:`cellspec_sc.validate`."""
+        return provided("validate")(self, **options)
 
     def preview(self, *, image: str | None = None, feature: str | None = None) -> Any:
         """An interactive notebook preview; see :func:`cellspec_sc.widgets.preview`."""
-        from cellspec_sc.widgets import preview
-
-        return preview(self, image=image, feature=feature)
+        return provided("preview")(self, image=image, feature=feature)
 
     def write(self, path: str | Path, **options: Any) -> Path:
         """Write a cellspec directory; see :func:`cellspec_sc.write`."""
-        from cellspec_sc.io.directory import write
-
-        return write(self, path, **options)
+        return provided("write")(self, path, **options)
 
     def summary(self) -> dict[str, Any]:
         """The facts printed by ``repr`` as a dict."""

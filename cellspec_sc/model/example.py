@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellspec_sc.io.staging import scratch_folder
+from cellspec_sc._files import scratch_folder
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.model.provenance import new_provenance

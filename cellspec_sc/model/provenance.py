@@ -15,7 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.io.hashing import sha256_file
+from cellspec_sc._files import sha256_file
 
 PACKAGE = "cellspec_sc"
 

@@ -35,9 +35,11 @@ def is_cellspec_dir(source: str) -> bool:
 
 
 # ("module:function" test, "module:function" loader, description) in the order they are tried
+__all__ = ["SOURCES", "is_cellspec_dir", "load", "resolve"]
+
 SOURCES: list[tuple[str, str, str]] = [
-    ("cellspec_sc.io.sources:is_example", "cellspec_sc.io.sources:load_example", "example (the simulated spec example)"),
-    ("cellspec_sc.io.sources:is_cellspec_dir", "cellspec_sc.io.directory:read", "a cellspec directory"),
+    ("cellspec_sc.cli._sources:is_example", "cellspec_sc.cli._sources:load_example", "example (the simulated spec example)"),
+    ("cellspec_sc.cli._sources:is_cellspec_dir", "cellspec_sc.io.directory:read", "a cellspec directory"),
     ("cellspec_sc.bridges.anndata_io:is_h5ad", "cellspec_sc.bridges.anndata_io:read_h5ad", "an AnnData .h5ad file"),
     ("cellspec_sc.bridges.spatialdata:is_spatialdata_zarr", "cellspec_sc.bridges.spatialdata:read_spatialdata",
      "a SpatialData .zarr store"),
@@ -49,7 +51,7 @@ SOURCES: list[tuple[str, str, str]] = [
 def resolve(target: str) -> Any:
     """The object named by ``"module:name"`` (a function, a constant...), importing its module.
 
-    >>> resolve("cellspec_sc.io.sources:is_example")("example")
+    >>> resolve("cellspec_sc.cli._sources:is_example")("example")
     True
     """
     module, function = target.split(":")
