@@ -26,6 +26,7 @@ from cellspec_sc.io import parquet as parquet_io
 from cellspec_sc.io import parquet_matrix
 from cellspec_sc.spec.types import PANDAS_DTYPES
 from cellspec_sc.validation.matrix_stats import MatrixStats, arrow_first_seen_codes, first_seen_codes, matrix_stats
+from cellspec_sc.validation.runner import staged_validation
 
 
 def cells_types(path) -> list[dict[str, str]]:
@@ -174,29 +175,20 @@ def test_lazy_example_equals_the_eager_one_to_the_bit(n_features, monkeypatch):
     assert lazy.replace(measurements=np.asarray(lazy.measurements)).equals(eager)
 
 
-class Later:
-    """Stats handed over when asked for (as a reader still decoding would), counting the waits."""
-
-    def __init__(self, stats):
-        self.stats, self.waits = stats, 0
-
-    def result(self):
-        self.waits += 1
-        return self.stats
-
 
 def test_checks_that_need_pending_stats_run_last_and_report_in_order():
-    """validate() runs the checks that need the matrix stats after the others when the stats are still
-    being gathered (read checks the cells while the matrix decodes), waits once, and reports exactly
-    what it reports with the stats at hand, in the vocabulary's order."""
+    """A staged validation runs the checks that need the matrix stats after the others, when the caller hands
+    the stats over (read checks the cells while the matrix decodes), and reports exactly what validate() reports
+    with the stats at hand, in the vocabulary's order."""
     x = cs.example(n_cells=300, n_features=12)
     x.measurements[5, 2] = np.inf
     x.measurements[:, 3] = -1.0
     codes, names = first_seen_codes(x.cells["image_id"])
-    later = Later(matrix_stats(x.measurements, codes, len(names)))
-    pending = cs.validate(x, stats=later)
+    with staged_validation(x) as staged:
+        waiting = {chk.name for chk in staged._waiting}
+        assert {"measurements_finite", "negative_intensity"} <= waiting
+        pending = staged.finish(matrix_stats(x.measurements, codes, len(names)))
     now = cs.validate(x)
-    assert later.waits == 1
     assert [(c.name, c.status, c.message) for c in pending.results] == \
         [(c.name, c.status, c.message) for c in now.results]
     assert pending.status("measurements_finite") == "fail" and pending.status("negative_intensity") == "warn"
@@ -211,7 +203,7 @@ def test_stored_nan_found_by_the_reader_fails_measurements_finite(tmp_path):
     table = table.set_column(table.schema.get_field_index(x.feature_ids[1]), x.feature_ids[1], pa.array(stored))
     pq.write_table(table, path / "cells.parquet")
     decoded = parquet_io.read_parquet(path / "cells.parquet", cells_types(path), x.feature_ids, path, wait=False)
-    report = cs.validate(x, stats=decoded.stats)
+    report = cs.validate(x, stats=decoded.stats.result())
     assert report.status("measurements_finite") == "fail"
     assert f"{x.feature_ids[1]}: 1 NaN/infinite value(s) stored as numbers" in report.result("measurements_finite").message
 

@@ -158,20 +158,20 @@ def test_validation_waits_for_a_readers_cell_id_codes_and_uses_them():
     """A reader hands over its cell-id codes while still making them: the key check waits for those codes
     and judges by them (codes that say "repeated" fail it although no image repeats an id), instead of encoding the
     ids a second time."""
-    from concurrent.futures import Future
-
-    from cellspec_sc.readers.pipeline import CodesPending
     from cellspec_sc.validation.matrix_stats import first_seen_codes
+    from cellspec_sc.validation.runner import staged_validation
 
     x = cs.example(n_cells=40)
     assert not x.cells.duplicated(["image_id", "cell_id"]).any()
-    codes: Future = Future()
-    codes.set_result(np.zeros(len(x.cells), dtype=np.int64))  # every id "the same"
-    report = cs.validate(x, stats=CodesPending(_stats_with_image_codes(x), codes))
-    assert report.status("cells_key_unique") == "fail"
-    honest: Future = Future()
-    honest.set_result(first_seen_codes(x.cells["cell_id"])[0])
-    assert cs.validate(x, stats=CodesPending(_stats_with_image_codes(x), honest)).ok
+
+    def validated_with(cell_codes: np.ndarray):
+        stats = _stats_with_image_codes(x)
+        with staged_validation(x, image_codes=stats.image_codes, brings_cell_codes=True) as staged:
+            stats.cell_codes = cell_codes  # made while the first checks ran
+            return staged.finish(stats)
+
+    assert validated_with(np.zeros(len(x.cells), dtype=np.int64)).status("cells_key_unique") == "fail"  # every id "the same"
+    assert validated_with(first_seen_codes(x.cells["cell_id"])[0]).ok
 
 
 def test_a_readers_refusal_made_while_validating_reaches_the_caller(tmp_path):

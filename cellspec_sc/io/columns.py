@@ -52,12 +52,13 @@ _PANDAS_OF_ARROW = {pa.string(): PANDAS_DTYPES["character"], pa.int32(): PANDAS_
 
 class Decoded(NamedTuple):
     """What a data file reader returns: the table columns, the matrix, NaN stored as numbers per
-    feature, and the matrix stats gathered while decoding (None when the reader gathered none)."""
+    feature, and the matrix stats gathered while decoding (None when the reader gathered none; a Parquet
+    reader told not to wait gives the ``MatrixDecoding`` still filling the matrix, whose ``result()`` they are)."""
 
     frame: pd.DataFrame
     matrix: Any
     stored_nan: dict[str, int]
-    stats: MatrixStats | None = None
+    stats: Any = None
 
 
 def column_types_of(frame: pd.DataFrame, table: str, directory: Path | str) -> list[dict[str, str]]:

@@ -29,14 +29,16 @@ from typing import Any, Literal
 
 import numpy as np
 
+from cellspec_sc._background import in_background
+from cellspec_sc.errors import CellspecError, InputError
 from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION, DEFAULT_MAX_METADATA_BYTES, ReadLimits
 from cellspec_sc.io.columns import Decoded, column_types_of
-from cellspec_sc.errors import CellspecError, InputError
 from cellspec_sc.io.manifest import (DATA_FILES, MARKERS, METADATA, checked_relative, directory_stamp, verify_directory,
                                      write_manifest)
 from cellspec_sc.io.metadata import JSON_TABLES, KNOWN_KEYS, build_document, dump_document, frame_of_rows, load_document, \
     schema_problem, supported_version
 from cellspec_sc.io.parquet import read_parquet, write_parquet
+from cellspec_sc.io.parquet_matrix import MatrixDecoding
 from cellspec_sc.io.refusals import (ChangedSinceRead, ColumnMismatch, NotACellspecDirectory, OutlineMissing, SchemaViolation,
                        UnlistedDataFile, UnreadableFile, UnsafePath, UnsupportedVersion)
 from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target, publishing
@@ -44,7 +46,7 @@ from cellspec_sc.io.staging import fsync_file, fsync_tree
 from cellspec_sc.io.tsv import read_tsv, write_tsv
 from cellspec_sc.model.cellspec import CellSpec
 from cellspec_sc.validation.report import ValidationReport
-from cellspec_sc.validation.runner import validate, validate_in_background
+from cellspec_sc.validation.runner import staged_validation, validate
 
 FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
 
@@ -76,7 +78,7 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
         raise UnsupportedVersion(target, None, f"cannot write this object: {reason}")
     # Validation runs on a second core while the files are staged; nothing is published unless it
     # passed, and when it failed its ValidationError is what the caller gets, whatever else went wrong.
-    checking = validate_in_background(x) if report is None else _finished(report)
+    checking = in_background(validate, x, name="cellspec-validate") if report is None else _finished(report)
     try:
         return _write_valid(x, target, format, overwrite, _Refusal(checking, target))
     except Exception:
@@ -247,13 +249,22 @@ def _read(directory: Path, lazy: bool = False, limits: ReadLimits = ReadLimits()
     entries, pending = verify_directory(directory, deferred=() if lazy else DATA_FILES, limits=limits)
     try:
         x, decoded = _load(directory, entries, lazy, limits, layout)
-        report = validate(x, source_nonfinite=decoded.stored_nan, stats=decoded.stats)
+        report = _validate_read(x, decoded)
     except BaseException:
         pending.check()
         raise
     pending.check()
     report.raise_if_failed(str(directory))
     return x
+
+
+def _validate_read(x: CellSpec, decoded: Decoded) -> ValidationReport:
+    """Validate what was read; while the matrix is still being decoded (:class:`MatrixDecoding`), the checks that
+    need no matrix values run first, then this thread joins the decoding and hands its stats over."""
+    if not isinstance(decoded.stats, MatrixDecoding):
+        return validate(x, source_nonfinite=decoded.stored_nan, stats=decoded.stats)
+    with staged_validation(x, source_nonfinite=decoded.stored_nan, image_codes=decoded.stats.image_codes) as staged:
+        return staged.finish(decoded.stats.result())
 
 
 def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimits,

@@ -46,7 +46,7 @@ from cellspec_sc.spec.types import canonical_frame
 from cellspec_sc.spec.vocabulary import SPEC_VERSION
 from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes
 from cellspec_sc.validation.report import ValidationReport
-from cellspec_sc.validation.runner import validate
+from cellspec_sc.validation.runner import staged_validation, validate
 
 T = TypeVar("T")
 
@@ -174,7 +174,12 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     # a folder's tables are inputs of their own
     record = input_record(path, sha256=parsed.sha256) if path.is_file() else None
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
-    report = validate(x, stats=_image_stats(parsed, x.cells, tables))
+    stats = _image_stats(parsed, x.cells, tables)
+    if isinstance(stats, CodesPending):  # validation takes plain stats: the codes are waited for here
+        with staged_validation(x, image_codes=stats.image_codes, brings_cell_codes=True) as staged:
+            report = staged.finish(stats.result())
+    else:
+        report = validate(x, stats=stats)
     if isinstance(tables.cell_codes, Future):
         tables.cell_codes.result()  # the adapter's refusal of repeated ids, if validation did not wait for it
     return x, report

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,16 +28,9 @@ class Skip(Exception):
 
 
 class StatsPending(Exception):
-    """Raised inside a check that needs the matrix stats while a reader still gathers them: the runner
-    runs that check again once they are there (see :meth:`Context.stats`)."""
-
-
-class PendingStats(Protocol):
-    """Matrix stats still being gathered (e.g. :class:`cellspec_sc.io.parquet.MatrixDecoding`). One whose
-    ``brings_cell_codes`` is true gives stats with :attr:`MatrixStats.cell_codes` (a reader still encoding
-    the ids): the check that needs those codes then waits for it too."""
-
-    def result(self) -> MatrixStats: ...
+    """Raised inside a check that needs the matrix stats while the caller still gathers them: the runner
+    runs that check again once they are given (see :meth:`Context.stats` and
+    :class:`~cellspec_sc.validation.runner.StagedValidation`)."""
 
 
 @dataclass
@@ -73,7 +66,12 @@ class Context:
     na_max: float
     source_nonfinite: Mapping[str, int]
     broken: set[str] = field(default_factory=set)
-    given_stats: MatrixStats | PendingStats | None = None
+    given_stats: MatrixStats | None = None
+    # A staged validation (the caller still fills the matrix): the stats come later, with the cell id codes
+    # when ``expected_cell_codes``; ``expected_image_codes`` are the caller's image codes, usable at once.
+    stats_pending: bool = False
+    expected_cell_codes: bool = False
+    expected_image_codes: tuple[np.ndarray, np.ndarray] | None = None
     _stats: MatrixStats | None = None
     _columns: dict[tuple[str, str, str], Any] = field(default_factory=dict)
     _items: dict[Any, Any] = field(default_factory=dict)
@@ -151,8 +149,8 @@ class Context:
     def stats(self) -> MatrixStats:
         """Counts and per-image ranges of the matrix: one pass, shared by the four matrix checks.
 
-        Raises :class:`StatsPending` while given stats are still being gathered (the matrix is being
-        filled); :meth:`wait_for_stats` ends that."""
+        Raises :class:`StatsPending` while the stats are still being gathered (the matrix is being
+        filled); :meth:`give_stats` ends that."""
         m = self.matrix()
         if self.stats_pending:
             raise StatsPending()
@@ -160,19 +158,14 @@ class Context:
             self._stats = self.given_stats if self._usable(self.given_stats, m) else self._gather(m)
         return self._stats
 
-    @property
-    def stats_pending(self) -> bool:
-        return self.given_stats is not None and not isinstance(self.given_stats, MatrixStats)
-
-    def wait_for_stats(self) -> None:
-        """Wait for pending stats (a reader's error, e.g. undecodable data, is raised here)."""
-        if self.stats_pending:
-            self.given_stats = self.given_stats.result()  # type: ignore[union-attr]
+    def give_stats(self, stats: MatrixStats) -> None:
+        """The stats a staged validation waited for (see :attr:`stats_pending`)."""
+        self.given_stats, self.stats_pending = stats, False
 
     def nonfinite_in_source(self) -> dict[str, int]:
         """{feature id: NaN/infinite values the source stored as numbers}: what the reader's stats found,
         and what the caller passed as ``source_nonfinite`` (that wins for a feature named in both)."""
-        found = self.given_stats.stored_nonfinite if isinstance(self.given_stats, MatrixStats) else {}
+        found = self.given_stats.stored_nonfinite if self.given_stats is not None else {}
         return {**found, **self.source_nonfinite}
 
     def _usable(self, stats: MatrixStats | None, m: Any) -> bool:
@@ -196,7 +189,8 @@ class Context:
         key = ("cells", "image_id", "codes")
         if key not in self._columns:
             ids = self.strings("cells", "image_id")
-            known = getattr(self.given_stats, "image_codes", None)  # a reader's, made from the same column
+            # a reader's, made from the same column
+            known = self.expected_image_codes if self.given_stats is None else self.given_stats.image_codes
             self._columns[key] = known if known is not None and len(known[0]) == len(ids) else first_seen_codes(ids)
         return self._columns[key]
 
@@ -206,10 +200,10 @@ class Context:
         will bring them."""
         key = ("cells", "cell_id", "codes")
         if key not in self._columns:
-            if self.stats_pending and getattr(self.given_stats, "brings_cell_codes", False):
+            if self.stats_pending and self.expected_cell_codes:
                 raise StatsPending()  # the reader's codes are on their way; encoding them here would do it twice
             ids = self.strings("cells", "cell_id")
-            known = getattr(self.given_stats, "cell_codes", None)
+            known = None if self.given_stats is None else self.given_stats.cell_codes
             self._columns[key] = known if known is not None and len(known) == len(ids) else first_seen_code_array(ids)
         return self._columns[key]
 

@@ -1,4 +1,5 @@
-"""Run every check of section 10 on an object: :func:`validate` and :func:`validate_in_background`.
+"""Run every check of section 10 on an object: :func:`validate`, and :func:`staged_validation` for a caller
+that is still filling the matrix.
 
 The list of checks, their levels and rules come from :func:`~cellspec_sc.spec.vocabulary.vocabulary`;
 :mod:`cellspec_sc.validation.checks` holds one implementation per name (a test checks that the two sets
@@ -13,8 +14,8 @@ column already reported absent) is skipped; a check that raises gives a result, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 from cellspec_sc.progress import progress
 from cellspec_sc.spec.vocabulary import vocabulary
 from cellspec_sc.validation.checks import implementation
-from cellspec_sc.validation.context import CheckFn, Context, PendingStats, Problem, Skip, StatsPending
+from cellspec_sc.validation.context import CheckFn, Context, Problem, Skip, StatsPending
 from cellspec_sc.validation.portability import RULE, portability_problems
 from cellspec_sc.validation.matrix_stats import MatrixStats
 from cellspec_sc.validation.memo import content_token, remember, remembered
@@ -35,63 +36,160 @@ def validate(
     area_range: tuple[float, float] | None = None,
     na_max: float | None = None,
     source_nonfinite: Mapping[str, int] | None = None,
-    stats: MatrixStats | PendingStats | None = None,
+    stats: MatrixStats | None = None,
 ) -> ValidationReport:
     """Check ``x`` against every rule of section 10.
 
-    ``area_range`` (default ``(1, 10000)`` um2) bounds plausible whole-cell
-    areas; ``na_max`` (default ``0.5``) is the largest plausible fraction of
-    missing values per feature. ``source_nonfinite`` maps feature ids to the
-    number of NaN/infinite values a file stored as numbers rather than as NA
-    (readers pass it so that such values fail ``measurements_finite`` instead of
-    silently becoming NA). In memory NA is NaN, so only infinities fail there.
-    ``stats`` are the :class:`~cellspec_sc.validation.matrix_stats.MatrixStats` of
-    ``x.measurements`` when the caller gathered them already (``read`` does,
-    while decoding); otherwise one pass over the matrix gathers them. They may
-    still be in the making (an object with ``result()``, e.g. while a reader
-    fills the matrix): the checks that need them run last, after ``result()``.
+    Parameters
+    ----------
+    x
+        The object (usually a :class:`~cellspec_sc.CellSpec`; anything else gets a report that says so).
+    area_range
+        Plausible whole-cell areas in um2 (default ``(1, 10000)``).
+    na_max
+        The largest plausible fraction of missing values per feature (default ``0.5``).
+    source_nonfinite
+        {feature id: NaN/infinite values a file stored as numbers rather than as NA}: readers pass it so
+        that such values fail ``measurements_finite`` instead of silently becoming NA (in memory NA is NaN,
+        so only infinities fail there).
+    stats
+        The :class:`~cellspec_sc.model.MatrixStats` of ``x.measurements`` when the caller gathered them
+        already (``read`` does, while decoding); otherwise one pass over the matrix gathers them. A caller
+        that is still filling the matrix uses :func:`staged_validation` instead.
 
+    Returns
+    -------
+    ValidationReport
+        One result per check, in the vocabulary's order, then the portability note.
+
+    Examples
+    --------
     >>> from cellspec_sc import example
     >>> validate(example(), area_range=(1, 50)).status("area_range")
     'warn'
     """
-    voc = vocabulary()
-    defaults = voc.defaults
-    options = {"area_range": tuple(area_range or defaults["area_range"]),
-               "na_max": float(defaults["na_max"] if na_max is None else na_max)}
+    options = _options(area_range, na_max)
     fresh = stats is None and not source_nonfinite  # else a reader's facts complete the object's own
-    ctx = Context(x=x, voc=voc, area_range=options["area_range"], na_max=options["na_max"],
-                  source_nonfinite=dict(source_nonfinite or {}), given_stats=stats)
+    ctx = _context(x, options, source_nonfinite, given_stats=stats)
     token = content_token(x, ctx.frame_items) if fresh else None  # the checks reuse the columns it made
     known = remembered(x, options, token) if token else None
     if known is not None:
         return known
-    report = ValidationReport(_run_checks(ctx), options)
-    if not ctx.nonfinite_in_source():  # what the source stored is not in the object: such a report is not its own
-        remember(x, options, report, token if fresh else content_token(x, ctx.frame_items))
-    return report
+    with progress(len(ctx.voc.checks) + 1, "validating", unit="checks", size=table_values(x)) as bar:
+        results, waiting = _checks_before_stats(ctx, bar)
+        return _report(ctx, options, results, waiting, bar, token)
 
 
-def _run_checks(ctx: Context) -> list[CheckResult]:
-    """Every check in the vocabulary's order, then the portability note; checks needing stats that are
-    still being gathered run after the others (and the note, which needs no matrix values)."""
-    checks = ctx.voc.checks
-    with progress(len(checks) + 1, "validating", unit="checks", size=table_values(ctx.x)) as bar:
-        results: dict[str, CheckResult] = {}
-        waiting = []
-        for chk in checks:
-            try:
-                results[chk.name] = run_check(ctx, chk.name, chk.level, chk.rule)
-                bar.update(1)
-            except StatsPending:
-                waiting.append(chk)
-        portable = run_check(ctx, "portability", "semantic", RULE, portability)  # a note beyond section 10
-        bar.update(1)
-        ctx.wait_for_stats()
-        for chk in waiting:
+class StagedValidation:
+    """A validation whose matrix stats come later: made by :func:`staged_validation`, which has run every
+    check that needs no stats (nor cell id codes the caller is still making); :meth:`finish` runs the rest."""
+
+    def __init__(self, ctx: Context, options: dict[str, Any], bar: Any):
+        self._ctx, self._options, self._bar = ctx, options, bar
+        self._results, self._waiting = _checks_before_stats(ctx, bar)
+
+    def finish(self, stats: MatrixStats) -> ValidationReport:
+        """The report, once ``stats`` (with :attr:`~cellspec_sc.model.MatrixStats.cell_codes` when the caller
+        said it brings them) describe the filled matrix.
+
+        Parameters
+        ----------
+        stats
+            The matrix stats, gathered by the caller while the first checks ran.
+
+        Returns
+        -------
+        ValidationReport
+            The same report :func:`validate` gives with these stats.
+        """
+        self._ctx.give_stats(stats)
+        return _report(self._ctx, self._options, self._results, self._waiting, self._bar, None)
+
+
+@contextmanager
+def staged_validation(
+    x: Any,
+    *,
+    area_range: tuple[float, float] | None = None,
+    na_max: float | None = None,
+    source_nonfinite: Mapping[str, int] | None = None,
+    image_codes: tuple[np.ndarray, np.ndarray] | None = None,
+    brings_cell_codes: bool = False,
+) -> Iterator[StagedValidation]:
+    """Validate ``x`` while the caller still fills its matrix: the checks that need no matrix values run on
+    entering the block; :meth:`StagedValidation.finish` takes the stats the caller gathered and runs the rest.
+
+    Parameters
+    ----------
+    x, area_range, na_max, source_nonfinite
+        As for :func:`validate`.
+    image_codes
+        The caller's image codes of ``x.cells.image_id`` (see :attr:`~cellspec_sc.model.MatrixStats.image_codes`),
+        when it has them already.
+    brings_cell_codes
+        The stats given to ``finish`` carry the cell id codes: the check that needs them waits for them
+        rather than encoding the ids a second time.
+
+    Yields
+    ------
+    StagedValidation
+        Call its ``finish(stats)`` inside the block.
+
+    Examples
+    --------
+    >>> from cellspec_sc import example
+    >>> from cellspec_sc.model import matrix_stats
+    >>> x = example()
+    >>> with staged_validation(x) as staged:
+    ...     stats = matrix_stats(x.measurements)  # e.g. gathered while decoding the matrix
+    ...     report = staged.finish(stats)
+    >>> report.ok
+    True
+    """
+    options = _options(area_range, na_max)
+    ctx = _context(x, options, source_nonfinite, stats_pending=True, expected_cell_codes=brings_cell_codes,
+                   expected_image_codes=image_codes)
+    with progress(len(ctx.voc.checks) + 1, "validating", unit="checks", size=table_values(x)) as bar:
+        yield StagedValidation(ctx, options, bar)
+
+
+def _options(area_range: tuple[float, float] | None, na_max: float | None) -> dict[str, Any]:
+    defaults = vocabulary().defaults
+    return {"area_range": tuple(area_range or defaults["area_range"]),
+            "na_max": float(defaults["na_max"] if na_max is None else na_max)}
+
+
+def _context(x: Any, options: dict[str, Any], source_nonfinite: Mapping[str, int] | None, **given: Any) -> Context:
+    return Context(x=x, voc=vocabulary(), area_range=options["area_range"], na_max=options["na_max"],
+                   source_nonfinite=dict(source_nonfinite or {}), **given)
+
+
+def _checks_before_stats(ctx: Context, bar: Any) -> tuple[dict[str, CheckResult], list[Any]]:
+    """Every check in the vocabulary's order and the portability note (which needs no matrix values), except
+    those that need stats still being gathered: those are returned to run later."""
+    results: dict[str, CheckResult] = {}
+    waiting = []
+    for chk in ctx.voc.checks:
+        try:
             results[chk.name] = run_check(ctx, chk.name, chk.level, chk.rule)
             bar.update(1)
-    return [results[chk.name] for chk in checks] + [portable]
+        except StatsPending:
+            waiting.append(chk)
+    results["portability"] = run_check(ctx, "portability", "semantic", RULE, portability)  # beyond section 10
+    bar.update(1)
+    return results, waiting
+
+
+def _report(ctx: Context, options: dict[str, Any], results: dict[str, CheckResult], waiting: list[Any], bar: Any,
+            token: Any) -> ValidationReport:
+    """Run the ``waiting`` checks and make the report; remember it when it is the object's own."""
+    for chk in waiting:
+        results[chk.name] = run_check(ctx, chk.name, chk.level, chk.rule)
+        bar.update(1)
+    report = ValidationReport([results[chk.name] for chk in ctx.voc.checks] + [results["portability"]], options)
+    if not ctx.nonfinite_in_source():  # what the source stored is not in the object: such a report is not its own
+        remember(x := ctx.x, options, report, token if token is not None else content_token(x, ctx.frame_items))
+    return report
 
 
 def table_values(x: Any) -> int:
@@ -105,21 +203,6 @@ def portability(ctx: Context) -> Problem | None:
     ctx.part("cells")  # skipped when the object is not usable
     problems = portability_problems(ctx.x, lambda table, frame: ctx.single_columns(table).items())
     return Problem("; ".join(problems), count=len(problems)) if problems else None
-
-
-def validate_in_background(x: Any, **options: Any) -> Future[ValidationReport]:
-    """Start :func:`validate` in a thread (numpy, pyarrow and hashlib release the GIL, so it runs
-    beside a writer on another core); ``.result()`` is the report.
-
-    >>> from cellspec_sc import example
-    >>> validate_in_background(example()).result().ok
-    True
-    """
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cellspec-validate")
-    try:
-        return pool.submit(validate, x, **options)
-    finally:
-        pool.shutdown(wait=False)
 
 
 def run_check(ctx: Context, name: str, level: str, rule: str, fn: CheckFn | None = None) -> CheckResult:
