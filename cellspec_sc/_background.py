@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["Future", "daemon", "in_background", "ordered_map", "usable_cpus"]
+__all__ = ["Future", "daemon", "in_background", "in_order", "ordered_map", "usable_cpus"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -70,6 +70,20 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], *, threads: int,
         finally:
             for future in pending:
                 future.cancel()
+
+
+def in_order(name: str) -> ThreadPoolExecutor:
+    """One thread that runs the blocks submitted to it one after the other, in the order given (a writer that
+    hands each full block to the disk while the caller fills the next); ``submit`` returns a Future,
+    ``shutdown(wait=True)`` waits for the last block and ends the thread.
+
+    >>> writer = in_order("doctest-writer")
+    >>> done = [writer.submit(pow, 2, n) for n in range(4)]
+    >>> writer.shutdown(wait=True)
+    >>> [f.result() for f in done]
+    [1, 2, 4, 8]
+    """
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
 
 
 def daemon(target: Callable[[], None], *, name: str) -> threading.Thread:

@@ -35,8 +35,10 @@ import fcntl
 import mmap
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
+
+from cellspec_sc._background import in_order
 
 BLOCK = 1 << 22  # 4 MB per write: a multiple of every logical block size in use
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
@@ -126,7 +128,7 @@ class DirectFile:
         self._view = self._views[0]  # the one being filled
         self._held = 0
         self._pending: Future[None] | None = None
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="cellspec-direct-write")
+        self._writer = in_order("cellspec-direct-write")
 
     @property
     def direct(self) -> bool:

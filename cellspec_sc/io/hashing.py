@@ -27,6 +27,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from cellspec_sc._background import daemon
 from cellspec_sc._files import hash_from
 from cellspec_sc.errors import InputError
 from cellspec_sc.io.direct import DirectFile
@@ -50,8 +51,7 @@ class FollowingHash:
         self._closed = False
         self._digest = hashlib.sha256()
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._follow, name=f"sha256 {self._path.name}", daemon=True)
-        self._thread.start()
+        self._thread = daemon(self._follow, name=f"sha256 {self._path.name}")
 
     def wrote(self) -> None:
         """The writer has appended (and flushed) more bytes."""
@@ -97,8 +97,7 @@ class BackgroundHash:
         self._stop = threading.Event()
         self._digest: str | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._hash, name=f"sha256 {self.path.name}", daemon=True)
-        self._thread.start()
+        self._thread = daemon(self._hash, name=f"sha256 {self.path.name}")
 
     def _hash(self) -> None:
         try:

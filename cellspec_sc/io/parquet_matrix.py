@@ -21,13 +21,14 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from concurrent.futures import CancelledError, ThreadPoolExecutor
+from concurrent.futures import CancelledError
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cellspec_sc._background import in_background
 from cellspec_sc.io.columns import DAMAGED_DATA_ERRORS
 from cellspec_sc.io.refusals import UndecodableData
 from cellspec_sc.model.memory import empty_matrix
@@ -70,14 +71,11 @@ class MatrixDecoding:
                   for first, names in _column_batches(feature_ids, offsets[index + 1] - offsets[index])]
         self._pieces, self._taking = deque(pieces), threading.Lock()
         workers = max(1, min(len(pieces), DECODE_THREADS))
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="parquet-decode")
         self._bar = progress(meta.num_rows, f"reading {file}", size=self.matrix.size)
         self._progress = self._bar.__enter__()
-        try:
-            self._futures = [pool.submit(self._fill, stats if k == 0 else stats.empty_like(),
-                                         None if k or handle_in_use else handle) for k in range(workers)]
-        finally:
-            pool.shutdown(wait=False)
+        self._futures = [in_background(self._fill, stats if k == 0 else stats.empty_like(),
+                                       None if k or handle_in_use else handle, name="parquet-decode")
+                         for k in range(workers)]
 
     def result(self) -> MatrixStats:
         try:

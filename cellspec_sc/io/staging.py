@@ -30,6 +30,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from cellspec_sc._background import daemon
 from cellspec_sc._files import pid_alive, writer_pid
 
 _AT_FDCWD = -100
@@ -125,8 +126,7 @@ def flushing_behind(path: Path, interval: float = 0.1) -> Iterator[None]:
             if fd is not None:
                 os.close(fd)
 
-    flusher = threading.Thread(target=flush, name="cellspec-flush-behind", daemon=True)
-    flusher.start()
+    flusher = daemon(flush, name="cellspec-flush-behind")
     try:
         yield
     finally:

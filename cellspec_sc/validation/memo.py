@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ import pandas as pd
 import pyarrow as pa
 import xxhash
 
+from cellspec_sc._background import in_background
 from cellspec_sc.model.cellspec import COMPONENTS, CellSpec
 from cellspec_sc.model.digest import array_digest, frame_digest
 from cellspec_sc.validation.report import ValidationReport
@@ -68,11 +69,11 @@ def _second_half(m: np.ndarray) -> Future[str] | None:
     in a thread: xxhash lets go of the GIL, so the two halves take half the time on two cores."""
     if m.nbytes < SPLIT_BYTES or m.ndim != 2 or not m.flags.c_contiguous:
         return None
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cellspec-token")
-    try:
-        return pool.submit(array_digest, m[m.shape[0] // 2:], same_nan=False)
-    finally:
-        pool.shutdown(wait=False)
+    return in_background(_unnamed_nan_digest, m[m.shape[0] // 2:], name="cellspec-token")
+
+
+def _unnamed_nan_digest(m: np.ndarray) -> str:
+    return array_digest(m, same_nan=False)
 
 
 def _matrix_digest(m: np.ndarray, later: Future[str] | None) -> str:
