@@ -200,7 +200,7 @@ def copy_row_group(source: str, row_group: int, target: str) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from cellspec_sc.io.staging import start_writeback
+    from cellspec_sc.io import start_writeback
 
     rows = pq.ParquetFile(source).read_row_group(row_group)
     text = [f.name for f in rows.schema if not pa.types.is_floating(f.type)]
@@ -238,7 +238,7 @@ def bare_copy(client: Any, cohort: Any, scratch: Path, hashed: bool = False) -> 
     """Copy every row group of the cohort into ``scratch`` on the workers (``hashed``: with the SHA-256 of
     every source and every copy, :func:`hashed_copy_row_group`), then fsync every file here (as write_dataset
     publishes)."""
-    from cellspec_sc.io.staging import fsync_tree
+    from cellspec_sc.io import fsync_tree
 
     scratch.mkdir(parents=True)
     sources, groups, targets, first = zip(*copy_jobs(cohort, scratch), strict=True)
@@ -293,7 +293,7 @@ def disk_floor(scratch: Path, size: int, writers: int) -> dict[str, Any]:
     written the way write_dataset writes its parts: around the page cache (``DirectFile``) where the file
     system suits it, else through the page cache (each way has its own floor: on the development VM's ext4,
     2-2.5 GB/s around the page cache against 0.7 GB/s through it)."""
-    from cellspec_sc.io.direct import DirectFile, suits_direct_io
+    from cellspec_sc.io import DirectFile, suits_direct_io
 
     scratch.mkdir(parents=True, exist_ok=True)
     direct = suits_direct_io(scratch)

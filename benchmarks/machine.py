@@ -37,7 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.io.direct import BLOCK, DirectFile, suits_direct_io
+from cellspec_sc.io import BLOCK, DirectFile, suits_direct_io
 
 ROOT = Path(__file__).resolve().parent.parent
 BUFFER = 64 << 20

@@ -19,22 +19,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.bridges.anndata_fingerprint import Fingerprinting, holds_written_values, recorded_algorithm
 from cellspec_sc.bridges.anndata_foreign import from_foreign_anndata
 from cellspec_sc.bridges.anndata_graph import adjacency_matrices, warn_replaced_graph
-from cellspec_sc.bridges.anndata_keys import (
-    BRIDGE_VERSION, CONNECTIVITIES_KEY, FUNCTION, SHARED_BOUNDARY_KEY, SPATIAL_KEY, UNS_KEY, AnnDataBridgeWarning,
-    warn, warn_not_carried,
-)
-from cellspec_sc.bridges.anndata_fingerprint import Fingerprinting, holds_written_values, recorded_algorithm
+from cellspec_sc.bridges.anndata_keys import (BRIDGE_VERSION, CONNECTIVITIES_KEY, FUNCTION, SHARED_BOUNDARY_KEY,
+                                              SPATIAL_KEY, UNS_KEY, AnnDataBridgeWarning, warn, warn_not_carried)
 from cellspec_sc.bridges.anndata_matrix import column_fingerprints, dense, is_dask
 from cellspec_sc.bridges.anndata_obs import carry_obs_columns, double_column, obs_names, scverse_obs
 from cellspec_sc.bridges.anndata_sample import SAMPLE_KEY, sample_check, take_sample
 from cellspec_sc.bridges.uns_tables import decode_table, encode_table, from_json_text, known_types, to_json_text
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.cellspec import CellSpec, drop_missing_pairs
-from cellspec_sc.model.provenance import with_history_step
+from cellspec_sc.model import CellSpec, drop_missing_pairs, with_history_step
 from cellspec_sc.progress import progress
-from cellspec_sc.spec.types import as_spec_type, column_spec_types
+from cellspec_sc.spec import as_spec_type, column_spec_types
 
 if TYPE_CHECKING:
     import anndata

@@ -25,8 +25,8 @@ import numpy as np
 import xxhash
 
 from cellspec_sc.errors import InputError
+from cellspec_sc.model import row_blocks
 from cellspec_sc.progress import progress
-from cellspec_sc.validation.matrix_stats import row_blocks
 
 T = TypeVar("T")
 

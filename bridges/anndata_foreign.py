@@ -29,11 +29,8 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.names import first_free_name
-from cellspec_sc.model.provenance import new_provenance, with_history_step
-from cellspec_sc.spec.types import as_spec_type, canonical_frame
-from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
+from cellspec_sc.model import CellSpec, first_free_name, new_provenance, with_history_step
+from cellspec_sc.spec import SPEC_VERSION, as_spec_type, canonical_frame, vocabulary
 
 from cellspec_sc.bridges.anndata_features import (  # intensity_features: users import it from here too
     DICTIONARY_FIELDS, FeatureRule, intensity_features, other_feature,

@@ -16,7 +16,7 @@ import pandas as pd
 
 from cellspec_sc.bridges.anndata_keys import CONNECTIVITIES_KEY, warn
 from cellspec_sc.bridges.anndata_obs import double_column
-from cellspec_sc.model.cellspec import contact_positions
+from cellspec_sc.model import contact_positions
 
 if TYPE_CHECKING:
     import anndata

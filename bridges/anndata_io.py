@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.validation.portability import refuse_unstorable
-from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
+from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.progress import progress
+from cellspec_sc.validation import refuse_unstorable
 
 from cellspec_sc.bridges.anndata import AnnDataBridgeWarning, from_anndata, to_anndata
 from cellspec_sc.bridges.zarr_strings import bounded_string_chunks
@@ -28,7 +28,7 @@ from cellspec_sc.bridges.zarr_strings import bounded_string_chunks
 if TYPE_CHECKING:
     import anndata
 
-    from cellspec_sc.model.cellspec import CellSpec
+    from cellspec_sc.model import CellSpec
 
 
 def is_h5ad(source: str | Path) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.model.digest import column_digest
+from cellspec_sc.model import column_digest
 
 
 def dense(matrix: Any) -> np.ndarray:

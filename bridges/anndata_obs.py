@@ -16,9 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellspec_sc.bridges.anndata_keys import warn
-from cellspec_sc.model.names import first_free_name
-from cellspec_sc.spec.types import as_spec_type
-from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.model import first_free_name
+from cellspec_sc.spec import as_spec_type, vocabulary
 
 CATEGORICAL_COLUMNS = ("image_id", "sample_id", "classification")
 

@@ -28,13 +28,12 @@ import pandas as pd
 
 from cellspec_sc.bridges.luxar_colour import Colouring, category_colouring, feature_colouring, plain_colouring
 from cellspec_sc.bridges.luxar_input import SceneInput, scene_input
-from cellspec_sc.bridges.luxar_layout import (
-    ALL_CATEGORIES, HiddenDims, Layout, category_dim_name, embedding_x0, hidden_dims, image_layout, unique_node_names,
-    waypoints)
+from cellspec_sc.bridges.luxar_layout import (ALL_CATEGORIES, HiddenDims, Layout, category_dim_name, embedding_x0,
+                                              hidden_dims, image_layout, unique_node_names, waypoints)
 from cellspec_sc.bridges.luxar_scene import ColourLayer, SceneBuilder
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
-from cellspec_sc.model.provenance import source_line
+from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
+from cellspec_sc.model import source_line
 
 __all__ = ["to_luxar", "parse_layer", "cell_radii", "LayerSpec"]
 

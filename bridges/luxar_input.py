@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.errors import InputError
 from cellspec_sc.bridges.anndata_keys import CONNECTIVITIES_KEY, SPATIAL_KEY, UNS_KEY
 from cellspec_sc.bridges.uns_tables import decode_table, from_json_text
+from cellspec_sc.errors import InputError
+from cellspec_sc.model import CellSpec
 
 
 @dataclass

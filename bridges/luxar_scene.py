@@ -20,13 +20,11 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.bridges.luxar_colour import (
-    NA_COLOUR, Colouring, legend_html, linear_lut, linear_rgb, stored_scalars)
+from cellspec_sc.bridges.luxar_colour import NA_COLOUR, Colouring, legend_html, linear_lut, linear_rgb, stored_scalars
 from cellspec_sc.bridges.luxar_input import SceneInput
-from cellspec_sc.io.outlines import image_outlines
-from cellspec_sc.bridges.luxar_layout import (
-    ALL_CATEGORIES, COLOUR_DIM, FRAME_COLOUR, NAME_COLOUR, HiddenDims, Layout, embedding_x0, frame_lines, name_height,
-    node_name, text_mesh)
+from cellspec_sc.bridges.luxar_layout import (ALL_CATEGORIES, COLOUR_DIM, FRAME_COLOUR, NAME_COLOUR, HiddenDims, Layout,
+                                              embedding_x0, frame_lines, name_height, node_name, text_mesh)
+from cellspec_sc.io import image_outlines
 
 SHARPNESS = 1.0  # crisp discs: luxar's default is a soft Gaussian splat
 DISC_SCALE = 0.55  # luxar draws a sharp point out to about twice its radius (measured in the viewer)

@@ -23,9 +23,8 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.provenance import with_history_step
-from cellspec_sc.spec.types import canonical_frame
+from cellspec_sc.model import CellSpec, with_history_step
+from cellspec_sc.spec import canonical_frame
 
 if TYPE_CHECKING:
     from spatialdata import SpatialData

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cellspec_sc._files import scratch_folder
 from cellspec_sc.bridges.sd_read import from_spatialdata, stored_outline_files
 from cellspec_sc.bridges.sd_write import to_spatialdata
 from cellspec_sc.bridges.zarr_strings import bounded_string_chunks
 from cellspec_sc.errors import FormatError, InputError
-from cellspec_sc.io.publish import TargetKind, check_target, publishing
-from cellspec_sc._files import scratch_folder
-from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.io import TargetKind, check_target, publishing
+from cellspec_sc.model import CellSpec
 from cellspec_sc.progress import progress
-from cellspec_sc.validation.portability import refuse_unstorable
+from cellspec_sc.validation import refuse_unstorable
 
 if TYPE_CHECKING:
     from spatialdata import SpatialData

@@ -15,16 +15,14 @@ import pandas as pd
 from cellspec_sc.bridges.anndata import from_anndata
 from cellspec_sc.bridges.sd_concat import from_concatenated
 from cellspec_sc.bridges.sd_foreign import from_foreign_spatialdata
-from cellspec_sc.bridges.sd_record import (
-    ANNDATA_UNS_KEY, OUTLINE_FILES_KEY, REGION_KEY, UNS_KEY, SpatialDataBridgeWarning, decode_files,
-)
-from cellspec_sc.bridges.sd_tables import (
-    bridge_table, cells_table_key, cellspec_tables, instance_keys, rows_by_region, same_instances,
-)
+from cellspec_sc.bridges.sd_record import (ANNDATA_UNS_KEY, OUTLINE_FILES_KEY, REGION_KEY, UNS_KEY,
+                                           SpatialDataBridgeWarning, decode_files)
+from cellspec_sc.bridges.sd_tables import (bridge_table, cells_table_key, cellspec_tables, instance_keys,
+                                           rows_by_region, same_instances)
 from cellspec_sc.bridges.uns_tables import from_json_text
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.outlines import materialise_outline_files
-from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.io import materialise_outline_files
+from cellspec_sc.model import CellSpec
 
 if TYPE_CHECKING:
     import anndata

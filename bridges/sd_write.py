@@ -13,14 +13,12 @@ import pandas as pd
 
 from cellspec_sc.bridges.anndata import to_anndata
 from cellspec_sc.bridges.sd_names import allocate
-from cellspec_sc.bridges.sd_record import (
-    ATTRS_KEY, BRIDGE_VERSION, FALLBACK_RULE, INSTANCE_KEY, OUTLINE_FILES_KEY, OUTLINES_SUFFIX, PIXEL_SUFFIX,
-    RADIUS_FALLBACK_KEY, RADIUS_RULE, REGION_KEY, TABLE_KEY, UNS_KEY, SpatialDataBridgeWarning, encode_files,
-)
+from cellspec_sc.bridges.sd_record import (ATTRS_KEY, BRIDGE_VERSION, FALLBACK_RULE, INSTANCE_KEY, OUTLINES_SUFFIX,
+                                           OUTLINE_FILES_KEY, PIXEL_SUFFIX, RADIUS_FALLBACK_KEY, RADIUS_RULE,
+                                           REGION_KEY, TABLE_KEY, UNS_KEY, SpatialDataBridgeWarning, encode_files)
 from cellspec_sc.bridges.uns_tables import to_json_text
-from cellspec_sc.io.outlines import image_outlines, outline_files
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.provenance import package_version
+from cellspec_sc.io import image_outlines, outline_files
+from cellspec_sc.model import CellSpec, package_version
 from cellspec_sc.progress import progress
 
 if TYPE_CHECKING:

@@ -29,8 +29,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.spec.types import canonical_frame, column_spec_types
-from cellspec_sc.spec.vocabulary import SPEC_TYPES
+from cellspec_sc.spec import SPEC_TYPES, canonical_frame, column_spec_types
 
 def to_json_text(value: Any) -> str:
     """JSON text of a JSON-like value, lossless for doubles, ``None`` and non-ASCII text.

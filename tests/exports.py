@@ -41,9 +41,9 @@ def validation_calls(monkeypatch) -> list:
     """Every call of the validation entry point, however a module bound it: each cellspec_sc module
     attribute that is :func:`cellspec_sc.validation.runner.validate` is wrapped by one counter."""
     import cellspec_sc.cli.imports  # noqa: F401 - bound before wrapping
-    import cellspec_sc.io.directory  # noqa: F401
+    import cellspec_sc.io._directory  # noqa: F401
     import cellspec_sc.readers.pipeline  # noqa: F401
-    from cellspec_sc.validation import runner
+    from cellspec_sc.validation import _runner as runner
 
     original, calls = runner.validate, []
 

@@ -58,7 +58,7 @@ def test_target_table_picks_the_longest_suffix(monkeypatch):
 
     monkeypatch.setattr(cli_convert, "TARGETS", [*cli_convert.TARGETS,
                                                  (".other.zarr", "cellspec_sc.cli.convert:target_writer",
-                                                  "cellspec_sc.io.publish:HTML_FILE", "other")])
+                                                  "cellspec_sc.io:HTML_FILE", "other")])
     assert target_writer("a.other.zarr")[1] == "other"
     assert target_writer("a.spatialdata.zarr")[1] == "SpatialData .zarr store"
     assert target_writer("a.zarr/")[1] == "AnnData .zarr store"

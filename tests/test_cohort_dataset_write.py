@@ -21,7 +21,7 @@ import cellspec_sc.cohort.dataset as dataset
 from cellspec_sc.cohort.example import write_example_cohort
 from cellspec_sc.cohort.hive import constants_of, partition_groups
 from cellspec_sc.cohort.members import verify_member
-from cellspec_sc.io.refusals import ChecksumMismatch, ColumnMismatch, UndecodableData
+from cellspec_sc.io._refusals import ChecksumMismatch, ColumnMismatch, UndecodableData
 
 VALUES = ["a b", "x/y=z%", None, "Zürich", "a b", "ü", None, "x/y=z%", "a b"]
 

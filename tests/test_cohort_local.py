@@ -15,7 +15,7 @@ import cellspec_sc as cs
 from cellspec_sc.cli.main import main
 from cellspec_sc.cohort import CohortError
 from cellspec_sc.cohort.example import prefixed, write_example_cohort
-from cellspec_sc.io.refusals import IncompleteDirectory
+from cellspec_sc.io._refusals import IncompleteDirectory
 
 @pytest.fixture
 def slides(tmp_path):

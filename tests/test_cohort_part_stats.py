@@ -18,7 +18,7 @@ import cellspec_sc as cs
 from cellspec_sc.cohort.load import member_object
 from cellspec_sc.cohort.parts import add_part_stats, cells_frame, feature_block
 from cellspec_sc.cohort.validate import validate_member
-from cellspec_sc.io.parquet import stats_for
+from cellspec_sc.io._parquet import stats_for
 
 
 def _interleave(x: cs.CellSpec) -> np.ndarray:

@@ -16,8 +16,7 @@ from dirhelpers import edit_json, reseal
 
 import cellspec_sc as cs
 from cellspec_sc.cohort import CohortError
-from cellspec_sc.io import parquet as parquet_io
-from cellspec_sc.io import refusals as r
+from cellspec_sc.io import _parquet as parquet_io, _refusals as r
 
 
 @pytest.fixture

@@ -214,7 +214,7 @@ import json, sys, tracemalloc
 from pathlib import Path
 import pyarrow as pa
 import cellspec_sc as cs
-from cellspec_sc.io import parquet as parquet_io, parquet_matrix
+from cellspec_sc.io import _parquet as parquet_io, _parquet as parquet_matrix
 parquet_matrix._DECODE_BYTES = 1 << 20  # small pieces for a small matrix
 path = Path(sys.argv[1])
 doc = json.loads((path / "cellspec.json").read_text())
@@ -233,7 +233,7 @@ def test_decoding_does_not_hold_two_copies_of_the_matrix(tmp_path, monkeypatch):
     (tracemalloc) and Arrow's pool. Validation, which read() runs next, allocates
     per cells row and per 32768-row block, not per matrix.
     """
-    from cellspec_sc.io import parquet as parquet_io
+    from cellspec_sc.io import _parquet as parquet_io
     monkeypatch.setattr(parquet_io, "_ROW_GROUP_BYTES", 1 << 22)  # ~5,000-row groups
     cs.write(cs.example(n_cells=50_000, n_features=100), tmp_path / "big")  # wide: the cells table is small
     out = subprocess.run([sys.executable, "-c", DECODE_CHILD, str(tmp_path / "big")], capture_output=True,

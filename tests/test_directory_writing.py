@@ -16,8 +16,7 @@ import pytest
 from dirhelpers import sha256
 
 import cellspec_sc as cs
-from cellspec_sc.io import refusals as r
-from cellspec_sc.io import staging
+from cellspec_sc.io import _refusals as r, _staging as staging
 
 
 def leftovers(parent):
@@ -98,7 +97,7 @@ def test_interrupted_two_rename_swap_is_restored(tmp_path):
 
 
 def test_failure_while_writing_leaves_nothing(tmp_path, monkeypatch):
-    import cellspec_sc.io.directory as directory
+    import cellspec_sc.io._directory as directory
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

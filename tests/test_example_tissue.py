@@ -11,7 +11,7 @@ import pytest
 import shapely
 
 import cellspec_sc as cs
-from cellspec_sc.io.outlines import image_outlines
+from cellspec_sc.io._outlines import image_outlines
 
 CLASSES = ("Tumor", "T cell", "Treg", "Stroma")
 

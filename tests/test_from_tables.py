@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import cellspec_sc as cs
-from cellspec_sc.model.provenance import package_version
+from cellspec_sc.model._provenance import package_version
 
 
 def plain_tables() -> dict:

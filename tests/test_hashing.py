@@ -12,11 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import cellspec_sc as cs
-from cellspec_sc.io import hashing
-from cellspec_sc.io import parquet as parquet_io
-from cellspec_sc.errors import InputError
-from cellspec_sc.io.hashing import BackgroundHash, FollowingHash
 from cellspec_sc._files import hash_from, sha256_file
+from cellspec_sc.errors import InputError
+from cellspec_sc.io import _hashing as hashing, _parquet as parquet_io
+from cellspec_sc.io._hashing import BackgroundHash, FollowingHash
 
 DATA = Path(__file__).parent / "data" / "qupath"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cellspec_sc.io.direct import BLOCK, DirectFile, filesystem_of, page_aligned, suits_direct_io
-from cellspec_sc.io.hashing import HashingFile
+from cellspec_sc.io._direct import BLOCK, DirectFile, filesystem_of, page_aligned, suits_direct_io
+from cellspec_sc.io._hashing import HashingFile
 
 SIZES = [0, 1, 4095, BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK + 4097]
 

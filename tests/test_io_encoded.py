@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cellspec_sc.io import encoded
-from cellspec_sc.io.encoded import encoded_parquet, release_buffer
+from cellspec_sc.io import _parquet as encoded
+from cellspec_sc.io._parquet import encoded_parquet, release_buffer
 
 
 def _table(rows: int, seed: int) -> pa.Table:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from strategies import cellspecs
 
 import cellspec_sc as cs
-from cellspec_sc.io import refusals as r
+from cellspec_sc.io import _refusals as r
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def test_lazy_measurements_follow_the_row_groups(grouped, x):
 
 
 def test_row_blocks_walk_dask_chunks_once(grouped):
-    from cellspec_sc.validation.matrix_stats import row_blocks
+    from cellspec_sc.model._matrix_stats import row_blocks
 
     y = cs.read(grouped, lazy=True)
     starts = [(start, len(block)) for start, block in row_blocks(y.measurements)]

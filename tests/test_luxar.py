@@ -21,7 +21,7 @@ from cellspec_sc.bridges.luxar_colour import NA_COLOUR, colormap_rgb, linear_lut
 from cellspec_sc.bridges.luxar_scene import DISC_SCALE, SHARPNESS
 from luxar_scenes import FEATURE, cells_object, ramp, ramp_object
 from cellspec_sc.cli.main import main
-from cellspec_sc.display.colors import category_rgb
+from cellspec_sc.display._colors import category_rgb
 
 DECODER = ArrayDecoder()
 

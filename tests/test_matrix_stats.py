@@ -22,11 +22,10 @@ from dirhelpers import reseal
 from strategies import cellspecs
 
 import cellspec_sc as cs
-from cellspec_sc.io import parquet as parquet_io
-from cellspec_sc.io import parquet_matrix
-from cellspec_sc.spec.types import PANDAS_DTYPES
-from cellspec_sc.validation.matrix_stats import MatrixStats, arrow_first_seen_codes, first_seen_codes, matrix_stats
-from cellspec_sc.validation.runner import staged_validation
+from cellspec_sc.io import _parquet as parquet_io, _parquet as parquet_matrix
+from cellspec_sc.model._matrix_stats import MatrixStats, arrow_first_seen_codes, first_seen_codes, matrix_stats
+from cellspec_sc.spec._types import PANDAS_DTYPES
+from cellspec_sc.validation._runner import staged_validation
 
 
 def cells_types(path) -> list[dict[str, str]]:
@@ -166,7 +165,7 @@ def test_matrix_checks_fail_on_what_the_stats_found():
 
 @pytest.mark.parametrize("n_features", [None, 50])
 def test_lazy_example_equals_the_eager_one_to_the_bit(n_features, monkeypatch):
-    example = importlib.import_module("cellspec_sc.model.example")  # the package exports the function under this name
+    example = importlib.import_module("cellspec_sc.model._example")  # the package exports the function under this name
 
     monkeypatch.setattr(example, "_CHUNK_BYTES", 1 << 18)  # several blocks
     eager = cs.example(seed=4, n_cells=70_000, n_features=n_features, n_images=3)
@@ -309,7 +308,7 @@ _ID_PIECES = st.sampled_from(["0", "1", "01", "001", "7", "10", "+2", "-3", "", 
 def test_cell_id_codes_are_first_seen_codes_of_the_text(ids, increasing):
     """The integer fast path of arrow_code_array (ids that read as increasing integers get their positions) never
     merges ids that differ as text ("1" and "01"), nor refuses ids beyond int64, signs, blanks or non-ASCII digits."""
-    from cellspec_sc.validation.matrix_stats import arrow_code_array
+    from cellspec_sc.model._matrix_stats import arrow_code_array
 
     if increasing:  # the fast path's own input: increasing decimal ids, some with leading zeros or many digits
         ids = [("0" * (i % 3)) + str(10 ** (i % 20) + i) for i in range(len(ids))]

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import cellspec_sc as cs
-from cellspec_sc.model import memory
-from cellspec_sc.model.memory import empty_matrix, release_kept
+from cellspec_sc.model import _memory as memory
+from cellspec_sc.model._memory import empty_matrix, release_kept
 
 ROWS, COLS = 1 << 13, 1 << 10  # 64 MB: the smallest mapped matrix
 

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cellspec_sc as cs
-from cellspec_sc.io.columns import column_types_of
-from cellspec_sc.io.metadata import build_document, fast_schema_check, schema, schema_problem
+from cellspec_sc.io._columns import column_types_of
+from cellspec_sc.io._metadata import build_document, fast_schema_check, schema, schema_problem
 
 # keywords whose meaning is the same in draft 2019-09 (what fastjsonschema compiles) and 2020-12
 SAME_IN_BOTH = {"$schema", "$id", "$defs", "$ref", "title", "description", "type", "required", "properties",
@@ -40,7 +40,7 @@ def _keywords(node, parent_key=None):
 def test_the_schema_types_a_column_with_the_vocabulary_spec_types():
     """One list of the spec's column types (the vocabulary's), which the readers, writers, bridges and the
     validator name in their refusals; the shipped schema must allow exactly those."""
-    from cellspec_sc.spec.vocabulary import SPEC_TYPES
+    from cellspec_sc.spec._vocabulary import SPEC_TYPES
 
     enums = [n["type"]["enum"] for n in _nodes(schema()) if isinstance(n.get("type"), dict) and "enum" in n["type"]]
     assert enums and all(tuple(e) == SPEC_TYPES for e in enums)

@@ -1,4 +1,4 @@
-"""cellspec_sc.io.outlines: geometry_ref GeoJSON files, resolved safely and joined to cells."""
+"""cellspec_sc.io._outlines: geometry_ref GeoJSON files, resolved safely and joined to cells."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.errors import CellspecError
-from cellspec_sc.io.manifest import write_manifest
-from cellspec_sc.io.outlines import OutlineWarning, image_outlines, outline_path, read_outlines
+from cellspec_sc.io._manifest import write_manifest
+from cellspec_sc.io._outlines import OutlineWarning, image_outlines, outline_path, read_outlines
 
 
 def square(x0, y0, side=2.0):
@@ -115,7 +115,7 @@ def test_image_outlines_refuses_escaping_ref_and_needs_a_directory(tmp_path):
 
 
 def test_materialise_outline_files_writes_inside_and_keeps_other_content(tmp_path):
-    from cellspec_sc.io.outlines import materialise_outline_files
+    from cellspec_sc.io._outlines import materialise_outline_files
 
     root = materialise_outline_files({"a/b.geojson": b"1", "c.json": b""}, tmp_path / "d")
     assert (root / "a" / "b.geojson").read_bytes() == b"1" and (root / "c.json").read_bytes() == b""

@@ -88,7 +88,7 @@ def test_read_of_a_file_without_read_permission_names_the_file(tmp_path):
     hand_to_nobody(locked, 0o000)
     result = run_without_override(
         "import cellspec_sc as cs\n"
-        "from cellspec_sc.io.refusals import UnreadableFile\n"
+        "from cellspec_sc.io._refusals import UnreadableFile\n"
         "try:\n"
         f"    cs.read({str(target)!r})\n"
         "except UnreadableFile as e:\n"

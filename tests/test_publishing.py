@@ -1,4 +1,4 @@
-"""One publishing path (cellspec_sc.io.publish): no writer replaces what it was not told to replace.
+"""One publishing path (cellspec_sc.io._publish): no writer replaces what it was not told to replace.
 
 Real processes race on the same target; a target appearing between a writer's check and its publish is
 never swapped out; overwrite=True keeps one complete object at the target at every moment; every writer
@@ -21,9 +21,9 @@ import cellspec_sc as cs
 from cellspec_sc.bridges.anndata_io import H5AD_FILE, read_h5ad, write_h5ad
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import WriteFailed
-from cellspec_sc.io import staging
-from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, HTML_FILE, check_target, publishing
-from cellspec_sc.io.refusals import ChangedSinceRead, TargetExists
+from cellspec_sc.io import _staging as staging
+from cellspec_sc.io._publish import CELLSPEC_DIRECTORY, HTML_FILE, check_target, publishing
+from cellspec_sc.io._refusals import ChangedSinceRead, TargetExists
 
 # Big enough that the writers' work overlaps on a loaded machine (with the old check-then-swap all four
 # "won" at 3,000 cells and one object was silently gone), small enough to keep the race quick.
@@ -46,7 +46,7 @@ WRITER = """
 import sys, time, pathlib
 import cellspec_sc as cs
 from cellspec_sc.bridges.anndata_io import write_h5ad
-from cellspec_sc.io.refusals import ChangedSinceRead, TargetExists
+from cellspec_sc.io._refusals import ChangedSinceRead, TargetExists
 target, seed, kind, overwrite, go, rounds = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1", \\
     pathlib.Path(sys.argv[5]), int(sys.argv[6])
 x = cs.example(n_cells=int(sys.argv[7]), n_features=30, seed=seed)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import cellspec_sc as cs
+from cellspec_sc.model._matrix_stats import first_seen_codes, matrix_stats
 from cellspec_sc.readers import parsing, pieces
 from cellspec_sc.readers.notices import ReaderWarning
 from cellspec_sc.readers.qupath import QuPathAdapter
-from cellspec_sc.validation.matrix_stats import first_seen_codes, matrix_stats
 from test_readers_pieces import qupath_rows, write
 
 
@@ -83,7 +83,7 @@ def test_rows_beyond_a_short_estimate_are_kept(tmp_path, monkeypatch):
 
 def test_a_read_and_cellspec_import_validate_without_walking_the_matrix(tmp_path, monkeypatch):
     from cellspec_sc.cli.main import main
-    from cellspec_sc.validation import context
+    from cellspec_sc.validation import _context as context
 
     path = interleaved(tmp_path)
 

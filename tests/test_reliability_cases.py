@@ -22,7 +22,7 @@ from cellspec_sc.bridges.anndata_io import read_anndata_zarr, read_h5ad, write_a
 from cellspec_sc.bridges.spatialdata import read_spatialdata, write_spatialdata
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import Unstorable
-from cellspec_sc.io.refusals import ChangedSinceRead
+from cellspec_sc.io._refusals import ChangedSinceRead
 
 
 # -- 5: empty tables through every writer and bridge -------------------------------------------
@@ -182,7 +182,7 @@ def test_lazy_and_eager_reads_racing_an_overwriting_writer(tmp_path):
 
 # -- 4: the schema's provenance types accept every document written per the spec's field list ----
 def test_schema_accepts_provenance_written_per_the_spec_field_list():
-    from cellspec_sc.io.metadata import schema_problem
+    from cellspec_sc.io._metadata import schema_problem
 
     x = cs.example()
     document = json.loads((cs.write(x, Path(tempfile.mkdtemp()) / "d") / "cellspec.json").read_text("utf-8"))

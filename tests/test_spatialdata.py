@@ -18,7 +18,7 @@ from strategies import cellspecs
 import cellspec_sc as cs
 from cellspec_sc.bridges.spatialdata import UNS_KEY
 from cellspec_sc.errors import CellspecError
-from cellspec_sc.io.outlines import OutlineWarning
+from cellspec_sc.io._outlines import OutlineWarning
 
 
 def through_zarr(sdata, path):
@@ -292,7 +292,7 @@ def test_rows_of_the_regions_interleaved_keep_every_cell_in_the_table_order(xa, 
     region's rows are scattered, not the slice to_spatialdata writes: every cell left stays, in the table's
     order, as from_anndata gives the same rows of to_anndata."""
     # both sides note a history step: one clock second for both, or they differ when a second turns between them
-    monkeypatch.setattr("cellspec_sc.model.provenance.utc_now", lambda: "2026-12-04T08:15:48Z")
+    monkeypatch.setattr("cellspec_sc.model._provenance.utc_now", lambda: "2026-12-04T08:15:48Z")
     sdata = cs.to_spatialdata(xa)
     order = np.random.default_rng(3).permutation(xa.n_cells)[1:]
     sdata.tables["table"] = sdata.tables["table"][order].copy()
@@ -442,8 +442,8 @@ def test_a_foreign_table_row_without_a_shape_is_left_out_with_a_warning():
 # -- files and sources ---------------------------------------------------------------------------
 def test_a_spatialdata_store_is_a_source_for_validate_and_info(xa, tmp_path):
     from cellspec_sc.bridges.spatialdata import is_spatialdata_zarr, write_spatialdata
-    from cellspec_sc.cli.main import main
     from cellspec_sc.cli._sources import load
+    from cellspec_sc.cli.main import main
 
     path = tmp_path / "x.spatialdata.zarr"
     write_spatialdata(xa, path)

@@ -15,7 +15,7 @@ import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
-from cellspec_sc.validation import memo, runner
+from cellspec_sc.validation import _runner as memo, _runner as runner
 
 
 @pytest.fixture
@@ -146,7 +146,7 @@ def test_a_readers_report_is_kept_under_the_token_of_what_it_returns(tmp_path, r
 
 
 def _stats_with_image_codes(x):
-    from cellspec_sc.validation.matrix_stats import first_seen_codes, matrix_stats
+    from cellspec_sc.model._matrix_stats import first_seen_codes, matrix_stats
 
     codes, names = first_seen_codes(x.cells["image_id"])
     stats = matrix_stats(x.measurements, codes, len(names))
@@ -158,8 +158,8 @@ def test_validation_waits_for_a_readers_cell_id_codes_and_uses_them():
     """A reader hands over its cell-id codes while still making them: the key check waits for those codes
     and judges by them (codes that say "repeated" fail it although no image repeats an id), instead of encoding the
     ids a second time."""
-    from cellspec_sc.validation.matrix_stats import first_seen_codes
-    from cellspec_sc.validation.runner import staged_validation
+    from cellspec_sc.model._matrix_stats import first_seen_codes
+    from cellspec_sc.validation._runner import staged_validation
 
     x = cs.example(n_cells=40)
     assert not x.cells.duplicated(["image_id", "cell_id"]).any()

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import cellspec_sc as cs
-from cellspec_sc.validation.checks import implemented_checks
+from cellspec_sc.validation._checks import implemented_checks
 
 
 def base() -> cs.CellSpec:
@@ -233,7 +233,7 @@ def test_validation_is_vectorised_on_a_large_object():
 @given(st.lists(st.tuples(st.integers(-1, 2), st.sampled_from([0.0, -0.0, 1.5, np.nan, np.inf, 5e-324]),
                           st.sampled_from([0.0, -0.0, 2.0, np.nan, -np.inf])), max_size=40))
 def test_duplicated_rows_is_what_pandas_calls_duplicated(rows):
-    from cellspec_sc.validation.rows import duplicated_rows
+    from cellspec_sc.validation._context import duplicated_rows
 
     codes = np.array([r[0] for r in rows], dtype=np.int64)
     xs, ys = (np.array([r[k] for r in rows], dtype=np.float64) for k in (1, 2))
@@ -248,9 +248,9 @@ ID_TEXT = st.one_of(st.none(), st.sampled_from(["", "1", "001", "10", "img1", "Z
 def test_cells_key_unique_finds_what_pandas_calls_duplicated(keys):
     """The (image_id, cell_id) check counts pairs of codes; the rows it reports are those of pandas'
     duplicated(keep=False) of the two text columns, NA equal to NA."""
-    from cellspec_sc.spec.types import PANDAS_DTYPES
-    from cellspec_sc.validation.rows import duplicated_pairs
-    from cellspec_sc.validation.matrix_stats import first_seen_code_array, first_seen_codes
+    from cellspec_sc.model._matrix_stats import first_seen_code_array, first_seen_codes
+    from cellspec_sc.spec._types import PANDAS_DTYPES
+    from cellspec_sc.validation._context import duplicated_pairs
 
     images, cells = (pd.Series([k[i] for k in keys], dtype=PANDAS_DTYPES["character"]) for i in (0, 1))
     want = pd.DataFrame({"image_id": images, "cell_id": cells}).duplicated(keep=False).to_numpy()
@@ -262,7 +262,7 @@ def test_cells_key_unique_finds_what_pandas_calls_duplicated(keys):
 
 def test_repeated_is_what_pandas_calls_duplicated():
     """The sort behind both duplicate checks: no repeat, one repeat far apart, many repeats, 64-bit keys."""
-    from cellspec_sc.validation.rows import repeated
+    from cellspec_sc.validation._context import repeated
 
     rng = np.random.default_rng(7)
     for values in (np.arange(5000), np.r_[np.arange(5000), 3], rng.integers(0, 50, 2000),

@@ -15,9 +15,9 @@ from hypothesis.extra import numpy as hnp
 from matplotlib import image as mpimg
 
 import cellspec_sc as cs
-from cellspec_sc.display.ranges import robust_range
+from cellspec_sc.display._ranges import robust_range
 from cellspec_sc.errors import InputError
-from cellspec_sc.spec.types import canonical_frame
+from cellspec_sc.spec._types import canonical_frame
 from cellspec_sc.widgets import Preview, compute, preview
 from cellspec_sc.widgets.data import DENSITY, FEATURE
 from strategies import cellspecs

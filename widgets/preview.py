@@ -26,11 +26,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from cellspec_sc.display.html import channels_html, overview_html, table_html
-from cellspec_sc.display.ranges import robust_range
+from cellspec_sc.display import channels_html, overview_html, robust_range, table_html
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.publish import PNG_FILE, check_target, publishing
-from cellspec_sc.model.summary import format_html
+from cellspec_sc.io import PNG_FILE, check_target, publishing
+from cellspec_sc.model import format_html
 from cellspec_sc.widgets import compute, figures
 from cellspec_sc.widgets.data import DENSITY, FEATURE, PreviewData, as_cellspec
 from cellspec_sc.widgets.snapshot import write_snapshot

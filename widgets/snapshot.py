@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cellspec_sc.display.html import channels_html, overview_html, table_html
+from cellspec_sc.display import channels_html, overview_html, table_html
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.publish import HTML_FILE, check_target, publishing
-from cellspec_sc.model.summary import format_html
+from cellspec_sc.io import HTML_FILE, check_target, publishing
+from cellspec_sc.model import format_html
 from cellspec_sc.progress import progress
 
 from cellspec_sc.widgets import figures

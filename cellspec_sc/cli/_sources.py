@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.manifest import has_markers
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.example import example
+from cellspec_sc.io import has_markers
+from cellspec_sc.model import CellSpec, example
 
 
 def is_example(source: str) -> bool:
@@ -39,7 +38,7 @@ __all__ = ["SOURCES", "is_cellspec_dir", "load", "resolve"]
 
 SOURCES: list[tuple[str, str, str]] = [
     ("cellspec_sc.cli._sources:is_example", "cellspec_sc.cli._sources:load_example", "example (the simulated spec example)"),
-    ("cellspec_sc.cli._sources:is_cellspec_dir", "cellspec_sc.io.directory:read", "a cellspec directory"),
+    ("cellspec_sc.cli._sources:is_cellspec_dir", "cellspec_sc.io:read", "a cellspec directory"),
     ("cellspec_sc.bridges.anndata_io:is_h5ad", "cellspec_sc.bridges.anndata_io:read_h5ad", "an AnnData .h5ad file"),
     ("cellspec_sc.bridges.spatialdata:is_spatialdata_zarr", "cellspec_sc.bridges.spatialdata:read_spatialdata",
      "a SpatialData .zarr store"),

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-from cellspec_sc.io.header import format_header, read_header
 from cellspec_sc.cli._sources import is_cellspec_dir, load
+from cellspec_sc.io import format_header, read_header
 
 
 def cmd_info(args: argparse.Namespace) -> int:

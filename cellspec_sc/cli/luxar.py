@@ -8,10 +8,10 @@ from typing import Any
 
 from cellspec_sc.bridges.anndata_io import read_anndata_file
 from cellspec_sc.bridges.luxar import LUXAR_SCENE, scene_path, to_luxar
+from cellspec_sc.cli._sources import load
 from cellspec_sc.cli.view import add_serve_options, serve
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.publish import check_target
-from cellspec_sc.cli._sources import load
+from cellspec_sc.io import check_target
 
 
 def load_for_scene(source: str) -> Any:

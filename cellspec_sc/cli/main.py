@@ -32,7 +32,7 @@ from importlib import import_module
 from typing import Any
 
 from cellspec_sc.errors import CellspecError, ValidationError
-from cellspec_sc.model.provenance import package_version
+from cellspec_sc.model import package_version
 from cellspec_sc.progress import logger, set_verbosity
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2

@@ -56,16 +56,11 @@ from cellspec_sc.cohort.hive import partition_groups
 from cellspec_sc.cohort.members import Member, verify_member
 from cellspec_sc.cohort.parts import part_table
 from cellspec_sc.cohort.run import run
-from cellspec_sc.io.columns import column_types_of
-from cellspec_sc.io.direct import suits_direct_io
-from cellspec_sc.io.encoded import encoded_parquet
-from cellspec_sc.io.hashing import HashingFile
-from cellspec_sc.io.metadata import dump_document, rows_of
-from cellspec_sc.io.manifest import write_manifest
-from cellspec_sc.io.publish import TargetKind, publishing
-from cellspec_sc.io.staging import fsync_dir, fsync_file, fsync_tree, start_writeback
-from cellspec_sc.model.provenance import package_version, utc_now
-from cellspec_sc.spec.vocabulary import SPEC_VERSION
+from cellspec_sc.io import (HashingFile, TargetKind, column_types_of, dump_document, encoded_parquet, fsync_dir,
+                            fsync_file, fsync_tree, publishing, rows_of, start_writeback, suits_direct_io,
+                            write_manifest)
+from cellspec_sc.model import package_version, utc_now
+from cellspec_sc.spec import SPEC_VERSION
 
 if TYPE_CHECKING:
     from cellspec_sc.cohort.cohort import Cohort

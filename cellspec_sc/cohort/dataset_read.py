@@ -20,12 +20,10 @@ from typing import Any
 
 from cellspec_sc.cohort.failures import CohortError
 from cellspec_sc.cohort.features import FeaturePlan
-from cellspec_sc.cohort.members import Member, footer_parts, stamp_of
 from cellspec_sc.cohort.hive import constants_of
-from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
-from cellspec_sc.io.manifest import DONE, read_manifest, verify_listed
-from cellspec_sc.io.metadata import frame_of_rows, supported_version
-from cellspec_sc.io.refusals import UnlistedDataFile
+from cellspec_sc.cohort.members import Member, footer_parts, stamp_of
+from cellspec_sc.io import (DEFAULT_MAX_INFLATION, DONE, UnlistedDataFile, frame_of_rows, read_manifest,
+                            supported_version, verify_listed)
 
 COHORT_FILE = "cohort.json"
 DATA_FOLDER = "cells"

@@ -25,10 +25,8 @@ import numpy as np
 
 from cellspec_sc.cohort.members import Member
 from cellspec_sc.cohort.parts import add_part_stats, cells_frame, feature_block
-from cellspec_sc.io.parquet import stats_for
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.memory import empty_matrix
-from cellspec_sc.validation.matrix_stats import MatrixStats
+from cellspec_sc.io import stats_for
+from cellspec_sc.model import CellSpec, MatrixStats, empty_matrix
 
 
 def member_object(member: Member, *, eager: bool) -> tuple[CellSpec, MatrixStats, dict[str, int]]:

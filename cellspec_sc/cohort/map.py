@@ -28,9 +28,9 @@ from cellspec_sc.cohort.failures import CohortError, Failure, guarded
 from cellspec_sc.cohort.load import member_object
 from cellspec_sc.cohort.members import Member, check_stamp, verify_member
 from cellspec_sc.cohort.run import run
-from cellspec_sc.io.directory import read
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.validation.runner import validate
+from cellspec_sc.io import read
+from cellspec_sc.model import CellSpec
+from cellspec_sc.validation import validate
 
 if TYPE_CHECKING:
     from cellspec_sc.cohort.cohort import Cohort

@@ -23,12 +23,10 @@ from typing import Any
 import pandas as pd
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.directory import check_outlines_listed, feature_ids_of, listed_format
-from cellspec_sc.io.manifest import DONE, METADATA, read_manifest, verify_listed
-from cellspec_sc.io.metadata import JSON_TABLES, KNOWN_KEYS, frame_of_rows, load_document
-from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
-from cellspec_sc.io.parquet import check_footer, check_stored_columns, open_parquet
-from cellspec_sc.io.refusals import ChangedSinceRead, NotACellspecDirectory, UnlistedDataFile, UnreadableFile
+from cellspec_sc.io import (DEFAULT_MAX_INFLATION, DONE, JSON_TABLES, KNOWN_KEYS, METADATA, ChangedSinceRead,
+                            NotACellspecDirectory, UnlistedDataFile, UnreadableFile, check_footer,
+                            check_outlines_listed, check_stored_columns, feature_ids_of, frame_of_rows, listed_format,
+                            load_document, open_parquet, read_manifest, verify_listed)
 
 Stamp = tuple[int, int, int]  # size, modification time (ns), inode
 

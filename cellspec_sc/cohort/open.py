@@ -27,7 +27,7 @@ from cellspec_sc.cohort.failures import CohortError, Failure, failure_of
 from cellspec_sc.cohort.features import combine
 from cellspec_sc.cohort.members import open_directory
 from cellspec_sc.errors import CellspecError
-from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
+from cellspec_sc.io import DEFAULT_MAX_INFLATION
 
 _MARKERS = ("DONE", "MANIFEST.sha256", "cellspec.json", COHORT_FILE)
 

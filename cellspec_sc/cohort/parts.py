@@ -28,11 +28,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cellspec_sc.cohort.members import Member, Part, check_stamp
-from cellspec_sc.io.columns import ARROW_TYPES, DAMAGED_DATA_ERRORS, arrow_to_frame, conform, damage_text
-from cellspec_sc.io.parquet_matrix import fill_row_group, gather_row_group_stats
-from cellspec_sc.io.refusals import UndecodableData
-from cellspec_sc.model.memory import empty_matrix
-from cellspec_sc.validation.matrix_stats import MatrixStats
+from cellspec_sc.io import (ARROW_TYPES, DAMAGED_DATA_ERRORS, UndecodableData, arrow_to_frame, conform, damage_text,
+                            fill_row_group, gather_row_group_stats)
+from cellspec_sc.model import MatrixStats, empty_matrix
 
 def _handle(member: Member, part: Part) -> pq.ParquetFile:
     # pre_buffer=False: each column chunk read into a buffer of its own size, which the memory pool reuses;

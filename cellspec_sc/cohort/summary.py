@@ -49,7 +49,7 @@ from cellspec_sc.cohort.failures import CohortError, Failure, guarded
 from cellspec_sc.cohort.members import Member, verify_member
 from cellspec_sc.cohort.parts import cells_table, feature_block
 from cellspec_sc.cohort.run import run, worker_threads
-from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.model import empty_matrix
 
 if TYPE_CHECKING:
     from cellspec_sc.cohort.cohort import Cohort

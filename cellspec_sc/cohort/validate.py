@@ -38,8 +38,7 @@ from cellspec_sc.cohort.load import member_object
 from cellspec_sc.cohort.members import Member, verify_member
 from cellspec_sc.cohort.run import run
 from cellspec_sc.cohort.selection import find_member
-from cellspec_sc.validation.report import ValidationReport
-from cellspec_sc.validation.runner import validate
+from cellspec_sc.validation import ValidationReport, validate
 
 if TYPE_CHECKING:
     from cellspec_sc.cohort.cohort import Cohort

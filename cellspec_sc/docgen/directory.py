@@ -16,13 +16,10 @@ import tempfile
 from pathlib import Path
 
 from cellspec_sc.docgen.markdown import markdown_table
-from cellspec_sc.io import bounded, strict_json
-from cellspec_sc.io.columns import ARROW_TYPES
-from cellspec_sc.io.directory import write
-from cellspec_sc.io.refusals import UnlistedFileWarning, all_refusals
-from cellspec_sc.io.tsv import SIGNIFICANT_DIGITS
-from cellspec_sc.model.example import example
-from cellspec_sc.spec.types import PANDAS_DTYPES
+from cellspec_sc.io import (ARROW_TYPES, SIGNIFICANT_DIGITS, UnlistedFileWarning, _bounded as bounded,
+                            _metadata as strict_json, all_refusals, write)
+from cellspec_sc.model import example
+from cellspec_sc.spec import PANDAS_DTYPES
 
 _TSV_TEXT = {"character": "text; quoted when needed", "double": f"{SIGNIFICANT_DIGITS} significant digits, "
              "`Inf`, `-Inf`", "integer": "decimal", "logical": "`TRUE`, `FALSE`"}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from cellspec_sc.docgen.directory import render_directory
 from cellspec_sc.docgen.markdown import markdown_table
-from cellspec_sc.spec.vocabulary import Vocabulary, vocabulary
+from cellspec_sc.spec import Vocabulary, vocabulary
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 _TITLES = {"cells": "Cells (section 2)", "dictionary": "Dictionary (section 4)", "images": "Images (section 5)",

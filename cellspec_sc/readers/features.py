@@ -19,10 +19,9 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.names import first_free_name
+from cellspec_sc.model import first_free_name
 from cellspec_sc.readers.headers import other_name
-from cellspec_sc.spec.types import canonical_frame, character_array
-from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.spec import canonical_frame, character_array, vocabulary
 
 MARKER_COLON_REPLACEMENT = "_"
 # scikit-image regionprops names (what mcquant's --mask_props and steinbock write) -> (statistic, unit).

@@ -23,15 +23,9 @@ from pathlib import Path
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.notices import notice
-from cellspec_sc.readers.text_checks import (
-    UnreadableText,
-    check_encoding_name,
-    check_not_container,
-    check_regular_file,
-    check_text,
-    check_wide_encoding,
-)
-from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.readers.text_checks import (UnreadableText, check_encoding_name, check_not_container,
+                                             check_regular_file, check_text, check_wide_encoding)
+from cellspec_sc.spec import vocabulary
 
 SEPARATORS = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}
 # Bytes read from the start of a file to decide its encoding.

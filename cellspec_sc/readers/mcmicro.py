@@ -28,32 +28,17 @@ from pathlib import Path
 import numpy as np
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.provenance import input_record
-from cellspec_sc.readers.features import (
-    SKIMAGE_OTHER_PROPS,
-    SKIMAGE_REGIONPROPS,
-    FeatureSpec,
-    channels_frame,
-    feature_positions,
-    clean_marker,
-    intensity_channels,
-)
+from cellspec_sc.model import CellSpec, input_record
+from cellspec_sc.readers.features import (SKIMAGE_OTHER_PROPS, SKIMAGE_REGIONPROPS, FeatureSpec, channels_frame,
+                                          clean_marker, feature_positions, intensity_channels)
 from cellspec_sc.readers.headers import Header
 from cellspec_sc.readers.mcmicro_markers import in_table, read_markers, unquoted_channels, warn_unmatched
 from cellspec_sc.readers.notices import notice
 from cellspec_sc.readers.ome import OmePixels, read_ome_pixels
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
-from cellspec_sc.readers.values import (
-    check_finite_centroids,
-    check_image_ids,
-    constant_strings,
-    first_line_where,
-    pixel_size_for,
-    positive_area,
-    string_column,
-)
+from cellspec_sc.readers.values import (check_finite_centroids, check_image_ids, constant_strings, first_line_where,
+                                        pixel_size_for, positive_area, string_column)
 
 ADAPTER = "mcmicro"
 # Bump whenever the output for the same input changes (spec section 11).

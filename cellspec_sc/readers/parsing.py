@@ -20,13 +20,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.io import PieceHash
+from cellspec_sc.model import MatrixStats, empty_matrix
 from cellspec_sc.readers.headers import SEPARATORS, Header
-from cellspec_sc.io.hashing import PieceHash
 from cellspec_sc.readers.piece_parse import Piece, PieceUnparsable, Plan, RowSlots, parse_piece, read_options
 from cellspec_sc.readers.pieces import data_start, line_pieces, ordered_map
 from cellspec_sc.readers.values import arrow_objects
-from cellspec_sc.validation.matrix_stats import MatrixStats
 
 
 @dataclass

@@ -21,11 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from cellspec_sc.io.hashing import PieceHash
+from cellspec_sc.io import PieceHash
+from cellspec_sc.model import MatrixStats
 from cellspec_sc.readers.headers import Header
 from cellspec_sc.readers.pieces import piece_bytes
 from cellspec_sc.readers.text_checks import check_text
-from cellspec_sc.validation.matrix_stats import MatrixStats
 
 # pyarrow parses a piece in blocks of this many bytes: its tokenised block then stays in the cache while
 # its values are converted (measured: 1-2 MB blocks parse about 15 % faster than one 8 MB block).

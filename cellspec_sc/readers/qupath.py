@@ -35,34 +35,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model import CellSpec, arrow_code_array
 from cellspec_sc.readers.features import FeatureSpec, channels_frame, feature_positions, intensity_channels
 from cellspec_sc.readers.headers import SEPARATORS, Header, normalise_header
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, in_background, read_export
 from cellspec_sc.readers.qupath_headers import classify, header_style
-from cellspec_sc.readers.qupath_objects import (
-    CELL_TYPES,
-    check_old_object_names,
-    no_kept_rows,
-    refuse_tma_core_table,
-    warn_not_cells,
-)
+from cellspec_sc.readers.qupath_objects import (CELL_TYPES, check_old_object_names, no_kept_rows, refuse_tma_core_table,
+                                                warn_not_cells)
 from cellspec_sc.readers.text_columns import metadata_columns, named_metadata, parse_finding_text
-from cellspec_sc.readers.values import (
-    arrow_objects,
-    check_finite_centroids,
-    check_missing_text,
-    check_unique_ids,
-    constant_strings,
-    first_line_where,
-    has_missing_text,
-    ids_are_unique,
-    pixel_size_for,
-    positive_area,
-    string_column,
-)
-from cellspec_sc.validation.matrix_stats import arrow_code_array
+from cellspec_sc.readers.values import (arrow_objects, check_finite_centroids, check_missing_text, check_unique_ids,
+                                        constant_strings, first_line_where, has_missing_text, ids_are_unique,
+                                        pixel_size_for, positive_area, string_column)
 
 ADAPTER = "qupath"
 # Bump whenever the output for the same input changes (spec section 11).

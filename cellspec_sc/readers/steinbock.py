@@ -41,30 +41,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.model import CellSpec, empty_matrix
 from cellspec_sc.readers.features import SKIMAGE_REGIONPROPS, FeatureSpec, channels_frame, clean_marker
 from cellspec_sc.readers.headers import Header, read_header, require_columns
 from cellspec_sc.readers.notices import listed, notice
 from cellspec_sc.readers.parsing import Parsed
 from cellspec_sc.readers.pieces import data_lines
 from cellspec_sc.readers.pipeline import ColumnRoles, Tables, ToolAdapter, read_export
-from cellspec_sc.readers.steinbock_folder import (
-    OBJECT,
-    Panel,
-    has_images_csv,
-    image_pixel_sizes,
-    image_stems,
-    images_table,
-    infos_by_stem,
-    input_records,
-    neighbor_pairs,
-    read_images_csv,
-    read_panel,
-)
+from cellspec_sc.readers.steinbock_folder import (OBJECT, Panel, has_images_csv, image_pixel_sizes, image_stems,
+                                                  images_table, infos_by_stem, input_records, neighbor_pairs,
+                                                  read_images_csv, read_panel)
 from cellspec_sc.readers.values import check_finite_centroids, check_image_ids, positive_area, string_column
-from cellspec_sc.spec.types import canonical_frame
-from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.spec import canonical_frame, vocabulary
 
 ADAPTER = "steinbock"
 # Bump whenever the output for the same input changes (spec section 11).

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.provenance import input_record
+from cellspec_sc.model import input_record
 from cellspec_sc.readers.headers import read_header, require_columns
 from cellspec_sc.readers.notices import listed, notice
 from cellspec_sc.readers.parsing import read_as_text

@@ -29,7 +29,7 @@ from cellspec_sc.readers.notices import notice
 from cellspec_sc.readers.parsing import NotANumber, Parsed, read_as_text
 from cellspec_sc.readers.piece_parse import read_options
 from cellspec_sc.readers.pipeline import ColumnRoles
-from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.spec import vocabulary
 
 # Bytes of the file whose rows decide (about 60 rows of 120 columns): a metadata column holds text on every
 # row, and a small export must not pay for a big sample.

@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.validation.matrix_stats import all_distinct, arrow_code_array
-from cellspec_sc.validation.rows import duplicated_pairs
+from cellspec_sc.model import all_distinct, arrow_code_array
+from cellspec_sc.validation import duplicated_pairs
 
 
 def first_line_where(mask: np.ndarray, rows: np.ndarray | None = None) -> int:

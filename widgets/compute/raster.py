@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.colors import to_rgba
 
-from cellspec_sc.display.colors import EMPTY, NA_GREY, OTHER_GREY, category_colour_map
+from cellspec_sc.display import EMPTY, NA_GREY, OTHER_GREY, category_colour_map
 
 MAX_CATEGORIES = 20  # shown categories per map, the rest is pooled as OTHER
 OTHER = "(other)"
