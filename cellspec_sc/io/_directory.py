@@ -18,7 +18,7 @@
 >>> cs.read(path).equals(x)
 True
 
-What a cellspec directory says about itself without reading its data: ``cellspec info DIR``.
+The header: what a cellspec directory says about itself without reading its data (``cellspec info DIR``).
 
 Only ``DONE``, ``MANIFEST.sha256``, ``cellspec.json`` (checked against its manifest entry) and the
 footers of the Parquet files (their row counts) are read; the cells and adjacency data are neither
@@ -36,12 +36,11 @@ decoded nor hashed, so a 16 GB slide is summarised in the time it takes to parse
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-import shutil
-from typing import Any
 from typing import Any, Literal
 
 import numpy as np

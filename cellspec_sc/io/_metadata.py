@@ -7,7 +7,7 @@ arrays of row objects (NA as ``null``; an absent key also reads as NA),
 >>> supported_version("1.0.3"), supported_version("1.7.0")
 (None, 'minor version 7 is newer than this reader supports (1.0)')
 
-A strict JSON parser for cellspec.json: what another program could read the same way, or a refusal.
+Its strict JSON parser: what another program could read the same way, or a refusal.
 
 Python's ``json`` accepts ``NaN`` and ``Infinity`` (not JSON), keeps the last of two
 equal keys (other parsers keep the first, so the two readings differ), raises
@@ -31,15 +31,14 @@ the number 1e999 is beyond the range of a double
 
 from __future__ import annotations
 
+import json
+import math
+import re
+import sys
 from collections.abc import Callable
 from functools import cache
 from importlib.resources import files
-import json
-import math
 from pathlib import Path
-import re
-import sys
-from typing import Any
 from typing import TYPE_CHECKING, Any
 
 import fastjsonschema
@@ -92,7 +91,7 @@ def fast_schema_check() -> Callable[[Any], Any]:
 
     jsonschema walks a 100,000-feature document (two arrays of 100,000 objects) in about 40 s;
     the compiled check takes about 1 s. The schema only uses keywords that mean the same in
-    fastjsonschema's drafts and in 2020-12 (tests/test_metadata_schema.py holds it to that).
+    fastjsonschema's drafts and in 2020-12 (tests/io/test_metadata_schema.py holds it to that).
 
     >>> import fastjsonschema
     >>> try:

@@ -12,7 +12,7 @@ strings as UTF-8, integers as int32. Written and read one row batch at a time.
 >>> read_parquet(path, types, [], ".").frame.shape
 (80, 1)
 
-Filling one float64 matrix with the feature columns of a Parquet file, piece by piece.
+Reading: one float64 matrix filled with the feature columns of a Parquet file, piece by piece.
 
 A piece is one row group and about ``_DECODE_BYTES`` of its feature columns: decoded by pyarrow
 without its own threads, copied into the preallocated matrix and summarised into
@@ -29,8 +29,8 @@ for the result, the caller; :func:`fill_row_group` decodes one row group (lazy b
 >>> bool((decoding.matrix == x.measurements).all()), stats.stored_nonfinite
 (True, {})
 
-A Parquet file encoded in memory, in a buffer each thread keeps and reuses, for writers that hash and write
-the bytes themselves.
+Writing for others: a Parquet file encoded in memory, in a buffer each thread keeps and reuses, for writers
+that hash and write the bytes themselves.
 
 ``pyarrow.parquet.ParquetWriter`` hands a Python file object every piece it writes
 as a new ``bytes`` (a copy: for a 100-feature row group, a hundred pieces of about
@@ -60,13 +60,13 @@ a file uses it.
 
 from __future__ import annotations
 
+import mmap
+import os
+import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import CancelledError
-import mmap
-import os
 from pathlib import Path
-import threading
 from typing import Any
 
 import numpy as np

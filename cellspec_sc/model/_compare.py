@@ -7,7 +7,7 @@ any NaN (NaN is how NA is held). So ``-0.0`` differs from ``0.0``.
 >>> bits_equal(np.array([0.0, np.nan]), np.array([-0.0, np.nan]))
 array([False,  True])
 
-Digests of values by content (xxh3-128, at the speed of memory): one column, or one array.
+Digests of values by content, for noticing edits cheaply (xxh3-128, at the speed of memory): one column, or one array.
 
 Equal values give equal digests however they are stored: a text column split into several Arrow
 chunks or sliced from a longer one digests like the same text in one piece; NA is NA whatever a

@@ -1,6 +1,6 @@
 """Simulated example objects: the spec's example, and larger ones for tests and benchmarks.
 
-The cells sit in a simulated tissue (:mod:`cellspec_sc.model._example`): tumour nests
+The cells sit in a simulated tissue (below): tumour nests
 in stroma, T cells and Tregs at the nest margins, markers that follow the cell
 types, contacts and outlines from the cells' geometry.
 
@@ -12,7 +12,7 @@ types, contacts and outlines from the cells' geometry.
 >>> big.measurements.shape
 (10000, 200)
 
-A simulated tissue section: where the example's cells sit, what they are and which ones touch.
+The simulated tissue section: where the example's cells sit, what they are and which ones touch.
 
 Each image is a hexagonal grid of sites :data:`SITE_UM` apart (rows shifted by half
 a step in turn); cells take most sites (in raster order, so cell ids follow the rows
@@ -40,11 +40,10 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from collections.abc import Sequence
-from dataclasses import dataclass
 import json
 import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np

@@ -17,7 +17,7 @@ object once, so the caller gets a valid object or a ValidationError whose messag
 >>> x.feature_ids, x.cells["cell_id"].tolist(), x.measurements.dtype.name
 (['cell:CD3:mean'], ['1', '2'], 'float64')
 
-Small naming helpers shared by readers and bridges.
+A name not yet taken, for the columns readers and bridges add (:func:`first_free_name`).
 
 >>> first_free_name("cell:area", {"cell:area", "cell:area_2"})
 'cell:area_3'
@@ -25,8 +25,8 @@ Small naming helpers shared by readers and bridges.
 
 from __future__ import annotations
 
-from collections.abc import Container
 import os
+from collections.abc import Container
 from typing import Any
 
 import numpy as np

@@ -7,7 +7,7 @@ missing), and the :func:`check` decorator that registers an implementation under
 >>> ctx.number("cells", "area")[:2].round(1).tolist(), ctx.image_codes()[1].tolist()
 ([86.8, 125.4], ['img1', 'img2'])
 
-Helpers shared by the checks of several sections: offending rows as a :class:`Problem`, the required
+The rows a check finds, with helpers shared by the checks of several sections: offending rows as a :class:`Problem`, the required
 columns and column types of a table, missing ids, per-feature counts.
 
 >>> import numpy as np
@@ -18,8 +18,7 @@ columns and column types of a table, missing ids, per-feature counts.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 

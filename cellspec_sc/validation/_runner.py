@@ -32,11 +32,10 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from collections.abc import Iterator, Mapping
+import json
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from contextlib import contextmanager
-import json
 from typing import Any
 
 import numpy as np

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import tempfile
+from pathlib import Path
 
 import fastjsonschema
 import jsonschema
@@ -127,3 +129,24 @@ def test_a_problem_is_worded_by_jsonschema():
     doc["column_types"]["cells"][2]["type"] = "float"
     assert schema_problem(doc) == ("at column_types/cells/2/type: 'float' is not one of "
                                    "['character', 'double', 'integer', 'logical']")
+
+
+def test_schema_accepts_provenance_written_per_the_spec_field_list():
+    from cellspec_sc.io._metadata import schema_problem
+
+    x = cs.example()
+    document = json.loads((cs.write(x, Path(tempfile.mkdtemp()) / "d") / "cellspec.json").read_text("utf-8"))
+    assert schema_problem(document) is None
+    # as another implementation may write section 6: an empty parameter list as [] (R's list()),
+    # unknown sizes and hashes as null, extra fields, a history step with details
+    document["provenance"].update(
+        parameters=[], inputs=[{"path_basename": "a.tsv", "bytes": None, "sha256": None, "note": "x"}],
+        history=[{"step": "subset", "function": "subset", "time_utc": "2026-01-01T00:00:00Z", "details": {"n": 1}}],
+        extra_field={"any": "thing"})
+    assert schema_problem(document) is None
+    for field, value in (("counts", {"rows_read": -1, "rows_kept": 0, "na_converted": 0, "nonfinite_converted": 0}),
+                         ("created_utc", "2026-01-01 00:00:00"), ("parameters", ["pixel_size"]),
+                         ("producer", "QuPath"), ("inputs", "a.tsv")):
+        broken = json.loads(json.dumps(document))
+        broken["provenance"][field] = value
+        assert schema_problem(broken) is not None, field

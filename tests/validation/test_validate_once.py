@@ -134,7 +134,7 @@ def test_a_readers_report_is_kept_under_the_token_of_what_it_returns(tmp_path, r
     from pathlib import Path
 
     monkeypatch.setattr(memo, "SPLIT_BYTES", split)
-    x = cs.read_qupath(Path(__file__).parent / "data" / "qupath" / "v04_cell_detection.tsv", pixel_size=0.5)
+    x = cs.read_qupath(Path(__file__).parent.parent / "data" / "qupath" / "v04_cell_detection.tsv", pixel_size=0.5)
     before = len(runs)
     assert before == 1
     assert x.validation_memo[0] == memo.content_token(x) == memo.content_token(

@@ -443,7 +443,7 @@ except cs.CellspecError as err:
 """
 
 
-@pytest.mark.parametrize("denied", ["cells.parquet", "MANIFEST.sha256"])  # cellspec.json: test_permissions.py
+@pytest.mark.parametrize("denied", ["cells.parquet", "MANIFEST.sha256"])  # cellspec.json: io/test_permissions.py
 def test_unreadable_file_refused_naming_it(written, denied):
     """A file that cannot be opened (EACCES, raised by an audit hook on Python's open) gives
     UnreadableFile naming that file, not an OSError from deep inside."""

@@ -15,7 +15,7 @@ import cellspec_sc as cs
 from cellspec_sc import errors
 from cellspec_sc.docgen import render as docgen
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 # -- the example ------------------------------------------------------------------------------

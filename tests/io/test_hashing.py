@@ -17,7 +17,7 @@ from cellspec_sc.errors import InputError
 from cellspec_sc.io import _hashing as hashing, _parquet as parquet_io
 from cellspec_sc.io._hashing import BackgroundHash, FollowingHash
 
-DATA = Path(__file__).parent / "data" / "qupath"
+DATA = Path(__file__).parent.parent / "data" / "qupath"
 
 
 def test_following_a_writer_thread_gives_the_digest_of_the_whole_file(tmp_path, monkeypatch):
