@@ -7,6 +7,8 @@ import os
 import re
 from typing import Any
 
+__all__ = ["CellspecError", "FormatError", "InputError", "Unstorable", "ValidationError", "WriteFailed"]
+
 
 class CellspecError(Exception):
     """Base class of every error this package raises on purpose.
