@@ -78,7 +78,7 @@ def cellspec_from_frames(table: Any) -> Any:
 
     import cellspec_sc as cs
     from cellspec_sc.bridges.anndata import decode_table, from_json_text
-    from cellspec_sc.spec.types import as_spec_type
+    from cellspec_sc.spec import as_spec_type
 
     record = table.uns["cellspec"]
     meta = from_json_text(record["meta"])

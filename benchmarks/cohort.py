@@ -201,7 +201,7 @@ def copy_row_group(source: str, row_group: int, target: str) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from cellspec_sc.io.staging import start_writeback
+    from cellspec_sc.io import start_writeback
 
     rows = pq.ParquetFile(source).read_row_group(row_group)
     text = [f.name for f in rows.schema if not pa.types.is_floating(f.type)]
@@ -215,7 +215,7 @@ def hashed_copy_row_group(source: str, row_group: int, target: str, hash_source:
     """:func:`copy_row_group` plus the SHA-256 work write_dataset cannot leave out, done the plain way (each file
     read again to hash it): the source file's (once per file: the manifest check) and the written file's (its
     line in the dataset's manifest)."""
-    from cellspec_sc.io.hashing import sha256_file
+    from cellspec_sc._files import sha256_file
 
     if hash_source:
         sha256_file(source)
@@ -239,7 +239,7 @@ def bare_copy(client: Any, cohort: Any, scratch: Path, hashed: bool = False) -> 
     """Copy every row group of the cohort into ``scratch`` on the workers (``hashed``: with the SHA-256 of
     every source and every copy, :func:`hashed_copy_row_group`), then fsync every file here (as write_dataset
     publishes)."""
-    from cellspec_sc.io.staging import fsync_tree
+    from cellspec_sc.io import fsync_tree
 
     scratch.mkdir(parents=True)
     sources, groups, targets, first = zip(*copy_jobs(cohort, scratch), strict=True)
@@ -294,7 +294,7 @@ def disk_floor(scratch: Path, size: int, writers: int) -> dict[str, Any]:
     written the way write_dataset writes its parts: around the page cache (``DirectFile``) where the file
     system suits it, else through the page cache (each way has its own floor; on ext4 on a virtual disk,
     writing around the page cache can be several times faster than through it)."""
-    from cellspec_sc.io.direct import DirectFile, suits_direct_io
+    from cellspec_sc.io import DirectFile, suits_direct_io
 
     scratch.mkdir(parents=True, exist_ok=True)
     direct = suits_direct_io(scratch)

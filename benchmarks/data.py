@@ -1,6 +1,6 @@
 """Benchmark inputs: simulated slides written once per size and reused by every case.
 
-A slide of ``n`` cells x ``f`` features is ``cellspec_sc.model.example(n_cells=n,
+A slide of ``n`` cells x ``f`` features is ``cellspec_sc.model._example(n_cells=n,
 n_features=f)`` written as a cellspec directory under the data root. Cases load
 it in their (untimed) setup, so ours and the baseline see the same bytes.
 """

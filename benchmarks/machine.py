@@ -7,7 +7,7 @@ The same SHA-256 work (hashing one random 64 MB buffer ``--rounds`` times: no
 I/O, no memory traffic beyond the cache-resident buffer, nothing shared) is
 timed in 1 process and split between 2, first alone, then while a third
 process writes a file as fast as the disk takes it, the way write_dataset
-writes its parts (around the page cache, :class:`~cellspec_sc.io.direct.DirectFile`,
+writes its parts (around the page cache, :class:`~cellspec_sc.io._direct.DirectFile`,
 where the file system suits it). The writer spends next to no CPU of its own.
 Each row has the wall time, the speedup of 2 processes over 1, the CPU
 seconds the hashing processes were charged and the CPU seconds the
@@ -37,7 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.io.direct import BLOCK, DirectFile, suits_direct_io
+from cellspec_sc.io import BLOCK, DirectFile, suits_direct_io
 
 from .host import describe_machine
 

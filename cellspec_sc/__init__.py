@@ -9,7 +9,7 @@ Every public name is imported on first use (PEP 562), so ``import cellspec_sc`` 
 load no pandas, pyarrow or numpy; ``dir(cs)`` and ``from cellspec_sc import CellSpec`` work as usual.
 
 >>> "read_qupath" in dir(cs) and cs.read.__module__
-'cellspec_sc.io.directory'
+'cellspec_sc.io._directory'
 """
 
 from __future__ import annotations
@@ -19,36 +19,41 @@ from typing import TYPE_CHECKING, Any
 
 from cellspec_sc.cohort._hooks import provide as _provide_to_cohort
 from cellspec_sc.errors import CellspecError, FormatError, InputError, ValidationError
-from cellspec_sc.model.provenance import package_version
+from cellspec_sc.model import package_version, provide
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
     from cellspec_sc.bridges.anndata import from_anndata, to_anndata
     from cellspec_sc.bridges.luxar import to_luxar
     from cellspec_sc.bridges.spatialdata import from_spatialdata, to_spatialdata
     from cellspec_sc.cohort import Cohort, open_cohort
-    from cellspec_sc.io.directory import read, write
-    from cellspec_sc.model.cellspec import CellSpec
-    from cellspec_sc.model.example import example
+    from cellspec_sc.io import read, write
+    from cellspec_sc.model import CellSpec, example
     from cellspec_sc.readers.mcmicro import read_mcmicro
     from cellspec_sc.readers.qupath import read_qupath
     from cellspec_sc.readers.steinbock import read_steinbock
-    from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
-    from cellspec_sc.validation.report import ValidationReport
-    from cellspec_sc.validation.runner import validate
+    from cellspec_sc.spec import SPEC_VERSION, vocabulary
+    from cellspec_sc.validation import ValidationReport, validate
     from cellspec_sc.widgets import preview
 
 __version__ = package_version()
 
+# What the model delegates upward (CellSpec.validate/.write/.preview, Cohort.preview), named here once and
+# imported on first call, so that no lower layer imports a higher one.
+provide("validate", "cellspec_sc.validation:validate")
+provide("write", "cellspec_sc.io:write")
+provide("preview", "cellspec_sc.widgets:preview")
+provide("cohort_preview", "cellspec_sc.widgets._cohort:CohortPreview")
+
 # public name -> the module that defines it, imported when the name is first used
 _LAZY = {
-    "CellSpec": "cellspec_sc.model.cellspec",
-    "example": "cellspec_sc.model.example",
-    "validate": "cellspec_sc.validation.runner",
-    "ValidationReport": "cellspec_sc.validation.report",
-    "SPEC_VERSION": "cellspec_sc.spec.vocabulary",
-    "vocabulary": "cellspec_sc.spec.vocabulary",
-    "read": "cellspec_sc.io.directory",
-    "write": "cellspec_sc.io.directory",
+    "CellSpec": "cellspec_sc.model",
+    "example": "cellspec_sc.model",
+    "validate": "cellspec_sc.validation",
+    "ValidationReport": "cellspec_sc.validation",
+    "SPEC_VERSION": "cellspec_sc.spec",
+    "vocabulary": "cellspec_sc.spec",
+    "read": "cellspec_sc.io",
+    "write": "cellspec_sc.io",
     "read_qupath": "cellspec_sc.readers.qupath",
     "read_mcmicro": "cellspec_sc.readers.mcmicro",
     "read_steinbock": "cellspec_sc.readers.steinbock",

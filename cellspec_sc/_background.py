@@ -22,7 +22,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["Future", "as_completed_map", "daemon", "in_background", "in_turn", "ordered_map", "usable_cpus"]
+__all__ = ["Future", "as_completed_map", "daemon", "in_background", "in_order", "in_turn", "ordered_map",
+           "usable_cpus"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -89,6 +90,20 @@ def as_completed_map(fn: Callable[[T], R], items: Iterable[T], *, threads: int,
                 future.cancel()
 
 
+def in_order(name: str) -> ThreadPoolExecutor:
+    """One thread that runs the blocks submitted to it one after the other, in the order given (a writer that
+    hands each full block to the disk while the caller fills the next); ``submit`` returns a Future,
+    ``shutdown(wait=True)`` waits for the last block and ends the thread.
+
+    >>> writer = in_order("doctest-writer")
+    >>> done = [writer.submit(pow, 2, n) for n in range(4)]
+    >>> writer.shutdown(wait=True)
+    >>> [f.result() for f in done]
+    [1, 2, 4, 8]
+    """
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+
+
 @contextmanager
 def in_turn(*, name: str) -> Iterator[Callable[..., Future[Any]]]:
     """One thread that runs the calls handed to it one after another, in the order given, beside the caller.
@@ -100,8 +115,11 @@ def in_turn(*, name: str) -> Iterator[Callable[..., Future[Any]]]:
     >>> [f.result() for f in futures]
     [1, 2, 4]
     """
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix=name) as pool:
+    pool = in_order(name)
+    try:
         yield pool.submit
+    finally:
+        pool.shutdown(wait=True)
 
 
 def daemon(target: Callable[[], None], *, name: str) -> threading.Thread:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import errno as errno_module
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from cellspec_sc.validation.report import ValidationReport
+__all__ = ["CellspecError", "FormatError", "InputError", "Unstorable", "ValidationError", "WriteFailed"]
 
 
 class CellspecError(Exception):
@@ -23,9 +22,10 @@ class CellspecError(Exception):
 
 
 class ValidationError(CellspecError):
-    """An object failed structure validation; ``.report`` holds the full report."""
+    """An object failed structure validation; ``.report`` holds the full
+    :class:`~cellspec_sc.ValidationReport` (typed loosely: the report lives in a higher layer)."""
 
-    def __init__(self, report: ValidationReport, context: str | None = None):
+    def __init__(self, report: Any, context: str | None = None):
         self.report = report
         failed = ", ".join(r.name for r in report.failures)
         head = f"{context}: " if context else ""

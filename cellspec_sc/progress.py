@@ -41,6 +41,8 @@ from tqdm.auto import tqdm
 
 from cellspec_sc.errors import InputError
 
+__all__ = ["LEVELS", "QUIET_BELOW", "logger", "progress", "set_verbosity", "shows_bar"]
+
 logger = logging.getLogger("cellspec_sc")
 logger.addHandler(logging.NullHandler())
 

@@ -12,10 +12,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from browser import browser_page  # noqa: E402
 from widgets_screenshots import save_small  # noqa: E402  (docs/ is this script's folder, first on sys.path)
 
 import cellspec_sc as cs  # noqa: E402
+from browser import browser_page  # noqa: E402
 from cellspec_sc.bridges.luxar import LuxarViewer  # noqa: E402
 
 HINT = "localStorage.setItem('luxar.controlRail.hintDismissed', '1')"

@@ -17,8 +17,9 @@ from PIL import Image
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from browser import browser_page  # noqa: E402
 from test_widgets_browser import _dropdown, lab_with_preview  # noqa: E402
+
+from browser import browser_page  # noqa: E402
 
 OUT = HERE / "img"
 

@@ -15,8 +15,8 @@ import pandas as pd
 from scipy.spatial import Delaunay
 
 import cellspec_sc as cs
-from cellspec_sc.model.provenance import new_provenance
-from cellspec_sc.spec.types import canonical_frame
+from cellspec_sc.model import new_provenance
+from cellspec_sc.spec import canonical_frame
 
 SIDE, STEP, PIXEL_SIZE = 20, 10.0, 0.5
 

@@ -17,9 +17,8 @@ import pandas as pd
 from hypothesis import strategies as st
 
 from cellspec_sc import CellSpec
-from cellspec_sc.model.provenance import new_provenance
-from cellspec_sc.spec.types import canonical_frame
-from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.model import new_provenance
+from cellspec_sc.spec import canonical_frame, vocabulary
 
 VOC = vocabulary()
 NASTY_IDS = ["001", "1", "10", "9", "1e3", "NA", "-0", "0x1F", "Zelle ä", "細胞", "img 1", "a\tb", 'q"uote',

@@ -19,7 +19,7 @@ from nbclient import NotebookClient
 import cellspec_sc as cs
 import cellspec_sc.progress
 from cellspec_sc.cli.main import main
-from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.spec import vocabulary
 
 WRITE_EXAMPLE = """
 import sys, cellspec_sc as cs, cellspec_sc.progress as p

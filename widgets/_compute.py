@@ -35,7 +35,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.colors import to_rgba
 
-from cellspec_sc.display.colors import EMPTY, NA_GREY, OTHER_GREY, category_colour_map
+from cellspec_sc.display import EMPTY, NA_GREY, OTHER_GREY, category_colour_map
 
 __all__ = [
     "CATEGORY_FIXED", "LEVELS", "MAX_CATEGORIES", "MIN_SPAN_UM", "NA_LABEL", "NONE", "OTHER", "QUANTILES",

@@ -23,12 +23,10 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata import from_anndata
-from cellspec_sc.display.colors import category_order
-from cellspec_sc.display.ranges import robust_range
+from cellspec_sc.display import category_order, robust_range
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.validation.report import ValidationReport
-from cellspec_sc.validation.runner import validate
+from cellspec_sc.model import CellSpec
+from cellspec_sc.validation import ValidationReport, validate
 from cellspec_sc.widgets import _compute as compute
 
 ID_COLUMNS = ("cell_id", "image_id", "sample_id")

@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
 
-from cellspec_sc.display.colors import NA_GREY, image_colours
+from cellspec_sc.display import NA_GREY, image_colours
 from cellspec_sc.widgets import _compute as compute
 
 DPI = 100

@@ -26,11 +26,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from cellspec_sc.display.html import channels_html, overview_html, table_html
-from cellspec_sc.display.ranges import robust_range
+from cellspec_sc.display import channels_html, overview_html, robust_range, table_html
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.publish import PNG_FILE, check_target, publishing
-from cellspec_sc.model.summary import format_html
+from cellspec_sc.io import PNG_FILE, check_target, publishing
+from cellspec_sc.model import format_html
 from cellspec_sc.widgets import _compute as compute
 from cellspec_sc.widgets import _figures as figures
 from cellspec_sc.widgets._data import DENSITY, FEATURE, PreviewData, as_cellspec
@@ -305,7 +304,7 @@ class Preview(W.VBox):
         """Write the current view (histogram of the selected feature next to the map of the image) as PNG.
 
         An existing PNG file at ``path`` is replaced (never any other file; ``overwrite=False`` refuses
-        it), see :mod:`cellspec_sc.io.publish`."""
+        it), see :mod:`cellspec_sc.io._publish`."""
         check_target(path, PNG_FILE, overwrite=overwrite)
         view = self.space_data()
         space = None if view is None else {"grid": view.grid, "rgba": view.rgba, "title": view.title,

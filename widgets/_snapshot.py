@@ -24,12 +24,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cellspec_sc.display.html import channels_html, overview_html, table_html
+from cellspec_sc.display import channels_html, overview_html, table_html
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.publish import HTML_FILE, check_target, publishing
-from cellspec_sc.model.summary import format_html
+from cellspec_sc.io import HTML_FILE, check_target, publishing
+from cellspec_sc.model import format_html
 from cellspec_sc.progress import progress
-
 from cellspec_sc.widgets import _figures as figures
 from cellspec_sc.widgets._data import FEATURE
 
@@ -145,7 +144,7 @@ def render_snapshot(w: Preview, *, features: Any = None, max_features: int = 24,
 def write_snapshot(w: Preview, path: str | Path, *, features: Any = None, max_features: int = 24,
                    overwrite: bool = True) -> Path:
     """Write :func:`render_snapshot` to ``path`` (UTF-8), replacing an existing HTML file only (and only
-    with ``overwrite=True``), see :mod:`cellspec_sc.io.publish`."""
+    with ``overwrite=True``), see :mod:`cellspec_sc.io._publish`."""
     check_target(path, HTML_FILE, overwrite=overwrite)
     page = render_snapshot(w, features=features, max_features=max_features)
     with publishing(path, HTML_FILE, overwrite=overwrite) as payload:

@@ -24,12 +24,22 @@ from __future__ import annotations
 
 from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
 from cellspec_sc.bridges.anndata._files import (
-    ANNDATA_ZARR, H5AD_FILE, is_anndata_zarr, is_h5ad, read_anndata_file, read_anndata_zarr, read_h5ad,
-    write_anndata_zarr, write_h5ad,
+    ANNDATA_ZARR,
+    H5AD_FILE,
+    is_anndata_zarr,
+    is_h5ad,
+    read_anndata_file,
+    read_anndata_zarr,
+    read_h5ad,
+    write_anndata_zarr,
+    write_h5ad,
 )
 from cellspec_sc.bridges.anndata._foreign import from_foreign_anndata, intensity_features, other_feature
 from cellspec_sc.bridges.anndata._keys import (
-    CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY, SPATIAL_KEY, AnnDataBridgeWarning,
+    CONNECTIVITIES_KEY,
+    SHARED_BOUNDARY_KEY,
+    SPATIAL_KEY,
+    AnnDataBridgeWarning,
 )
 from cellspec_sc.bridges.anndata._obs import obs_names, text_array
 from cellspec_sc.bridges.anndata._record import UNS_KEY, cohort_uns, decode_table, from_json_text, to_json_text

@@ -22,18 +22,27 @@ import pandas as pd
 
 from cellspec_sc.bridges.anndata._foreign import from_foreign_anndata
 from cellspec_sc.bridges.anndata._keys import (
-    CONNECTIVITIES_KEY, FUNCTION, SHARED_BOUNDARY_KEY, SPATIAL_KEY, warn, warn_not_carried,
+    CONNECTIVITIES_KEY,
+    FUNCTION,
+    SHARED_BOUNDARY_KEY,
+    SPATIAL_KEY,
+    warn,
+    warn_not_carried,
 )
 from cellspec_sc.bridges.anndata._matrix import dense, is_dask, measurements_from_x, take_sample, x_fingerprint
 from cellspec_sc.bridges.anndata._obs import (
-    adjacency_matrices, carry_obs_columns, double_column, obs_names, scverse_obs, warn_replaced_graph,
+    adjacency_matrices,
+    carry_obs_columns,
+    double_column,
+    obs_names,
+    scverse_obs,
+    warn_replaced_graph,
 )
 from cellspec_sc.bridges.anndata._record import UNS_KEY, Fingerprinting, StoredRecord, changed_columns, decode, encode
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.cellspec import CellSpec, drop_missing_pairs
-from cellspec_sc.model.provenance import with_history_step
+from cellspec_sc.model import CellSpec, drop_missing_pairs, with_history_step
 from cellspec_sc.progress import progress
-from cellspec_sc.spec.types import as_spec_type
+from cellspec_sc.spec import as_spec_type
 
 if TYPE_CHECKING:
     import anndata

@@ -1,6 +1,6 @@
 """cellspec objects as AnnData files: ``.h5ad`` and AnnData ``.zarr`` stores.
 
-Writers publish through :func:`cellspec_sc.io.publish.publishing` (staged next to
+Writers publish through :func:`cellspec_sc.io._publish.publishing` (staged next to
 the target, published atomically), refuse an existing target unless
 ``overwrite=True``, and never replace something that is not an AnnData store of
 the same kind. Readers wrap anndata's errors in :class:`~cellspec_sc.InputError`.
@@ -21,14 +21,14 @@ from cellspec_sc.bridges._zarr import bounded_string_chunks
 from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
 from cellspec_sc.bridges.anndata._keys import AnnDataBridgeWarning
 from cellspec_sc.errors import FormatError, InputError
-from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
+from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.progress import progress
-from cellspec_sc.validation.portability import refuse_unstorable
+from cellspec_sc.validation import refuse_unstorable
 
 if TYPE_CHECKING:
     import anndata
 
-    from cellspec_sc.model.cellspec import CellSpec
+    from cellspec_sc.model import CellSpec
 
 
 def is_h5ad(source: str | Path) -> bool:

@@ -66,12 +66,9 @@ from cellspec_sc.bridges.anndata._keys import FUNCTION, warn, warn_not_carried
 from cellspec_sc.bridges.anndata._matrix import dense
 from cellspec_sc.bridges.anndata._obs import carry_obs_columns
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.names import first_free_name
-from cellspec_sc.model.provenance import new_provenance, with_history_step
+from cellspec_sc.model import CellSpec, first_free_name, new_provenance, with_history_step
 from cellspec_sc.readers.mcmicro import SHAPES, classify_columns, mask_compartment, split_file_name
-from cellspec_sc.spec.types import as_spec_type, canonical_frame
-from cellspec_sc.spec.vocabulary import SPEC_VERSION, vocabulary
+from cellspec_sc.spec import SPEC_VERSION, as_spec_type, canonical_frame, vocabulary
 
 if TYPE_CHECKING:
     import anndata

@@ -21,10 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellspec_sc.bridges.anndata._keys import CONNECTIVITIES_KEY, warn
-from cellspec_sc.model.cellspec import contact_positions
-from cellspec_sc.model.names import first_free_name
-from cellspec_sc.spec.types import as_spec_type
-from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.model import contact_positions, first_free_name
+from cellspec_sc.spec import as_spec_type, vocabulary
 
 if TYPE_CHECKING:
     import anndata

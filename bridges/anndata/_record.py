@@ -62,14 +62,12 @@ import xxhash
 from cellspec_sc._background import in_background
 from cellspec_sc._codec import RecordFormat
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.digest import column_digest
+from cellspec_sc.model import column_digest, row_blocks
 from cellspec_sc.progress import progress
-from cellspec_sc.spec.types import canonical_frame, column_spec_types
-from cellspec_sc.spec.vocabulary import SPEC_TYPES
-from cellspec_sc.validation.matrix_stats import row_blocks
+from cellspec_sc.spec import SPEC_TYPES, canonical_frame, column_spec_types
 
 if TYPE_CHECKING:
-    from cellspec_sc.model.cellspec import CellSpec
+    from cellspec_sc.model import CellSpec
 
 UNS_KEY = "cellspec"
 SAMPLE_KEY = "measurements_sample"
@@ -448,7 +446,7 @@ def _feed(digest: Any, matrix: Any) -> Any:
 
 # -- the columns' fingerprints -----------------------------------------------------------------------------------
 def column_fingerprints(frame: pd.DataFrame) -> dict[str, str]:
-    """A digest of each column's values (``"xxh3:<hex>"``, :func:`cellspec_sc.model.digest.column_digest`:
+    """A digest of each column's values (``"xxh3:<hex>"``, :func:`cellspec_sc.model._compare.column_digest`:
     NA-aware, doubles by their bits), to detect edited columns.
 
     >>> column_fingerprints(pd.DataFrame({"a": [1.0]}))["a"][:5]

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 from cellspec_sc.bridges.luxar._viewer import LuxarViewer, show_luxar, signals_interrupt
 
 if TYPE_CHECKING:
-    from cellspec_sc.bridges.luxar._compile import (
-        LUXAR_SCENE, LayerSpec, cell_radii, parse_layer, scene_path, to_luxar)
+    from cellspec_sc.bridges.luxar._compile import LUXAR_SCENE, LayerSpec, cell_radii, parse_layer, scene_path, to_luxar
 
 __all__ = ["to_luxar", "show_luxar", "LuxarViewer", "scene_path", "LUXAR_SCENE", "signals_interrupt", "parse_layer",
            "LayerSpec", "cell_radii"]

@@ -28,8 +28,7 @@ from html import escape
 
 import numpy as np
 
-from cellspec_sc.display.colors import NA_COLOUR, UNCOLOURED, category_rgb, hex_colour
-from cellspec_sc.display.ranges import robust_window
+from cellspec_sc.display import NA_COLOUR, UNCOLOURED, category_rgb, hex_colour, robust_window
 from cellspec_sc.errors import InputError
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)  # luxar stores positions and scalars as float32

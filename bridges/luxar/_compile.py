@@ -31,11 +31,21 @@ from cellspec_sc.bridges.luxar._colour import Colouring, category_colouring, fea
 from cellspec_sc.bridges.luxar._input import SceneInput, scene_input
 from cellspec_sc.bridges.luxar._record import ATTRIBUTE, SceneRecord, encode
 from cellspec_sc.bridges.luxar._scene import (
-    ALL_CATEGORIES, ColourLayer, HiddenDims, Layout, SceneBuilder, category_dim_name, embedding_x0, hidden_dims,
-    image_layout, unique_node_names, waypoints)
+    ALL_CATEGORIES,
+    ColourLayer,
+    HiddenDims,
+    Layout,
+    SceneBuilder,
+    category_dim_name,
+    embedding_x0,
+    hidden_dims,
+    image_layout,
+    unique_node_names,
+    waypoints,
+)
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.publish import TargetKind, check_target, publishing, zarr_root_attributes
-from cellspec_sc.model.provenance import source_line
+from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
+from cellspec_sc.model import source_line
 
 NAMED_LAYERS = ("cells", "adjacency", "outlines")
 PARAMETERISED_LAYERS = ("feature", "marker", "category", "embedding")
@@ -140,7 +150,7 @@ def to_luxar(
         With ``layout="stack"``: one entry per image (``"image_id"``) or per sample (``"sample_id"``).
     overwrite
         Replace an existing scene at the path once the new one is complete (never anything else); ``False``
-        refuses it. See :mod:`cellspec_sc.io.publish`.
+        refuses it. See :mod:`cellspec_sc.io._publish`.
 
     Returns
     -------

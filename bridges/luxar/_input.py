@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata import CONNECTIVITIES_KEY, SPATIAL_KEY, UNS_KEY, decode_table, from_json_text
-from cellspec_sc.display.colors import category_order
+from cellspec_sc.display import category_order
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model import CellSpec
 
 
 @dataclass
@@ -88,7 +88,7 @@ class SceneInput:
 
     def category_column(self, column: str) -> pd.Categorical:
         """A cells column as a categorical in the order that fixes each category's colour, the widgets' order
-        (:func:`~cellspec_sc.display.colors.category_order`): its own category order when it has one, else the
+        (:func:`~cellspec_sc.display._colors.category_order`): its own category order when it has one, else the
         values as text, sorted (byte order)."""
         if column not in self.cells.columns:
             known = [c for c in self.cells.columns if c not in ("x", "y", "x_px", "y_px", "area")]

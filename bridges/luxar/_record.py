@@ -27,7 +27,7 @@ from typing import Any
 from cellspec_sc._codec import RecordFormat
 from cellspec_sc.bridges.luxar._scene import LAYOUTS
 from cellspec_sc.errors import FormatError
-from cellspec_sc.io.publish import zarr_root_attributes
+from cellspec_sc.io import zarr_root_attributes
 
 ATTRIBUTE = "cellspec"  # the root attribute of the scene that holds the record
 FORMAT = RecordFormat(f"the cellspec record of a Luxar scene (root attribute {ATTRIBUTE!r})", "1.0")

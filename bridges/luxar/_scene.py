@@ -35,11 +35,21 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.luxar._colour import (
-    FLOAT32_MAX, FRAME_COLOUR, LINE_COLOUR, NA_COLOUR, NAME_COLOUR, OUTLINE_COLOUR, Colouring, legend_html, linear_lut,
-    linear_rgb, stored_scalars)
+    FLOAT32_MAX,
+    FRAME_COLOUR,
+    LINE_COLOUR,
+    NA_COLOUR,
+    NAME_COLOUR,
+    OUTLINE_COLOUR,
+    Colouring,
+    legend_html,
+    linear_lut,
+    linear_rgb,
+    stored_scalars,
+)
 from cellspec_sc.bridges.luxar._input import SceneInput
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.outlines import image_outlines
+from cellspec_sc.io import image_outlines
 
 LAYOUTS = ("side", "stack")
 COLOUR_DIM, IMAGE_DIM, GOTO_DIM = "colour by", "image", "go to"

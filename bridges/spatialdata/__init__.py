@@ -5,7 +5,7 @@ See ``docs/spatialdata.md`` for the mapping. In short, for every image with cell
 * a circles element named after the image (sanitised to a name SpatialData accepts): centroids with
   radius ``sqrt(area / pi)`` (the spatialdata-io xenium convention);
 * a polygons element ``<name>_outlines`` when ``images.geometry_ref`` names a readable
-  GeoJSON file of outlines (:mod:`cellspec_sc.io.outlines`);
+  GeoJSON file of outlines (:mod:`cellspec_sc.io._outlines`);
 * two coordinate systems: ``<name>`` in micrometres (shapes unchanged) and ``<name>_px``,
   the image's full-resolution pixel grid (shapes scaled by ``1 / pixel_size``), where an
   image added later with its intrinsic pixels (identity transform) overlays the cells.
@@ -32,10 +32,18 @@ from __future__ import annotations
 
 from cellspec_sc.bridges.spatialdata._foreign import from_foreign_spatialdata
 from cellspec_sc.bridges.spatialdata._read import (
-    SPATIALDATA_ZARR, from_spatialdata, is_spatialdata_zarr, read_spatialdata, stored_outline_files,
+    SPATIALDATA_ZARR,
+    from_spatialdata,
+    is_spatialdata_zarr,
+    read_spatialdata,
+    stored_outline_files,
 )
 from cellspec_sc.bridges.spatialdata._record import (
-    INSTANCE_KEY, REGION_KEY, TABLE_KEY, UNS_KEY, SpatialDataBridgeWarning,
+    INSTANCE_KEY,
+    REGION_KEY,
+    TABLE_KEY,
+    UNS_KEY,
+    SpatialDataBridgeWarning,
 )
 from cellspec_sc.bridges.spatialdata._write import to_spatialdata, write_spatialdata
 

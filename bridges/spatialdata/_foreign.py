@@ -13,8 +13,7 @@ from cellspec_sc.bridges.anndata import from_foreign_anndata
 from cellspec_sc.bridges.spatialdata._record import SpatialDataBridgeWarning
 from cellspec_sc.bridges.spatialdata._tables import cells_table_key, instance_keys, rows_by_region
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.provenance import with_history_step
+from cellspec_sc.model import CellSpec, with_history_step
 
 if TYPE_CHECKING:
     import anndata

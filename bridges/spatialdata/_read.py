@@ -26,23 +26,34 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from cellspec_sc._files import scratch_folder
+from cellspec_sc.bridges._zarr import bounded_string_chunks
 from cellspec_sc.bridges.anndata import from_anndata
 from cellspec_sc.bridges.spatialdata._foreign import FUNCTION, from_foreign_spatialdata
 from cellspec_sc.bridges.spatialdata._record import (
-    ANNDATA_UNS_KEY, OUTLINE_FILES_KEY, REGION_KEY, UNS_KEY, BridgeRecord, SpatialDataBridgeWarning, carries_record,
-    decode, decode_files, lost_record,
+    ANNDATA_UNS_KEY,
+    OUTLINE_FILES_KEY,
+    REGION_KEY,
+    UNS_KEY,
+    BridgeRecord,
+    SpatialDataBridgeWarning,
+    carries_record,
+    decode,
+    decode_files,
+    lost_record,
 )
 from cellspec_sc.bridges.spatialdata._tables import (
-    bridge_table, cells_table_key, cellspec_tables, instance_keys, rows_by_region, same_instances,
+    bridge_table,
+    cells_table_key,
+    cellspec_tables,
+    instance_keys,
+    rows_by_region,
+    same_instances,
 )
-from cellspec_sc.bridges._zarr import bounded_string_chunks
 from cellspec_sc.errors import FormatError, InputError
-from cellspec_sc.io.outlines import materialise_outline_files
-from cellspec_sc.io.publish import TargetKind
-from cellspec_sc.io.staging import scratch_folder
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.provenance import with_history_step
-from cellspec_sc.spec.types import canonical_frame
+from cellspec_sc.io import TargetKind, materialise_outline_files
+from cellspec_sc.model import CellSpec, with_history_step
+from cellspec_sc.spec import canonical_frame
 
 if TYPE_CHECKING:
     import anndata

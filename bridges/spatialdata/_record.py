@@ -43,7 +43,7 @@ from cellspec_sc._codec import RecordFormat
 from cellspec_sc.bridges.anndata import UNS_KEY as ANNDATA_UNS_KEY
 from cellspec_sc.bridges.anndata import from_json_text, to_json_text
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.provenance import package_version
+from cellspec_sc.model import package_version
 
 if TYPE_CHECKING:
     import anndata

@@ -36,14 +36,25 @@ import pandas as pd
 from cellspec_sc.bridges.anndata import to_anndata
 from cellspec_sc.bridges.spatialdata._read import SPATIALDATA_ZARR
 from cellspec_sc.bridges.spatialdata._record import (
-    ATTRS_KEY, INSTANCE_KEY, OUTLINE_FILES_KEY, OUTLINES_SUFFIX, PIXEL_SUFFIX, RADIUS_FALLBACK_KEY, REGION_KEY,
-    TABLE_KEY, UNS_KEY, BridgeRecord, SpatialDataBridgeWarning, encode, encode_attrs, encode_files,
+    ATTRS_KEY,
+    INSTANCE_KEY,
+    OUTLINE_FILES_KEY,
+    OUTLINES_SUFFIX,
+    PIXEL_SUFFIX,
+    RADIUS_FALLBACK_KEY,
+    REGION_KEY,
+    TABLE_KEY,
+    UNS_KEY,
+    BridgeRecord,
+    SpatialDataBridgeWarning,
+    encode,
+    encode_attrs,
+    encode_files,
 )
-from cellspec_sc.io.outlines import image_outlines, outline_files
-from cellspec_sc.io.publish import check_target, publishing
-from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.io import check_target, image_outlines, outline_files, publishing
+from cellspec_sc.model import CellSpec
 from cellspec_sc.progress import progress
-from cellspec_sc.validation.portability import refuse_unstorable
+from cellspec_sc.validation import refuse_unstorable
 
 if TYPE_CHECKING:
     import anndata
@@ -120,7 +131,7 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
     """Write ``to_spatialdata(x, **options)`` as a zarr store and return its path.
 
     The store is written under a hidden name next to ``path`` and published atomically
-    (:func:`cellspec_sc.io.publish.publishing`).
+    (:func:`cellspec_sc.io._publish.publishing`).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """``cellspec convert SOURCE TARGET``: between cellspec directories, AnnData and SpatialData files.
 
-SOURCE is anything ``cellspec validate`` opens (see :mod:`cellspec_sc.io.sources`).
+SOURCE is anything ``cellspec validate`` opens (see :mod:`cellspec_sc.cli._sources`).
 The writer is chosen from TARGET's name by :data:`TARGETS`, longest suffix
 first, so a bridge can add a more specific suffix (``.spatialdata.zarr``) next
 to ``.zarr`` with one line. A name without a suffix (or ending in ``.cellspec``)
@@ -25,9 +25,9 @@ import argparse
 from pathlib import PurePath
 from typing import Any
 
+from cellspec_sc.cli._sources import load, resolve
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.publish import check_target
-from cellspec_sc.io.sources import load, resolve
+from cellspec_sc.io import check_target
 
 # (suffix of TARGET, "module:function" writing (x, path, overwrite=...), "module:TargetKind" it publishes,
 # description); "" = a name without a suffix
@@ -38,8 +38,8 @@ TARGETS: list[tuple[str, str, str, str]] = [
      "cellspec_sc.bridges.spatialdata:SPATIALDATA_ZARR", "SpatialData .zarr store"),
     (".zarr", "cellspec_sc.bridges.anndata:write_anndata_zarr", "cellspec_sc.bridges.anndata:ANNDATA_ZARR",
      "AnnData .zarr store"),
-    (".cellspec", "cellspec_sc.io.directory:write", "cellspec_sc.io.publish:CELLSPEC_DIRECTORY", "cellspec directory"),
-    ("", "cellspec_sc.io.directory:write", "cellspec_sc.io.publish:CELLSPEC_DIRECTORY", "cellspec directory"),
+    (".cellspec", "cellspec_sc.io:write", "cellspec_sc.io:CELLSPEC_DIRECTORY", "cellspec directory"),
+    ("", "cellspec_sc.io:write", "cellspec_sc.io:CELLSPEC_DIRECTORY", "cellspec directory"),
 ]
 
 

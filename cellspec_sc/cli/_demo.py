@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cellspec_sc.io.directory import read, write
-from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target
-from cellspec_sc.model.example import example
-from cellspec_sc.validation.runner import validate
+from cellspec_sc.io import CELLSPEC_DIRECTORY, check_target, read, write
+from cellspec_sc.model import example
+from cellspec_sc.validation import validate
 
 
 def run_demo(out: str | Path) -> int:

@@ -15,9 +15,7 @@ from __future__ import annotations
 import argparse
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.directory import write
-from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target
-from cellspec_sc.io.refusals import TargetExists
+from cellspec_sc.io import CELLSPEC_DIRECTORY, TargetExists, check_target, write
 from cellspec_sc.readers import McquantAdapter, QuPathAdapter, SteinbockAdapter, read_export_report
 
 

@@ -1,7 +1,7 @@
 """``cellspec info SOURCE``: print the summary of a cellspec.
 
 For a cellspec directory only DONE, the manifest, cellspec.json and the Parquet footers are read
-(:mod:`cellspec_sc.io.header`): the first line says so, and ``cellspec validate`` checks the data.
+(:mod:`cellspec_sc.io._directory`): the first line says so, and ``cellspec validate`` checks the data.
 
 >>> from cellspec_sc.cli.main import main
 >>> main(["info", "example"])  # doctest: +ELLIPSIS
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-from cellspec_sc.io.header import format_header, read_header
-from cellspec_sc.io.sources import is_cellspec_dir, load
+from cellspec_sc.cli._sources import is_cellspec_dir, load
+from cellspec_sc.io import format_header, read_header
 
 
 def cmd_info(args: argparse.Namespace) -> int:

@@ -8,15 +8,15 @@ from typing import Any
 
 from cellspec_sc.bridges.anndata import read_anndata_file
 from cellspec_sc.bridges.luxar import LUXAR_SCENE, scene_path, to_luxar
+from cellspec_sc.cli._sources import load
 from cellspec_sc.cli._view import add_serve_options, serve
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.publish import check_target
-from cellspec_sc.io.sources import load
+from cellspec_sc.io import check_target
 
 
 def load_for_scene(source: str) -> Any:
     """An ``.h5ad`` is read as AnnData (so obsm embeddings and scanpy colours stay available);
-    everything else goes through :func:`cellspec_sc.io.sources.load`."""
+    everything else goes through :func:`cellspec_sc.cli._sources.load`."""
     if source.endswith(".h5ad"):
         if not Path(source).is_file():
             raise InputError(f"{source}: no such file")

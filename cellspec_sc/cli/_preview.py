@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cellspec_sc.io.publish import HTML_FILE, PNG_FILE, check_target
-from cellspec_sc.io.sources import load
+from cellspec_sc.cli._sources import load
+from cellspec_sc.io import HTML_FILE, PNG_FILE, check_target
 from cellspec_sc.widgets import preview
 
 

@@ -13,11 +13,10 @@ import argparse
 import sys
 from typing import TextIO
 
+from cellspec_sc.cli._sources import load
 from cellspec_sc.cli.main import EXIT_INVALID, EXIT_OK
 from cellspec_sc.errors import ValidationError
-from cellspec_sc.io.sources import load
-from cellspec_sc.validation.report import ValidationReport
-from cellspec_sc.validation.runner import validate
+from cellspec_sc.validation import ValidationReport, validate
 
 
 def print_report(report: ValidationReport, *, out: TextIO | None = None, only_problems: bool = False) -> int:

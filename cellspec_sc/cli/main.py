@@ -32,7 +32,7 @@ from importlib import import_module
 from typing import Any
 
 from cellspec_sc.errors import CellspecError, ValidationError
-from cellspec_sc.model.provenance import package_version
+from cellspec_sc.model import package_version
 from cellspec_sc.progress import logger, set_verbosity
 
 __all__ = ["COMMANDS", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "Command", "build_parser", "main"]

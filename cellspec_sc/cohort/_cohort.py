@@ -74,8 +74,8 @@ from cellspec_sc.cohort._summary import summarize
 from cellspec_sc.cohort._validate import CohortReport, validate_cohort
 from cellspec_sc.cohort.anndata import cohort_anndata
 from cellspec_sc.errors import CellspecError
-from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
-from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.io import DEFAULT_MAX_INFLATION
+from cellspec_sc.model import CellSpec
 
 if TYPE_CHECKING:
     import anndata

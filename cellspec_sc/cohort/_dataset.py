@@ -7,14 +7,14 @@ column per cohort feature, NA as null) with
 ``pyarrow.parquet.ParquetWriter``: one file per partition under
 ``cells/<column>=<value>/`` (folder names by pyarrow's hive partitioning,
 see below), one row group per file, encoded into a buffer
-the worker thread reuses (:func:`~cellspec_sc.io.encoded.encoded_parquet`). The
-task hashes each file as it writes it (:class:`~cellspec_sc.io.hashing.HashingFile`:
+the worker thread reuses (:func:`~cellspec_sc.io._parquet.encoded_parquet`). The
+task hashes each file as it writes it (:class:`~cellspec_sc.io._hashing.HashingFile`:
 the bytes on their way to disk; the file is never read back). On a local disk file system
 the parts are written around the page cache (``O_DIRECT``,
-:class:`~cellspec_sc.io.direct.DirectFile`): the kernel's page cache and
+:class:`~cellspec_sc.io._direct.DirectFile`): the kernel's page cache and
 writeback work would otherwise compete with the workers for the cores; elsewhere
 the task asks the kernel to start writing each file to disk
-(:func:`~cellspec_sc.io.staging.start_writeback`) and does not wait. One task
+(:func:`~cellspec_sc.io._staging.start_writeback`) and does not wait. One task
 per directory, not one per row group plus one to check and one to gather: every
 task costs the scheduler and the worker's event loop CPU (and gathering results
 from another worker a transfer), which on a machine whose cores all run tasks is
@@ -95,18 +95,27 @@ from cellspec_sc.cohort._features import FeaturePlan
 from cellspec_sc.cohort._members import Member, footer_parts, part_table, stamp_of, verify_member
 from cellspec_sc.cohort._record import COHORT_FILE, CohortRecord, decode, encode
 from cellspec_sc.cohort._run import CohortError, Failure, guarded, run
-from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
-from cellspec_sc.io.columns import column_types_of
-from cellspec_sc.io.direct import suits_direct_io
-from cellspec_sc.io.encoded import encoded_parquet
-from cellspec_sc.io.hashing import HashingFile
-from cellspec_sc.io.manifest import DONE, read_manifest, verify_listed, write_manifest
-from cellspec_sc.io.metadata import dump_document
-from cellspec_sc.io.publish import TargetKind, publishing
-from cellspec_sc.io.refusals import UnlistedDataFile
-from cellspec_sc.io.staging import fsync_dir, fsync_file, fsync_tree, start_writeback
-from cellspec_sc.model.provenance import package_version, utc_now
-from cellspec_sc.spec.vocabulary import SPEC_VERSION
+from cellspec_sc.io import (
+    DEFAULT_MAX_INFLATION,
+    DONE,
+    HashingFile,
+    TargetKind,
+    UnlistedDataFile,
+    column_types_of,
+    dump_document,
+    encoded_parquet,
+    fsync_dir,
+    fsync_file,
+    fsync_tree,
+    publishing,
+    read_manifest,
+    start_writeback,
+    suits_direct_io,
+    verify_listed,
+    write_manifest,
+)
+from cellspec_sc.model import package_version, utc_now
+from cellspec_sc.spec import SPEC_VERSION
 
 if TYPE_CHECKING:
     from cellspec_sc.cohort._cohort import Cohort
@@ -197,7 +206,7 @@ def write_part(member: Member, k: int, stage: str, features: list[str], partitio
                direct: bool = False) -> list[tuple[str, str]]:
     """Write part ``k`` of ``member`` into ``stage``, one file per partition in the order the partitions
     first appear; [(file relative to stage, sha256 of the bytes written)]. ``direct``: around the page cache
-    (:class:`~cellspec_sc.io.direct.DirectFile`); each file's (remaining) writeback starts as soon as it is
+    (:class:`~cellspec_sc.io._direct.DirectFile`); each file's (remaining) writeback starts as soon as it is
     complete; the fsync comes once, at publication."""
     table = part_table(member, member.parts[k], features)
     if table.num_rows == 0:

@@ -15,7 +15,7 @@ row ranges and metadata, a few kB), never matrices.
 **Parts.** Every read of a part (a Parquet row group) checks before and after that the file is the one the
 cohort opened (size, modification time, inode), so a result never mixes two versions of a
 directory. A task holds the rows of one row group at a time; columns are
-decoded in batches of about 8 MB (:func:`cellspec_sc.io.parquet_matrix.fill_row_group`).
+decoded in batches of about 8 MB (:func:`cellspec_sc.io._parquet.fill_row_group`).
 
 >>> block = feature_block(m, m.parts[0], ["cell:area", "not there"])
 >>> block.shape, bool((block[:, 0] == x.measurements[:, x.feature_ids.index("cell:area")]).all())
@@ -24,7 +24,7 @@ decoded in batches of about 8 MB (:func:`cellspec_sc.io.parquet_matrix.fill_row_
 True
 
 **The member as a CellSpec.** ``member_object(m)`` reads the cells table (every part), and walks the parts
-once to gather the :class:`~cellspec_sc.validation.matrix_stats.MatrixStats`
+once to gather the :class:`~cellspec_sc.model._matrix_stats.MatrixStats`
 validation needs. With ``eager=False`` (one ~8 MB column batch of a row group
 in memory at a time, its stats taken while it is in the cache) the measurements
 stay a dask array of one block per part (what validation needs: shape and
@@ -55,20 +55,39 @@ import pyarrow.parquet as pq
 
 from cellspec_sc.cohort._run import CohortError
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.bounded import DEFAULT_MAX_INFLATION
-from cellspec_sc.io.columns import ARROW_TYPES, DAMAGED_DATA_ERRORS, arrow_to_frame, conform, damage_text
-from cellspec_sc.io.directory import check_outlines_listed, feature_ids_of, listed_format, read
-from cellspec_sc.io.manifest import DONE, METADATA, read_manifest, verify_listed
-from cellspec_sc.io.metadata import JSON_TABLES, KNOWN_KEYS, frame_of_rows, load_document
-from cellspec_sc.io.parquet import check_footer, check_stored_columns, open_parquet, stats_for
-from cellspec_sc.io.parquet_matrix import fill_row_group, gather_row_group_stats
-from cellspec_sc.io.refusals import (
-    ChangedSinceRead, NotACellspecDirectory, UndecodableData, UnlistedDataFile, UnreadableFile,
+from cellspec_sc.io import (
+    ARROW_TYPES,
+    DAMAGED_DATA_ERRORS,
+    DEFAULT_MAX_INFLATION,
+    DONE,
+    JSON_TABLES,
+    KNOWN_KEYS,
+    METADATA,
+    ChangedSinceRead,
+    NotACellspecDirectory,
+    UndecodableData,
+    UnlistedDataFile,
+    UnreadableFile,
+    arrow_to_frame,
+    check_footer,
+    check_outlines_listed,
+    check_stored_columns,
+    conform,
+    damage_text,
+    feature_ids_of,
+    fill_row_group,
+    frame_of_rows,
+    gather_row_group_stats,
+    listed_format,
+    load_document,
+    open_parquet,
+    read,
+    read_manifest,
+    stats_for,
+    verify_listed,
 )
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.memory import empty_matrix
-from cellspec_sc.validation.matrix_stats import MatrixStats
-from cellspec_sc.validation.runner import validate
+from cellspec_sc.model import CellSpec, MatrixStats, empty_matrix
+from cellspec_sc.validation import validate
 
 Stamp = tuple[int, int, int]  # size, modification time (ns), inode
 

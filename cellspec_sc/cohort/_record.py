@@ -37,7 +37,7 @@ import pandas as pd
 
 from cellspec_sc._codec import RecordFormat
 from cellspec_sc.cohort._run import CohortError
-from cellspec_sc.io.metadata import frame_of_rows, rows_of, supported_version
+from cellspec_sc.io import frame_of_rows, rows_of, supported_version
 
 __all__ = ["COHORT_FILE", "FORMAT", "TABLES", "CohortRecord", "decode", "encode"]
 

@@ -47,7 +47,7 @@ import pyarrow.compute as pc
 
 from cellspec_sc.cohort._members import Member, cells_table, feature_block, verify_member
 from cellspec_sc.cohort._run import CohortError, Failure, guarded, run, worker_threads
-from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.model import empty_matrix
 
 if TYPE_CHECKING:
     from cellspec_sc.cohort._cohort import Cohort

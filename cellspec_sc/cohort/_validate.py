@@ -35,8 +35,7 @@ import pandas as pd
 
 from cellspec_sc.cohort._members import Member, find_member, member_object, verify_member
 from cellspec_sc.cohort._run import CohortError, Failure, guarded, run
-from cellspec_sc.validation.report import ValidationReport
-from cellspec_sc.validation.runner import validate
+from cellspec_sc.validation import ValidationReport, validate
 
 if TYPE_CHECKING:
     from cellspec_sc.cohort._cohort import Cohort

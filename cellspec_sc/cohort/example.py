@@ -27,9 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.io.directory import write
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.example import example
+from cellspec_sc.io import write
+from cellspec_sc.model import CellSpec, example
 
 __all__ = ["prefixed", "with_samples", "write_example_cohort"]
 

@@ -1,2 +1,28 @@
 """How cells look on screen, shared by the notebook widgets and the Luxar bridge: colours, robust display
-ranges and HTML fragments."""
+ranges and HTML fragments.
+
+>>> hex_colour((1.0, 0.0, 0.0))
+'#ff0000'
+"""
+
+from cellspec_sc.display import (
+           EMPTY,
+           NA_COLOUR,
+           NA_GREY,
+           OTHER_GREY,
+           UNCOLOURED,
+           category_colour_map,
+           category_order,
+           category_rgb,
+           channels_html,
+           hex_colour,
+           image_colours,
+           overview_html,
+           robust_range,
+           robust_window,
+           table_html,
+)
+
+__all__ = ["EMPTY", "NA_COLOUR", "NA_GREY", "OTHER_GREY", "UNCOLOURED", "category_colour_map", "category_order",
+           "category_rgb", "channels_html", "hex_colour", "image_colours", "overview_html", "robust_range",
+           "robust_window", "table_html"]

@@ -1,7 +1,7 @@
 """Render ``docs/directory.md`` (the directory format page) from the objects the code uses.
 
-The type table comes from :data:`cellspec_sc.io.columns.ARROW_TYPES`, the refusal
-table from :mod:`cellspec_sc.io.refusals`, the example file listing and
+The type table comes from :data:`cellspec_sc.io._columns.ARROW_TYPES`, the refusal
+table from :mod:`cellspec_sc.io._refusals`, the example file listing and
 ``column_types`` excerpt from writing the example; ``python -m cellspec_sc.docgen``
 writes the page and a test compares it with the file on disk.
 
@@ -16,13 +16,17 @@ import tempfile
 from pathlib import Path
 
 from cellspec_sc.docgen._markdown import markdown_table
-from cellspec_sc.io import bounded, strict_json
-from cellspec_sc.io.columns import ARROW_TYPES
-from cellspec_sc.io.directory import write
-from cellspec_sc.io.refusals import UnlistedFileWarning, all_refusals
-from cellspec_sc.io.tsv import SIGNIFICANT_DIGITS
-from cellspec_sc.model.example import example
-from cellspec_sc.spec.types import PANDAS_DTYPES
+from cellspec_sc.io import (
+    ARROW_TYPES,
+    SIGNIFICANT_DIGITS,
+    UnlistedFileWarning,
+    all_refusals,
+    bounded,
+    strict_json,
+    write,
+)
+from cellspec_sc.model import example
+from cellspec_sc.spec import PANDAS_DTYPES
 
 _TSV_TEXT = {"character": "text; quoted when needed", "double": f"{SIGNIFICANT_DIGITS} significant digits, "
              "`Inf`, `-Inf`", "integer": "decimal", "logical": "`TRUE`, `FALSE`"}
@@ -100,7 +104,7 @@ _WRITING = """## Writing: crash-safe, nothing lost
   at every moment, also with several writers at once. Where that call is missing, the old directory is
   first renamed to `.<name>.cellspec-old-<pid>-<token>`; if the process dies between the two renames,
   the next write moves it back.
-- The same publishing path (`cellspec_sc.io.publish`) writes `.h5ad` files, AnnData and SpatialData
+- The same publishing path (`cellspec_sc.io._publish`) writes `.h5ad` files, AnnData and SpatialData
   `.zarr` stores, Luxar scenes and the preview's HTML and PNG files: each replaces only its own kind
   (an `.h5ad` file, a store whose root says it is AnnData / SpatialData, a Luxar scene, an HTML page,
   a PNG image), and the command line checks its target before it reads its input.
@@ -149,14 +153,14 @@ Memory: the measurement matrix is allocated once (Parquet knows the row count) a
 columns are decoded into it one piece (a row group, at most ~32 MB of columns) at a time, the next piece
 decoding in a thread while the last is copied, so `read` never holds two full copies. The copy goes in
 cache-sized row blocks, and the statistics the matrix checks of validation need (NaN, infinite and
-negative counts, per-image ranges: `cellspec_sc.validation.matrix_stats`) are gathered from each block while it
+negative counts, per-image ranges: `cellspec_sc.model._matrix_stats`) are gathered from each block while it
 is in the cache, so reading and validating touch the matrix once. For TSV the row count is unknown: batches are kept as blocks and moved into a matrix whose
 pages are committed only as each block is copied and dropped.
 A matrix of 64 MB or more lives in its own memory mapping; when the last array using it is gone, the
 mapping is kept (its pages marked free for the kernel to take back whenever it needs memory) for the next
 matrix of about its size, as pyarrow's allocator keeps its buffers: reading a slide again in the same
 process skips the kernel's first touch of every page (about 0.4 s of CPU per GB here). Until then the
-pages still count in the process's resident size; `cellspec_sc.model.memory.release_kept()` gives them back at once."""
+pages still count in the process's resident size; `cellspec_sc.model._memory.release_kept()` gives them back at once."""
 
 _LIMITS = """## Limits and guarantees
 

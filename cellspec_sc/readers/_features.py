@@ -2,7 +2,7 @@
 
 An adapter classifies each header into a :class:`FeatureSpec` (kind, compartment, marker, statistic,
 unit, source_name); :func:`build_dictionary` applies the feature-id rules and vocabularies of
-:func:`~cellspec_sc.spec.vocabulary.vocabulary`, the marker rules and ``marker_map`` (spec sections 3-5).
+:func:`~cellspec_sc.spec._vocabulary.vocabulary`, the marker rules and ``marker_map`` (spec sections 3-5).
 
 >>> d, _ = build_dictionary([FeatureSpec("intensity", "mean", "a.u.", "Nucleus: CD3: Mean", "nucleus", "CD3")])
 >>> d["feature_id"].tolist()
@@ -19,10 +19,9 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.names import first_free_name
+from cellspec_sc.model import first_free_name
 from cellspec_sc.readers._table import other_name
-from cellspec_sc.spec.types import canonical_frame, character_array
-from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.spec import canonical_frame, character_array, vocabulary
 
 MARKER_COLON_REPLACEMENT = "_"
 # scikit-image regionprops names (what mcquant's --mask_props and steinbock write) -> (statistic, unit).
@@ -91,7 +90,7 @@ def build_dictionary(specs: Sequence[FeatureSpec], marker_map: Mapping[str, str]
                      ) -> tuple[pd.DataFrame, dict[str, str]]:
     """The dictionary of ``specs`` and the marker map actually applied (source marker -> marker).
 
-    Feature ids come from :meth:`~cellspec_sc.spec.vocabulary.FeatureIdRule.format`. A spec whose
+    Feature ids come from :meth:`~cellspec_sc.spec._vocabulary.FeatureIdRule.format`. A spec whose
     compartment, statistic or unit is outside the vocabulary, or whose id is already taken, is kept
     as kind ``other``. Two ``other`` headers with the same name after normalisation (``Num marker+``,
     ``Num marker-``) get ``_2``, ``_3``, ... on the name, so id and statistic still agree (section 3).

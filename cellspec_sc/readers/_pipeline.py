@@ -35,15 +35,11 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import ValidationError
-from cellspec_sc.model.cellspec import CellSpec
-from cellspec_sc.model.provenance import input_record, new_provenance
+from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_record, new_provenance
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
 from cellspec_sc.readers._table import Header, Parsed, stream_columns
-from cellspec_sc.spec.types import canonical_frame
-from cellspec_sc.spec.vocabulary import SPEC_VERSION
-from cellspec_sc.validation.matrix_stats import MatrixStats, first_seen_codes
-from cellspec_sc.validation.report import ValidationReport
-from cellspec_sc.validation.runner import validate
+from cellspec_sc.spec import SPEC_VERSION, canonical_frame
+from cellspec_sc.validation import ValidationReport, validate
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ newlines (the readers, like pyarrow with ``newlines_in_values=False``, allow no 
 parsed as independent pieces: :func:`stream_columns` hands them to :func:`cellspec_sc._background.ordered_map`
 (pyarrow and numpy release the GIL while they parse and copy) and puts the results together in file order, with
 only a few pieces in flight so that memory stays bounded. Each piece (:func:`parse_piece`, on a worker thread) is
-read once (handing its bytes to the file's :class:`~cellspec_sc.io.hashing.PieceHash`), checked, parsed in
+read once (handing its bytes to the file's :class:`~cellspec_sc.io._hashing.PieceHash`), checked, parsed in
 cache-sized blocks, filtered to the rows the adapter asks for, and written directly into its rows of the
 preallocated matrix (:class:`RowSlots` hands out the rows in file order), infinities converted to NA and the
-:class:`~cellspec_sc.validation.matrix_stats.MatrixStats` validation needs gathered on the way. Every parse
+:class:`~cellspec_sc.model._matrix_stats.MatrixStats` validation needs gathered on the way. Every parse
 failure becomes an :class:`~cellspec_sc.InputError` naming file, line and column.
 
 **Values.** Each check names the file, the line (data row i of a file is line i + 2) and the column of the first
@@ -76,11 +76,10 @@ import pyarrow.csv as pacsv
 
 from cellspec_sc._background import ordered_map, usable_cpus
 from cellspec_sc.errors import InputError
-from cellspec_sc.io.hashing import PieceHash
-from cellspec_sc.model.memory import empty_matrix
-from cellspec_sc.spec.vocabulary import vocabulary
-from cellspec_sc.validation.matrix_stats import MatrixStats, all_distinct, arrow_code_array
-from cellspec_sc.validation.rows import duplicated_pairs
+from cellspec_sc.io import PieceHash
+from cellspec_sc.model import MatrixStats, all_distinct, arrow_code_array, empty_matrix
+from cellspec_sc.spec import vocabulary
+from cellspec_sc.validation import duplicated_pairs
 
 
 # -- warnings ------------------------------------------------------------------------------------
@@ -159,7 +158,7 @@ def check_image_ids(path: Path, ids: pa.ChunkedArray | pa.Array, column: str, im
                     rows: np.ndarray | None = None) -> np.ndarray:
     """The cell ids of one image MUST be present and unique: quick Arrow tests first, then the slow path
     (:func:`check_missing_text`, :func:`check_unique_ids`) that names the lines only when one fails. Returns the
-    ids' dense codes (:func:`~cellspec_sc.validation.matrix_stats.arrow_code_array`), which validation reuses."""
+    ids' dense codes (:func:`~cellspec_sc.model._matrix_stats.arrow_code_array`), which validation reuses."""
     if has_missing_text(ids):
         check_missing_text(path, arrow_objects(ids), column, rows)
     codes = arrow_code_array(ids)
@@ -175,7 +174,7 @@ def has_missing_text(values: pa.ChunkedArray | pa.Array) -> bool:
 
 def ids_are_unique(image_index: np.ndarray, cell_codes: np.ndarray) -> bool:
     """Whether (image, cell id) pairs are unique (``image_index``: the image of each row as a small integer;
-    ``cell_codes``: the ids' dense codes, :func:`~cellspec_sc.validation.matrix_stats.arrow_code_array`). Only a
+    ``cell_codes``: the ids' dense codes, :func:`~cellspec_sc.model._matrix_stats.arrow_code_array`). Only a
     quick yes; :func:`check_unique_ids` names the duplicates.
 
     >>> ids_are_unique(np.array([0, 1]), np.array([0, 0])), ids_are_unique(np.array([1, 1]), np.array([0, 0]))
@@ -212,7 +211,7 @@ def constant_strings(text: str, n: int) -> pa.ChunkedArray:
 
 def string_column(values: pa.ChunkedArray | pa.Array) -> pd.arrays.ArrowStringArray:
     """An Arrow text column as the pandas string array of the spec's ``character`` type (NA for null),
-    laid out as :func:`~cellspec_sc.spec.types.as_spec_type` lays it out, without going through Python strings."""
+    laid out as :func:`~cellspec_sc.spec._types.as_spec_type` lays it out, without going through Python strings."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks else pa.array([], type=values.type)
     return pd.arrays.ArrowStringArray(pa.chunked_array([values.cast(pa.large_string())]))
@@ -884,7 +883,7 @@ class Parsed:
 
 @dataclass(frozen=True)
 class GroupedStats:
-    """:class:`~cellspec_sc.validation.matrix_stats.MatrixStats` of the parsed matrix with per-group ranges:
+    """:class:`~cellspec_sc.model._matrix_stats.MatrixStats` of the parsed matrix with per-group ranges:
     ``stats.codes`` is the group of each kept row, ``groups`` the value of the adapter's ``group`` column of
     each group (None: one group). :meth:`for_images` turns them into validation's per-image stats."""
 

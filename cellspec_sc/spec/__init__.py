@@ -1,0 +1,64 @@
+"""The cellspec 1.0 specification as data: the vocabulary (columns, types, checks, rules) that the validator,
+readers and docs are generated from, and the spec types of table columns.
+
+Names are imported on first use, so ``cellspec_sc.spec.SPEC_VERSION`` loads no pandas.
+
+>>> from cellspec_sc.spec import SPEC_VERSION, vocabulary
+>>> SPEC_VERSION == vocabulary().spec_version
+True
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
+    from cellspec_sc.spec import (
+        PANDAS_DTYPES,
+        SPEC_TYPES,
+        SPEC_VERSION,
+        Vocabulary,
+        as_spec_type,
+        canonical_frame,
+        character_array,
+        column_spec_types,
+        declared_type,
+        is_arrow_text,
+        spec_type_of,
+        vocabulary,
+        without_repeated_names,
+    )
+
+# public name -> the module that defines it, imported when the name is first used
+_WHERE = {
+    "PANDAS_DTYPES": "cellspec_sc.spec._types",
+    "SPEC_TYPES": "cellspec_sc.spec._vocabulary",
+    "SPEC_VERSION": "cellspec_sc.spec._vocabulary",
+    "Vocabulary": "cellspec_sc.spec._vocabulary",
+    "as_spec_type": "cellspec_sc.spec._types",
+    "canonical_frame": "cellspec_sc.spec._types",
+    "character_array": "cellspec_sc.spec._types",
+    "column_spec_types": "cellspec_sc.spec._types",
+    "declared_type": "cellspec_sc.spec._types",
+    "is_arrow_text": "cellspec_sc.spec._types",
+    "spec_type_of": "cellspec_sc.spec._types",
+    "vocabulary": "cellspec_sc.spec._vocabulary",
+    "without_repeated_names": "cellspec_sc.spec._types",
+}
+
+__all__ = ["PANDAS_DTYPES", "SPEC_TYPES", "SPEC_VERSION", "Vocabulary", "as_spec_type", "canonical_frame",
+           "character_array", "column_spec_types", "declared_type", "is_arrow_text", "spec_type_of", "vocabulary",
+           "without_repeated_names"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(import_module(_WHERE[name]), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

@@ -16,11 +16,11 @@ import pytest
 import zarr
 
 import cellspec_sc as cs
+from cellspec_sc.bridges._zarr import bounded_string_chunks
 from cellspec_sc.bridges.anndata import write_anndata_zarr
 from cellspec_sc.bridges.spatialdata import read_spatialdata, write_spatialdata
-from cellspec_sc.bridges._zarr import bounded_string_chunks
+from cellspec_sc.cli._sources import load
 from cellspec_sc.errors import CellspecError
-from cellspec_sc.io.sources import load
 
 CLAIMED = 50_000_000
 

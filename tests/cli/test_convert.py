@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 import cellspec_sc as cs
-from cellspec_sc.cli.main import main
 from cellspec_sc.cli._convert import target_writer
+from cellspec_sc.cli.main import main
 
 
 def test_directory_h5ad_zarr_directory_is_lossless(tmp_path, capsys):
@@ -58,7 +58,7 @@ def test_target_table_picks_the_longest_suffix(monkeypatch):
 
     monkeypatch.setattr(cli_convert, "TARGETS", [*cli_convert.TARGETS,
                                                  (".other.zarr", "cellspec_sc.cli._convert:target_writer",
-                                                  "cellspec_sc.io.publish:HTML_FILE", "other")])
+                                                  "cellspec_sc.io._publish:HTML_FILE", "other")])
     assert target_writer("a.other.zarr")[1] == "other"
     assert target_writer("a.spatialdata.zarr")[1] == "SpatialData .zarr store"
     assert target_writer("a.zarr/")[1] == "AnnData .zarr store"

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-
 import pyarrow as pa
 import pyarrow.parquet as pq
-from dirhelpers import reseal
 
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
+from dirhelpers import reseal
 
 
 def test_demo_writes_reads_back_and_validates(tmp_path, capsys):

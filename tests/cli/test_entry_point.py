@@ -54,7 +54,7 @@ def test_every_public_name_is_listed_and_resolves():
     assert names <= set(dir(cs))
     for name in names:
         assert getattr(cs, name) is not None
-    assert cs.read.__module__ == "cellspec_sc.io.directory" and cs.CellSpec.__name__ == "CellSpec"
+    assert cs.read.__module__ == "cellspec_sc.io._directory" and cs.CellSpec.__name__ == "CellSpec"
     from cellspec_sc import CellSpec, read_steinbock  # noqa: F401  (PEP 562 serves from-imports too)
     with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
         cs.nosuch  # noqa: B018

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from spark import bounded, local_spark
 
 import cellspec_sc as cs
 from cellspec_sc.cohort.example import prefixed, with_samples
+from spark import bounded, local_spark
 
 SAMPLES = {"slide01": ["001", "Zürich ä/b=c%"], "slide02": ["010", "001"]}
 MARKERS = ("DAPI", "CD3e", "CD3E", "FOXP3")

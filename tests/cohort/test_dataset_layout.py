@@ -14,14 +14,15 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-from dirhelpers import reseal
 
 import cellspec_sc as cs
 import cellspec_sc.cohort._dataset as dataset
 from cellspec_sc.cohort._dataset import constants_of, partition_groups
 from cellspec_sc.cohort._members import verify_member
 from cellspec_sc.cohort.example import write_example_cohort
-from cellspec_sc.io.refusals import ChecksumMismatch, ColumnMismatch, UndecodableData
+from cellspec_sc.io import UndecodableData
+from cellspec_sc.io._refusals import ChecksumMismatch, ColumnMismatch
+from dirhelpers import reseal
 
 VALUES = ["a b", "x/y=z%", None, "Zürich", "a b", "ü", None, "x/y=z%", "a b"]
 

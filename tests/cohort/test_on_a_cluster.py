@@ -14,12 +14,12 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-from dirhelpers import reseal
 from distributed import Client, LocalCluster
 
 import cellspec_sc as cs
 from cellspec_sc.cohort import CohortError
 from cellspec_sc.cohort.example import prefixed
+from dirhelpers import reseal
 
 ROW_GROUPS = {"slide01": None, "slide02": 40, "slide03": 64}  # None: as written (one row group)
 

@@ -6,11 +6,11 @@ import json
 
 import pandas as pd
 import pytest
-from dirhelpers import reseal
 
 import cellspec_sc as cs
 from cellspec_sc.cohort import CohortError
-from cellspec_sc.io.refusals import IncompleteDirectory
+from cellspec_sc.io._refusals import IncompleteDirectory
+from dirhelpers import reseal
 
 
 def test_open_refuses_what_read_refuses_naming_every_directory(slides, tmp_path):

@@ -14,15 +14,15 @@ import warnings
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from dirhelpers import reseal
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import doubles_or_na
 
 import cellspec_sc as cs
 from cellspec_sc.cohort import _summary as summary_module
 from cellspec_sc.cohort._summary import QUANTILES, STATISTICS, Scratch, column_statistics
 from cellspec_sc.cohort.example import prefixed
+from dirhelpers import reseal
+from strategies import doubles_or_na
 
 LEVELS = list(QUANTILES.values())
 

@@ -12,12 +12,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from dirhelpers import reseal
 
 import cellspec_sc as cs
 from cellspec_sc.cohort._members import add_part_stats, cells_frame, feature_block, member_object
 from cellspec_sc.cohort._validate import validate_member
-from cellspec_sc.io.parquet import stats_for
+from cellspec_sc.io import stats_for
+from dirhelpers import reseal
 
 
 def _interleave(x: cs.CellSpec) -> np.ndarray:

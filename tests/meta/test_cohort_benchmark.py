@@ -42,7 +42,7 @@ def test_quick_cohort_benchmark_reports_every_step_with_peaks_and_no_restarts(tm
     floor = document["disk_floor"]
     assert floor["bytes"] == written[0] and floor["writers"] == 2 and floor["seconds"] > 0
     # the floor is written the way write_dataset writes its parts (around the page cache where it can)
-    from cellspec_sc.io.direct import suits_direct_io
+    from cellspec_sc.io import suits_direct_io
     assert floor["direct"] == suits_direct_io(tmp_path)
     assert "disk floor:" in proc.stdout
     copies = ("bare_copy", "hashed_copy")

@@ -111,7 +111,7 @@ HEAVY_OPTIONAL = {
     "spatialdata": "seconds of import (dask, xarray, geopandas); only the SpatialData bridge",
     "geopandas": "SpatialData shapes only",
     "luxar": "the Luxar compiler, only when a scene is written",
-    "matplotlib": "colour maps in cellspec_sc/display/colors.py, also used by the light Luxar path",
+    "matplotlib": "colour maps in cellspec_sc/display/_colors.py, also used by the light Luxar path",
     "dask": "lazy matrices only (read(lazy=True), cohorts)",
     "distributed": "a dask cluster, only for cohort work",
     "scipy": "sparse graphs and Delaunay contacts only",
@@ -124,10 +124,10 @@ HEAVY_OPTIONAL = {
 }
 # (module, imported module) -> why a function imports a layer above its own (would be a cycle at module level)
 LAYERS_ABOVE = {
-    ("cellspec_sc/model/cellspec.py", "cellspec_sc.validation.runner"): "CellSpec.validate: validation imports "
+    ("cellspec_sc/model/_cellspec.py", "cellspec_sc.validation._runner"): "CellSpec.validate: validation imports "
                                                                          "CellSpec",
-    ("cellspec_sc/model/cellspec.py", "cellspec_sc.io.directory"): "CellSpec.write: io imports CellSpec",
-    ("cellspec_sc/model/cellspec.py", "cellspec_sc.widgets"): "CellSpec.preview: ipywidgets and matplotlib",
+    ("cellspec_sc/model/_cellspec.py", "cellspec_sc.io._directory"): "CellSpec.write: io imports CellSpec",
+    ("cellspec_sc/model/_cellspec.py", "cellspec_sc.widgets"): "CellSpec.preview: ipywidgets and matplotlib",
 }
 
 
@@ -173,5 +173,5 @@ def test_the_architecture_page_lists_every_import_allowed_inside_functions():
 
 def test_imports_inside_functions_are_found():
     """The ast walk sees imports in methods and nested functions (it would pass vacuously otherwise)."""
-    assert "cellspec_sc.io.directory" in {m for _, m in imports_in_functions(ROOT / "cellspec_sc/model/cellspec.py")}
+    assert "cellspec_sc.io._directory" in {m for _, m in imports_in_functions(ROOT / "cellspec_sc/model/_cellspec.py")}
     assert any(m == "luxar" for _, m in imports_in_functions(ROOT / "bridges/luxar/_scene.py"))

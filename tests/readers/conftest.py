@@ -10,9 +10,9 @@ import pytest
 @pytest.fixture
 def validation_calls(monkeypatch) -> list:
     """Every call of the validation entry point, however a module bound it: each cellspec_sc module
-    attribute that is :func:`cellspec_sc.validation.runner.validate` is wrapped by one counter."""
+    attribute that is :func:`cellspec_sc.validation._runner.validate` is wrapped by one counter."""
     import cellspec_sc.cli._imports  # noqa: F401 - bound before wrapping
-    import cellspec_sc.io.directory  # noqa: F401
+    import cellspec_sc.io._directory  # noqa: F401
     import cellspec_sc.readers._pipeline  # noqa: F401
     from cellspec_sc.validation import runner
 

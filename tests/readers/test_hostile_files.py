@@ -8,12 +8,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from exports import DATA
 
 import cellspec_sc as cs
 from cellspec_sc.errors import CellspecError, InputError
 from cellspec_sc.readers import _table as pieces
 from cellspec_sc.readers._table import UnreadableText
+from exports import DATA
 
 QUPATH = (DATA / "qupath" / "v04_cell_detection.tsv", cs.read_qupath, {"pixel_size": 0.5})
 MCMICRO = (DATA / "mcmicro" / "exemplar-001--unmicst_cell.csv", cs.read_mcmicro, {"pixel_size": 0.65})

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from exports import DATA
 
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
 from cellspec_sc.docgen import _readers as docs
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary
 from cellspec_sc.readers._table import normalise_header, other_name
+from exports import DATA
 
 
 def test_import_qupath_writes_a_valid_directory(tmp_path, capsys):

@@ -7,8 +7,6 @@ import warnings
 
 import numpy as np
 import pytest
-from exports import qupath_rows
-from exports import write_qupath_rows as write
 
 import cellspec_sc as cs
 from cellspec_sc import _background
@@ -16,6 +14,8 @@ from cellspec_sc.errors import InputError
 from cellspec_sc.readers import ReaderWarning
 from cellspec_sc.readers import _table as pieces
 from cellspec_sc.readers._table import data_lines, data_start, line_pieces
+from exports import qupath_rows
+from exports import write_qupath_rows as write
 
 
 @pytest.mark.parametrize(("newline", "encoding"), [("\n", "utf-8"), ("\r\n", "utf-8"), ("\r\n", "cp1252")])

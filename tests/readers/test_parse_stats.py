@@ -8,14 +8,14 @@ import warnings
 
 import numpy as np
 import pytest
-from exports import qupath_rows
-from exports import write_qupath_rows as write
 
 import cellspec_sc as cs
+from cellspec_sc.model import first_seen_codes, matrix_stats
 from cellspec_sc.readers import QuPathAdapter, ReaderWarning
 from cellspec_sc.readers import _table as parsing
 from cellspec_sc.readers import _table as pieces
-from cellspec_sc.validation.matrix_stats import first_seen_codes, matrix_stats
+from exports import qupath_rows
+from exports import write_qupath_rows as write
 
 
 def interleaved(tmp_path, n=900):
@@ -84,7 +84,7 @@ def test_rows_beyond_a_short_estimate_are_kept(tmp_path, monkeypatch):
 
 def test_a_read_and_cellspec_import_validate_without_walking_the_matrix(tmp_path, monkeypatch):
     from cellspec_sc.cli.main import main
-    from cellspec_sc.validation import context
+    from cellspec_sc.validation import _context as context
 
     path = interleaved(tmp_path)
 
@@ -103,8 +103,8 @@ def test_a_read_and_cellspec_import_validate_without_walking_the_matrix(tmp_path
 def test_validation_is_handed_finished_stats_and_id_codes(tmp_path, monkeypatch):
     """The cell ids are encoded and checked on another core while the object is built; validation gets plain
     values (MatrixStats carrying numpy codes), never work still in progress."""
+    from cellspec_sc.model import MatrixStats
     from cellspec_sc.readers import _pipeline
-    from cellspec_sc.validation.matrix_stats import MatrixStats
 
     path = interleaved(tmp_path)
     given = []

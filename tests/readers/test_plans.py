@@ -8,11 +8,11 @@ import dataclasses
 import warnings
 
 import pytest
-from exports import DATA
 
 import cellspec_sc as cs
 from cellspec_sc.readers import McquantAdapter, QuPathAdapter, ReaderWarning
 from cellspec_sc.readers._pipeline import read_export
+from exports import DATA
 
 
 def test_a_plan_is_frozen_and_says_what_each_measurement_column_means():

@@ -7,11 +7,11 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from exports import export_markers, measured_values, number_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cellspec_sc as cs
+from exports import export_markers, measured_values, number_text
 
 COMPARTMENTS = ("Nucleus", "Cytoplasm", "Membrane", "Cell")
 # header word of each style -> spec statistic

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from cellspec_sc.display.ranges import robust_range
+from cellspec_sc.display import robust_range
 from cellspec_sc.widgets import _compute as compute
 
 

@@ -14,7 +14,7 @@ from matplotlib import image as mpimg
 
 import cellspec_sc as cs
 from cellspec_sc.errors import InputError
-from cellspec_sc.spec.types import canonical_frame
+from cellspec_sc.spec import canonical_frame
 from cellspec_sc.widgets import Preview, preview
 from cellspec_sc.widgets import _compute as compute
 from cellspec_sc.widgets._data import DENSITY, FEATURE

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model import CellSpec
 from cellspec_sc.readers._pipeline import read_export
 from cellspec_sc.readers.mcmicro._adapter import McquantAdapter
 from cellspec_sc.readers.mcmicro._plan import SHAPES, classify_columns, mask_compartment, split_file_name

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.provenance import input_record
+from cellspec_sc.model import input_record
 from cellspec_sc.readers._features import channels_frame, clean_marker, feature_positions, intensity_channels
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
 from cellspec_sc.readers._table import (

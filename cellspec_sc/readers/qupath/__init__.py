@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model import CellSpec
 from cellspec_sc.readers._pipeline import read_export
 from cellspec_sc.readers.qupath._adapter import QuPathAdapter
 

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from cellspec_sc._background import in_background
 from cellspec_sc.errors import InputError
+from cellspec_sc.model import arrow_code_array
 from cellspec_sc.readers._features import channels_frame, feature_positions, intensity_channels
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
 from cellspec_sc.readers._table import (
@@ -56,7 +57,6 @@ from cellspec_sc.readers.qupath._plan import (
     parse_finding_text,
     plan_export,
 )
-from cellspec_sc.validation.matrix_stats import arrow_code_array
 
 
 class QuPathAdapter(ToolAdapter):

@@ -45,7 +45,7 @@ from cellspec_sc.readers._table import (
     read_options,
     require_columns,
 )
-from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.spec import vocabulary
 
 ADAPTER = "qupath"
 # Bump whenever the output for the same input changes (spec section 11).

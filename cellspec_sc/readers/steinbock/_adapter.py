@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.memory import empty_matrix
+from cellspec_sc.model import empty_matrix
 from cellspec_sc.readers._features import channels_frame, clean_marker
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
 from cellspec_sc.readers._table import (
@@ -51,8 +51,7 @@ from cellspec_sc.readers.steinbock._plan import (
     plan_export,
     roles_of,
 )
-from cellspec_sc.spec.types import canonical_frame
-from cellspec_sc.spec.vocabulary import vocabulary
+from cellspec_sc.spec import canonical_frame, vocabulary
 
 
 class SteinbockAdapter(ToolAdapter):

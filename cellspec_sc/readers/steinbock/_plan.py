@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model.provenance import input_record
+from cellspec_sc.model import input_record
 from cellspec_sc.readers._features import SKIMAGE_REGIONPROPS, FeatureSpec
 from cellspec_sc.readers._pipeline import ColumnRoles, Plan
 from cellspec_sc.readers._table import (

@@ -8,8 +8,7 @@ import pandas as pd
 import pytest
 
 import cellspec_sc as cs
-from cellspec_sc.bridges.anndata import AnnDataBridgeWarning
-from cellspec_sc.bridges.anndata import intensity_features
+from cellspec_sc.bridges.anndata import AnnDataBridgeWarning, intensity_features
 
 
 @pytest.fixture

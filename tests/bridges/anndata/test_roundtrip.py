@@ -157,6 +157,7 @@ def test_no_warning_for_plain_round_trip(x):
 # -- property-based ------------------------------------------------------------------------------
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+
 from strategies import cellspecs  # noqa: E402
 
 

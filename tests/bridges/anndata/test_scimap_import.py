@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import matplotlib
 import numpy as np
-import pandas as pd
 import pytest
 import scimap as sm
 

@@ -8,10 +8,10 @@ import luxar
 import numpy as np
 import pandas as pd
 import pytest
-from luxar_scenes import cells_of, points_node, points_total, quantum
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.luxar._colour import linear_rgb
+from luxar_scenes import cells_of, points_node, points_total, quantum
 
 
 def test_anndata_cluster_and_embedding_layers(tmp_path, scanpy_adata):

@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import zarr
-from luxar_scenes import FEATURE, cells_object, cells_of, points_node, quantum, ramp, ramp_object
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.luxar._colour import NA_COLOUR, colormap_rgb, linear_lut, linear_rgb, stored_scalars
 from cellspec_sc.bridges.luxar._scene import SHARPNESS
-from cellspec_sc.display.colors import category_rgb
+from cellspec_sc.display import category_rgb
+from luxar_scenes import FEATURE, cells_object, cells_of, points_node, quantum, ramp, ramp_object
 
 
 def test_feature_scalars_window_lut_and_na(tmp_path):

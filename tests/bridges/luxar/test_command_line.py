@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import luxar
 import pandas as pd
-from luxar_scenes import cells_of, points_total
 
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
+from luxar_scenes import cells_of, points_total
 
 
 def test_cli_compiles_a_directory_source_and_refuses_bad_layers(tmp_path, capsys):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import luxar
 import numpy as np
 from hypothesis import given, settings
-from luxar_scenes import points_node, points_total
-from strategies import cellspecs
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.luxar import parse_layer
 from cellspec_sc.bridges.luxar._record import read_scene_record
+from luxar_scenes import points_node, points_total
+from strategies import cellspecs
 
 
 def small_coordinates(x: cs.CellSpec) -> bool:

@@ -7,9 +7,9 @@ import luxar
 import numpy as np
 import pytest
 import zarr
-from luxar_scenes import points_node
 
 import cellspec_sc as cs
+from luxar_scenes import points_node
 
 
 def test_side_by_side_offsets_follow_image_widths(tmp_path, x):

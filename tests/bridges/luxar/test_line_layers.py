@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import zarr
-from luxar_scenes import cells_of, csr_strings
 
 import cellspec_sc as cs
+from luxar_scenes import cells_of, csr_strings
 
 
 def test_adjacency_lines_join_the_contacting_cells(tmp_path):

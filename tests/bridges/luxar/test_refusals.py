@@ -4,10 +4,10 @@ scene kept)."""
 from __future__ import annotations
 
 import pytest
-from luxar_scenes import points_total
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.luxar import parse_layer
+from luxar_scenes import points_total
 
 
 def test_layer_strings_parse_like_the_cli():

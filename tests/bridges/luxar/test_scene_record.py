@@ -10,10 +10,10 @@ from pathlib import Path
 import luxar
 import pytest
 import zarr
-from luxar_scenes import ramp_object
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.luxar._record import FORMAT, LEGACY_VERSION, SceneRecord, decode, encode, read_scene_record
+from luxar_scenes import ramp_object
 
 RECORDS = Path(__file__).resolve().parents[2] / "data" / "records"
 

@@ -9,11 +9,11 @@ import luxar
 import numpy as np
 import pandas as pd
 import pytest
-from luxar_scenes import cells_of, points_node, points_total, quantum, ramp_object
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.luxar import cell_radii
 from cellspec_sc.bridges.luxar._scene import DISC_SCALE
+from luxar_scenes import cells_of, points_node, points_total, quantum, ramp_object
 
 
 def test_default_scene_has_one_cells_node_per_image(tmp_path, x):

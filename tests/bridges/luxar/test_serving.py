@@ -7,9 +7,9 @@ import contextlib
 
 import luxar
 import pytest
-from luxar_scenes import ramp_object
 
 import cellspec_sc as cs
+from luxar_scenes import ramp_object
 
 
 def _served_scene(args: list[str], timeout: float = 180.0) -> tuple[dict, str]:

@@ -15,12 +15,12 @@ import luxar
 import numpy as np
 import pandas as pd
 import pytest
-from browser import browser_page, screenshot_is_blank
-from luxar_scenes import FEATURE, cells_object, ramp, ramp_object
 
 import cellspec_sc as cs
+from browser import browser_page, screenshot_is_blank
 from cellspec_sc.bridges.luxar import LuxarViewer, show_luxar
 from cellspec_sc.bridges.luxar._colour import colormap_rgb
+from luxar_scenes import FEATURE, cells_object, ramp, ramp_object
 
 pytestmark = pytest.mark.browser
 

@@ -14,7 +14,7 @@ from spatialdata.transformations import get_transformation
 
 import cellspec_sc as cs
 from cellspec_sc.errors import CellspecError
-from cellspec_sc.io.outlines import OutlineWarning
+from cellspec_sc.io._outlines import OutlineWarning
 
 
 def square_feature(cell_id, x0, y0, side=4.0):

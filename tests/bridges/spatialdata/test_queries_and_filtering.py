@@ -103,7 +103,7 @@ def test_rows_of_the_regions_interleaved_keep_every_cell_in_the_table_order(xa, 
     region's rows are scattered, not the slice to_spatialdata writes: every cell left stays, in the table's
     order, as from_anndata gives the same rows of to_anndata."""
     # both sides note a history step: one clock second for both, or they differ when a second turns between them
-    monkeypatch.setattr("cellspec_sc.model.provenance.utc_now", lambda: "2026-12-04T08:15:48Z")
+    monkeypatch.setattr("cellspec_sc.model._provenance.utc_now", lambda: "2026-12-04T08:15:48Z")
     sdata = cs.to_spatialdata(xa)
     order = np.random.default_rng(3).permutation(xa.n_cells)[1:]
     sdata.tables["table"] = sdata.tables["table"][order].copy()

@@ -14,7 +14,13 @@ import spatialdata as sd
 import cellspec_sc as cs
 from cellspec_sc.bridges.spatialdata import read_spatialdata
 from cellspec_sc.bridges.spatialdata._record import (
-    ATTRS_KEY, RECORD, UNS_KEY, BridgeRecord, decode, encode, table_in_attrs,
+    ATTRS_KEY,
+    RECORD,
+    UNS_KEY,
+    BridgeRecord,
+    decode,
+    encode,
+    table_in_attrs,
 )
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import FormatError, InputError

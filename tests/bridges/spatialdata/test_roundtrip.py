@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings
-from strategies import cellspecs
 
 import cellspec_sc as cs
+from strategies import cellspecs
 
 
 def test_round_trip_in_memory_and_through_zarr(xa, tmp_path, through_zarr):

@@ -10,8 +10,8 @@ from cellspec_sc.errors import CellspecError
 
 def test_a_spatialdata_store_is_a_source_for_validate_and_info(xa, tmp_path):
     from cellspec_sc.bridges.spatialdata import is_spatialdata_zarr, write_spatialdata
+    from cellspec_sc.cli._sources import load
     from cellspec_sc.cli.main import main
-    from cellspec_sc.io.sources import load
 
     path = tmp_path / "x.spatialdata.zarr"
     write_spatialdata(xa, path)

@@ -7,12 +7,12 @@ import hashlib
 import numpy as np
 import pytest
 import tifffile
-from exports import DATA as DATA_ROOT
 
 import cellspec_sc as cs
 from cellspec_sc.errors import CellspecError, InputError
 from cellspec_sc.readers import ReaderWarning
 from cellspec_sc.readers.mcmicro._plan import ADAPTER_VERSION
+from exports import DATA as DATA_ROOT
 
 DATA = DATA_ROOT / "mcmicro"
 CELL = DATA / "exemplar-001--unmicst_cell.csv"

@@ -7,11 +7,11 @@ import json
 
 import numpy as np
 import pytest
-from exports import DATA as DATA_ROOT
 
 import cellspec_sc as cs
 from cellspec_sc.errors import CellspecError, InputError
 from cellspec_sc.readers.qupath._plan import ADAPTER_VERSION
+from exports import DATA as DATA_ROOT
 
 DATA = DATA_ROOT / "qupath"
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from exports import export_markers, measured_values, number_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +18,7 @@ import cellspec_sc as cs
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.steinbock._plan import ADAPTER_VERSION
+from exports import export_markers, measured_values, number_text
 
 PANEL = [("Ir191", "DNA1", 1), ("Yb176", "CD3", 1), ("Pt195", "", 0), ("Er168", "CD8a", 1)]
 PROPS = ["area", "centroid-0", "centroid-1", "major_axis_length", "minor_axis_length", "eccentricity"]

@@ -1,0 +1,124 @@
+"""Plain file facilities every layer may use: the SHA-256 of a file and process-private scratch folders.
+
+>>> import hashlib, tempfile
+>>> path = Path(tempfile.mkdtemp()) / "f.bin"
+>>> _ = path.write_bytes(b"abc" * 1000)
+>>> sha256_file(path, chunk_size=7) == hashlib.sha256(b"abc" * 1000).hexdigest()
+True
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["hash_from", "pid_alive", "scratch_folder", "sha256_file", "writer_pid"]
+
+
+def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
+    """Hex SHA-256 of a file, read in chunks (constant memory).
+
+    Parameters
+    ----------
+    path
+        The file.
+    chunk_size
+        Bytes read at a time.
+
+    Returns
+    -------
+    str
+        The 64 hex digits.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "empty"
+    >>> _ = path.write_bytes(b"")
+    >>> sha256_file(path)[:16]
+    'e3b0c44298fc1c14'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb", buffering=0) as handle:
+        hash_from(handle, digest, chunk_size)
+    return digest.hexdigest()
+
+
+def hash_from(handle: Any, digest: Any, chunk_size: int = 1 << 22, stop: Callable[[], bool] | None = None) -> int:
+    """Feed ``digest`` what is left of the binary file ``handle`` (until ``stop()`` is true, if given), read
+    into one buffer again and again; returns the bytes hashed. A new ``bytes`` per chunk would be fresh memory
+    each time where malloc hands large blocks back to the system at once (``MALLOC_TRIM_THRESHOLD_``, which
+    dask's worker processes set): a page fault and the zeroing of every page, as much kernel time as the hash.
+    """
+    buffer = bytearray(chunk_size)
+    view = memoryview(buffer)
+    total = 0
+    while not (stop is not None and stop()) and (count := handle.readinto(buffer)):
+        digest.update(view[:count])
+        total += count
+    return total
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether the process ``pid`` exists (also when another user owns it).
+
+    >>> pid_alive(os.getpid())
+    True
+    """
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def writer_pid(name: str, prefix: str) -> int | None:
+    """The process id written right after ``prefix`` in a file name (``<prefix><pid>-...``), None if absent.
+
+    >>> writer_pid("cellspec-x-123-abc", "cellspec-x-"), writer_pid("cellspec-x-abc", "cellspec-x-")
+    (123, None)
+    """
+    head = name[len(prefix):].split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def scratch_folder(purpose: str) -> Path:
+    """A new folder in the temporary directory for this process's files, removed when it exits.
+
+    The name carries the process id, so that folders of processes that were killed (no exit
+    handler ran) are recognised and removed by the next call for the same purpose.
+
+    Parameters
+    ----------
+    purpose
+        A word naming what the folder holds; part of its name.
+
+    Returns
+    -------
+    Path
+        The new, empty folder.
+
+    Examples
+    --------
+    >>> folder = scratch_folder("doctest")
+    >>> folder.is_dir(), folder.name.startswith(f"cellspec-doctest-{os.getpid()}-")
+    (True, True)
+    """
+    prefix = f"cellspec-{purpose}-"
+    for entry in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
+        pid = writer_pid(entry.name, prefix)
+        if pid is not None and not pid_alive(pid):
+            shutil.rmtree(entry, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder

@@ -1,0 +1,175 @@
+"""The one publishing path of every writer: check the target, stage next to it, publish atomically.
+
+A writer describes what it publishes with a :class:`TargetKind` (its name, file
+or directory, which existing paths it may replace) and builds its output at the
+path :func:`publishing` hands it::
+
+    with publishing(path, CELLSPEC_DIRECTORY, overwrite=False) as payload:
+        payload.mkdir()
+        ...  # write the files
+
+When the block ends without an exception the payload is fsynced and moved to
+``path`` in one step (:func:`cellspec_sc.io._staging.publish`); a file payload is
+flushed to disk while it is written (:func:`cellspec_sc.io._staging.flushing_behind`),
+so that last fsync finds little left to do:
+
+- ``overwrite=False``: the final rename fails if anything is at ``path``, also
+  something another process published a moment ago; the loser gets
+  :class:`~cellspec_sc.io._refusals.TargetExists` and nothing is deleted.
+- ``overwrite=True``: only a path of the writer's own kind is replaced, and only
+  once the new one is complete (a directory is swapped in atomically, a file
+  renamed over the old one), so ``path`` always holds one complete object.
+
+An exception leaves no staging behind and ``path`` as it was; an ``OSError``
+(disk full, read-only file system, permissions, too many open files) becomes
+:class:`~cellspec_sc.errors.WriteFailed` naming the target and the file.
+:func:`check_target` is the same check on its own, for the command line to
+refuse a target before it reads its input.
+
+>>> import tempfile, pathlib
+>>> target = pathlib.Path(tempfile.mkdtemp()) / "note.html"
+>>> with publishing(target, HTML_FILE, overwrite=False) as payload:
+...     _ = payload.write_text("<!DOCTYPE html><p>hi</p>")
+>>> target.read_text()
+'<!DOCTYPE html><p>hi</p>'
+>>> try:
+...     check_target(target, HTML_FILE, overwrite=False)
+... except TargetExists as err:
+...     print(err.detail)
+already exists (a file); pass overwrite=True (CLI: --overwrite) to replace it
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from cellspec_sc.errors import WriteFailed
+from cellspec_sc.io import TargetExists, fsync_file, fsync_tree, has_markers
+from cellspec_sc.io._staging import clean_stale, flushing_behind, publish, staging_directory
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    """What a writer publishes: ``name`` for messages, ``directory`` or a single file, and
+    ``replaceable(path)``: whether an existing (non-symlink) path is one of its own that
+    ``overwrite=True`` may replace."""
+
+    name: str
+    directory: bool
+    replaceable: Callable[[Path], bool]
+
+
+def _is_cellspec_directory_or_empty(path: Path) -> bool:
+    return path.is_dir() and (not any(path.iterdir()) or has_markers(path))
+
+
+def _regular_file_starting_with(*signatures: bytes) -> Callable[[Path], bool]:
+    def replaceable(path: Path) -> bool:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        with open(path, "rb") as handle:
+            head = handle.read(64).lstrip().lower()
+        return any(head.startswith(s.lower()) for s in signatures)
+
+    return replaceable
+
+
+def zarr_root_attributes(path: str | os.PathLike) -> dict:
+    """The attributes of the root group of a zarr store (v3 ``zarr.json``, else v2 ``.zattrs``); {} when
+    ``path`` is not a readable zarr store. Writers recognise their own stores by them."""
+    for name, key in (("zarr.json", "attributes"), (".zattrs", None)):
+        try:
+            document = json.loads((Path(path) / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        attrs = document.get(key, {}) if key and isinstance(document, dict) else document
+        if isinstance(attrs, dict):
+            return attrs
+    return {}
+
+
+CELLSPEC_DIRECTORY = TargetKind("a cellspec directory", True, _is_cellspec_directory_or_empty)
+HTML_FILE = TargetKind("an HTML file", False, _regular_file_starting_with(b"<!DOCTYPE html", b"<html"))
+PNG_FILE = TargetKind("a PNG file", False, _regular_file_starting_with(b"\x89PNG\r\n\x1a\n"))
+
+
+def check_target(path: str | os.PathLike, kind: TargetKind, *, overwrite: bool) -> Path:
+    """``path`` as a Path if a writer of ``kind`` may publish there, else raise TargetExists.
+
+    Free paths are fine; an existing one only with ``overwrite=True`` and only if it is of
+    ``kind`` (never a symbolic link, never another kind of file or folder).
+    """
+    target = Path(path)
+    if not (target.exists() or target.is_symlink()):
+        return target
+    if not overwrite:
+        raise TargetExists(target, None, f"already exists ({_what(target)}); pass overwrite=True "
+                                         "(CLI: --overwrite) to replace it")
+    if target.is_symlink():
+        raise TargetExists(target, None, "is a symbolic link; refusing to replace it")
+    if not kind.replaceable(target):
+        raise TargetExists(target, None, f"exists and is not {kind.name}; refusing to replace it")
+    return target
+
+
+def _what(target: Path) -> str:
+    if target.is_symlink():
+        return "a symbolic link"
+    return "a directory" if target.is_dir() else "a file"
+
+
+@contextlib.contextmanager
+def publishing(path: str | os.PathLike, kind: TargetKind, *, overwrite: bool) -> Iterator[Path]:
+    """Check ``path`` (:func:`check_target`), then yield a fresh path next to it to build the output in
+    (not created yet: the writer makes it, as a file or a directory per ``kind``); publish it
+    atomically when the block succeeds. See the module docstring for the guarantees."""
+    target = check_target(path, kind, overwrite=overwrite)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale(target)
+        with staging_directory(target) as stage:
+            payload = stage / target.name
+            try:
+                with contextlib.nullcontext() if kind.directory else flushing_behind(payload):
+                    yield payload
+                _finish(payload, target, kind, overwrite)
+            except OSError as err:
+                raise WriteFailed(target, err, _file_in(err, payload)) from err
+    except OSError as err:
+        raise WriteFailed(target, err) from err
+
+
+def _file_in(err: OSError, payload: Path) -> str | None:
+    """The file an OSError names, relative to the output (None when it names none or another)."""
+    if not err.filename:
+        return None
+    named = Path(os.fsdecode(err.filename))
+    if named == payload:
+        return None
+    try:
+        return named.relative_to(payload).as_posix()
+    except ValueError:
+        return named.name
+
+
+def _finish(payload: Path, target: Path, kind: TargetKind, overwrite: bool) -> None:
+    if kind.directory != payload.is_dir() or not (payload.exists()):
+        raise AssertionError(f"the writer of {kind.name} left no {'directory' if kind.directory else 'file'} "
+                             f"at {payload}")
+    if kind.directory:
+        fsync_tree(payload)
+    else:
+        fsync_file(payload)
+    if overwrite:
+        check_target(target, kind, overwrite=True)  # what appeared meanwhile must be ours to replace too
+    try:
+        publish(payload, target, replace=overwrite)
+    except FileExistsError:
+        raise TargetExists(target, None, "appeared while this writer was writing; nothing was replaced, "
+                                         "nothing of it was deleted") from None

@@ -1,0 +1,310 @@
+"""The :class:`CellSpec` object (spec sections 1-8)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cellspec_sc.errors import InputError
+from cellspec_sc.model import format_html, provided, with_history_step
+from cellspec_sc.model._compare import frame_differences, matrix_differences, value_differences
+from cellspec_sc.model._from_tables import FUNCTION as FROM_TABLES
+from cellspec_sc.model._from_tables import parts_from_tables
+from cellspec_sc.model._summary import format_text, summarise
+from cellspec_sc.spec import SPEC_VERSION
+
+COMPONENTS = ("spec_version", "cells", "measurements", "dictionary", "images", "channels", "provenance", "adjacency")
+
+
+class CellSpec:
+    """A cellspec 1.0 object: cells, a float64 measurement matrix and its dictionary, images,
+    channels, provenance and optional adjacency.
+
+    The constructor stores the parts as given and does not validate, so an
+    invalid object can be built and reported; call :meth:`validate`.
+
+    >>> import cellspec_sc as cs
+    >>> x = cs.example()
+    >>> x.measurements.shape
+    (80, 19)
+    >>> x.features(kind="intensity", marker="FOXP3")
+    ['cell:FOXP3:mean', 'cell:FOXP3:median', 'nucleus:FOXP3:mean', 'nucleus:FOXP3:median']
+    """
+
+    __slots__ = (*COMPONENTS, "source_dir", "extensions", "validation_memo")
+
+    def __init__(
+        self,
+        *,
+        cells: pd.DataFrame,
+        measurements: np.ndarray,
+        dictionary: pd.DataFrame,
+        images: pd.DataFrame,
+        channels: pd.DataFrame,
+        provenance: dict[str, Any],
+        adjacency: pd.DataFrame | None = None,
+        spec_version: str = SPEC_VERSION,
+        source_dir: str | Path | None = None,
+        extensions: dict[str, Any] | None = None,
+    ):
+        self.spec_version = spec_version
+        # Where the object was read from (not a component, not compared): files named by
+        # images.geometry_ref are resolved against it.
+        self.source_dir = source_dir
+        # Top-level keys of cellspec.json this package does not know (not a component, not
+        # compared): kept on read and written back, so other implementations' additions survive.
+        self.extensions = dict(extensions or {})
+        # (content token, options, report) of the last validation (not a component, not compared):
+        # see cellspec_sc.validation._runner, which reuses the report while the content is unchanged.
+        self.validation_memo: tuple[str, dict[str, Any], Any] | None = None  # the report: a ValidationReport
+        self.cells = cells
+        self.measurements = measurements
+        self.dictionary = dictionary
+        self.images = images
+        self.channels = channels
+        self.provenance = provenance
+        self.adjacency = adjacency
+
+    @classmethod
+    def from_tables(cls, *, cells: pd.DataFrame, measurements: Any, dictionary: pd.DataFrame,
+                    images: pd.DataFrame, channels: pd.DataFrame, adjacency: pd.DataFrame | None = None,
+                    producer: str | dict[str, Any], **provenance: Any) -> CellSpec:
+        """A valid object from your own tables, or a ValidationError saying which rules to satisfy.
+
+        Columns are coerced to the spec types (ids to text, integers to float64 or Int32, float32 matrix to
+        float64, infinities to NA); dictionary rows without ``feature_id`` get one from the rule of their kind,
+        rows without ``source_name`` the measurement column's name; provenance is filled (``reader`` is this
+        package, ``created_utc`` now, counts, a ``from_tables`` history step). ``producer``: your tool, a name
+        or ``{"tool": ..., "version": ...}``; ``**provenance``: ``inputs`` (paths or records), ``parameters``,
+        ``counts``, ``created_utc`` or other fields. See docs/object.md and
+        :mod:`cellspec_sc.model._from_tables` for an example.
+        """
+        x = cls(**parts_from_tables(cells=cells, measurements=measurements, dictionary=dictionary, images=images,
+                                    channels=channels, adjacency=adjacency, producer=producer, **provenance))
+        x.validate().raise_if_failed(f"{FROM_TABLES}: change what the rules below name and call it again")
+        return x
+
+    # -- parts ---------------------------------------------------------------------------------
+    def parts(self) -> dict[str, Any]:
+        """The components as a dict (no copies), e.g. to build a modified object."""
+        return {name: getattr(self, name) for name in COMPONENTS}
+
+    def replace(self, **changes: Any) -> CellSpec:
+        """A new object sharing every component except those given.
+
+        >>> from cellspec_sc import example
+        >>> x = example()
+        >>> x.replace(adjacency=None).adjacency is None
+        True
+        """
+        return CellSpec(**{**self.parts(), "source_dir": self.source_dir, "extensions": self.extensions, **changes})
+
+    @property
+    def feature_ids(self) -> list[str]:
+        """Measurement column names: ``dictionary.feature_id`` by position."""
+        return [str(f) for f in self.dictionary["feature_id"]]
+
+    @property
+    def n_cells(self) -> int:
+        """Number of cells (rows of cells)."""
+        return len(self.cells)
+
+    def measurement_frame(self, features: Sequence[str] | None = None) -> pd.DataFrame:
+        """Measurements as a DataFrame with feature ids as columns (a copy of the selected columns).
+
+        >>> from cellspec_sc import example
+        >>> example().measurement_frame(["cell:area"]).shape
+        (80, 1)
+        """
+        ids = self.feature_ids
+        cols = range(len(ids)) if features is None else [self.feature_position(f) for f in features]
+        return pd.DataFrame({ids[i]: self.measurements[:, i] for i in cols}, index=pd.RangeIndex(self.n_cells))
+
+    def feature_position(self, feature_id: str) -> int:
+        """Column of ``feature_id`` in the measurement matrix (InputError when unknown).
+
+        >>> from cellspec_sc import example
+        >>> example().feature_position("cell:area")
+        16
+        """
+        try:
+            return self.feature_ids.index(feature_id)
+        except ValueError:
+            raise InputError(f"unknown feature_id {feature_id!r}; see x.features()") from None
+
+    # -- selection -----------------------------------------------------------------------------
+    def features(self, kind: str | None = None, marker: str | None = None, compartment: str | None = None,
+                 statistic: str | None = None, unit: str | None = None) -> list[str]:
+        """Feature ids selected through the dictionary columns (never by splitting ids).
+
+        >>> from cellspec_sc import example
+        >>> example().features(kind="shape")
+        ['cell:area', 'nucleus:area']
+        """
+        d = self.dictionary
+        keep = np.ones(len(d), dtype=bool)
+        for column, wanted in (("kind", kind), ("marker", marker), ("compartment", compartment),
+                               ("statistic", statistic), ("unit", unit)):
+            if wanted is not None:
+                keep &= (d[column] == wanted).fillna(False).to_numpy(dtype=bool)
+        return [str(f) for f in d["feature_id"][keep]]
+
+    def subset(self, cells: Any = None, features: Any = None) -> CellSpec:
+        """A new object with some cells and/or features, rows kept aligned.
+
+        ``cells``: boolean mask, integer positions, ``(image_id, cell_id)`` pairs,
+        or cell_id strings (matched in every image). ``features``: boolean mask,
+        positions or feature ids. Adjacency pairs whose cells are gone are
+        dropped (section 7). Images and channels are all kept: they describe
+        acquisition, an image without cells is valid, and dropping channels
+        could break ``markers_in_channels`` for the remaining features.
+        A step is appended to ``provenance["history"]``.
+
+        >>> from cellspec_sc import example
+        >>> x = example()
+        >>> x.subset(cells=x.cells["image_id"] == "img1").n_cells
+        40
+        """
+        rows = np.arange(self.n_cells) if cells is None else self._cell_positions(cells)
+        cols = np.arange(len(self.dictionary)) if features is None else self._feature_positions(features)
+        new_cells = self.cells.iloc[rows].reset_index(drop=True)
+        matrix = np.asarray(self.measurements)[np.ix_(rows, cols)] if (cells is not None or features is not None) \
+            else self.measurements
+        details = {"cells_before": self.n_cells, "cells_after": int(rows.size),
+                   "features_before": int(len(self.dictionary)), "features_after": int(cols.size)}
+        adjacency = drop_missing_pairs(self.adjacency, new_cells)
+        if self.adjacency is not None:
+            details["contacts_dropped"] = int(len(self.adjacency) - len(adjacency))
+        return self.replace(
+            cells=new_cells,
+            measurements=np.ascontiguousarray(matrix),
+            dictionary=self.dictionary.iloc[cols].reset_index(drop=True),
+            adjacency=adjacency,
+            provenance=with_history_step(self.provenance, "subset", "cellspec_sc.CellSpec.subset", details),
+        )
+
+    def _cell_positions(self, cells: Any) -> np.ndarray:
+        sel = cells.to_numpy() if isinstance(cells, pd.Series) else np.asarray(cells, dtype=object)
+        if sel.dtype == bool or (sel.size and all(isinstance(v, (bool, np.bool_)) for v in sel)):
+            return _mask_positions(sel.astype(bool), self.n_cells, "cells")
+        if sel.size == 0:
+            return np.arange(0)
+        first = sel.flat[0] if sel.ndim == 1 else sel[0]
+        if isinstance(first, (int, np.integer)):
+            return _checked_positions(sel.astype(np.int64), self.n_cells, "cells")
+        if isinstance(first, (tuple, list, np.ndarray)):
+            keys = pd.MultiIndex.from_arrays([self.cells["image_id"].astype(object),
+                                              self.cells["cell_id"].astype(object)])
+            return np.flatnonzero(keys.isin([tuple(map(str, v)) for v in cells]))
+        return np.flatnonzero(self.cells["cell_id"].isin(set(map(str, sel))).fillna(False).to_numpy(dtype=bool))
+
+    def _feature_positions(self, features: Any) -> np.ndarray:
+        sel = np.asarray(features.to_numpy() if isinstance(features, pd.Series) else features, dtype=object)
+        n = len(self.dictionary)
+        if sel.size and all(isinstance(v, (bool, np.bool_)) for v in sel):
+            return _mask_positions(sel.astype(bool), n, "features")
+        if sel.size and isinstance(sel[0], (int, np.integer)):
+            return _checked_positions(sel.astype(np.int64), n, "features")
+        return np.array([self.feature_position(str(f)) for f in sel], dtype=np.int64)
+
+    # -- comparison ----------------------------------------------------------------------------
+    def differences(self, other: Any) -> list[str]:
+        """Human-readable list of every way ``other`` differs from this object (empty if equal)."""
+        if not isinstance(other, CellSpec):
+            return [f"other is a {type(other).__name__}, not a CellSpec"]
+        out = value_differences("spec_version", self.spec_version, other.spec_version)
+        for name in ("cells", "dictionary", "images", "channels", "adjacency"):
+            out += frame_differences(name, getattr(self, name), getattr(other, name))
+        out += matrix_differences(self.measurements, other.measurements)
+        out += value_differences("provenance", self.provenance, other.provenance)
+        return out
+
+    def equals(self, other: Any) -> bool:
+        """Bit-exact equality: measurements by their 64 bits (NaN equals NaN, -0.0 differs from 0.0),
+        tables by column order, spec types and values, provenance by value.
+
+        >>> from cellspec_sc import example
+        >>> example().equals(example())
+        True
+        """
+        return not self.differences(other)
+
+    # -- delegations: validation, io and the widgets sit above the model (see model/_methods.py) ---------
+    def validate(self, **options: Any) -> Any:
+        """Run every check of section 10 and return the :class:`~cellspec_sc.ValidationReport`; see
+        :func:`cellspec_sc.validate`."""
+        return provided("validate")(self, **options)
+
+    def preview(self, *, image: str | None = None, feature: str | None = None) -> Any:
+        """An interactive notebook preview; see :func:`cellspec_sc.widgets.preview`."""
+        return provided("preview")(self, image=image, feature=feature)
+
+    def write(self, path: str | Path, **options: Any) -> Path:
+        """Write a cellspec directory; see :func:`cellspec_sc.write`."""
+        return provided("write")(self, path, **options)
+
+    def summary(self) -> dict[str, Any]:
+        """The facts printed by ``repr`` as a dict."""
+        return summarise(self)
+
+    def __repr__(self) -> str:
+        return format_text(self)
+
+    def _repr_html_(self) -> str:
+        return format_html(self)
+
+
+def _mask_positions(mask: np.ndarray, n: int, what: str) -> np.ndarray:
+    if mask.size != n:
+        raise InputError(f"{what} mask has {mask.size} entries for {n} {what}")
+    return np.flatnonzero(mask)
+
+
+def _checked_positions(pos: np.ndarray, n: int, what: str) -> np.ndarray:
+    if pos.size and (pos.min() < -n or pos.max() >= n):
+        raise InputError(f"{what} position out of range 0..{n - 1}")
+    return np.where(pos < 0, pos + n, pos)
+
+
+def drop_missing_pairs(adjacency: pd.DataFrame | None, cells: pd.DataFrame) -> pd.DataFrame | None:
+    """Contacts whose two cells are both still in ``cells``."""
+    if adjacency is None:
+        return None
+    a, b = contact_positions(cells, adjacency)
+    return adjacency[(a >= 0) & (b >= 0)].reset_index(drop=True)
+
+
+def contact_positions(cells: pd.DataFrame, adjacency: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Row positions in ``cells`` of cell_id_a and cell_id_b of every contact (-1 where absent).
+
+    Keys are factorised to integers first: hashing (image_id, cell_id) tuples of
+    millions of contacts through a MultiIndex sorts strings and takes seconds.
+
+    >>> cells = pd.DataFrame({"image_id": ["i", "i", "j"], "cell_id": ["1", "2", "1"]})
+    >>> adj = pd.DataFrame({"image_id": ["i", "j"], "cell_id_a": ["1", "1"], "cell_id_b": ["2", "2"]})
+    >>> [p.tolist() for p in contact_positions(cells, adj)]
+    [[0, 2], [1, -1]]
+    >>> [p.tolist() for p in contact_positions(cells.iloc[:0], adj)]
+    [[-1, -1], [-1, -1]]
+    """
+    n, m = len(cells), len(adjacency)
+    images, _ = pd.factorize(np.concatenate([_objects(cells["image_id"]), _objects(adjacency["image_id"])]))
+    ids, uniques = pd.factorize(np.concatenate([_objects(cells["cell_id"]), _objects(adjacency["cell_id_a"]),
+                                                _objects(adjacency["cell_id_b"])]))
+    width = max(len(uniques), 1) + 1  # codes are -1 for NA, so shift by one
+    key = images.astype(np.int64)[:n] * width + ids[:n] + 1
+    first = ~pd.Index(key).duplicated()  # a duplicated key (invalid object) resolves to its first row
+    index = pd.Index(key[first])
+    positions = np.append(np.flatnonzero(first), -1)  # get_indexer's -1 (not found) picks the final -1
+    adj_images = images.astype(np.int64)[n:] * width
+    return (positions[index.get_indexer(adj_images + ids[n:n + m] + 1)],
+            positions[index.get_indexer(adj_images + ids[n + m:] + 1)])
+
+
+def _objects(column: pd.Series) -> np.ndarray:
+    return column.astype(object).to_numpy()
+

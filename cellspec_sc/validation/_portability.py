@@ -1,0 +1,126 @@
+"""Values the spec allows but a target format cannot store, found before anything is written.
+
+``.h5ad`` (h5py) cannot store a NUL character in text; zarr stores (AnnData and
+SpatialData) make column names and image ids into file names, which most file
+systems limit to 255 bytes (a region layer name may be longer by the spec's
+pattern). The bridges refuse such objects with :class:`~cellspec_sc.errors.Unstorable`
+before writing; :func:`cellspec_sc.validate` reports them as the ``portability``
+warning (a note, never a failure).
+
+>>> import cellspec_sc as cs
+>>> x = cs.example()
+>>> cells = x.cells.copy()
+>>> cells.loc[3, "cell_id"] = "c\\x00d"
+>>> unstorable_text(x.replace(cells=cells))
+"cells.cell_id row 3 holds a NUL character ('c\\\\x00d')"
+>>> unstorable_text(x) is None
+True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from cellspec_sc.errors import Unstorable
+from cellspec_sc.spec import is_arrow_text, spec_type_of, without_repeated_names
+
+NAME_MAX_BYTES = 255
+TABLES = ("cells", "dictionary", "images", "channels", "adjacency")
+RULE = ("every target format can store the object: no NUL character in text (.h5ad), no column name or "
+        f"image_id longer than {NAME_MAX_BYTES} bytes (zarr stores make them file names)")
+
+
+def _tables(x: Any) -> list[tuple[str, pd.DataFrame]]:
+    return [(name, frame) for name in TABLES if isinstance(frame := getattr(x, name, None), pd.DataFrame)]
+
+
+Columns = Callable[[str, pd.DataFrame], Iterable[tuple[Any, pd.Series]]]
+"""(name, column) of each column of a table whose name is not duplicated, given the table's name and frame."""
+
+
+def unique_columns(table: str, frame: pd.DataFrame) -> list[tuple[Any, pd.Series]]:
+    """:data:`Columns` straight from the frame (validation passes the columns its checks already made)."""
+    return without_repeated_names(frame.items())
+
+
+def unstorable_text(x: Any, columns: Columns = unique_columns) -> str | None:
+    """Where ``x`` holds text with a NUL character (the first such value), or None."""
+    for table, frame in _tables(x):
+        for column, values in _character_columns(columns(table, frame)):
+            text = values if is_arrow_text(values) else values.astype("string")
+            if not _any_nul_byte(text):
+                continue
+            found = text.str.contains("\x00", regex=False).fillna(False).to_numpy(dtype=bool)
+            if found.any():
+                row = int(found.argmax())
+                return f"{table}.{column} row {row} holds a NUL character ({values.iloc[row]!r})"
+    return None
+
+
+def _character_columns(columns: Iterable[tuple[Any, pd.Series]]) -> list[tuple[Any, pd.Series]]:
+    """The character columns among ``columns``: the spec's ``string`` dtype is known by its dtype alone, so only
+    other columns are asked their spec type."""
+    return [(name, values) for name, values in columns if is_arrow_text(values) or spec_type_of(values) == "character"]
+
+
+def _any_nul_byte(text: pd.Series) -> bool:
+    """Whether a NUL byte is anywhere in the Arrow data buffers of a text column (one pass at memory
+    speed; UTF-8 holds byte 0 only for the NUL character). The buffers may hold bytes of no value of
+    the column (a slice): a True is checked value by value, a False is certain.
+
+    >>> [_any_nul_byte(pd.Series(values, dtype="string")) for values in (["a", None, "b"], ["a\\x00"])]
+    [False, True]
+    """
+    arrow = pa.array(text.array) if is_arrow_text(text) else pa.array(text.array, from_pandas=True)
+    for chunk in arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]:
+        data = chunk.buffers()[2]
+        if data is not None and data.size and np.frombuffer(data, dtype=np.uint8).min() == 0:
+            return True
+    return False
+
+
+def unstorable_name(x: Any, limit: int = NAME_MAX_BYTES) -> str | None:
+    """A column name or image id of ``x`` longer than ``limit`` bytes (the first), or None."""
+    for table, frame in _tables(x):
+        for column in frame.columns:
+            if len(os.fsencode(str(column))) > limit:
+                return f"{table} column {str(column)[:40]!r}... is {len(os.fsencode(str(column)))} bytes long"
+    images = getattr(x, "images", None)
+    if isinstance(images, pd.DataFrame) and "image_id" in images.columns:
+        ids = images["image_id"].to_numpy(dtype=object)
+        for value in map(str, ids[~pd.isna(ids)]):
+            if len(os.fsencode(value)) > limit:
+                return f"image_id {value[:40]!r}... is {len(os.fsencode(value))} bytes long"
+    return None
+
+
+def refuse_unstorable(x: Any, target: str | os.PathLike, format_name: str, *, text: bool, names: bool) -> None:
+    """Raise Unstorable when ``x`` holds what ``format_name`` cannot store (``text``: NUL characters,
+    ``names``: names longer than a file name may be)."""
+    found = (unstorable_text(x) if text else None) or (unstorable_name(x, _name_max(target)) if names else None)
+    if found:
+        raise Unstorable(f"{target}: {found}, which {format_name} cannot store; nothing was written "
+                         "(a cellspec directory can hold it)")
+
+
+def _name_max(target: str | os.PathLike) -> int:
+    parent = os.path.dirname(os.path.abspath(target))
+    while parent and not os.path.isdir(parent):
+        parent = os.path.dirname(parent)
+    try:
+        return min(NAME_MAX_BYTES, os.pathconf(parent, "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return NAME_MAX_BYTES
+
+
+def portability_problems(x: Any, columns: Columns = unique_columns) -> list[str]:
+    """Every kind of value of ``x`` some target format cannot store (for validate's note)."""
+    found = [(unstorable_text(x, columns), "an .h5ad file cannot store it"),
+             (unstorable_name(x), "zarr stores (AnnData, SpatialData) cannot use it as a file name")]
+    return [f"{what}: {why}" for what, why in found if what]
