@@ -5,7 +5,7 @@ ranges and HTML fragments.
 '#ff0000'
 """
 
-from cellspec_sc.display import (
+from cellspec_sc.display._colors import (
            EMPTY,
            NA_COLOUR,
            NA_GREY,
@@ -14,14 +14,11 @@ from cellspec_sc.display import (
            category_colour_map,
            category_order,
            category_rgb,
-           channels_html,
            hex_colour,
            image_colours,
-           overview_html,
-           robust_range,
-           robust_window,
-           table_html,
 )
+from cellspec_sc.display._html import channels_html, overview_html, table_html
+from cellspec_sc.display._ranges import robust_range, robust_window
 
 __all__ = ["EMPTY", "NA_COLOUR", "NA_GREY", "OTHER_GREY", "UNCOLOURED", "category_colour_map", "category_order",
            "category_rgb", "channels_html", "hex_colour", "image_colours", "overview_html", "robust_range",

@@ -23,8 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellspec_sc.io import UndecodableData
-from cellspec_sc.io._refusals import ColumnMismatch, Unwritable
+from cellspec_sc.io._refusals import ColumnMismatch, UndecodableData, Unwritable
 from cellspec_sc.model import cache_rows, empty_matrix
 from cellspec_sc.spec import PANDAS_DTYPES, SPEC_TYPES, as_spec_type, declared_type, spec_type_of
 

@@ -50,46 +50,44 @@ import pyarrow.parquet as pq
 from cellspec_sc._background import in_background
 from cellspec_sc._files import sha256_file
 from cellspec_sc.errors import CellspecError, InputError
-from cellspec_sc.io import (
-    CELLSPEC_DIRECTORY,
-    DAMAGED_DATA_ERRORS,
-    DEFAULT_MAX_INFLATION,
-    DEFAULT_MAX_METADATA_BYTES,
+from cellspec_sc.io._bounded import DEFAULT_MAX_INFLATION, DEFAULT_MAX_METADATA_BYTES, ReadLimits, open_regular
+from cellspec_sc.io._columns import DAMAGED_DATA_ERRORS, Decoded, column_types_of, damage_text
+from cellspec_sc.io._manifest import (
+    DATA_FILES,
+    MARKERS,
+    METADATA,
+    checked_relative,
+    directory_stamp,
+    read_manifest,
+    verify_directory,
+    write_manifest,
+)
+from cellspec_sc.io._metadata import (
     JSON_TABLES,
     KNOWN_KEYS,
-    METADATA,
+    build_document,
+    dump_document,
+    frame_of_rows,
+    load_document,
+    schema_problem,
+    supported_version,
+)
+from cellspec_sc.io._parquet import MatrixDecoding, read_parquet, write_parquet
+from cellspec_sc.io._publish import CELLSPEC_DIRECTORY, check_target, publishing
+from cellspec_sc.io._refusals import (
     ChangedSinceRead,
+    ChecksumMismatch,
+    ColumnMismatch,
     NotACellspecDirectory,
-    ReadLimits,
+    OutlineMissing,
+    SchemaViolation,
     UndecodableData,
     UnlistedDataFile,
     UnreadableFile,
-    check_target,
-    column_types_of,
-    damage_text,
-    dump_document,
-    frame_of_rows,
-    fsync_file,
-    fsync_tree,
-    load_document,
-    publishing,
-    read_manifest,
-    supported_version,
-    write_manifest,
-)
-from cellspec_sc.io._bounded import open_regular
-from cellspec_sc.io._columns import Decoded
-from cellspec_sc.io._manifest import DATA_FILES, MARKERS, checked_relative, directory_stamp, verify_directory
-from cellspec_sc.io._metadata import build_document, schema_problem
-from cellspec_sc.io._parquet import MatrixDecoding, read_parquet, write_parquet
-from cellspec_sc.io._refusals import (
-    ChecksumMismatch,
-    ColumnMismatch,
-    OutlineMissing,
-    SchemaViolation,
     UnsafePath,
     UnsupportedVersion,
 )
+from cellspec_sc.io._staging import fsync_file, fsync_tree
 from cellspec_sc.io._tsv import read_tsv, write_tsv
 from cellspec_sc.model import CellSpec, feature_kinds, markers_text, pixel_text, source_line
 from cellspec_sc.validation import ValidationReport, staged_validation, validate

@@ -30,7 +30,7 @@ from typing import Any
 from cellspec_sc._background import daemon
 from cellspec_sc._files import hash_from
 from cellspec_sc.errors import InputError
-from cellspec_sc.io import DirectFile
+from cellspec_sc.io._direct import DirectFile
 
 _CHUNK = 1 << 22  # 4 MB reads
 _SYNC_EVERY = 1 << 28  # start writing back every 256 MB, so the final fsync has little left to do

@@ -17,8 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from cellspec_sc._files import sha256_file
-from cellspec_sc.io import DONE_MAX_BYTES, MANIFEST_LINE_MAX_BYTES, ReadLimits, UnlistedDataFile, fsync_file
-from cellspec_sc.io._bounded import open_regular, read_bounded
+from cellspec_sc.io._bounded import DONE_MAX_BYTES, MANIFEST_LINE_MAX_BYTES, ReadLimits, open_regular, read_bounded
 from cellspec_sc.io._hashing import BackgroundHash
 from cellspec_sc.io._refusals import (
     ChecksumMismatch,
@@ -26,9 +25,11 @@ from cellspec_sc.io._refusals import (
     IncompleteDirectory,
     ListedFileMissing,
     ManifestInvalid,
+    UnlistedDataFile,
     UnsafePath,
     warn_unlisted,
 )
+from cellspec_sc.io._staging import fsync_file
 
 MANIFEST, DONE, METADATA = "MANIFEST.sha256", "DONE", "cellspec.json"
 DATA_FILES = ("cells.parquet", "cells.tsv.gz", "adjacency.parquet", "adjacency.tsv.gz")

@@ -45,8 +45,7 @@ import fastjsonschema
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.io import DEFAULT_MAX_METADATA_BYTES
-from cellspec_sc.io._bounded import read_bounded
+from cellspec_sc.io._bounded import DEFAULT_MAX_METADATA_BYTES, read_bounded
 from cellspec_sc.io._refusals import ColumnMismatch, InvalidJson, SchemaViolation, UnsupportedVersion, Unwritable
 from cellspec_sc.spec import SPEC_VERSION, as_spec_type, declared_type
 

@@ -47,8 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from cellspec_sc.errors import CellspecError, InputError
-from cellspec_sc.io import read_manifest
-from cellspec_sc.io._manifest import MANIFEST, checked_relative
+from cellspec_sc.io._manifest import MANIFEST, checked_relative, read_manifest
 
 if TYPE_CHECKING:
     from shapely.geometry.base import BaseGeometry

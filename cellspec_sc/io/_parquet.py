@@ -75,19 +75,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cellspec_sc._background import in_background
-from cellspec_sc.io import (
+from cellspec_sc.io._bounded import DEFAULT_MAX_INFLATION, INFLATION_FLOOR_BYTES
+from cellspec_sc.io._columns import (
     DAMAGED_DATA_ERRORS,
-    DEFAULT_MAX_INFLATION,
-    INFLATION_FLOOR_BYTES,
-    ChangedSinceRead,
-    UndecodableData,
+    Decoded,
     arrow_to_frame,
+    batch_ranges,
+    check_file_columns,
     conform,
     damage_text,
+    feature_arrays,
+    file_columns,
 )
-from cellspec_sc.io._columns import Decoded, batch_ranges, check_file_columns, feature_arrays, file_columns
 from cellspec_sc.io._hashing import FollowingHash
-from cellspec_sc.io._refusals import ColumnMismatch, FileTooLarge, StoredNonFinite
+from cellspec_sc.io._refusals import ChangedSinceRead, ColumnMismatch, FileTooLarge, StoredNonFinite, UndecodableData
 from cellspec_sc.model import MatrixStats, arrow_first_seen_codes, cache_rows, empty_matrix, first_seen_codes
 from cellspec_sc.progress import progress
 from cellspec_sc.spec import spec_type_of

@@ -50,8 +50,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cellspec_sc.errors import WriteFailed
-from cellspec_sc.io import TargetExists, fsync_file, fsync_tree, has_markers
-from cellspec_sc.io._staging import clean_stale, flushing_behind, publish, staging_directory
+from cellspec_sc.io._manifest import has_markers
+from cellspec_sc.io._refusals import TargetExists
+from cellspec_sc.io._staging import clean_stale, flushing_behind, fsync_file, fsync_tree, publish, staging_directory
 
 
 @dataclass(frozen=True)

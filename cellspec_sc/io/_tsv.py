@@ -28,16 +28,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from cellspec_sc.io import (
+from cellspec_sc.io._bounded import DEFAULT_MAX_INFLATION, INFLATION_FLOOR_BYTES, InflationGuard, open_regular
+from cellspec_sc.io._columns import (
     ARROW_TYPES,
     DAMAGED_DATA_ERRORS,
-    DEFAULT_MAX_INFLATION,
-    INFLATION_FLOOR_BYTES,
-    UndecodableData,
+    Decoded,
+    MatrixFiller,
     arrow_to_frame,
+    batch_ranges,
+    check_file_columns,
+    file_columns,
 )
-from cellspec_sc.io._bounded import InflationGuard, open_regular
-from cellspec_sc.io._columns import Decoded, MatrixFiller, batch_ranges, check_file_columns, file_columns
+from cellspec_sc.io._refusals import UndecodableData
 from cellspec_sc.progress import progress
 
 SIGNIFICANT_DIGITS = 15

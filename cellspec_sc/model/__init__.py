@@ -15,41 +15,32 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
-    from cellspec_sc.model import (
-        COMPONENTS,
-        CellSpec,
+    from cellspec_sc.model._cellspec import COMPONENTS, CellSpec, contact_positions, drop_missing_pairs
+    from cellspec_sc.model._compare import array_digest, column_digest, frame_digest
+    from cellspec_sc.model._example import example
+    from cellspec_sc.model._from_tables import first_free_name
+    from cellspec_sc.model._matrix_stats import (
         MatrixStats,
-        NotProvided,
         all_distinct,
-        array_digest,
         arrow_code_array,
         arrow_first_seen_codes,
         cache_rows,
-        column_digest,
-        contact_positions,
-        drop_missing_pairs,
-        empty_matrix,
-        example,
-        feature_kinds,
-        first_free_name,
         first_seen_code_array,
         first_seen_codes,
-        format_html,
-        frame_digest,
-        input_record,
-        markers_text,
         matrix_stats,
+        row_blocks,
+    )
+    from cellspec_sc.model._memory import empty_matrix, release_kept
+    from cellspec_sc.model._methods import NotProvided, provide, provided
+    from cellspec_sc.model._provenance import (
+        input_record,
         new_provenance,
         package_version,
-        pixel_text,
-        provide,
-        provided,
-        release_kept,
-        row_blocks,
         source_line,
         utc_now,
         with_history_step,
     )
+    from cellspec_sc.model._summary import feature_kinds, format_html, markers_text, pixel_text
 
 # public name -> the module that defines it, imported when the name is first used
 _WHERE = {

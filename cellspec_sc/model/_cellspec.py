@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model import format_html, provided, with_history_step
 from cellspec_sc.model._compare import frame_differences, matrix_differences, value_differences
 from cellspec_sc.model._from_tables import FUNCTION as FROM_TABLES
 from cellspec_sc.model._from_tables import parts_from_tables
-from cellspec_sc.model._summary import format_text, summarise
+from cellspec_sc.model._methods import provided
+from cellspec_sc.model._provenance import with_history_step
+from cellspec_sc.model._summary import format_html, format_text, summarise
 from cellspec_sc.spec import SPEC_VERSION
 
 COMPONENTS = ("spec_version", "cells", "measurements", "dictionary", "images", "channels", "provenance", "adjacency")

@@ -53,7 +53,9 @@ import pyarrow.compute as pc
 from scipy import fft, ndimage
 
 from cellspec_sc._files import scratch_folder
-from cellspec_sc.model import CellSpec, empty_matrix, new_provenance
+from cellspec_sc.model._cellspec import CellSpec
+from cellspec_sc.model._memory import empty_matrix
+from cellspec_sc.model._provenance import new_provenance
 from cellspec_sc.spec import PANDAS_DTYPES, SPEC_VERSION, canonical_frame
 
 SIMULATOR_VERSION = "2.0.0"

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.model import input_record, new_provenance, with_history_step
+from cellspec_sc.model._provenance import input_record, new_provenance, with_history_step
 from cellspec_sc.spec import canonical_frame, vocabulary
 
 ADAPTER = "from_tables"

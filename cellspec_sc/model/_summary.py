@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cellspec_sc.model import source_line
+from cellspec_sc.model._provenance import source_line
 
 if TYPE_CHECKING:
-    from cellspec_sc.model import CellSpec
+    from cellspec_sc.model._cellspec import CellSpec
 
 _MAX_MARKERS = 8
 

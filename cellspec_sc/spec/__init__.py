@@ -14,11 +14,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
-    from cellspec_sc.spec import (
+    from cellspec_sc.spec._types import (
         PANDAS_DTYPES,
-        SPEC_TYPES,
-        SPEC_VERSION,
-        Vocabulary,
         as_spec_type,
         canonical_frame,
         character_array,
@@ -26,9 +23,9 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and edit
         declared_type,
         is_arrow_text,
         spec_type_of,
-        vocabulary,
         without_repeated_names,
     )
+    from cellspec_sc.spec._vocabulary import SPEC_TYPES, SPEC_VERSION, Vocabulary, vocabulary
 
 # public name -> the module that defines it, imported when the name is first used
 _WHERE = {

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from cellspec_sc.spec import vocabulary
+from cellspec_sc.spec._vocabulary import vocabulary
 
 PANDAS_DTYPES = {
     "character": pd.StringDtype(na_value=pd.NA),

@@ -47,11 +47,10 @@ from cellspec_sc._background import in_background
 from cellspec_sc.model import COMPONENTS, CellSpec, MatrixStats, array_digest, frame_digest
 from cellspec_sc.progress import progress
 from cellspec_sc.spec import vocabulary
-from cellspec_sc.validation import CheckResult, ValidationReport
 from cellspec_sc.validation._checks import implementation
 from cellspec_sc.validation._context import CheckFn, Context, Problem, Skip, StatsPending
 from cellspec_sc.validation._portability import RULE, portability_problems
-from cellspec_sc.validation._report import MAX_ROWS_SHOWN
+from cellspec_sc.validation._report import MAX_ROWS_SHOWN, CheckResult, ValidationReport
 
 
 def validate(

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from cellspec_sc.model import all_distinct, first_seen_codes
-from cellspec_sc.validation import duplicated_pairs
 from cellspec_sc.validation._context import (
     Context,
     Problem,
     bad_rows,
     check,
     column_types,
+    duplicated_pairs,
     ids_present,
     merge,
     required_columns,
