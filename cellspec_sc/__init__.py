@@ -17,7 +17,6 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from cellspec_sc.cohort._hooks import provide as _provide_to_cohort
 from cellspec_sc.errors import CellspecError, FormatError, InputError, ValidationError
 from cellspec_sc.model import package_version, provide
 
@@ -68,14 +67,6 @@ _LAZY = {
 }
 _SUBPACKAGES = ("bridges", "cli", "cohort", "display", "docgen", "io", "model", "readers", "spec", "validation",
                 "widgets")
-
-
-def _cohort_preview(cohort: Cohort, *, summary: Any = None, client: Any = None) -> Any:
-    """``Cohort.preview``: the cohort widget (ipywidgets and matplotlib, imported on first use)."""
-    return import_module("cellspec_sc.widgets._cohort").CohortPreview(cohort, summary=summary, client=client)
-
-
-_provide_to_cohort("preview", _cohort_preview)  # the cohort layer does not import the widgets above it
 
 
 def __getattr__(name: str) -> Any:

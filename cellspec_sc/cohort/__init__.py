@@ -1,7 +1,7 @@
 """Cohorts: many cellspec directories as one dataset, computed on dask (``dask.distributed`` or threads).
 
 Every public name is imported on first use (PEP 562), so that the composition root can hand this package what the
-layers above provide (:mod:`._hooks`) without loading pandas or dask.
+layers above provide (the registry of :mod:`cellspec_sc.model`) without loading pandas or dask.
 
 >>> import cellspec_sc as cs
 >>> from cellspec_sc.cohort import Cohort, open_cohort

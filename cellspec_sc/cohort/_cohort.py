@@ -49,7 +49,7 @@ it failed.
 [20, 20]
 
 ``c.preview()`` is the notebook widget, which lives in a layer above the cohort: the composition root
-(``cellspec_sc/__init__.py``) provides it (:mod:`cellspec_sc.cohort._hooks`).
+(``cellspec_sc/__init__.py``) provides it (the registry of :mod:`cellspec_sc.model`).
 """
 
 from __future__ import annotations
@@ -66,16 +66,15 @@ import pandas as pd
 
 from cellspec_sc.cohort._dataset import read_dataset, write_dataset
 from cellspec_sc.cohort._features import FeaturePlan, combine
-from cellspec_sc.cohort._hooks import provided
 from cellspec_sc.cohort._members import Member, count_kept, find_member, load_member, open_directory
 from cellspec_sc.cohort._record import COHORT_FILE
 from cellspec_sc.cohort._run import CohortError, Failure, failure_of, guarded, run
 from cellspec_sc.cohort._summary import summarize
 from cellspec_sc.cohort._validate import CohortReport, validate_cohort
-from cellspec_sc.cohort.anndata import cohort_anndata
+from cellspec_sc.cohort._anndata import cohort_anndata
 from cellspec_sc.errors import CellspecError
 from cellspec_sc.io import DEFAULT_MAX_INFLATION
-from cellspec_sc.model import CellSpec
+from cellspec_sc.model import CellSpec, provided
 
 if TYPE_CHECKING:
     import anndata
@@ -172,9 +171,9 @@ class Cohort:
     def preview(self, summary: pd.DataFrame | None = None, client: Any = None) -> Any:
         """The cohort widget: image x marker heatmap of medians and NA fraction, outlier images.
 
-        The widget is provided by the layer above (``cellspec_sc.widgets``), through :mod:`._hooks`.
+        The widget is provided by the layer above (``cellspec_sc.widgets``), through the registry of :mod:`cellspec_sc.model`.
         """
-        return provided("preview")(self, summary=summary, client=client)
+        return provided("cohort_preview")(self, summary=summary, client=client)
 
 
 def _stacked(members: list[Member], table: str) -> pd.DataFrame:

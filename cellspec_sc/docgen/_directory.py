@@ -18,11 +18,16 @@ from pathlib import Path
 from cellspec_sc.docgen._markdown import markdown_table
 from cellspec_sc.io import (
     ARROW_TYPES,
+    DEFAULT_MAX_INFLATION,
+    DEFAULT_MAX_METADATA_BYTES,
+    DONE_MAX_BYTES,
+    INFLATION_FLOOR_BYTES,
+    MANIFEST_LINE_MAX_BYTES,
+    MAX_DEPTH,
+    MAX_NUMBER_CHARS,
     SIGNIFICANT_DIGITS,
     UnlistedFileWarning,
     all_refusals,
-    bounded,
-    strict_json,
     write,
 )
 from cellspec_sc.model import example
@@ -234,10 +239,9 @@ def render_directory() -> str:
 
 
 def _limits() -> str:
-    return _LIMITS.format(done=bounded.DONE_MAX_BYTES, line=bounded.MANIFEST_LINE_MAX_BYTES,
-                          metadata=bounded.DEFAULT_MAX_METADATA_BYTES >> 20, ratio=bounded.DEFAULT_MAX_INFLATION,
-                          floor=bounded.INFLATION_FLOOR_BYTES >> 20, depth=strict_json.MAX_DEPTH,
-                          digits=strict_json.MAX_NUMBER_CHARS)
+    return _LIMITS.format(done=DONE_MAX_BYTES, line=MANIFEST_LINE_MAX_BYTES,
+                          metadata=DEFAULT_MAX_METADATA_BYTES >> 20, ratio=DEFAULT_MAX_INFLATION,
+                          floor=INFLATION_FLOOR_BYTES >> 20, depth=MAX_DEPTH, digits=MAX_NUMBER_CHARS)
 
 
 def _memory(spec_type: str) -> str:

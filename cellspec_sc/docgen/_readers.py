@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from cellspec_sc.docgen._markdown import markdown_table
-from cellspec_sc.readers._features import build_dictionary
-from cellspec_sc.readers.mcmicro import _plan as mcmicro
-from cellspec_sc.readers.qupath import _plan as qupath_headers
-from cellspec_sc.readers.steinbock import _plan as steinbock
+from cellspec_sc.readers import build_dictionary
+from cellspec_sc.readers.mcmicro import grammar as mcmicro
+from cellspec_sc.readers.qupath import grammar as qupath_headers
+from cellspec_sc.readers.steinbock import grammar as steinbock
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "readers.md"
 BEGIN, END = "<!-- begin generated -->", "<!-- end generated -->"

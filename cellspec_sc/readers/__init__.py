@@ -15,7 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["McquantAdapter", "QuPathAdapter", "ReaderWarning", "SteinbockAdapter", "read_export_report",
+__all__ = ["McquantAdapter", "QuPathAdapter", "ReaderWarning", "SteinbockAdapter", "build_dictionary",
+           "read_export_report",
            "read_mcmicro", "read_qupath", "read_steinbock"]
 
 _HOMES = {
@@ -23,6 +24,7 @@ _HOMES = {
     "read_mcmicro": "cellspec_sc.readers.mcmicro", "McquantAdapter": "cellspec_sc.readers.mcmicro._adapter",
     "read_steinbock": "cellspec_sc.readers.steinbock", "SteinbockAdapter": "cellspec_sc.readers.steinbock",
     "read_export_report": "cellspec_sc.readers._pipeline", "ReaderWarning": "cellspec_sc.readers._table",
+    "build_dictionary": "cellspec_sc.readers._features",
 }
 
 

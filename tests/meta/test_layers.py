@@ -31,7 +31,8 @@ CODE_ROOTS = {"cellspec_sc": "cellspec_sc", "bridges": "cellspec_sc.bridges", "w
 COMPOSITION_ROOT = "cellspec_sc"  # cellspec_sc/__init__.py: lazy names of every layer
 # lowest first; a tuple is one layer of packages that do not import each other, a set one whose members may
 LAYERS: list[tuple[str, ...] | frozenset[str]] = [
-    frozenset({"cellspec_sc.errors", "cellspec_sc.progress", "cellspec_sc._codec", "cellspec_sc._background"}),
+    frozenset({"cellspec_sc.errors", "cellspec_sc.progress", "cellspec_sc._codec", "cellspec_sc._background",
+               "cellspec_sc._files"}),
     ("cellspec_sc.spec", "cellspec_sc.display"),
     frozenset({"cellspec_sc.model"}),
     frozenset({"cellspec_sc.validation"}),
@@ -294,7 +295,7 @@ PUBLIC_API = {
         "read_mcmicro", "read_qupath", "read_steinbock", "to_anndata", "to_luxar", "to_spatialdata", "validate",
         "vocabulary", "write",
     },
-    "cellspec_sc.bridges": set(),
+    "cellspec_sc.bridges": {"from_anndata", "from_spatialdata", "to_anndata", "to_luxar", "to_spatialdata"},
     "cellspec_sc.widgets": {"Preview", "SpaceView", "preview"},
     "cellspec_sc.cohort": {"Cohort", "CohortError", "CohortReport", "Failure", "open_cohort"},
 }
