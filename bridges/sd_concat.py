@@ -24,6 +24,7 @@ import pandas as pd
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.ownership import sealed
 from cellspec_sc.model.provenance import with_history_step
 from cellspec_sc.spec.types import canonical_frame
 
@@ -44,7 +45,7 @@ def from_concatenated(sdata: SpatialData, table_keys: list[str], convert: Callab
     joined = CellSpec(
         spec_version=xs[0].spec_version,
         cells=_concat([x.cells for x in xs], "cells"),
-        measurements=np.concatenate([np.asarray(x.measurements, dtype=np.float64) for x in xs], axis=0),
+        measurements=sealed(np.concatenate([np.asarray(x.measurements, dtype=np.float64) for x in xs], axis=0)),
         dictionary=xs[0].dictionary,
         images=_concat([x.images for x in xs], "images"),
         channels=_concat([x.channels for x in xs], "channels"),

@@ -27,6 +27,7 @@ from cellspec_sc.cohort.members import Member
 from cellspec_sc.cohort.parts import add_part_stats, cells_frame, feature_block
 from cellspec_sc.io.parquet import stats_for
 from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.ownership import sealed
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.validation.matrix_stats import MatrixStats
 
@@ -47,7 +48,7 @@ def member_object(member: Member, *, eager: bool) -> tuple[CellSpec, MatrixStats
         matrix[start:start + len(block)] = block
     stored = stats.nan - nulls
     stored_nan = {features[j]: int(stored[j]) for j in np.flatnonzero(stored)}
-    measurements = matrix if matrix is not None else lazy_measurements(member, features)
+    measurements = sealed(matrix) if matrix is not None else lazy_measurements(member, features)
     x = CellSpec(spec_version=member.spec_version, cells=cells, measurements=measurements,
                  dictionary=member.dictionary, images=member.images, channels=member.channels,
                  provenance=member.provenance, source_dir=member.root, extensions=member.extensions)

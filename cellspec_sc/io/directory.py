@@ -43,6 +43,7 @@ from cellspec_sc.io.publish import CELLSPEC_DIRECTORY, check_target, publishing
 from cellspec_sc.io.staging import fsync_file, fsync_tree
 from cellspec_sc.io.tsv import read_tsv, write_tsv
 from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.ownership import HandedOver, sealed
 from cellspec_sc.validation.report import ValidationReport
 from cellspec_sc.validation.runner import validate, validate_in_background
 
@@ -253,6 +254,10 @@ def _read(directory: Path, lazy: bool = False, limits: ReadLimits = ReadLimits()
         raise
     pending.check()
     report.raise_if_failed(str(directory))
+    if not lazy:
+        if hasattr(decoded.stats, "result"):
+            decoded.stats.result()  # every block is in the matrix
+        sealed(decoded.matrix)
     return x
 
 
@@ -280,7 +285,7 @@ def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimi
             decoded.stats.cancel()
         raise
     matrix = np.asfortranarray(decoded.matrix) if layout == "F" and fmt == "tsv" else decoded.matrix
-    x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame, measurements=matrix,
+    x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame, measurements=HandedOver(matrix) if matrix is decoded.matrix else sealed(matrix),
                  adjacency=adjacency, provenance=document["provenance"], source_dir=directory.resolve(),
                  extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
     return x, decoded

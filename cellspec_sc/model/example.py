@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from cellspec_sc.io.staging import scratch_folder
 from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.ownership import sealed
 from cellspec_sc.model.memory import empty_matrix
 from cellspec_sc.model.provenance import new_provenance
 from cellspec_sc.model.tissue import CLASSES, OUTLINE_VERTICES, Tissue, contacts, simulate_tissue
@@ -123,7 +124,7 @@ def example(
     return CellSpec(
         spec_version=SPEC_VERSION,
         cells=cells,
-        measurements=measurements,
+        measurements=sealed(measurements),
         dictionary=dictionary,
         images=images,
         channels=_channels(images, markers),

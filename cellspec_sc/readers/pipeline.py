@@ -37,6 +37,7 @@ import pandas as pd
 
 from cellspec_sc.errors import ValidationError
 from cellspec_sc.model.cellspec import CellSpec
+from cellspec_sc.model.ownership import sealed
 from cellspec_sc.model.provenance import input_record, new_provenance
 from cellspec_sc.readers.features import FeatureSpec, build_dictionary, checked_marker_map
 from cellspec_sc.readers.headers import Header, read_header, require_columns
@@ -193,7 +194,7 @@ def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, 
     return CellSpec(
         spec_version=SPEC_VERSION,
         cells=canonical_frame(tables.cells, "cells"),
-        measurements=np.ascontiguousarray(parsed.matrix, dtype=np.float64),
+        measurements=sealed(np.ascontiguousarray(parsed.matrix, dtype=np.float64)),
         dictionary=dictionary,
         images=canonical_frame(tables.images, "images"),
         channels=tables.channels,
