@@ -40,6 +40,18 @@ class InputError(CellspecError):
     """Input that cannot be turned into a cellspec (a tool export, an AnnData, an argument)."""
 
 
+class ReadOnlyError(CellspecError, ValueError):
+    """An attempt to change a :class:`~cellspec_sc.CellSpec` in place; its values stay as measured.
+
+    >>> import cellspec_sc as cs
+    >>> x = cs.example()
+    >>> x.measurements[0, 0] = 1.0
+    Traceback (most recent call last):
+    ...
+    cellspec_sc.errors.ReadOnlyError: x.measurements is read-only: ...
+    """
+
+
 class FormatError(CellspecError):
     """A file or directory that does not follow the cellspec directory format."""
 

@@ -49,18 +49,24 @@ if TYPE_CHECKING:
 
 
 # -- cellspec -> AnnData -------------------------------------------------------------------------
-def to_anndata(x: CellSpec) -> anndata.AnnData:
-    """The cellspec as an AnnData that scanpy and squidpy understand; ``x`` is not changed.
+def to_anndata(x: CellSpec, *, copy: bool = True) -> anndata.AnnData:
+    """The cellspec as an AnnData that scanpy and squidpy understand; ``x`` never changes through it.
 
     Parameters
     ----------
     x
         The object. A lazy (dask) matrix stays lazy in ``X``.
+    copy
+        ``True`` (the default): ``X`` is the AnnData's own copy of the measurements, so scanpy's in-place steps
+        (``sc.pp.log1p(adata)``, ``sc.pp.scale(adata)``, ``adata.X[...] = ...``) work as usual and change only
+        the AnnData. ``False``: ``X`` is ``x``'s read-only matrix (no memory added); steps that write ``X`` in
+        place then fail with numpy's "output array is read-only": pass ``copy=True`` to them
+        (``sc.pp.log1p(adata, copy=True)``) or put the result in ``adata.layers``.
 
     Returns
     -------
     anndata.AnnData
-        ``X`` = measurements (shared memory, no copy, when float64), ``var`` = dictionary, ``obs`` = cells,
+        ``X`` = measurements (see ``copy``), ``var`` = dictionary, ``obs`` = cells,
         ``obsm["spatial"]`` = centroids in micrometres, ``obsp["spatial_connectivities"]`` /
         ``obsp["cellspec_shared_boundary"]`` = adjacency, and ``uns["cellspec"]`` = everything else needed to
         restore ``x`` exactly (the versioned record of :mod:`._record`).
@@ -84,10 +90,11 @@ def to_anndata(x: CellSpec) -> anndata.AnnData:
         raise InputError(f"cells has no {' and no '.join(missing)} column (cells_required_columns); "
                          "AnnData rows are named by image_id and cell_id")
     # A dask matrix (cellspec_sc.read(path, lazy=True)) stays lazy: AnnData supports a dask-backed X.
-    matrix = x.measurements if is_dask(x.measurements) else np.asarray(x.measurements)
-    if matrix.dtype != np.float64:
-        matrix = matrix.astype(np.float64)
-    fingerprint = Fingerprinting(matrix)  # the one pass over X, on the other core meanwhile
+    source = x.measurements if is_dask(x.measurements) else np.asarray(x.measurements)
+    if source.dtype != np.float64:
+        source = source.astype(np.float64)
+    fingerprint = Fingerprinting(source)  # the one pass over X, on the other core meanwhile
+    matrix = np.array(source, order="K") if copy and not is_dask(source) else source
     with progress(3, "to_anndata", unit="steps", size=matrix.size) as bar:
         names = pd.Index(obs_names(x.cells), dtype=object)
         obs = scverse_obs(x.cells).set_axis(names, axis=0)

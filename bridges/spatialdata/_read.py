@@ -52,7 +52,7 @@ from cellspec_sc.bridges.spatialdata._tables import (
 )
 from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.io import TargetKind, materialise_outline_files
-from cellspec_sc.model import CellSpec, with_history_step
+from cellspec_sc.model import CellSpec, sealed, with_history_step
 from cellspec_sc.spec import canonical_frame
 
 if TYPE_CHECKING:
@@ -265,7 +265,7 @@ def from_concatenated(sdata: SpatialData, table_keys: list[str], convert: Callab
     joined = CellSpec(
         spec_version=xs[0].spec_version,
         cells=_concat([x.cells for x in xs], "cells"),
-        measurements=np.concatenate([np.asarray(x.measurements, dtype=np.float64) for x in xs], axis=0),
+        measurements=sealed(np.concatenate([np.asarray(x.measurements, dtype=np.float64) for x in xs], axis=0)),
         dictionary=xs[0].dictionary,
         images=_concat([x.images for x in xs], "images"),
         channels=_concat([x.channels for x in xs], "channels"),

@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 import dask
 import pandas as pd
 
+from cellspec_sc.cohort._anndata import cohort_anndata
 from cellspec_sc.cohort._dataset import read_dataset, write_dataset
 from cellspec_sc.cohort._features import FeaturePlan, combine
 from cellspec_sc.cohort._members import Member, count_kept, find_member, load_member, open_directory
@@ -71,7 +72,6 @@ from cellspec_sc.cohort._record import COHORT_FILE
 from cellspec_sc.cohort._run import CohortError, Failure, failure_of, guarded, run
 from cellspec_sc.cohort._summary import summarize
 from cellspec_sc.cohort._validate import CohortReport, validate_cohort
-from cellspec_sc.cohort._anndata import cohort_anndata
 from cellspec_sc.errors import CellspecError
 from cellspec_sc.io import DEFAULT_MAX_INFLATION
 from cellspec_sc.model import CellSpec, provided

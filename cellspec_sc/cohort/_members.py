@@ -86,7 +86,7 @@ from cellspec_sc.io import (
     stats_for,
     verify_listed,
 )
-from cellspec_sc.model import CellSpec, MatrixStats, empty_matrix
+from cellspec_sc.model import CellSpec, MatrixStats, empty_matrix, sealed
 from cellspec_sc.validation import validate
 
 Stamp = tuple[int, int, int]  # size, modification time (ns), inode
@@ -414,7 +414,7 @@ def member_object(member: Member, *, eager: bool) -> tuple[CellSpec, MatrixStats
         matrix[start:start + len(block)] = block
     stored = stats.nan - nulls
     stored_nan = {features[j]: int(stored[j]) for j in np.flatnonzero(stored)}
-    measurements = matrix if matrix is not None else lazy_measurements(member, features)
+    measurements = sealed(matrix) if matrix is not None else lazy_measurements(member, features)
     x = CellSpec(spec_version=member.spec_version, cells=cells, measurements=measurements,
                  dictionary=member.dictionary, images=member.images, channels=member.channels,
                  provenance=member.provenance, source_dir=member.root, extensions=member.extensions)

@@ -89,7 +89,7 @@ from cellspec_sc.io._refusals import (
 )
 from cellspec_sc.io._staging import fsync_file, fsync_tree
 from cellspec_sc.io._tsv import read_tsv, write_tsv
-from cellspec_sc.model import CellSpec, feature_kinds, markers_text, pixel_text, source_line
+from cellspec_sc.model import CellSpec, HandedOver, feature_kinds, markers_text, pixel_text, sealed, source_line
 from cellspec_sc.validation import ValidationReport, staged_validation, validate
 
 FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
@@ -299,6 +299,10 @@ def _read(directory: Path, lazy: bool = False, limits: ReadLimits = ReadLimits()
         raise
     pending.check()
     report.raise_if_failed(str(directory))
+    if not lazy:
+        if hasattr(decoded.stats, "result"):
+            decoded.stats.result()  # every block is in the matrix
+        sealed(decoded.matrix)
     return x
 
 
@@ -335,7 +339,7 @@ def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimi
             decoded.stats.cancel()
         raise
     matrix = np.asfortranarray(decoded.matrix) if layout == "F" and fmt == "tsv" else decoded.matrix
-    x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame, measurements=matrix,
+    x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame, measurements=HandedOver(matrix) if matrix is decoded.matrix else sealed(matrix),
                  adjacency=adjacency, provenance=document["provenance"], source_dir=directory.resolve(),
                  extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
     return x, decoded

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and edit
     )
     from cellspec_sc.model._memory import empty_matrix, release_kept
     from cellspec_sc.model._methods import NotProvided, provide, provided
+    from cellspec_sc.model._ownership import HandedOver, sealed
     from cellspec_sc.model._provenance import (
         input_record,
         new_provenance,
@@ -45,6 +46,8 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and edit
 # public name -> the module that defines it, imported when the name is first used
 _WHERE = {
     "COMPONENTS": "cellspec_sc.model._cellspec",
+    "HandedOver": "cellspec_sc.model._ownership",
+    "sealed": "cellspec_sc.model._ownership",
     "CellSpec": "cellspec_sc.model._cellspec",
     "MatrixStats": "cellspec_sc.model._matrix_stats",
     "NotProvided": "cellspec_sc.model._methods",
@@ -79,11 +82,11 @@ _WHERE = {
     "with_history_step": "cellspec_sc.model._provenance",
 }
 
-__all__ = ["COMPONENTS", "CellSpec", "MatrixStats", "NotProvided", "all_distinct", "array_digest", "arrow_code_array",
+__all__ = ["COMPONENTS", "CellSpec", "HandedOver", "MatrixStats", "NotProvided", "all_distinct", "array_digest", "arrow_code_array",
            "arrow_first_seen_codes", "cache_rows", "column_digest", "contact_positions", "drop_missing_pairs",
            "empty_matrix", "example", "feature_kinds", "first_free_name", "first_seen_code_array", "first_seen_codes",
            "format_html", "frame_digest", "input_record", "markers_text", "matrix_stats", "new_provenance",
-           "package_version", "pixel_text", "provide", "provided", "release_kept", "row_blocks", "source_line",
+           "package_version", "pixel_text", "provide", "provided", "release_kept", "row_blocks", "sealed", "source_line",
            "utc_now", "with_history_step"]
 
 

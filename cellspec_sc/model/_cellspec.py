@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import InputError, ReadOnlyError
 from cellspec_sc.model._compare import frame_differences, matrix_differences, value_differences
 from cellspec_sc.model._from_tables import FUNCTION as FROM_TABLES
 from cellspec_sc.model._from_tables import parts_from_tables
 from cellspec_sc.model._methods import provided
+from cellspec_sc.model._ownership import guarded_view, owned_frame, owned_matrix, sealed
 from cellspec_sc.model._provenance import with_history_step
 from cellspec_sc.model._summary import format_html, format_text, summarise
 from cellspec_sc.spec import SPEC_VERSION
@@ -28,6 +29,12 @@ class CellSpec:
     The constructor stores the parts as given and does not validate, so an
     invalid object can be built and reported; call :meth:`validate`.
 
+    The object owns what it holds: ``x.measurements`` is read-only (assigning into it raises
+    :class:`~cellspec_sc.errors.ReadOnlyError` saying what to do instead), a matrix given to the constructor is
+    copied when the caller could still write it, and tables are kept as pandas' copy-on-write copies, so no
+    array the caller goes on changing changes the object. :meth:`replace` and :meth:`subset` make changed
+    objects and record a history step.
+
     >>> import cellspec_sc as cs
     >>> x = cs.example()
     >>> x.measurements.shape
@@ -36,7 +43,8 @@ class CellSpec:
     ['cell:FOXP3:mean', 'cell:FOXP3:median', 'nucleus:FOXP3:mean', 'nucleus:FOXP3:median']
     """
 
-    __slots__ = (*COMPONENTS, "source_dir", "extensions", "validation_memo")
+    __slots__ = (*(c for c in COMPONENTS if c != "measurements"), "_measurements", "source_dir", "extensions",
+                 "validation_memo")
 
     def __init__(
         self,
@@ -62,13 +70,29 @@ class CellSpec:
         # (content token, options, report) of the last validation (not a component, not compared):
         # see cellspec_sc.validation._runner, which reuses the report while the content is unchanged.
         self.validation_memo: tuple[str, dict[str, Any], Any] | None = None  # the report: a ValidationReport
-        self.cells = cells
-        self.measurements = measurements
-        self.dictionary = dictionary
-        self.images = images
-        self.channels = channels
+        self.cells = owned_frame(cells)
+        self._measurements = owned_matrix(measurements)
+        self.dictionary = owned_frame(dictionary)
+        self.images = owned_frame(images)
+        self.channels = owned_frame(channels)
         self.provenance = provenance
-        self.adjacency = adjacency
+        self.adjacency = owned_frame(adjacency)
+
+    @property
+    def measurements(self) -> np.ndarray:
+        """The float64 measurement matrix (cells x features), read-only.
+
+        >>> import cellspec_sc as cs
+        >>> x = cs.example()
+        >>> x.measurements.flags.writeable
+        False
+        """
+        return guarded_view(self._measurements)
+
+    @measurements.setter
+    def measurements(self, value: Any) -> None:
+        raise ReadOnlyError("x.measurements cannot be set: make a changed object with "
+                            "x.replace(measurements=new_matrix), which records a history step")
 
     @classmethod
     def from_tables(cls, *, cells: pd.DataFrame, measurements: Any, dictionary: pd.DataFrame,
@@ -95,13 +119,22 @@ class CellSpec:
         return {name: getattr(self, name) for name in COMPONENTS}
 
     def replace(self, **changes: Any) -> CellSpec:
-        """A new object sharing every component except those given.
+        """A new object with the components given, sharing the others (read-only or copy-on-write).
+
+        A change of content (anything but ``provenance``, ``source_dir`` and ``extensions``) appends a
+        ``replace`` step naming the components to ``provenance["history"]``, unless ``provenance`` is given too
+        (the caller then writes the history).
 
         >>> from cellspec_sc import example
         >>> x = example()
-        >>> x.replace(adjacency=None).adjacency is None
-        True
+        >>> y = x.replace(adjacency=None)
+        >>> y.adjacency is None, y.provenance["history"][-1]["details"]
+        (True, {'components': ['adjacency']})
         """
+        content = sorted(set(changes) & set(COMPONENTS) - {"provenance"})
+        if content and "provenance" not in changes:
+            changes["provenance"] = with_history_step(self.provenance, "replace", "cellspec_sc.CellSpec.replace",
+                                                      {"components": content})
         return CellSpec(**{**self.parts(), "source_dir": self.source_dir, "extensions": self.extensions, **changes})
 
     @property
@@ -182,7 +215,7 @@ class CellSpec:
             details["contacts_dropped"] = int(len(self.adjacency) - len(adjacency))
         return self.replace(
             cells=new_cells,
-            measurements=np.ascontiguousarray(matrix),
+            measurements=sealed(np.ascontiguousarray(matrix)) if matrix is not self.measurements else matrix,
             dictionary=self.dictionary.iloc[cols].reset_index(drop=True),
             adjacency=adjacency,
             provenance=with_history_step(self.provenance, "subset", "cellspec_sc.CellSpec.subset", details),

@@ -55,6 +55,7 @@ from scipy import fft, ndimage
 from cellspec_sc._files import scratch_folder
 from cellspec_sc.model._cellspec import CellSpec
 from cellspec_sc.model._memory import empty_matrix
+from cellspec_sc.model._ownership import sealed
 from cellspec_sc.model._provenance import new_provenance
 from cellspec_sc.spec import PANDAS_DTYPES, SPEC_VERSION, canonical_frame
 
@@ -148,7 +149,7 @@ def example(
     return CellSpec(
         spec_version=SPEC_VERSION,
         cells=cells,
-        measurements=measurements,
+        measurements=sealed(measurements),
         dictionary=dictionary,
         images=images,
         channels=_channels(images, markers),

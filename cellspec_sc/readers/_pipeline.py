@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.errors import ValidationError
-from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_record, new_provenance
+from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_record, new_provenance, sealed
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
 from cellspec_sc.readers._table import Header, Parsed, stream_columns
 from cellspec_sc.spec import SPEC_VERSION, canonical_frame
@@ -180,7 +180,7 @@ def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, 
     return CellSpec(
         spec_version=SPEC_VERSION,
         cells=canonical_frame(tables.cells, "cells"),
-        measurements=np.ascontiguousarray(parsed.matrix, dtype=np.float64),
+        measurements=sealed(np.ascontiguousarray(parsed.matrix, dtype=np.float64)),
         dictionary=dictionary,
         images=canonical_frame(tables.images, "images"),
         channels=tables.channels,

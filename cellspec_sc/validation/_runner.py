@@ -17,17 +17,17 @@ object is unchanged.
 ``read`` validates what it returns, ``write`` must refuse an invalid object, ``cellspec validate DIR``
 reads then reports: without a memory of the report each of these would walk the matrix again. The
 token (:func:`content_token`) is an xxh3-128 digest of every component's values, at the speed of
-memory (160 MB of matrix in about 20 ms), so an object edited in place (``x.measurements[0, 0] =
-5``, ``x.cells.loc[3, "x"] = -1``) or given a new component gets a fresh validation.
+memory (160 MB of matrix in about 20 ms), so an object whose table was edited in place
+(``x.cells.loc[3, "x"] = -1``) or given a new component gets a fresh validation (the matrix is read-only).
 
 >>> import cellspec_sc as cs
 >>> x = cs.example()
 >>> report = cs.validate(x)
 >>> cs.validate(x) is report
 True
->>> x.measurements[0, 0] = float("inf")
->>> cs.validate(x).status("measurements_finite")
-'fail'
+>>> x.cells.loc[3, "x"] = -1.0e9
+>>> cs.validate(x).status("centroids_within_image")
+'warn'
 """
 
 from __future__ import annotations

@@ -73,7 +73,9 @@ def test_tsv_round_trip_to_15_digits(x):
 # -- layout, as other tools see it ----------------------------------------------------------------
 def test_layout_readable_by_plain_tools(tmp_path):
     x = cs.example(n_cells=40, adjacency=True, region_layers=("tumor",))
-    x.measurements[3, 2] = np.nan  # NA
+    m = x.measurements.copy()
+    m[3, 2] = np.nan  # NA
+    x = x.replace(measurements=m, provenance=x.provenance)
     x.cells.loc[5, "area"] = np.nan
     path = cs.write(x, tmp_path / "obj")
     assert sorted(p.name for p in path.iterdir()) == ["DONE", "MANIFEST.sha256", "adjacency.parquet",
@@ -170,9 +172,11 @@ def test_tsv_quoting_and_precision(tmp_path):
     x = cs.example(n_cells=6, n_images=1)
     odd = ["NA", "", 'say "hi"', "tab\there", "back\\slash", "new\nline"]
     x = x.replace(cells=x.cells.assign(classification=pd.array(odd, dtype="string")))
-    x.measurements[0, 0] = 0.1 + 0.2
-    x.measurements[1, 0] = 1.7976931348623157e308
-    x.measurements[2, 0] = -0.0
+    m = x.measurements.copy()
+    m[0, 0] = 0.1 + 0.2
+    m[1, 0] = 1.7976931348623157e308
+    m[2, 0] = -0.0
+    x = x.replace(measurements=m, provenance=x.provenance)
     path = cs.write(x, tmp_path / "t", format="tsv")
     y = cs.read(path)
     assert y.cells["classification"].tolist() == odd
@@ -186,7 +190,9 @@ def test_tsv_quoting_and_precision(tmp_path):
 def test_parquet_keeps_every_bit(tmp_path):
     x = cs.example(n_cells=8, n_images=1)
     specials = [-0.0, 5e-324, -5e-324, 1.7976931348623157e308, 2.2250738585072014e-308, np.nan, 0.1 + 0.2, 1e-300]
-    x.measurements[:, 0] = specials
+    m = x.measurements.copy()
+    m[:, 0] = specials
+    x = x.replace(measurements=m, provenance=x.provenance)
     y = cs.read(cs.write(x, tmp_path / "p"))
     assert np.array_equal(y.measurements.view(np.uint64)[[0, 1, 2, 3, 4, 6, 7], 0],
                           np.array(specials, dtype=np.float64).view(np.uint64)[[0, 1, 2, 3, 4, 6, 7]])

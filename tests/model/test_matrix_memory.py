@@ -73,7 +73,9 @@ def test_reads_in_a_row_share_no_values(tmp_path, monkeypatch):
     first = cs.read(path)
     second = cs.read(path)
     assert not np.shares_memory(first.measurements, second.measurements)
-    second.measurements[:] = -1.0
+    stored = second._measurements  # the memory the object owns, written by force
+    stored.setflags(write=True)
+    stored[:] = -1.0
     assert first.equals(x)
     where = address(first.measurements)
     del first

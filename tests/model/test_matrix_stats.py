@@ -92,8 +92,10 @@ def test_reader_gathers_the_stats_of_what_it_decoded(tmp_path, monkeypatch, thre
     monkeypatch.setattr(parquet_io, "_ROW_GROUP_BYTES", 1 << 16)  # many row groups
     monkeypatch.setattr(parquet_matrix, "_DECODE_BYTES", 1 << 12)  # and several column batches per group
     x = cs.example(n_cells=3000, n_features=40, n_images=3)
-    x.measurements[::7, 5] = np.nan
-    x.measurements[10, 6] = -1.0
+    m = x.measurements.copy()
+    m[::7, 5] = np.nan
+    m[10, 6] = -1.0
+    x = x.replace(measurements=m, provenance=x.provenance)
     path = cs.write(x, tmp_path / "x")
     decoded = parquet_io.read_parquet(path / "cells.parquet", cells_types(path), x.feature_ids, path)
     codes, names = first_seen_codes(x.cells["image_id"])
@@ -114,7 +116,9 @@ def test_both_decode_paths_give_the_matrix_nulls_and_stored_nan(tmp_path, monkey
     monkeypatch.setattr(parquet_matrix, "DECODE_THREADS", threads)
     monkeypatch.setattr(parquet_matrix, "_DECODE_BYTES", 1 << 14)  # several column batches
     x = cs.example(n_cells=3000, n_features=40, n_images=3)
-    x.measurements[::7, 5] = np.nan  # NA: stored as null
+    m = x.measurements.copy()
+    m[::7, 5] = np.nan  # NA: stored as null
+    x = x.replace(measurements=m, provenance=x.provenance)
     path = cs.write(x, tmp_path / "x")
     table = pq.read_table(path / "cells.parquet")
     stored = table.column(x.feature_ids[3]).to_numpy(zero_copy_only=False).copy()
@@ -172,7 +176,7 @@ def test_lazy_example_equals_the_eager_one_to_the_bit(n_features, monkeypatch):
     eager = cs.example(seed=4, n_cells=70_000, n_features=n_features, n_images=3)
     lazy = cs.example(seed=4, n_cells=70_000, n_features=n_features, n_images=3, lazy=True)
     assert hasattr(lazy.measurements, "dask") and lazy.measurements.numblocks[0] > 1
-    assert lazy.replace(measurements=np.asarray(lazy.measurements)).equals(eager)
+    assert lazy.replace(measurements=np.asarray(lazy.measurements), provenance=lazy.provenance).equals(eager)
 
 
 
@@ -181,8 +185,10 @@ def test_checks_that_need_pending_stats_run_last_and_report_in_order():
     the stats over (read checks the cells while the matrix decodes), and reports exactly what validate() reports
     with the stats at hand, in the vocabulary's order."""
     x = cs.example(n_cells=300, n_features=12)
-    x.measurements[5, 2] = np.inf
-    x.measurements[:, 3] = -1.0
+    m = x.measurements.copy()
+    m[5, 2] = np.inf
+    m[:, 3] = -1.0
+    x = x.replace(measurements=m, provenance=x.provenance)
     codes, names = first_seen_codes(x.cells["image_id"])
     with staged_validation(x) as staged:
         waiting = {chk.name for chk in staged._waiting}
@@ -222,8 +228,10 @@ def test_column_stats_equal_block_stats_however_images_are_ordered(tmp_path, mon
     elif order == "interleaved":
         rows = np.random.default_rng(0).permutation(3000)
     x = x.subset(cells=rows)
-    x.measurements[::11, 4] = np.nan
-    x.measurements[100:140, 6] = -2.0
+    m = x.measurements.copy()
+    m[::11, 4] = np.nan
+    m[100:140, 6] = -2.0
+    x = x.replace(measurements=m, provenance=x.provenance)
     path = cs.write(x, tmp_path / "x")
     want = x.measurements.copy()
     want[[7, 2900], 5] = [np.inf, -np.inf]  # infinities cannot be written by cs.write: stored by pyarrow
@@ -243,13 +251,15 @@ def test_read_layout_f_gives_the_same_object_column_major(tmp_path, monkeypatch,
     the same stats and report, and it writes back to the same directory content."""
     monkeypatch.setattr(parquet_io, "_ROW_GROUP_BYTES", 1 << 16)
     x = cs.example(n_cells=5000, n_features=30, n_images=3)
-    x.measurements[::13, 2] = np.nan
-    x.measurements[40:60, 3] = -1.0
+    m = x.measurements.copy()
+    m[::13, 2] = np.nan
+    m[40:60, 3] = -1.0
+    x = x.replace(measurements=m, provenance=x.provenance)
     path = cs.write(x, tmp_path / "x", format=fmt)
     y, c_order = cs.read(path, layout="F"), cs.read(path)  # (the TSV variant rounds: compare with a C read)
     assert y.measurements.flags.f_contiguous and not y.measurements.flags.c_contiguous
     assert y.equals(c_order) and (fmt == "tsv" or y.equals(x))
-    fresh = y.replace(measurements=np.ascontiguousarray(y.measurements))
+    fresh = y.replace(measurements=np.ascontiguousarray(y.measurements), provenance=y.provenance)
     assert [(r.name, r.status, r.message) for r in cs.validate(y).results] == \
         [(r.name, r.status, r.message) for r in cs.validate(fresh).results]
     assert cs.read(cs.write(y, tmp_path / "again", format=fmt)).equals(c_order)

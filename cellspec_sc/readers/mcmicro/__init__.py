@@ -16,8 +16,8 @@ import os
 from collections.abc import Mapping
 
 from cellspec_sc.model import CellSpec
-from cellspec_sc.readers.mcmicro import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers._pipeline import read_export
+from cellspec_sc.readers.mcmicro import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers.mcmicro._adapter import McquantAdapter
 from cellspec_sc.readers.mcmicro._plan import SHAPES, classify_columns, mask_compartment, split_file_name
 

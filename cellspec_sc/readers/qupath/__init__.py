@@ -24,8 +24,8 @@ import os
 from collections.abc import Mapping, Sequence
 
 from cellspec_sc.model import CellSpec
-from cellspec_sc.readers.qupath import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers._pipeline import read_export
+from cellspec_sc.readers.qupath import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers.qupath._adapter import QuPathAdapter
 
 __all__ = ["QuPathAdapter", "grammar", "read_qupath"]

@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping
 
 from cellspec_sc.model import CellSpec
-from cellspec_sc.readers.steinbock import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers._pipeline import read_export
+from cellspec_sc.readers.steinbock import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers.steinbock._adapter import SteinbockAdapter
 
 __all__ = ["SteinbockAdapter", "grammar", "read_steinbock"]

@@ -17,7 +17,10 @@ from cellspec_sc.bridges.anndata._obs import obs_names, snake_case
 # -- mapping -------------------------------------------------------------------------------------
 def test_mapping_follows_scanpy_conventions(rich):
     adata = cs.to_anndata(rich)
-    assert adata.X.dtype == np.float64 and np.shares_memory(adata.X, rich.measurements)
+    assert adata.X.dtype == np.float64 and not np.shares_memory(adata.X, rich.measurements)
+    assert adata.X.flags.writeable and np.array_equal(adata.X, rich.measurements, equal_nan=True)
+    shared = cs.to_anndata(rich, copy=False).X  # no memory added: the object's read-only matrix
+    assert np.shares_memory(shared, rich.measurements) and not shared.flags.writeable
     assert list(adata.var_names) == rich.feature_ids
     assert list(adata.var.columns) == list(rich.dictionary.columns)
     assert adata.var.query('kind == "intensity" and marker == "CD3e"').index.tolist() == \
@@ -30,7 +33,7 @@ def test_mapping_follows_scanpy_conventions(rich):
 
 
 def test_to_anndata_leaves_the_object_unchanged(rich):
-    before = rich.replace(cells=rich.cells.copy(), measurements=rich.measurements.copy())
+    before = rich.replace(cells=rich.cells.copy(), measurements=rich.measurements.copy(), provenance=rich.provenance)
     adata = cs.to_anndata(rich)
     adata.obs["cell_id"] = "changed"
     adata.strings_to_categoricals()

@@ -1,0 +1,107 @@
+"""What a CellSpec owns: its measurement matrix read-only, its tables apart from the caller's.
+
+A CellSpec keeps values as the source tool measured them, so nothing outside the object may change them: not
+the user through ``x.measurements[...] = ...``, and not another object the user holds (an AnnData from
+``to_anndata``, the AnnData ``from_anndata`` read, the caller's own arrays and frames). The constructor takes
+its own copy of a matrix that anyone could still write (:func:`owned_matrix`); code that builds a fresh matrix
+for the object hands it over with :func:`sealed` so that no copy is made. Tables are taken as pandas'
+copy-on-write copies, which cost nothing until one side changes.
+
+>>> import numpy as np
+>>> m = np.zeros((2, 2))
+>>> kept = owned_matrix(m)
+>>> np.shares_memory(kept, m), kept.flags.writeable
+(False, False)
+>>> fresh = sealed(np.ones((2, 2)))
+>>> owned_matrix(fresh) is fresh
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cellspec_sc.errors import ReadOnlyError
+
+_HOW_TO_CHANGE = ("a CellSpec keeps its values as measured. Make a changed object with "
+                  "x.replace(measurements=new_matrix) (it records a history step); transform a copy "
+                  "(m = x.measurements.copy()), or after cs.to_anndata(x) work in the AnnData (its X is its own "
+                  "copy) or in adata.layers")
+
+
+class GuardedMatrix(np.ndarray):
+    """The read-only view ``x.measurements`` returns: assigning into it says what to do instead.
+
+    Arrays computed from it (``np.log1p(x.measurements)``) are new and writable as usual.
+    """
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if not self.flags.writeable:
+            raise ReadOnlyError(f"x.measurements is read-only: {_HOW_TO_CHANGE}")
+        super().__setitem__(key, value)
+
+
+def _bases(array: np.ndarray) -> list[np.ndarray]:
+    """``array`` and the numpy arrays under it (a view's base, its base, ...)."""
+    out = [array]
+    while isinstance(out[-1].base, np.ndarray):
+        out.append(out[-1].base)
+    return out
+
+
+def sealed(matrix: Any) -> Any:
+    """Hand a freshly built matrix to a CellSpec without a copy: it and every array under it become read-only.
+
+    Only for a matrix that nothing else will write (one a reader or a conversion has just made).
+    """
+    if isinstance(matrix, np.ndarray):
+        for array in _bases(matrix):
+            array.setflags(write=False)
+    return matrix
+
+
+class HandedOver:
+    """A matrix given to a CellSpec while another thread still fills it: stored as it is, neither copied nor
+    sealed; the code that made it calls :func:`sealed` once the filling is done."""
+
+    __slots__ = ("matrix",)
+
+    def __init__(self, matrix: np.ndarray):
+        self.matrix = matrix
+
+
+def owned_matrix(matrix: Any) -> Any:
+    """The matrix a CellSpec stores: read-only, copied when anything could still write it.
+
+    A numpy array that is writable, or a read-only view of a writable array, is copied (its memory order kept);
+    a sealed or otherwise read-only array is kept as it is. Dask arrays are immutable and kept; anything else
+    (an invalid object being built to be reported) is stored as given.
+    """
+    if isinstance(matrix, HandedOver):
+        return matrix.matrix
+    if not isinstance(matrix, np.ndarray):
+        return matrix
+    if type(matrix) is not np.ndarray:
+        matrix = matrix.view(np.ndarray)
+    if any(array.flags.writeable for array in _bases(matrix)):
+        matrix = matrix.copy(order="K")
+    matrix.setflags(write=False)
+    return matrix
+
+
+def guarded_view(matrix: Any) -> Any:
+    """What ``x.measurements`` gives: a :class:`GuardedMatrix` view of a numpy matrix, a fresh handle on a dask
+    array (dask's ``__setitem__`` rewrites the handle's graph, which must not be the object's)."""
+    if isinstance(matrix, np.ndarray):
+        return matrix.view(GuardedMatrix)
+    if type(matrix).__module__.startswith("dask."):
+        return matrix.copy()
+    return matrix
+
+
+def owned_frame(frame: Any) -> Any:
+    """A table as the object keeps it: pandas' copy-on-write copy (no data copied until either side changes)."""
+    return frame.copy(deep=False) if isinstance(frame, pd.DataFrame) else frame

@@ -1,0 +1,251 @@
+"""A CellSpec never changes behind the user's back: its arrays are read-only, and no public function returns an
+object sharing writable memory with an object the user still holds."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scanpy as sc
+import squidpy as sq
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cellspec_sc as cs
+from cellspec_sc.errors import ReadOnlyError
+from strategies import cellspecs
+
+
+def bits(matrix) -> np.ndarray:
+    return np.ascontiguousarray(matrix, dtype=np.float64).view(np.int64).copy()
+
+
+def snapshot(x: cs.CellSpec) -> tuple[np.ndarray, pd.DataFrame, pd.DataFrame]:
+    return bits(x.measurements), x.cells.copy(deep=True), x.dictionary.copy(deep=True)
+
+
+def assert_unchanged(x: cs.CellSpec, before: tuple[np.ndarray, pd.DataFrame, pd.DataFrame], step: str) -> None:
+    matrix, cells, dictionary = before
+    assert np.array_equal(bits(x.measurements), matrix), f"{step} changed x.measurements"
+    pd.testing.assert_frame_equal(x.cells, cells, obj=f"x.cells after {step}")
+    pd.testing.assert_frame_equal(x.dictionary, dictionary, obj=f"x.dictionary after {step}")
+
+
+# -- the object guards itself ---------------------------------------------------------------------
+def test_assigning_into_the_measurements_is_refused_and_says_how_to_change_them():
+    x = cs.example()
+    with pytest.raises(ReadOnlyError, match=r"x\.replace\(measurements=") as caught:
+        x.measurements[0, 0] = 1.0
+    assert isinstance(caught.value, ValueError)  # what numpy raises for a read-only array
+    with pytest.raises(ValueError, match="read-only"):
+        np.log1p(x.measurements, out=x.measurements)
+    with pytest.raises(ReadOnlyError, match="replace"):
+        x.measurements = np.zeros_like(x.measurements)
+    assert np.isfinite(x.measurements[0, 0]) and x.equals(cs.example())
+
+
+def test_arrays_computed_from_the_measurements_are_the_users_own():
+    x = cs.example()
+    logged = np.log1p(np.abs(x.measurements))
+    logged[0, 0] = -1.0  # a new array: writable
+    m = x.measurements.copy()
+    m[:] = 0.0
+    assert logged[0, 0] == -1.0 and not m.any() and x.equals(cs.example())
+
+
+def test_cells_columns_as_numpy_are_read_only_views():
+    x = cs.example()
+    column = x.cells["x"].to_numpy()
+    assert not column.flags.writeable
+    with pytest.raises(ValueError):
+        column[0] = 0.0
+
+
+def test_replace_records_a_history_step_naming_the_changed_components():
+    x = cs.example()
+    m = x.measurements.copy()
+    m[0, 0] = 123.0
+    y = x.replace(measurements=m)
+    step = y.provenance["history"][-1]
+    assert step["step"] == "replace" and step["details"] == {"components": ["measurements"]}
+    assert y.measurements[0, 0] == 123.0 and x.measurements[0, 0] != 123.0
+    assert len(x.provenance.get("history") or []) == len(y.provenance["history"]) - 1
+    assert cs.validate(y).ok
+
+
+def test_a_matrix_given_to_the_constructor_is_copied_when_the_caller_can_still_write_it():
+    x = cs.example()
+    mine = np.array(x.measurements)  # writable, the caller's
+    y = x.replace(measurements=mine)
+    mine[:] = -7.0
+    assert not np.shares_memory(mine, y.measurements) and y.measurements[0, 0] != -7.0
+    view = mine[:, :]
+    view.setflags(write=False)  # read-only, but over an array the caller still writes
+    z = x.replace(measurements=view)
+    mine[:] = 5.0
+    assert not (z.measurements == 5.0).any()
+
+
+def test_frames_given_to_the_constructor_do_not_follow_later_edits_of_the_callers_frame():
+    x = cs.example()
+    cells = x.cells.copy()
+    y = x.replace(cells=cells)
+    cells.loc[0, "x"] = -1.0
+    cells["x"] = 0.0
+    assert y.cells.loc[0, "x"] == x.cells.loc[0, "x"] != -1.0
+
+
+def test_objects_made_by_replace_do_not_share_edits_of_each_others_tables():
+    x = cs.example()
+    y = x.replace(adjacency=None)
+    x.cells.loc[0, "x"] = -1.0  # the owner edits its own table in place
+    assert y.cells.loc[0, "x"] != -1.0
+
+
+# -- scanpy and squidpy in place on to_anndata(x) --------------------------------------------------
+def clustered_anndata(x: cs.CellSpec):
+    adata = cs.to_anndata(x)
+    adata.obs["group"] = pd.Categorical(np.where(np.arange(adata.n_obs) % 3 == 0, "a", "b"))
+    return adata
+
+
+SCANPY_STEPS = {
+    "log1p": lambda a: sc.pp.log1p(a),
+    "normalize_total": lambda a: sc.pp.normalize_total(a),
+    "scale": lambda a: sc.pp.scale(a),
+    "regress_out": lambda a: sc.pp.regress_out(a, ["x"]),
+    "pca": lambda a: sc.pp.pca(a, n_comps=5),
+    "neighbors": lambda a: (sc.pp.pca(a, n_comps=5), sc.pp.neighbors(a, n_neighbors=5)),
+    "assign": lambda a: a.X.__setitem__((slice(None), 0), 0.0),
+    "spatial_neighbors": lambda a: sq.gr.spatial_neighbors(a, coord_type="generic", n_neighs=5),
+    "nhood_enrichment": lambda a: (sq.gr.spatial_neighbors(a, coord_type="generic", n_neighs=5),
+                                   sq.gr.nhood_enrichment(a, cluster_key="group", n_perms=5, seed=0,
+                                                          show_progress_bar=False)),
+}
+
+
+@pytest.mark.parametrize("step", list(SCANPY_STEPS))
+def test_scanpy_and_squidpy_in_place_steps_leave_the_object_bit_identical(step, tmp_path):
+    x = cs.example(n_cells=400, seed=3)
+    x.measurements  # noqa: B018 - the view the user would have looked at
+    before = snapshot(x)
+    adata = clustered_anndata(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        SCANPY_STEPS[step](adata)
+    assert_unchanged(x, before, step)
+    if step in ("log1p", "scale", "assign"):  # the AnnData did change: the step really ran on X
+        assert not np.array_equal(bits(adata.X), before[0])
+    cs.write(x, tmp_path / "x.cellspec")
+    back = cs.read(tmp_path / "x.cellspec")
+    assert np.array_equal(bits(back.measurements), before[0]) and back.equals(x)
+
+
+def test_from_anndata_of_a_log_transformed_anndata_is_recorded_or_refused():
+    x = cs.example(n_cells=300, seed=2)
+    adata = cs.to_anndata(x)
+    sc.pp.log1p(adata)
+    with pytest.raises(cs.InputError, match="raw"):
+        cs.from_anndata(adata)
+
+
+def test_read_only_x_without_a_copy_fails_in_place_steps_and_keeps_the_object():
+    x = cs.example(n_cells=200, seed=1)
+    before = snapshot(x)
+    adata = cs.to_anndata(x, copy=False)
+    assert np.shares_memory(adata.X, x.measurements) and not adata.X.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        sc.pp.log1p(adata)
+    logged = sc.pp.log1p(adata, copy=True)  # what the docs say to do instead
+    assert not np.shares_memory(logged.X, x.measurements)
+    assert_unchanged(x, before, "log1p on a read-only X")
+
+
+def test_the_object_from_from_anndata_does_not_follow_later_edits_of_the_anndata():
+    x = cs.example(n_cells=200, seed=4)
+    adata = cs.to_anndata(x)
+    y = cs.from_anndata(adata)
+    before = snapshot(y)
+    adata.X[:] = 0.0
+    adata.obs["x"] = -1.0
+    adata.var["unit"] = "changed"
+    assert_unchanged(y, before, "editing the AnnData")
+    assert y.equals(x)
+
+
+def test_the_object_from_from_spatialdata_does_not_follow_later_edits_of_the_table():
+    x = cs.example(n_cells=120, seed=5)
+    sdata = cs.to_spatialdata(x)
+    y = cs.from_spatialdata(sdata)
+    before = snapshot(y)
+    table = next(iter(sdata.tables.values()))
+    table.X[:] = 0.0
+    assert_unchanged(y, before, "editing the SpatialData table")
+
+
+def test_lazy_reads_hand_out_a_fresh_handle_whose_assignment_does_not_reach_the_object(tmp_path):
+    x = cs.example(n_cells=300, seed=6)
+    cs.write(x, tmp_path / "x.cellspec")
+    lazy = cs.read(tmp_path / "x.cellspec", lazy=True)
+    handle = lazy.measurements
+    handle[0, 0] = -99.0  # dask rewrites this handle's graph only
+    assert float(lazy.measurements[0, 0].compute()) == x.measurements[0, 0]
+
+
+# -- no writable sharing between what goes in and what comes out (generated objects) ----------------
+def arrays_of(value) -> list[np.ndarray]:
+    """Every numpy array an object holds (matrix, table columns, AnnData parts)."""
+    out: list[np.ndarray] = []
+    if isinstance(value, cs.CellSpec):
+        if isinstance(value.measurements, np.ndarray):
+            out.append(np.asarray(value.measurements))
+        for frame in (value.cells, value.dictionary, value.images, value.channels, value.adjacency):
+            if frame is not None:
+                out += numpy_columns(frame)
+    elif hasattr(value, "obs") and hasattr(value, "X"):  # AnnData
+        out += [np.asarray(value.X)] if isinstance(value.X, np.ndarray) else []
+        out += [np.asarray(v) for v in value.obsm.values() if isinstance(v, np.ndarray)]
+        out += [np.asarray(v) for v in value.layers.values() if isinstance(v, np.ndarray)]
+        for frame in (value.obs, value.var):
+            out += numpy_columns(frame)
+    return [a for a in out if isinstance(a, np.ndarray) and a.dtype != object]
+
+
+def numpy_columns(frame: pd.DataFrame) -> list[np.ndarray]:
+    """The numpy arrays behind a table's numpy-typed columns. Columns of pandas' own extension types (nullable
+    integers and booleans, strings) are left out: their ``to_numpy`` hands out pandas' internal buffer, which
+    pandas' copy-on-write does not guard, and no cellspec code writes through it."""
+    return [frame[c].to_numpy() for c in frame.columns if isinstance(frame[c].dtype, np.dtype)]
+
+
+def writable_sharing(inputs, outputs) -> list[str]:
+    found = []
+    for i, a in enumerate(inputs):
+        for j, b in enumerate(outputs):
+            if (a.flags.writeable or b.flags.writeable) and np.shares_memory(a, b):
+                found.append(f"input array {i} and output array {j}")
+    return found
+
+
+ROUTES = {
+    "to_anndata": cs.to_anndata,
+    "from_anndata(to_anndata)": lambda x: cs.from_anndata(cs.to_anndata(x)),
+    "subset": lambda x: x.subset(cells=np.arange(x.n_cells) % 2 == 0),
+    "replace": lambda x: x.replace(adjacency=None),
+    "from_tables": lambda x: cs.CellSpec.from_tables(
+        cells=x.cells, measurements=np.array(x.measurements), dictionary=x.dictionary, images=x.images,
+        channels=x.channels, adjacency=x.adjacency, producer="hypothesis"),
+}
+
+
+@settings(max_examples=25, deadline=None)
+@given(x=cellspecs(max_cells=8), route=st.sampled_from(sorted(ROUTES)))
+def test_no_public_function_returns_an_array_sharing_writable_memory_with_its_input(x, route):
+    try:
+        out = ROUTES[route](x)
+    except cs.CellspecError:
+        return  # refused (e.g. from_tables of an object it cannot make valid): nothing shared
+    shared = writable_sharing(arrays_of(x), arrays_of(out))
+    assert not shared, f"{route}: {shared}"
