@@ -176,7 +176,7 @@ def _read_sampler(dask_worker: Any) -> int:
 def _warm_up() -> bool:
     """Run on each worker: import what the tasks use and validate the small example once."""
     import cellspec_sc as cs
-    from cellspec_sc.cohort import dataset, summary, validate  # noqa: F401
+    from cellspec_sc.cohort import _dataset, _summary, _validate  # noqa: F401
 
     return cs.validate(cs.example()).ok
 

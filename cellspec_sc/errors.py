@@ -45,10 +45,10 @@ class ReadOnlyError(CellspecError, ValueError):
 
     >>> import cellspec_sc as cs
     >>> x = cs.example()
-    >>> x.measurements[0, 0] = 1.0
+    >>> x.measurements = x.measurements * 2
     Traceback (most recent call last):
     ...
-    cellspec_sc.errors.ReadOnlyError: x.measurements is read-only: ...
+    cellspec_sc.errors.ReadOnlyError: x.measurements cannot be set: make a changed object with ...
     """
 
 

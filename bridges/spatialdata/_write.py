@@ -164,6 +164,7 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
     --------
     >>> import tempfile, pathlib
     >>> import cellspec_sc as cs
+    >>> from cellspec_sc.bridges.spatialdata import is_spatialdata_zarr
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     path = write_spatialdata(cs.example(), pathlib.Path(folder) / "x.spatialdata.zarr")
     ...     is_spatialdata_zarr(path)

@@ -29,8 +29,8 @@ class CellSpec:
     The constructor stores the parts as given and does not validate, so an
     invalid object can be built and reported; call :meth:`validate`.
 
-    The object owns what it holds: ``x.measurements`` is read-only (assigning into it raises
-    :class:`~cellspec_sc.errors.ReadOnlyError` saying what to do instead), a matrix given to the constructor is
+    The object owns what it holds: ``x.measurements`` is read-only (assigning into it raises numpy's
+    ``ValueError``, setting it :class:`~cellspec_sc.errors.ReadOnlyError`), a matrix given to the constructor is
     copied when the caller could still write it, and tables are kept as pandas' copy-on-write copies, so no
     array the caller goes on changing changes the object. :meth:`replace` and :meth:`subset` make changed
     objects and record a history step.
@@ -92,7 +92,9 @@ class CellSpec:
     @measurements.setter
     def measurements(self, value: Any) -> None:
         raise ReadOnlyError("x.measurements cannot be set: make a changed object with "
-                            "x.replace(measurements=new_matrix), which records a history step")
+                            "x.replace(measurements=new_matrix), which records a history step (the matrix itself "
+                            "is read-only: transform a copy, m = x.measurements.copy(), or work in an AnnData from "
+                            "cs.to_anndata(x), whose X is its own copy)")
 
     @classmethod
     def from_tables(cls, *, cells: pd.DataFrame, measurements: Any, dictionary: pd.DataFrame,

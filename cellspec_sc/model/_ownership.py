@@ -24,24 +24,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.errors import ReadOnlyError
-
-_HOW_TO_CHANGE = ("a CellSpec keeps its values as measured. Make a changed object with "
-                  "x.replace(measurements=new_matrix) (it records a history step); transform a copy "
-                  "(m = x.measurements.copy()), or after cs.to_anndata(x) work in the AnnData (its X is its own "
-                  "copy) or in adata.layers")
-
-
-class GuardedMatrix(np.ndarray):
-    """The read-only view ``x.measurements`` returns: assigning into it says what to do instead.
-
-    Arrays computed from it (``np.log1p(x.measurements)``) are new and writable as usual.
-    """
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        if not self.flags.writeable:
-            raise ReadOnlyError(f"x.measurements is read-only: {_HOW_TO_CHANGE}")
-        super().__setitem__(key, value)
 
 
 def _bases(array: np.ndarray) -> list[np.ndarray]:
@@ -84,7 +66,7 @@ def owned_matrix(matrix: Any) -> Any:
         return matrix.matrix
     if not isinstance(matrix, np.ndarray):
         return matrix
-    if type(matrix) is not np.ndarray:
+    if type(matrix) is not np.ndarray:  # a subclass (np.memmap, ...): kept as a plain array
         matrix = matrix.view(np.ndarray)
     if any(array.flags.writeable for array in _bases(matrix)):
         matrix = matrix.copy(order="K")
@@ -93,10 +75,12 @@ def owned_matrix(matrix: Any) -> Any:
 
 
 def guarded_view(matrix: Any) -> Any:
-    """What ``x.measurements`` gives: a :class:`GuardedMatrix` view of a numpy matrix, a fresh handle on a dask
-    array (dask's ``__setitem__`` rewrites the handle's graph, which must not be the object's)."""
+    """What ``x.measurements`` gives: a read-only view of a numpy matrix (a plain ``ndarray``, so that libraries
+    that dispatch on the exact type, like anndata's writers, take it; its flag cannot be turned back on, its base
+    being read-only), a fresh handle on a dask array (dask's ``__setitem__`` rewrites the handle's graph, which
+    must not be the object's)."""
     if isinstance(matrix, np.ndarray):
-        return matrix.view(GuardedMatrix)
+        return matrix.view()
     if type(matrix).__module__.startswith("dask."):
         return matrix.copy()
     return matrix

@@ -42,7 +42,8 @@ def at_tsv_precision(x: cs.CellSpec) -> cs.CellSpec:
                 f[name] = [_fifteen(v) for v in f[name]]
         return f
     m = np.vectorize(_fifteen, otypes=[np.float64])(x.measurements) if x.measurements.size else x.measurements
-    return x.replace(cells=frame(x.cells), adjacency=frame(x.adjacency), measurements=m.reshape(x.measurements.shape))
+    return x.replace(cells=frame(x.cells), adjacency=frame(x.adjacency), measurements=m.reshape(x.measurements.shape),
+                     provenance=x.provenance)
 
 
 def _check_schema(path: Path) -> None:

@@ -32,8 +32,10 @@ def test_write_and_read_time_grow_linearly_with_features(tmp_path):
 
 def test_wide_table_with_na_and_stored_values_round_trips(tmp_path):
     x = cs.example(n_cells=3, n_features=5_000, n_images=1)
-    x.measurements[1, ::3] = np.nan
-    x.measurements[0, 7] = -0.0
+    m = x.measurements.copy()
+    m[1, ::3] = np.nan
+    m[0, 7] = -0.0
+    x = x.replace(measurements=m)
     y = cs.read(cs.write(x, tmp_path / "w"))
     assert y.equals(x)
     assert np.signbit(y.measurements[0, 7]) and np.isnan(y.measurements[1, ::3]).all()

@@ -138,4 +138,4 @@ def test_the_example_rebuilt_from_plain_tables_is_the_example():
                                 dictionary=plain(x.dictionary), images=plain(x.images), channels=plain(x.channels),
                                 adjacency=plain(x.adjacency), producer=x.provenance["producer"])
     assert y.replace(provenance=x.provenance).differences(x.replace(
-        measurements=x.measurements.astype(np.float32).astype(np.float64))) == []
+        measurements=x.measurements.astype(np.float32).astype(np.float64), provenance=x.provenance)) == []

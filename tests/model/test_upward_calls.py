@@ -35,7 +35,7 @@ def test_no_model_module_imports_a_layer_above():
 
 def test_the_import_walk_sees_imports_inside_functions():
     assert "cellspec_sc.model._methods" in imported_modules(MODEL / "_cellspec.py")
-    assert imported_modules(Path(cs.__file__).parent / "cohort" / "cohort.py")  # it would pass vacuously otherwise
+    assert imported_modules(Path(cs.__file__).parent / "cohort" / "_cohort.py")  # it would pass vacuously otherwise
 
 
 @pytest.mark.parametrize("operation", ["validate", "write", "preview"])

@@ -28,7 +28,8 @@ def test_scanpy_results_come_back_into_a_valid_cellspec(tmp_path):
     adata = cs.to_anndata(x)
     mean = scanpy_workflow(adata)
     assert adata.varm["PCs"][~mean].sum() == 0  # only the mean intensity features entered the PCA
-    assert adata.X is not None and np.shares_memory(adata.X, x.measurements)  # raw values untouched
+    assert adata.X is not None and not np.shares_memory(adata.X, x.measurements)  # the AnnData's own copy
+    assert x.equals(cs.example(n_cells=400, adjacency=True))  # the object's raw values untouched
     adata.obs["UMAP 1"] = adata.obsm["X_umap"][:, 0]
     with pytest.warns(AnnDataBridgeWarning, match="X_umap"):
         y = cs.from_anndata(adata)

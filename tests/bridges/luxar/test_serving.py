@@ -87,7 +87,7 @@ def test_cellspec_view_stops_its_viewer_when_signalled_while_it_prints_the_addre
     import socket
 
     from cellspec_sc.bridges.luxar._viewer import free_port
-    from cellspec_sc.cli import view
+    from cellspec_sc.cli import _view as view
 
     path = cs.to_luxar(ramp_object([1.0, 2.0]), tmp_path / "s.luxar.zarr")
     started: list[int] = []
