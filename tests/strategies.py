@@ -107,7 +107,8 @@ def cells_tables(draw, images: pd.DataFrame, min_cells: int, max_cells: int,
     cell_ids: list[str] = []
     used: dict[str, set[str]] = {}
     for img in image_col:
-        cid = draw(ids.filter(lambda c, taken=used.setdefault(img, set()): c not in taken))
+        taken = used.setdefault(img, set())
+        cid = draw(ids.filter(lambda c, taken=taken: c not in taken))
         used[img].add(cid)
         cell_ids.append(cid)
     frame = pd.DataFrame({

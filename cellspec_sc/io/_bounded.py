@@ -42,6 +42,9 @@ class ReadLimits:
     max_inflation: float = DEFAULT_MAX_INFLATION
 
 
+DEFAULT_LIMITS = ReadLimits()  # the default of the readers' ``limits=`` (frozen, so one instance serves every call)
+
+
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 

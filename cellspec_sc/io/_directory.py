@@ -50,7 +50,13 @@ import pyarrow.parquet as pq
 from cellspec_sc._background import in_background
 from cellspec_sc._files import sha256_file
 from cellspec_sc.errors import CellspecError, InputError
-from cellspec_sc.io._bounded import DEFAULT_MAX_INFLATION, DEFAULT_MAX_METADATA_BYTES, ReadLimits, open_regular
+from cellspec_sc.io._bounded import (
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_INFLATION,
+    DEFAULT_MAX_METADATA_BYTES,
+    ReadLimits,
+    open_regular,
+)
 from cellspec_sc.io._columns import DAMAGED_DATA_ERRORS, Decoded, column_types_of, damage_text
 from cellspec_sc.io._manifest import (
     DATA_FILES,
@@ -285,7 +291,7 @@ def _refuse_if_replaced(directory: Path, stamp: tuple[int, ...] | None) -> None:
                                                 "read it again") from None
 
 
-def _read(directory: Path, lazy: bool = False, limits: ReadLimits = ReadLimits(), layout: str = "C") -> CellSpec:
+def _read(directory: Path, lazy: bool = False, limits: ReadLimits = DEFAULT_LIMITS, layout: str = "C") -> CellSpec:
     # Three cores' worth of work on two: the data files are hashed in one thread, the matrix decoded
     # in another, while this one builds the tables and runs the checks that do not need the matrix
     # values. A file that does not match its manifest entry is refused before anything else that

@@ -29,9 +29,10 @@ MEMORY_LIMIT = 1536 << 20  # bytes of address space for the worker
 CASE_SECONDS = 20  # alarm inside the worker
 PARENT_SECONDS = 60  # the parent's own limit, should the alarm not fire
 
-WORKER = r"""
+# the limits go in as the worker's first line: the code below has braces of its own, so no str.format
+WORKER = f"MEMORY_LIMIT, CASE_SECONDS = {MEMORY_LIMIT}, {CASE_SECONDS}\n" + r"""
 import contextlib, io, json, resource, signal, sys
-resource.setrlimit(resource.RLIMIT_AS, (%d, %d))
+resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
 
@@ -70,12 +71,12 @@ def validate_cli(path):
 print("ready", flush=True)
 for line in sys.stdin:
     path = json.loads(line)
-    signal.alarm(%d)
+    signal.alarm(CASE_SECONDS)
     read, detail = judged(lambda: cs.read(path).n_cells)
     cli, cli_detail = judged(lambda: validate_cli(path))
     signal.alarm(0)
     print(json.dumps({"read": read, "read_detail": detail, "cli": cli, "cli_detail": cli_detail}), flush=True)
-""" % (MEMORY_LIMIT, MEMORY_LIMIT, CASE_SECONDS)
+"""
 
 
 class Judge:
