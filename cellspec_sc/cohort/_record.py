@@ -20,10 +20,11 @@ Version history:
 ('strict', ('sample_id',), ['slide01_img1', 'slide01_img2', 'slide02_img1', 'slide02_img2'])
 >>> encode(record) == stored
 True
->>> decode({**stored, "cellspec_cohort": "2.0"}, where="dataset")
+>>> decode({**stored, "cellspec_cohort": "2.0"}, where="dataset")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-cellspec_sc.errors.FormatError: dataset/cohort.json: the cohort record is version 2.0, newer than the 1.0 this cellspec_sc reads; install a newer cellspec_sc (pip install -U cellspec_sc) to read it
+cellspec_sc.errors.FormatError: dataset/cohort.json: the cohort record is version 2.0, newer than the 1.0
+this cellspec_sc reads; install a newer cellspec_sc (pip install -U cellspec_sc) to read it
 """
 
 from __future__ import annotations
