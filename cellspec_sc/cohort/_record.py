@@ -116,7 +116,8 @@ def decode(document: Any, *, where: str | Path) -> CohortRecord:
     Raises
     ------
     CohortError
-        The document is not an object or lacks a field, or a source directory's spec version is not read by this package.
+        The document is not an object or lacks a field, or a source directory's spec version is not read by this
+        package.
     FormatError
         The record has no version, or one of a newer major version than this package reads (both versions named).
     """

@@ -96,7 +96,8 @@ class InflationGuard:
         self.closed = False
 
     def read(self, size: int = -1) -> bytes:
-        wanted = self.limit + 1 - self.delivered if size is None or size < 0 else min(size, self.limit + 1 - self.delivered)
+        wanted = (self.limit + 1 - self.delivered if size is None or size < 0
+                  else min(size, self.limit + 1 - self.delivered))
         data = self.stream.read(max(wanted, 1))
         self.delivered += len(data)
         if self.delivered > self.limit:

@@ -168,8 +168,8 @@ class MatrixFiller:
 
     Each batch is kept as one block and :meth:`finish` moves the blocks into a fresh matrix
     (:func:`~cellspec_sc.model._memory.empty_matrix`), dropping each block as soon as it is copied (its pages
-    are committed on first write), so the process never holds two full copies. Values stored as NaN (not null) are counted
-    per feature, because in memory they would be indistinguishable from NA. (The Parquet reader
+    are committed on first write), so the process never holds two full copies. Values stored as NaN (not null) are
+    counted per feature, because in memory they would be indistinguishable from NA. (The Parquet reader
     knows its row count and fills a preallocated matrix instead: ``parquet_io.fill_row_group``.)
 
     >>> import pyarrow as pa

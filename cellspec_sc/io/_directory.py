@@ -233,7 +233,8 @@ def _write_contents(x: CellSpec, stage: Path, format: str, column_types: dict, m
 
 # -- read --------------------------------------------------------------------------------------
 def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C",
-         max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES, max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
+         max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
+         max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
     """Read a cellspec directory written by this or any other implementation of the spec.
 
     ``lazy=True`` (Parquet variant only) leaves the measurements on disk: they
@@ -345,7 +346,8 @@ def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimi
             decoded.stats.cancel()
         raise
     matrix = np.asfortranarray(decoded.matrix) if layout == "F" and fmt == "tsv" else decoded.matrix
-    x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame, measurements=HandedOver(matrix) if matrix is decoded.matrix else sealed(matrix),
+    x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame,
+                 measurements=HandedOver(matrix) if matrix is decoded.matrix else sealed(matrix),
                  adjacency=adjacency, provenance=document["provenance"], source_dir=directory.resolve(),
                  extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
     return x, decoded

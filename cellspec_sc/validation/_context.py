@@ -7,8 +7,8 @@ missing), and the :func:`check` decorator that registers an implementation under
 >>> ctx.number("cells", "area")[:2].round(1).tolist(), ctx.image_codes()[1].tolist()
 ([86.8, 125.4], ['img1', 'img2'])
 
-The rows a check finds, with helpers shared by the checks of several sections: offending rows as a :class:`Problem`, the required
-columns and column types of a table, missing ids, per-feature counts.
+The rows a check finds, with helpers shared by the checks of several sections: offending rows as a
+:class:`Problem`, the required columns and column types of a table, missing ids, per-feature counts.
 
 >>> import numpy as np
 >>> bad_rows("cells", "area", np.array([False, True, True]), "area not positive").message
