@@ -216,7 +216,8 @@ FIXED = {
     "MANIFEST links outside": ("parquet", symlink("MANIFEST.sha256", "/etc/hostname")),
     "gzip bomb cells.tsv.gz": ("tsv", gzip_bomb),
     "cellspec.json nested 100000 deep": ("parquet", json_text('{"x": ' + "[" * 100_000 + "]" * 100_000 + "}")),
-    "cellspec.json integer of 5000 digits": ("parquet", json_text('{"spec_version": "1.0.0", "x": ' + "9" * 5000 + "}")),
+    "cellspec.json integer of 5000 digits": ("parquet",
+                                             json_text('{"spec_version": "1.0.0", "x": ' + "9" * 5000 + "}")),
     "cellspec.json NaN": ("parquet", json_edit(lambda doc: doc.__setitem__("extra", float("nan")))),
     "cellspec.json Infinity": ("parquet", json_edit(lambda doc: doc.__setitem__("extra", float("inf")))),
     "cellspec.json duplicate spec_version": ("parquet", lambda d: json_text(

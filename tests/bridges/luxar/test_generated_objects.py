@@ -40,7 +40,8 @@ def test_generated_objects_compile_with_every_cell_once_per_layer(tmp_path_facto
             for leaf in group:
                 node = points_node(path, leaf)
                 got += node["keys"]
-                assert all(label.startswith(f"{key} · {image}") for key, label in zip(node["keys"], node["labels"], strict=True))
+                assert all(label.startswith(f"{key} · {image}")
+                           for key, label in zip(node["keys"], node["labels"], strict=True))
             assert sorted(got) == (want if in_image.any() else []), (leaves, record)
 
 
@@ -51,7 +52,8 @@ def test_extreme_feature_values_and_areas_still_compile(tmp_path, x):
     cells = x.cells.copy()
     cells.loc[0, "area"], cells.loc[1, "area"] = 1.7976931348623157e308, 5e-324
     y = x.replace(measurements=m, cells=cells)
-    path = cs.to_luxar(y, tmp_path / "s.luxar.zarr", layers=[f"feature:{x.feature_ids[0]}", f"feature:{x.feature_ids[1]}"])
+    path = cs.to_luxar(y, tmp_path / "s.luxar.zarr",
+                       layers=[f"feature:{x.feature_ids[0]}", f"feature:{x.feature_ids[1]}"])
     assert points_total(path) == 2 * x.n_cells
     node = points_node(path, f"img1/img1.{parse_layer('feature:' + x.feature_ids[1]).text.replace(':', '_')}/cells")
     assert np.isfinite(node["scalars"]).all()

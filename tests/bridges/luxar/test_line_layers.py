@@ -52,7 +52,8 @@ def test_outlines_are_closed_rings_in_micrometres_keyed_by_cell(tmp_path):
     keys = csr_strings(outline, "key_offsets", "key_bytes")
     labels = csr_strings(outline, "label_offsets", "label_bytes")
     classes = cells.set_index("cell_id")["classification"]
-    assert all(label == f"{k} · img1 · {classes[k]} · classification: {classes[k]}" for k, label in zip(keys, labels, strict=True))
+    assert all(label == f"{k} · img1 · {classes[k]} · classification: {classes[k]}"
+               for k, label in zip(keys, labels, strict=True))
     assert len(lines.segments) == 4 * len(rings)  # four edges per square, the unknown id left out
     for cell_id, ring in rings.items():
         mine = [i for i, k in enumerate(keys) if k == cell_id]
