@@ -83,7 +83,7 @@ def _registered() -> dict[str, str]:
     from zarr.registry import register_codec
 
     selected = {}
-    for name, base in zip(STRING_CODECS, (VLenUTF8Codec, VLenBytesCodec)):
+    for name, base in zip(STRING_CODECS, (VLenUTF8Codec, VLenBytesCodec), strict=True):
         # the same class name as zarr's: zarr accepts a string array's codec by its class name alone
         codec = type(base.__name__, (base,), {"_decode_sync": _counted(base._decode_sync), "__module__": __name__})
         register_codec(name, codec)

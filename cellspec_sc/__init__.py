@@ -83,4 +83,11 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = ["CellspecError", "FormatError", "InputError", "ValidationError", *_LAZY]
+# a literal list, so that tools see the names imported under TYPE_CHECKING above as re-exports; the same names as
+# _LAZY's keys, in that order (tests/meta/test_layers.py)
+__all__ = [
+    "CellspecError", "FormatError", "InputError", "ValidationError",
+    "CellSpec", "example", "validate", "ValidationReport", "SPEC_VERSION", "vocabulary", "read", "write",
+    "read_qupath", "read_mcmicro", "read_steinbock", "to_luxar", "to_anndata", "from_anndata", "to_spatialdata",
+    "from_spatialdata", "preview", "open_cohort", "Cohort",
+]

@@ -20,13 +20,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 __all__ = ["Future", "as_completed_map", "daemon", "in_background", "in_order", "in_turn", "ordered_map",
            "usable_cpus"]
-
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 def usable_cpus() -> int:
@@ -37,7 +34,7 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def in_background(fn: Callable[..., T], *args: Any, name: str = "cellspec-background") -> Future[T]:
+def in_background[T](fn: Callable[..., T], *args: Any, name: str = "cellspec-background") -> Future[T]:
     """Run ``fn(*args)`` on another thread while the caller goes on; ``.result()`` waits and raises what it raised.
 
     With one usable CPU the call runs at once in the caller's thread (a second thread would only take turns).
@@ -56,8 +53,8 @@ def in_background(fn: Callable[..., T], *args: Any, name: str = "cellspec-backgr
         pool.shutdown(wait=False)  # the thread ends when fn returns
 
 
-def ordered_map(fn: Callable[[T], R], items: Iterable[T], *, threads: int,
-                name: str = "cellspec-map") -> Iterator[R]:
+def ordered_map[T, R](fn: Callable[[T], R], items: Iterable[T], *, threads: int,
+                   name: str = "cellspec-map") -> Iterator[R]:
     """``fn`` over ``items`` on up to ``threads`` threads, results in order, at most ``2 * threads`` in flight."""
     if threads <= 1:
         yield from map(fn, items)
@@ -76,8 +73,8 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], *, threads: int,
                 future.cancel()
 
 
-def as_completed_map(fn: Callable[[T], R], items: Iterable[T], *, threads: int,
-                     name: str = "cellspec-map") -> Iterator[tuple[int, Future[R]]]:
+def as_completed_map[T, R](fn: Callable[[T], R], items: Iterable[T], *, threads: int,
+                        name: str = "cellspec-map") -> Iterator[tuple[int, Future[R]]]:
     """``fn`` over ``items``, every item submitted at once to up to ``threads`` threads; ``(index, future)`` of
     each as it finishes, in the order they finish (``.result()`` returns or raises what ``fn`` did)."""
     with ThreadPoolExecutor(max_workers=max(threads, 1), thread_name_prefix=name) as pool:

@@ -11,10 +11,11 @@ refused, naming both versions.
 {'format_version': '2.1', 'a': 1}
 >>> fmt.version_of({"format_version": "2.0"}, where="x.h5ad")
 (2, 0)
->>> fmt.version_of({"format_version": "3.0"}, where="x.h5ad")
+>>> fmt.version_of({"format_version": "3.0"}, where="x.h5ad")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-cellspec_sc.errors.FormatError: x.h5ad: the example record is version 3.0, newer than the 2.1 this cellspec_sc reads; install a newer cellspec_sc (pip install -U cellspec_sc) to read it
+cellspec_sc.errors.FormatError: x.h5ad: the example record is version 3.0, newer than the 2.1 this cellspec_sc reads;
+install a newer cellspec_sc (pip install -U cellspec_sc) to read it
 """
 
 from __future__ import annotations

@@ -22,8 +22,11 @@ class CellspecError(Exception):
 
 
 class ValidationError(CellspecError):
-    """An object failed structure validation; ``.report`` holds the full
-    :class:`~cellspec_sc.ValidationReport` (typed loosely: the report lives in a higher layer)."""
+    """An object failed structure validation.
+
+    ``.report`` holds the full :class:`~cellspec_sc.ValidationReport` (typed loosely: the report lives in a
+    higher layer).
+    """
 
     def __init__(self, report: Any, context: str | None = None):
         self.report = report
@@ -57,13 +60,16 @@ class FormatError(CellspecError):
 
 
 class WriteFailed(CellspecError):
-    """The operating system refused a write (disk full, read-only file system, permissions, too
-    many open files). Nothing was published: the target holds what it held before and no staging
-    is left behind. ``.target``, ``.file`` (relative to the target, when known) and ``.errno``.
+    """The operating system refused a write (disk full, read-only file system, permissions, too many open files).
+
+    Nothing was published: the target holds what it held before and no staging is left behind.
+    ``.target``, ``.file`` (relative to the target, when known) and ``.errno``.
 
     >>> import errno
     >>> print(WriteFailed("/data/run1", OSError(errno.ENOSPC, "No space left on device"), "cells.parquet"))
-    /data/run1: cells.parquet: cannot write: No space left on device (ENOSPC); nothing was published, the target is as it was
+    ... # doctest: +NORMALIZE_WHITESPACE
+    /data/run1: cells.parquet: cannot write: No space left on device (ENOSPC); nothing was published,
+    the target is as it was
     """
 
     def __init__(self, target: str | os.PathLike, err: OSError, file: str | None = None):
@@ -77,5 +83,7 @@ class WriteFailed(CellspecError):
 
 
 class Unstorable(InputError):
-    """A value the spec allows but the target format cannot store (a NUL character in text for
-    ``.h5ad``, a name longer than a file name may be for zarr); refused before anything is written."""
+    """A value the spec allows but the target format cannot store; refused before anything is written.
+
+    For example a NUL character in text for ``.h5ad``, or a name longer than a file name may be for zarr.
+    """

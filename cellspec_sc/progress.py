@@ -72,11 +72,32 @@ def shows_bar(size: float) -> bool:
 @contextmanager
 def progress(total: float, description: str, *, unit: str = "rows", size: float | None = None,
              show: bool | None = None) -> Iterator[tqdm]:
-    """A tqdm bar of ``total`` units, shown when :func:`shows_bar` says so (and stderr is a terminal or a
-    notebook); yields the bar (call ``bar.update(n)``). ``show=True`` shows it whatever the size, verbosity
-    and stream, ``show=False`` never (a caller's own switch, e.g. ``cohort.validate(progress=False)``).
-    Logs ``description``, the count and the time at INFO when the block ends without an error.
+    """Show a tqdm bar of ``total`` units while the block runs, when :func:`shows_bar` says so.
 
+    The bar appears when stderr is a terminal or in a notebook. ``description``, the count and the time are
+    logged at INFO when the block ends without an error.
+
+    Parameters
+    ----------
+    total
+        The number of units the block processes.
+    description
+        The bar's label (and the log message's).
+    unit
+        The name of a unit.
+    size
+        The size :func:`shows_bar` decides on (default: ``total``).
+    show
+        ``True`` shows the bar whatever the size, verbosity and stream, ``False`` never (a caller's own
+        switch, e.g. ``cohort.validate(progress=False)``); ``None`` leaves it to :func:`shows_bar`.
+
+    Yields
+    ------
+    tqdm
+        The bar (call ``bar.update(n)``).
+
+    Examples
+    --------
     >>> with progress(2, "directories", unit="dirs", size=float("inf"), show=False) as bar:
     ...     bar.update(2)
     >>> bar.disable

@@ -21,10 +21,22 @@ from cellspec_sc.bridges.luxar import LuxarViewer  # noqa: E402
 HINT = "localStorage.setItem('luxar.controlRail.hintDismissed', '1')"
 READY = ("() => window.__luxarDebug && window.__luxarDebug.scene"
          " && window.__luxarDebug.getPerf().timeline.milestones.initUpdateDone")
-SET = "async ([i, v]) => { const m = window.__luxarDebug.sceneDimsManager; m.setDimensionValue(i, v); await m.waitForUpdate(); }"
+SET = ("async ([i, v]) => { const m = window.__luxarDebug.sceneDimsManager; m.setDimensionValue(i, v);"
+       " await m.waitForUpdate(); }")
 
 
 def shoot(scene: Path, out: Path, dims: list[tuple[int, int]] = ()) -> None:
+    """Screenshot ``scene`` in luxar's viewer into ``docs/img/`` under ``out``'s name.
+
+    Parameters
+    ----------
+    scene
+        The ``.luxar.zarr`` scene to open.
+    out
+        The image to write; only its name is used (the file goes to ``docs/img/``).
+    dims
+        ``(index, value)`` pairs: scene dimensions set, in order, before the screenshot.
+    """
     with LuxarViewer(scene) as viewer, browser_page(Path(tempfile.mkdtemp()), init_script=HINT) as (page, _):
         page.goto(viewer.url + "&debug&dpr=1&renderer=webgl&noOpfs")
         page.wait_for_function(READY, timeout=180_000)
@@ -36,6 +48,7 @@ def shoot(scene: Path, out: Path, dims: list[tuple[int, int]] = ()) -> None:
 
 
 def main() -> None:
+    """Regenerate every ``docs/img/luxar-*.png`` from the example."""
     import scanpy as sc
 
     work = Path(tempfile.mkdtemp())

@@ -25,12 +25,28 @@ OUT = HERE / "img"
 
 
 def save_small(png: bytes, name: str) -> None:
+    """Write a screenshot to ``docs/img/``, reduced to a 128-colour palette, and print its size.
+
+    Parameters
+    ----------
+    png
+        The screenshot, PNG-encoded.
+    name
+        The file name under ``docs/img/``.
+    """
     image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=128)
     image.save(OUT / name, optimize=True)
     print(f"{OUT / name}: {(OUT / name).stat().st_size // 1024} kB")
 
 
 def lab_screenshots(tmp: Path) -> None:
+    """Screenshot the preview widget's Features, Space and Channels tabs in JupyterLab.
+
+    Parameters
+    ----------
+    tmp
+        A scratch folder for the notebook server and browser profile.
+    """
     with lab_with_preview(tmp, viewport=(1300, 2400)) as (page, _errors, _outside, widget, _root):
         _dropdown(widget, "marker").select_option("CD3e")
         widget.get_by_role("button", name="log").click()
@@ -45,6 +61,13 @@ def lab_screenshots(tmp: Path) -> None:
 
 
 def snapshot_screenshot(tmp: Path) -> None:
+    """Screenshot the standalone HTML snapshot ``cellspec preview`` writes for the example.
+
+    Parameters
+    ----------
+    tmp
+        A scratch folder for the report and the browser profile.
+    """
     from cellspec_sc.cli.main import main
 
     report = tmp / "report.html"
@@ -56,6 +79,13 @@ def snapshot_screenshot(tmp: Path) -> None:
 
 
 def view_png(tmp: Path) -> None:
+    """Save the preview's space view of a 20,000-cell example as ``widgets-view.png``.
+
+    Parameters
+    ----------
+    tmp
+        A scratch folder for the full-size PNG.
+    """
     import cellspec_sc as cs
 
     w = cs.example(n_cells=20_000, region_layers=("tissue",)).preview(feature="cell:Pan-Cytokeratin:mean")

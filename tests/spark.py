@@ -16,12 +16,11 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as CallTimeout
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import psutil
 import pytest
 
-T = TypeVar("T")
 START_SECONDS = 300  # starting a JVM on a loaded 2-core machine took up to ~60 s
 CALL_SECONDS = 300
 SETTINGS = {
@@ -71,7 +70,7 @@ def _stop_our_jvms() -> list[int]:
     return killed
 
 
-def bounded(call: Callable[[], T], what: str, seconds: float = CALL_SECONDS) -> T:
+def bounded[T](call: Callable[[], T], what: str, seconds: float = CALL_SECONDS) -> T:
     """``call()``, or a test failure naming ``what`` when it takes more than ``seconds`` (the JVM is killed)."""
     pool = ThreadPoolExecutor(1, thread_name_prefix="spark-call")
     try:

@@ -31,7 +31,8 @@ text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=
 ids = st.one_of(st.sampled_from(NASTY_IDS), text)
 doubles = st.one_of(st.sampled_from(SPECIAL_DOUBLES), st.floats(allow_nan=False, allow_infinity=False))
 doubles_or_na = st.one_of(st.just(float("nan")), doubles)
-positive_or_na = st.one_of(st.just(float("nan")), st.sampled_from([5e-324, 1e-300, 1.0, 150.25, 1.7976931348623157e308]),
+positive_or_na = st.one_of(st.just(float("nan")),
+                           st.sampled_from([5e-324, 1e-300, 1.0, 150.25, 1.7976931348623157e308]),
                            st.floats(min_value=1e-3, max_value=1e6))
 markers = st.one_of(st.sampled_from(NASTY_MARKERS),
                     text.map(lambda s: s.replace(":", "_").strip()).filter(bool))
@@ -49,7 +50,8 @@ def dictionaries(draw, max_features: int = 5) -> tuple[pd.DataFrame, list[str]]:
         if kind == "intensity":
             statistic, unit = draw(st.sampled_from(VOC.intensity_statistics)), "a.u."
         elif kind == "shape":
-            statistic, unit = draw(st.sampled_from(VOC.shape_statistics)), draw(st.sampled_from(("um", "um2", "px", "1")))
+            statistic, unit = (draw(st.sampled_from(VOC.shape_statistics)),
+                               draw(st.sampled_from(("um", "um2", "px", "1"))))
         else:
             statistic, unit = draw(st.sampled_from(["detection_probability", "ünïcode_score", "n"])), "1"
         fid = VOC.feature_id_rule(kind).format(compartment=compartment, marker=marker, statistic=statistic)
@@ -107,7 +109,8 @@ def cells_tables(draw, images: pd.DataFrame, min_cells: int, max_cells: int,
     cell_ids: list[str] = []
     used: dict[str, set[str]] = {}
     for img in image_col:
-        cid = draw(ids.filter(lambda c, taken=used.setdefault(img, set()): c not in taken))
+        taken = used.setdefault(img, set())
+        cid = draw(ids.filter(lambda c, taken=taken: c not in taken))
         used[img].add(cid)
         cell_ids.append(cid)
     frame = pd.DataFrame({

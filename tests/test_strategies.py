@@ -53,5 +53,6 @@ EDGE_CASES = {
 
 @pytest.mark.parametrize("case", EDGE_CASES)
 def test_generator_reaches_edge_case(case):
-    found = find(cellspecs(max_cells=8), EDGE_CASES[case], settings=settings(max_examples=2000, database=None, phases=[Phase.generate]))
+    found = find(cellspecs(max_cells=8), EDGE_CASES[case],
+                 settings=settings(max_examples=2000, database=None, phases=[Phase.generate]))
     assert cs.validate(found).ok

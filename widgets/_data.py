@@ -162,7 +162,8 @@ class PreviewData:
     def summary(self, feature_id: str) -> pd.DataFrame:
         return compute.summary_table(self.per_image(feature_id))
 
-    def value_map(self, feature_id: str, image_id: str) -> tuple[compute.Grid, compute.ValueRaster, tuple[float, float]]:
+    def value_map(self, feature_id: str,
+                  image_id: str) -> tuple[compute.Grid, compute.ValueRaster, tuple[float, float]]:
         """Raster of one feature over one image and its robust colour range."""
         grid, index = self.bins(image_id)
         values = self.values(feature_id)[self.rows(image_id)]

@@ -102,7 +102,8 @@ VIEW_SIZE = (12.4, 4.8)
 VIEW_AXES = ((0.055, 0.12, 0.4, 0.78), (0.52, 0.1, 0.3, 0.82), (0.845, 0.15, 0.012, 0.7))
 
 
-def histogram_png(hist: compute.Histogram, *, title: str, unit: str = "", size: tuple[float, float] = (6.0, 3.2)) -> bytes:
+def histogram_png(hist: compute.Histogram, *, title: str, unit: str = "",
+                  size: tuple[float, float] = (6.0, 3.2)) -> bytes:
     fig = Figure(figsize=size)
     draw_histogram(fig.add_axes(HISTOGRAM_AXES), hist, title=title, unit=unit)
     return to_png(fig)

@@ -16,9 +16,14 @@ reading the tool's table directly (no table of these tools holds the pixel size)
 
 | preset | made by | what it sets |
 | --- | --- | --- |
-| ``scimap`` | ``sm.pp.mcmicro_to_scimap`` | image and sample from ``imageid``, cell ids from ``CellID``, centroids from ``X_centroid``/``Y_centroid`` (pixel centres, regionprops), measurements from ``adata.raw`` (``X`` holds ``log1p``), ``Area`` ... as shape features |
-| ``spatialdata-io:mcmicro`` | ``spatialdata_io.mcmicro`` | image and sample from ``region``, ``CellID``, ``obsm["spatial"]`` (x, y pixel centres), ``X`` |
-| ``spatialdata-io:steinbock`` | ``spatialdata_io.steinbock`` | image and sample from ``image``, ``cell_id``, ``obsm["spatial"]`` in (y, x) order (``centroid-0``, ``centroid-1``), ``X`` (mean intensities), ``area`` ... as shape features |
+| ``scimap`` | ``sm.pp.mcmicro_to_scimap`` | image and sample from ``imageid``, cell ids from ``CellID``, centroids \
+from ``X_centroid``/``Y_centroid`` (pixel centres, regionprops), measurements from ``adata.raw`` (``X`` holds \
+``log1p``), ``Area`` ... as shape features |
+| ``spatialdata-io:mcmicro`` | ``spatialdata_io.mcmicro`` | image and sample from ``region``, ``CellID``, \
+``obsm["spatial"]`` (x, y pixel centres), ``X`` |
+| ``spatialdata-io:steinbock`` | ``spatialdata_io.steinbock`` | image and sample from ``image``, ``cell_id``, \
+``obsm["spatial"]`` in (y, x) order (``centroid-0``, ``centroid-1``), ``X`` (mean intensities), ``area`` ... as \
+shape features |
 
 Feature ids follow :func:`cellspec_sc.readers.mcmicro.classify_columns` (the MCMICRO reader's own
 rule) for mcquant tables, so ``cell:CD3D:mean`` and ``cell:area`` (px2) name the same columns as

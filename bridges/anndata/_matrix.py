@@ -183,4 +183,5 @@ def raw_measurements(adata: anndata.AnnData, stored: StoredRecord) -> np.ndarray
     positions = pd.Index(list(map(str, raw.var_names))).get_indexer(list(map(str, adata.var_names)))
     if (positions < 0).any():
         return None
-    return matrix if np.array_equal(positions, np.arange(matrix.shape[1])) else np.ascontiguousarray(matrix[:, positions])
+    return (matrix if np.array_equal(positions, np.arange(matrix.shape[1]))
+            else np.ascontiguousarray(matrix[:, positions]))

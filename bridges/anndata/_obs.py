@@ -194,7 +194,7 @@ def analysis_column(column: pd.Series) -> pd.Series | None:
         return as_spec_type(column, "integer" if fits else "double")
     if pd.api.types.is_float_dtype(dtype):
         return as_spec_type(column, "double")
-    if isinstance(dtype, pd.StringDtype) or (dtype == object and column.dropna().map(type).eq(str).all()):
+    if isinstance(dtype, pd.StringDtype) or (dtype == np.dtype(object) and column.dropna().map(type).eq(str).all()):
         return as_spec_type(column, "character")
     return None
 

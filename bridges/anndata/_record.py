@@ -219,10 +219,11 @@ def decode(record: Any, *, where: str) -> StoredRecord:
 
     Examples
     --------
-    >>> decode({"format_version": "2.0"}, where="uns['cellspec']")
+    >>> decode({"format_version": "2.0"}, where="uns['cellspec']")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    cellspec_sc.errors.FormatError: uns['cellspec']: the AnnData record of cellspec_sc is version 2.0, newer than the 1.1 this cellspec_sc reads; ...
+    cellspec_sc.errors.FormatError: uns['cellspec']: the AnnData record of cellspec_sc is version 2.0,
+    newer than the 1.1 this cellspec_sc reads; ...
     """
     if not isinstance(record, Mapping):
         raise InputError(f"{where} is a {type(record).__name__}, not the dict written by cellspec_sc.to_anndata")

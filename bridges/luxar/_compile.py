@@ -222,7 +222,8 @@ def write_scene(path: Path, src: SceneInput, specs: list[LayerSpec], geometry: L
         scene.attrs["units"] = "um"
         scene.attrs[ATTRIBUTE] = encode(SceneRecord(
             layers=tuple(s.text for s in specs), layout=geometry.mode, images=tuple(geometry.image_ids),
-            image_nodes=tuple(geometry.node_names), colour_layers=tuple(layer.colouring.title for layer in colour_layers)))
+            image_nodes=tuple(geometry.node_names),
+            colour_layers=tuple(layer.colouring.title for layer in colour_layers)))
     return path
 
 
@@ -333,7 +334,8 @@ def _viewer_config(title: str, geometry: Layout, right: float) -> Any:
     camera = CameraConfig(view_axis="xy", up=(0.0, -1.0, 0.0))
     # tone_mapping "None" keeps legend colours exact on screen.
     return ViewerConfig(camera=camera, control_type="ortho", title=title, tone_mapping="None",
-                        bloom_enabled=False, ui=UIConfig(show_scale_bar=True), waypoints=waypoints(geometry, right) or None)
+                        bloom_enabled=False, ui=UIConfig(show_scale_bar=True),
+                        waypoints=waypoints(geometry, right) or None)
 
 
 def _check_layers(src: SceneInput, specs: list[LayerSpec]) -> None:

@@ -11,10 +11,12 @@ each, and the colour layers in their order on the ``colour by`` dimension. It is
 '1.0'
 >>> decode(encode(record), where="s.luxar.zarr") == record
 True
->>> decode({**encode(record), "format_version": "2.0"}, where="s.luxar.zarr")
+>>> decode({**encode(record), "format_version": "2.0"}, where="s.luxar.zarr")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-cellspec_sc.errors.FormatError: s.luxar.zarr: the cellspec record of a Luxar scene (root attribute 'cellspec') is version 2.0, newer than the 1.0 this cellspec_sc reads; install a newer cellspec_sc (pip install -U cellspec_sc) to read it
+cellspec_sc.errors.FormatError: s.luxar.zarr: the cellspec record of a Luxar scene (root attribute 'cellspec')
+is version 2.0, newer than the 1.0 this cellspec_sc reads; install a newer cellspec_sc (pip install -U cellspec_sc)
+to read it
 """
 
 from __future__ import annotations

@@ -383,8 +383,8 @@ class SceneBuilder:
         label = f"image {self.geometry.image_ids[k]}"
         width = 0.0015 * max(self.geometry.height, 1.0)
         pos, order, _ = self._coordinates(np.arange(4), vertices, k, {})
-        group.add_lines("frame", pos, widths=width, colors=tuple(linear_rgb(FRAME_COLOUR).tolist()), indices=indices, line_type="indexed",
-                        dim_order=order, labels=[label] * 4)
+        group.add_lines("frame", pos, widths=width, colors=tuple(linear_rgb(FRAME_COLOUR).tolist()), indices=indices,
+                        line_type="indexed", dim_order=order, labels=[label] * 4)
         glyphs, faces = text_mesh(self.geometry.image_ids[k], name_height(self.geometry))
         if len(faces):
             glyphs = glyphs + np.array([0.0, -0.4 * name_height(self.geometry)])
@@ -489,8 +489,8 @@ class SceneBuilder:
                                      transform=luxar.translate(float(self.geometry.offsets[k]), 0.0, 0.0))
             indices = np.column_stack([local[a[pairs]], local[b[pairs]]]).astype(np.uint32)
             pos, order, _ = self._coordinates(rows, self.xy, k, {})
-            parent.add_lines("contacts", pos, widths=width, colors=tuple(linear_rgb(LINE_COLOUR).tolist()), indices=indices, line_type="indexed",
-                             dim_order=order, keys=self.keys[rows].tolist(),
+            parent.add_lines("contacts", pos, widths=width, colors=tuple(linear_rgb(LINE_COLOUR).tolist()),
+                             indices=indices, line_type="indexed", dim_order=order, keys=self.keys[rows].tolist(),
                              labels=[f"{self.base[i]} · {degree[i]} contacts" for i in rows.tolist()])
 
     def add_outlines(self) -> None:
@@ -512,7 +512,8 @@ class SceneBuilder:
                 pos, order, moves = self._coordinates(np.arange(len(coords)), coords, k, {COLOUR_DIM: layer.index})
                 text = layer.colouring.value_text
                 parent.add_lines(node_name(f"outlines.{layer.name}", "outlines"), pos, widths=width,
-                                 colors=tuple(linear_rgb(OUTLINE_COLOUR).tolist()), indices=indices, line_type="indexed", dim_order=order,
+                                 colors=tuple(linear_rgb(OUTLINE_COLOUR).tolist()), indices=indices,
+                                 line_type="indexed", dim_order=order,
                                  keys=self.keys[cell_rows].tolist(), copy="{hover_key}", **_moved(moves),
                                  labels=[f"{self.base[i]} · {text[i]}" if text[i] else self.base[i]
                                          for i in cell_rows.tolist()])

@@ -13,10 +13,12 @@ before SOURCE is read.
 'SpatialData .zarr store'
 >>> target_writer("run2")[1]
 'cellspec directory'
->>> target_writer("x.txt")
+>>> target_writer("x.txt")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-cellspec_sc.errors.InputError: x.txt: unknown target suffix '.txt'; known: .h5ad (AnnData .h5ad file), .spatialdata.zarr (SpatialData .zarr store), .zarr (AnnData .zarr store), .cellspec (cellspec directory), or no suffix (cellspec directory)
+cellspec_sc.errors.InputError: x.txt: unknown target suffix '.txt'; known: .h5ad (AnnData .h5ad file),
+.spatialdata.zarr (SpatialData .zarr store), .zarr (AnnData .zarr store), .cellspec (cellspec directory),
+or no suffix (cellspec directory)
 """
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="a cellspec directory, a supported file, or 'example'")
-    p.add_argument("-o", "--output", required=True, help="HTML file to write, e.g. report.html (an HTML file there is replaced, "
-                                                        "anything else refused)")
+    p.add_argument("-o", "--output", required=True,
+                   help="HTML file to write, e.g. report.html (an HTML file there is replaced, anything else refused)")
     p.add_argument("--image", default=None, help="image_id shown in the Space section (default: the first)")
     p.add_argument("--feature", default=None, help="feature_id selected first (default: the first)")
     p.add_argument("--features", nargs="+", default=None, metavar="FEATURE_ID",

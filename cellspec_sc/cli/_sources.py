@@ -37,7 +37,8 @@ def is_cellspec_dir(source: str) -> bool:
 __all__ = ["SOURCES", "is_cellspec_dir", "load", "resolve"]
 
 SOURCES: list[tuple[str, str, str]] = [
-    ("cellspec_sc.cli._sources:is_example", "cellspec_sc.cli._sources:load_example", "example (the simulated spec example)"),
+    ("cellspec_sc.cli._sources:is_example", "cellspec_sc.cli._sources:load_example",
+     "example (the simulated spec example)"),
     ("cellspec_sc.cli._sources:is_cellspec_dir", "cellspec_sc.io:read", "a cellspec directory"),
     ("cellspec_sc.bridges.anndata:is_h5ad", "cellspec_sc.bridges.anndata:read_h5ad", "an AnnData .h5ad file"),
     ("cellspec_sc.bridges.spatialdata:is_spatialdata_zarr", "cellspec_sc.bridges.spatialdata:read_spatialdata",

@@ -50,11 +50,15 @@ class Command:
 
 # in the order ``cellspec --help`` lists them
 COMMANDS: dict[str, Command] = {
-    "demo": Command("cellspec_sc.cli._demo", "build the example, write and read it back, validate it, print its summary"),
-    "validate": Command("cellspec_sc.cli._validate", "validate a cellspec (a directory, a supported file, or 'example')"),
+    "demo": Command("cellspec_sc.cli._demo",
+                    "build the example, write and read it back, validate it, print its summary"),
+    "validate": Command("cellspec_sc.cli._validate",
+                        "validate a cellspec (a directory, a supported file, or 'example')"),
     "info": Command("cellspec_sc.cli._info", "print the summary of a cellspec"),
-    "import": Command("cellspec_sc.cli._imports", "import a QuPath, MCMICRO or steinbock export into a cellspec directory"),
-    "convert": Command("cellspec_sc.cli._convert", "convert between cellspec directories, AnnData and SpatialData files"),
+    "import": Command("cellspec_sc.cli._imports",
+                      "import a QuPath, MCMICRO or steinbock export into a cellspec directory"),
+    "convert": Command("cellspec_sc.cli._convert",
+                       "convert between cellspec directories, AnnData and SpatialData files"),
     "luxar": Command("cellspec_sc.cli._luxar", "compile cells into a Luxar scene for the browser viewer"),
     "view": Command("cellspec_sc.cli._view", "serve an existing Luxar scene (.luxar.zarr) with luxar's viewer"),
     "preview": Command("cellspec_sc.cli._preview",
@@ -64,8 +68,20 @@ COMMANDS: dict[str, Command] = {
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The ``cellspec`` parser; only ``command``'s module is imported and fills its parser (``"all"``: every one).
+    """Build the ``cellspec`` parser; only ``command``'s module is imported and fills its parser.
 
+    Parameters
+    ----------
+    command
+        The subcommand whose module fills its parser (``"all"``: every one; ``None``: none, the top level only).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser, with every subcommand listed.
+
+    Examples
+    --------
     >>> build_parser("info").parse_args(["info", "example"]).source
     'example'
     """
@@ -82,8 +98,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def command_in(argv: Sequence[str]) -> str | None:
-    """The subcommand ``argv`` runs: its first word that is not an option (the top level has no option values).
+    """Find the subcommand ``argv`` runs: its first word that is not an option.
 
+    Parameters
+    ----------
+    argv
+        The command line's arguments, without the program name.
+
+    Returns
+    -------
+    str or None
+        The first word not starting with ``-`` (the top level has no option values), ``None`` if there is none.
+
+    Examples
+    --------
     >>> command_in(["-v", "convert", "example", "out.h5ad"])
     'convert'
     """
@@ -91,8 +119,16 @@ def command_in(argv: Sequence[str]) -> str | None:
 
 
 def add_verbosity_options(parser: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
-    """``-q`` and ``-v`` on ``parser``; on a subcommand with no default of their own, so ``cellspec -v convert ...``
-    and ``cellspec convert ... -v`` mean the same."""
+    """Add the mutually exclusive ``-q`` and ``-v`` options to ``parser``.
+
+    Parameters
+    ----------
+    parser
+        The parser to add them to.
+    subcommand
+        Whether ``parser`` is a subcommand's: then the options have no default of their own, so
+        ``cellspec -v convert ...`` and ``cellspec convert ... -v`` mean the same.
+    """
     group = parser.add_mutually_exclusive_group()
     group.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS if subcommand else False,
                        help="no progress bars, no warnings; log errors only")
@@ -101,8 +137,10 @@ def add_verbosity_options(parser: argparse.ArgumentParser, *, subcommand: bool =
 
 
 class SubcommandParser(argparse.ArgumentParser):
-    """The parser of a subcommand, and of any level below it (``add_subparsers`` reuses the parent's class):
-    it accepts ``-q``/``-v`` too."""
+    """The parser of a subcommand, and of any level below it.
+
+    ``add_subparsers`` reuses the parent's class, so every level accepts ``-q``/``-v`` too.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -131,7 +169,19 @@ def verbosity(quiet: bool, verbose: int) -> Iterator[None]:
 
 def print_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file=None,
                   line: str | None = None) -> None:
-    """A warning as one ``cellspec: warning: ...`` line on stderr, without Python's file and source line."""
+    """Print a warning as one ``cellspec: warning: ...`` line, without Python's file and source line.
+
+    The signature is that of :func:`warnings.showwarning`, which this replaces while a command runs.
+
+    Parameters
+    ----------
+    message
+        The warning (or its text).
+    category, filename, lineno, line
+        Ignored: the line names neither the category nor where the warning was raised.
+    file
+        Where to print (default: stderr).
+    """
     print(f"cellspec: warning: {message}", file=file or sys.stderr)
 
 
@@ -162,8 +212,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def failure(err: BaseException) -> tuple[int, str]:
-    """The exit code and message of a command that raised ``err`` (one line unless it is a validation report).
+    """Give the exit code and message of a command that raised ``err``.
 
+    Parameters
+    ----------
+    err
+        What the command raised.
+
+    Returns
+    -------
+    tuple of (int, str)
+        The exit code (``EXIT_INVALID`` for a validation error, ``EXIT_USAGE`` otherwise) and the message, one
+        line unless it is a validation report.
+
+    Examples
+    --------
     >>> failure(OSError(28, "No space left on device", "/data/x"))
     (2, 'cellspec: error: /data/x: No space left on device')
     """

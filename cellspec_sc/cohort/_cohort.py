@@ -171,7 +171,8 @@ class Cohort:
     def preview(self, summary: pd.DataFrame | None = None, client: Any = None) -> Any:
         """The cohort widget: image x marker heatmap of medians and NA fraction, outlier images.
 
-        The widget is provided by the layer above (``cellspec_sc.widgets``), through the registry of :mod:`cellspec_sc.model`.
+        The widget is provided by the layer above (``cellspec_sc.widgets``), through the registry of
+        :mod:`cellspec_sc.model`.
         """
         return provided("cohort_preview")(self, summary=summary, client=client)
 

@@ -20,10 +20,11 @@ Version history:
 ('strict', ('sample_id',), ['slide01_img1', 'slide01_img2', 'slide02_img1', 'slide02_img2'])
 >>> encode(record) == stored
 True
->>> decode({**stored, "cellspec_cohort": "2.0"}, where="dataset")
+>>> decode({**stored, "cellspec_cohort": "2.0"}, where="dataset")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-cellspec_sc.errors.FormatError: dataset/cohort.json: the cohort record is version 2.0, newer than the 1.0 this cellspec_sc reads; install a newer cellspec_sc (pip install -U cellspec_sc) to read it
+cellspec_sc.errors.FormatError: dataset/cohort.json: the cohort record is version 2.0, newer than the 1.0
+this cellspec_sc reads; install a newer cellspec_sc (pip install -U cellspec_sc) to read it
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ def decode(document: Any, *, where: str | Path) -> CohortRecord:
     Raises
     ------
     CohortError
-        The document is not an object or lacks a field, or a source directory's spec version is not read by this package.
+        The document is not an object or lacks a field, or a source directory's spec version is not read by this
+        package.
     FormatError
         The record has no version, or one of a newer major version than this package reads (both versions named).
     """

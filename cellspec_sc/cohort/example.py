@@ -46,8 +46,25 @@ def prefixed(x: CellSpec, prefix: str) -> CellSpec:
 
 
 def with_samples(x: CellSpec, sample_ids: Sequence[str]) -> CellSpec:
-    """``x`` with the sample id of each image (in the order of ``x.images``) set to ``sample_ids``, in the
-    images and cells tables (and channels, where it has the column)."""
+    """Set the sample id of each image of ``x``, in the images and cells tables (and channels, where it has the column).
+
+    Parameters
+    ----------
+    x
+        The object to relabel.
+    sample_ids
+        The sample id of each image, in the order of ``x.images``.
+
+    Returns
+    -------
+    CellSpec
+        ``x`` with those sample ids.
+
+    Raises
+    ------
+    ValueError
+        If ``sample_ids`` does not have one id per image.
+    """
     if len(sample_ids) != len(x.images):
         raise ValueError(f"{len(sample_ids)} sample ids for {len(x.images)} images")
     of_image = dict(zip(x.images["image_id"], sample_ids, strict=True))
@@ -63,9 +80,31 @@ def with_samples(x: CellSpec, sample_ids: Sequence[str]) -> CellSpec:
 def write_example_cohort(root: str | Path, n_directories: int = 3, *, n_cells: int = 200, n_images: int = 2,
                          n_features: int | None = None, seed: int = 0,
                          samples: Sequence[Sequence[str]] | None = None, **options: Any) -> list[Path]:
-    """Write ``n_directories`` simulated slides under ``root`` (``slide01``, ``slide02``, ...); returns
-    their paths. ``samples``: per directory, the sample id of each image (default: the simulator's, prefixed
-    like the image ids). ``options`` go to :func:`cellspec_sc.example`."""
+    """Write ``n_directories`` simulated slides under ``root`` (``slide01``, ``slide02``, ...).
+
+    Parameters
+    ----------
+    root
+        The folder to write them in.
+    n_directories
+        How many slides.
+    n_cells, n_images, n_features, seed
+        Passed to :func:`cellspec_sc.example` (slide ``i`` uses seed ``seed + i``).
+    samples
+        Per directory, the sample id of each image (default: the simulator's, prefixed like the image ids).
+    **options
+        Passed to :func:`cellspec_sc.example`.
+
+    Returns
+    -------
+    list of Path
+        The paths of the cellspec directories written.
+
+    Raises
+    ------
+    ValueError
+        If ``samples`` does not give one entry per directory.
+    """
     root = Path(root)
     if samples is not None and len(samples) != n_directories:
         raise ValueError(f"samples gives {len(samples)} directories' sample ids for {n_directories} directories")

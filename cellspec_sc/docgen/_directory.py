@@ -77,9 +77,16 @@ _JSON = """## cellspec.json
 | Key | Content |
 |---|---|
 | `spec_version` | `"1.0.0"` |
-| `column_types` | `{"cells": [{"name": ..., "type": ...}, ...], "adjacency": [...]}`: every column of the cells (and adjacency) file in file order, features last, typed `character`, `double`, `integer` or `logical`. `adjacency` only when present. This package also writes `dictionary`, `images` and `channels` entries so that column order and types of extra columns survive; readers use them when present and otherwise take the spec's declared types, or infer them from the JSON values. |
-| `dictionary`, `images`, `channels` | arrays of row objects, one per row, keys are column names. NA is `null`; an absent key also reads as NA. This package writes every key in every row. |
-| `provenance` | the object of section 6: `producer`, `reader`, `created_utc`, `inputs` (file names plus size and SHA-256; full paths only when the caller asked), `counts`, `parameters`, `history`. Written as held; writing adds no history step, because it changes no content. |
+| `column_types` | `{"cells": [{"name": ..., "type": ...}, ...], "adjacency": [...]}`: every column of the cells \
+(and adjacency) file in file order, features last, typed `character`, `double`, `integer` or `logical`. `adjacency` \
+only when present. This package also writes `dictionary`, `images` and `channels` entries so that column order and \
+types of extra columns survive; readers use them when present and otherwise take the spec's declared types, or \
+infer them from the JSON values. |
+| `dictionary`, `images`, `channels` | arrays of row objects, one per row, keys are column names. NA is `null`; an \
+absent key also reads as NA. This package writes every key in every row. |
+| `provenance` | the object of section 6: `producer`, `reader`, `created_utc`, `inputs` (file names plus size and \
+SHA-256; full paths only when the caller asked), `counts`, `parameters`, `history`. Written as held; writing adds \
+no history step, because it changes no content. |
 | any other key | kept on read in `x.extensions` and written back. |
 
 The file validates against the JSON Schema (draft 2020-12) shipped as
@@ -134,7 +141,8 @@ _READING = """## Reading: refusals
 listed file is opened); every listed file's SHA-256; unlisted files; `cellspec.json` (JSON,
 `spec_version`, schema); then it decodes the data files. The cells and adjacency data files are
 hashed on a second core while they are decoded; when one does not match the manifest, that
-`ChecksumMismatch` is what `read` raises, whatever else went wrong with the file. Each broken rule raises its own subclass
+`ChecksumMismatch` is what `read` raises, whatever else went wrong with the file. Each broken rule raises its own \
+subclass
 of `cellspec_sc.FormatError` whose message names the directory, the file and the rule (also
 available as `.directory`, `.file`, `.rule`); nothing is half-loaded.
 
@@ -159,7 +167,8 @@ columns are decoded into it one piece (a row group, at most ~32 MB of columns) a
 decoding in a thread while the last is copied, so `read` never holds two full copies. The copy goes in
 cache-sized row blocks, and the statistics the matrix checks of validation need (NaN, infinite and
 negative counts, per-image ranges: `cellspec_sc.model._matrix_stats`) are gathered from each block while it
-is in the cache, so reading and validating touch the matrix once. For TSV the row count is unknown: batches are kept as blocks and moved into a matrix whose
+is in the cache, so reading and validating touch the matrix once. For TSV the row count is unknown: batches are \
+kept as blocks and moved into a matrix whose
 pages are committed only as each block is copied and dropped.
 A matrix of 64 MB or more lives in its own memory mapping; when the last array using it is gone, the
 mapping is kept (its pages marked free for the kernel to take back whenever it needs memory) for the next

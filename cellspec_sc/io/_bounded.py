@@ -42,6 +42,9 @@ class ReadLimits:
     max_inflation: float = DEFAULT_MAX_INFLATION
 
 
+DEFAULT_LIMITS = ReadLimits()  # the default of the readers' ``limits=`` (frozen, so one instance serves every call)
+
+
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
@@ -93,7 +96,8 @@ class InflationGuard:
         self.closed = False
 
     def read(self, size: int = -1) -> bytes:
-        wanted = self.limit + 1 - self.delivered if size is None or size < 0 else min(size, self.limit + 1 - self.delivered)
+        wanted = (self.limit + 1 - self.delivered if size is None or size < 0
+                  else min(size, self.limit + 1 - self.delivered))
         data = self.stream.read(max(wanted, 1))
         self.delivered += len(data)
         if self.delivered > self.limit:

@@ -117,9 +117,10 @@ def check_utf8(array: pa.Array | pa.ChunkedArray, file: str, name: str, director
     """Refuse text that is not UTF-8 (Parquet readers do not check it; pandas would fail deep inside pyarrow).
 
     >>> bad = pa.Array.from_buffers(pa.string(), 2, pa.array([b"ok", b"\\xffmg1"]).buffers())
-    >>> check_utf8(bad, "cells.parquet", "image_id", "/d")
+    >>> check_utf8(bad, "cells.parquet", "image_id", "/d")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    cellspec_sc.io._refusals.UndecodableData: /d: cells.parquet: column 'image_id', row 1 (counting from 0): text that is not UTF-8 (b'\\xffmg1') [rule: cells and adjacency files decode as Parquet or as the TSV variant]
+    cellspec_sc.io._refusals.UndecodableData: /d: cells.parquet: column 'image_id', row 1 (counting from 0):
+    text that is not UTF-8 (b'\\xffmg1') [rule: cells and adjacency files decode as Parquet or as the TSV variant]
     """
     start = 0
     for chunk in array.chunks if isinstance(array, pa.ChunkedArray) else [array]:
@@ -167,8 +168,8 @@ class MatrixFiller:
 
     Each batch is kept as one block and :meth:`finish` moves the blocks into a fresh matrix
     (:func:`~cellspec_sc.model._memory.empty_matrix`), dropping each block as soon as it is copied (its pages
-    are committed on first write), so the process never holds two full copies. Values stored as NaN (not null) are counted
-    per feature, because in memory they would be indistinguishable from NA. (The Parquet reader
+    are committed on first write), so the process never holds two full copies. Values stored as NaN (not null) are
+    counted per feature, because in memory they would be indistinguishable from NA. (The Parquet reader
     knows its row count and fills a preallocated matrix instead: ``parquet_io.fill_row_group``.)
 
     >>> import pyarrow as pa

@@ -50,7 +50,13 @@ import pyarrow.parquet as pq
 from cellspec_sc._background import in_background
 from cellspec_sc._files import sha256_file
 from cellspec_sc.errors import CellspecError, InputError
-from cellspec_sc.io._bounded import DEFAULT_MAX_INFLATION, DEFAULT_MAX_METADATA_BYTES, ReadLimits, open_regular
+from cellspec_sc.io._bounded import (
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_INFLATION,
+    DEFAULT_MAX_METADATA_BYTES,
+    ReadLimits,
+    open_regular,
+)
 from cellspec_sc.io._columns import DAMAGED_DATA_ERRORS, Decoded, column_types_of, damage_text
 from cellspec_sc.io._manifest import (
     DATA_FILES,
@@ -227,7 +233,8 @@ def _write_contents(x: CellSpec, stage: Path, format: str, column_types: dict, m
 
 # -- read --------------------------------------------------------------------------------------
 def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C",
-         max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES, max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
+         max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
+         max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
     """Read a cellspec directory written by this or any other implementation of the spec.
 
     ``lazy=True`` (Parquet variant only) leaves the measurements on disk: they
@@ -285,7 +292,7 @@ def _refuse_if_replaced(directory: Path, stamp: tuple[int, ...] | None) -> None:
                                                 "read it again") from None
 
 
-def _read(directory: Path, lazy: bool = False, limits: ReadLimits = ReadLimits(), layout: str = "C") -> CellSpec:
+def _read(directory: Path, lazy: bool = False, limits: ReadLimits = DEFAULT_LIMITS, layout: str = "C") -> CellSpec:
     # Three cores' worth of work on two: the data files are hashed in one thread, the matrix decoded
     # in another, while this one builds the tables and runs the checks that do not need the matrix
     # values. A file that does not match its manifest entry is refused before anything else that
@@ -339,7 +346,8 @@ def _load(directory: Path, entries: dict[str, str], lazy: bool, limits: ReadLimi
             decoded.stats.cancel()
         raise
     matrix = np.asfortranarray(decoded.matrix) if layout == "F" and fmt == "tsv" else decoded.matrix
-    x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame, measurements=HandedOver(matrix) if matrix is decoded.matrix else sealed(matrix),
+    x = CellSpec(spec_version=document["spec_version"], cells=decoded.frame,
+                 measurements=HandedOver(matrix) if matrix is decoded.matrix else sealed(matrix),
                  adjacency=adjacency, provenance=document["provenance"], source_dir=directory.resolve(),
                  extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
     return x, decoded

@@ -17,7 +17,14 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from cellspec_sc._files import sha256_file
-from cellspec_sc.io._bounded import DONE_MAX_BYTES, MANIFEST_LINE_MAX_BYTES, ReadLimits, open_regular, read_bounded
+from cellspec_sc.io._bounded import (
+    DEFAULT_LIMITS,
+    DONE_MAX_BYTES,
+    MANIFEST_LINE_MAX_BYTES,
+    ReadLimits,
+    open_regular,
+    read_bounded,
+)
 from cellspec_sc.io._hashing import BackgroundHash
 from cellspec_sc.io._refusals import (
     ChecksumMismatch,
@@ -144,7 +151,7 @@ def _manifest_bound(directory: Path, manifest: Path) -> int:
 
 
 def verify_listed(directory: Path, entries: dict[str, str], deferred: Collection[str] = (),
-                  limits: ReadLimits = ReadLimits()) -> PendingHashes:
+                  limits: ReadLimits = DEFAULT_LIMITS) -> PendingHashes:
     """Every listed file exists, is a regular file inside the directory and has its recorded hash.
 
     Files named in ``deferred`` (the big data files) are hashed in a thread while the caller goes on
@@ -204,7 +211,7 @@ def check_unlisted(directory: Path, entries: dict[str, str]) -> None:
 
 
 def verify_directory(directory: Path, deferred: Collection[str] = (),
-                     limits: ReadLimits = ReadLimits()) -> tuple[dict[str, str], PendingHashes]:
+                     limits: ReadLimits = DEFAULT_LIMITS) -> tuple[dict[str, str], PendingHashes]:
     """All manifest checks of a directory, in the order of the format's rules; returns the entries and
     the hashes of the ``deferred`` files, still being computed (call ``check()`` on them before use)."""
     entries = read_manifest(directory)

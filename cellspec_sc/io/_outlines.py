@@ -94,10 +94,11 @@ def outline_path(source_dir: str | os.PathLike, geometry_ref: str) -> Path:
     """The file a ``geometry_ref`` names, refusing paths that leave ``source_dir``
     (:func:`cellspec_sc.io._manifest.checked_relative`: absolute, ``..``, or a symlink out).
 
-    >>> outline_path("/data/run1", "../secret.geojson")  # doctest: +ELLIPSIS
+    >>> outline_path("/data/run1", "../secret.geojson")  # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    cellspec_sc.io._refusals.UnsafePath: /data/run1: images.geometry_ref: path '../secret.geojson' leaves the directory...
+    cellspec_sc.io._refusals.UnsafePath: /data/run1: images.geometry_ref: path '../secret.geojson'
+    leaves the directory...
     """
     return checked_relative(Path(source_dir), str(geometry_ref), "images.geometry_ref", must_exist=False)
 

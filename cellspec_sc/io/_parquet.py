@@ -320,8 +320,11 @@ def _decode_block(opened: Any, index: int, feature_ids: tuple[str, ...], directo
     return block
 
 
-_DECODE_BYTES = 1 << 23  # decoded feature values per piece: ~8 MB (bigger pieces left up to 250 MB of freed Arrow buffers resident on a first read)
-DECODE_THREADS = max(1, (os.cpu_count() or 2) - 1)  # threads filling the matrix; one more core hashes the file and checks the cells
+# decoded feature values per piece: ~8 MB (bigger pieces left up to 250 MB of freed Arrow buffers resident on a
+# first read)
+_DECODE_BYTES = 1 << 23
+# threads filling the matrix; one more core hashes the file and checks the cells
+DECODE_THREADS = max(1, (os.cpu_count() or 2) - 1)
 _THREADED_ROWS = 1 << 12  # row groups at least this long are decoded with pyarrow's threads, column by column
 
 Piece = tuple[int, int, int, int, list[str]]  # row group, first row, stop row, first column, column names
@@ -392,7 +395,8 @@ class MatrixDecoding:
         with self._taking:
             return (self._pieces.pop() if last else self._pieces.popleft()) if self._pieces else None
 
-    def _fill(self, stats: MatrixStats, handle: pq.ParquetFile | None, last: bool = False) -> tuple[MatrixStats, np.ndarray]:
+    def _fill(self, stats: MatrixStats, handle: pq.ParquetFile | None,
+              last: bool = False) -> tuple[MatrixStats, np.ndarray]:
         nulls = np.zeros(len(self._feature_ids), dtype=np.int64)
         try:
             while (piece := self._take(last)) is not None:

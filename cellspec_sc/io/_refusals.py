@@ -95,8 +95,8 @@ class NotARegularFile(DirectoryRefusal):
 
 class FileTooLarge(DirectoryRefusal):
     rule = ("DONE is at most 1 KiB, MANIFEST.sha256 at most 4 KiB per file in the directory, cellspec.json at most "
-            "max_metadata_bytes (256 MiB), and a gzipped TSV inflates to (or a Parquet footer claims values of) at most "
-            "max_inflation (100) times the file's size")
+            "max_metadata_bytes (256 MiB), and a gzipped TSV inflates to (or a Parquet footer claims values of) "
+            "at most max_inflation (100) times the file's size")
 
 
 class UnreadableFile(DirectoryRefusal):

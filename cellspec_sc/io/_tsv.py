@@ -168,7 +168,8 @@ def read_tsv(path: Path, types: list[dict[str, str]], feature_ids: list[str],
         filler = MatrixFiller(feature_ids)
         batches = []
         try:
-            size = os.fstat(raw.fileno()).st_size  # the row count is unknown until the end: the bar counts compressed bytes
+            # the row count is unknown until the end: the bar counts compressed bytes
+            size = os.fstat(raw.fileno()).st_size
             with progress(size, f"reading {file}", unit="B", size=size / _COMPRESSED_BYTES_PER_VALUE) as bar:
                 for batch in reader:
                     filler.add(batch)

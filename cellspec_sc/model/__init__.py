@@ -82,12 +82,12 @@ _WHERE = {
     "with_history_step": "cellspec_sc.model._provenance",
 }
 
-__all__ = ["COMPONENTS", "CellSpec", "HandedOver", "MatrixStats", "NotProvided", "all_distinct", "array_digest", "arrow_code_array",
-           "arrow_first_seen_codes", "cache_rows", "column_digest", "contact_positions", "drop_missing_pairs",
-           "empty_matrix", "example", "feature_kinds", "first_free_name", "first_seen_code_array", "first_seen_codes",
-           "format_html", "frame_digest", "input_record", "markers_text", "matrix_stats", "new_provenance",
-           "package_version", "pixel_text", "provide", "provided", "release_kept", "row_blocks", "sealed", "source_line",
-           "utc_now", "with_history_step"]
+__all__ = ["COMPONENTS", "CellSpec", "HandedOver", "MatrixStats", "NotProvided", "all_distinct", "array_digest",
+           "arrow_code_array", "arrow_first_seen_codes", "cache_rows", "column_digest", "contact_positions",
+           "drop_missing_pairs", "empty_matrix", "example", "feature_kinds", "first_free_name", "first_seen_code_array",
+           "first_seen_codes", "format_html", "frame_digest", "input_record", "markers_text", "matrix_stats",
+           "new_provenance", "package_version", "pixel_text", "provide", "provided", "release_kept", "row_blocks",
+           "sealed", "source_line", "utc_now", "with_history_step"]
 
 
 def __getattr__(name: str) -> Any:

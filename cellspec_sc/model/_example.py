@@ -273,7 +273,8 @@ def _measurement_rows(seed: int, start: int, stop: int, levels: np.ndarray, cls:
 def _intensity_levels(rng: np.random.Generator, dictionary: pd.DataFrame, markers: list[str]) -> np.ndarray:
     per_marker = {m: np.asarray(_LEVELS.get(m) or rng.uniform(10.0, 1000.0, len(CLASSES))) for m in markers}
     columns = [per_marker[m] * _COMPARTMENT_SCALE[c] * _STAT_SCALE[s]
-               for m, c, s in zip(dictionary["marker"], dictionary["compartment"], dictionary["statistic"], strict=True)]
+               for m, c, s in zip(dictionary["marker"], dictionary["compartment"], dictionary["statistic"],
+                                  strict=True)]
     return np.column_stack(columns) if columns else np.zeros((len(CLASSES), 0))
 
 

@@ -56,7 +56,8 @@ def summarise(x: CellSpec) -> dict[str, Any]:
         "markers": markers,
         "pixel_sizes": _safe(lambda: sorted({float(v) for v in x.images["pixel_size"].dropna()}), []),
         "contacts": None if x.adjacency is None else _safe(lambda: len(x.adjacency)),
-        "adjacency_methods": [] if x.adjacency is None else _safe(lambda: sorted(x.adjacency["method"].dropna().unique()), []),
+        "adjacency_methods": [] if x.adjacency is None
+        else _safe(lambda: sorted(x.adjacency["method"].dropna().unique()), []),
         "source": source_line(x.provenance),
     }
 

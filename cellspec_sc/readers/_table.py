@@ -32,10 +32,12 @@ slow path that names a problem when there is none. A :class:`ReaderWarning` neve
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> path = folder / "old_mac.csv"
 >>> _ = path.write_bytes(b"CellID,X_centroid\\r1,2.5\\r")
->>> check_line_endings(path, path.read_bytes(), 0, ",", ("CellID", "X_centroid"))
+>>> check_line_endings(path, path.read_bytes(), 0, ",", ("CellID", "X_centroid"))  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-cellspec_sc.readers._table.UnreadableText: old_mac.csv: line 1, column 2 ('X_centroid'): a bare carriage return (CR) ends a line, as in classic Mac OS files; the readers read LF or CRLF line endings: convert the file (e.g. tr '\\r' '\\n' < old_mac.csv > fixed.csv)
+cellspec_sc.readers._table.UnreadableText: old_mac.csv: line 1, column 2 ('X_centroid'): a bare carriage return (CR)
+ends a line, as in classic Mac OS files; the readers read LF or CRLF line endings: convert the file
+(e.g. tr '\\r' '\\n' < old_mac.csv > fixed.csv)
 >>> path = folder / "t.csv"
 >>> _ = path.write_bytes(b"a,b\\n1,2\\n3,4\\n5,6\\n")
 >>> [path.read_bytes()[a:b] for a, b in line_pieces(path, data_start(path), piece_bytes=5)]
@@ -1131,8 +1133,9 @@ def _located_error(header: Header, message: str) -> InputError:
 def _number_hint(value: str) -> str:
     """What a value that is no number probably is.
 
-    >>> _number_hint("101,25"), _number_hint("P01")[:40]
-    ("; a decimal comma? The readers read '.' as the decimal mark, as the tools write it: export again with '.' (e.g. in an English locale) or replace the commas", '; the column holds text: if it is not a ')
+    >>> _number_hint("101,25"), _number_hint("P01")[:40]  # doctest: +NORMALIZE_WHITESPACE
+    ("; a decimal comma? The readers read '.' as the decimal mark, as the tools write it: export again with '.'
+    (e.g. in an English locale) or replace the commas", '; the column holds text: if it is not a ')
     """
     if re.fullmatch(r"\s*[-+]?\d+(\.\d{3})*,\d+\s*", value):
         return ("; a decimal comma? The readers read '.' as the decimal mark, as the tools write it: export again "

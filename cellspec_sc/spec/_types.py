@@ -56,7 +56,7 @@ def spec_type_of(series: pd.Series) -> str | None:
         return "integer"
     if pd.api.types.is_float_dtype(dtype):
         return "double" if dtype == np.float64 else None
-    if dtype == object:
+    if dtype == np.dtype(object):
         values = series.dropna()
         if all(isinstance(v, str) for v in values):
             return "character"

@@ -7,8 +7,8 @@ missing), and the :func:`check` decorator that registers an implementation under
 >>> ctx.number("cells", "area")[:2].round(1).tolist(), ctx.image_codes()[1].tolist()
 ([86.8, 125.4], ['img1', 'img2'])
 
-The rows a check finds, with helpers shared by the checks of several sections: offending rows as a :class:`Problem`, the required
-columns and column types of a table, missing ids, per-feature counts.
+The rows a check finds, with helpers shared by the checks of several sections: offending rows as a
+:class:`Problem`, the required columns and column types of a table, missing ids, per-feature counts.
 
 >>> import numpy as np
 >>> bad_rows("cells", "area", np.array([False, True, True]), "area not positive").message
@@ -297,8 +297,9 @@ def not_unicode(values: pd.Series) -> str | None:
     """Where a text column holds a string that no UTF-8 file can store (a lone surrogate, as ``os.fsdecode``
     makes of a file name that is not UTF-8), or None. Only Python strings can: Arrow text is UTF-8.
 
-    >>> not_unicode(pd.Series(["a", "b\\udcff"], dtype=object))
-    "row 1 holds text that is not Unicode ('b\\\\udcff': a lone surrogate, as os.fsdecode makes of bytes that are not UTF-8)"
+    >>> not_unicode(pd.Series(["a", "b\\udcff"], dtype=object))  # doctest: +NORMALIZE_WHITESPACE
+    "row 1 holds text that is not Unicode ('b\\\\udcff': a lone surrogate, as os.fsdecode makes of bytes
+    that are not UTF-8)"
     """
     if values.dtype != object:
         return None
@@ -421,7 +422,8 @@ def duplicated_rows(codes: np.ndarray, *numbers: np.ndarray) -> np.ndarray:
     equal to NaN and -0.0 to 0.0 as there, but one 64-bit hash per row finds the few candidates and only
     those are compared exactly (a tenth of the time on a million cells).
 
-    >>> duplicated_rows(np.array([0, 0, 1, 0]), np.array([1.0, 2.0, 1.0, -0.0]), np.array([5.0, np.nan, 5.0, 0.0])).tolist()
+    >>> duplicated_rows(np.array([0, 0, 1, 0]), np.array([1.0, 2.0, 1.0, -0.0]),
+    ...                 np.array([5.0, np.nan, 5.0, 0.0])).tolist()
     [False, False, False, False]
     >>> duplicated_rows(np.array([0, 0, 0]), np.array([0.0, -0.0, np.nan]), np.array([np.nan, np.nan, 1.0])).tolist()
     [True, True, False]

@@ -108,8 +108,10 @@ class ValidationReport:
         c = self.counts()
         rows = "".join(
             f"<tr><td style='color:{colours[r.status]};font-weight:bold'>{r.status}</td>"
-            f"<td><code>{r.name}</code></td><td>{r.level}</td><td style='text-align:left'>{html.escape(r.message)}</td></tr>"
+            f"<td><code>{r.name}</code></td><td>{r.level}</td>"
+            f"<td style='text-align:left'>{html.escape(r.message)}</td></tr>"
             for r in self.ordered())
-        return (f"<div class='cellspec-validation'><strong>cellspec validation: {'OK' if self.ok else 'FAILED'}</strong>"
+        return ("<div class='cellspec-validation'>"
+                f"<strong>cellspec validation: {'OK' if self.ok else 'FAILED'}</strong>"
                 f" ({c['pass']} pass, {c['fail']} fail, {c['warn']} warn, {c['skip']} skip)"
                 f"<table><tr><th>status</th><th>check</th><th>level</th><th>message</th></tr>{rows}</table></div>")

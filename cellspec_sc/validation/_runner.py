@@ -222,7 +222,10 @@ def table_values(x: Any) -> int:
 
 
 def portability(ctx: Context) -> Problem | None:
-    """The ``portability`` note: values some target format cannot store (see :mod:`cellspec_sc.validation._portability`)."""
+    """The ``portability`` note: values some target format cannot store.
+
+    See :mod:`cellspec_sc.validation._portability`.
+    """
     ctx.part("cells")  # skipped when the object is not usable
     problems = portability_problems(ctx.x, lambda table, frame: ctx.single_columns(table).items())
     return Problem("; ".join(problems), count=len(problems)) if problems else None

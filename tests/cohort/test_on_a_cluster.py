@@ -65,7 +65,8 @@ def test_open_reads_metadata_only_and_stacks_the_tables(slides, cohort):
     pd.testing.assert_frame_equal(cohort.dictionary, objects[0].dictionary)
     images = cohort.images
     assert images["image_id"].tolist() == [i for x in objects for i in x.images["image_id"]]
-    assert images["directory"].tolist() == [str(p) for p, x in zip(slides, objects) for _ in range(len(x.images))]
+    assert images["directory"].tolist() == [str(p) for p, x in zip(slides, objects, strict=True)
+                                            for _ in range(len(x.images))]
     assert len(cohort.channels) == sum(len(x.channels) for x in objects)
     assert [len(m.parts) for m in cohort.members] == [1, 4, 3]
     # a folder and a glob find the same directories, in name order
@@ -115,7 +116,8 @@ def test_to_anndata_x_computes_bit_equal_to_the_concatenated_measurements(client
     computed = adata.X.compute()
     assert computed.view(np.uint64).tolist() == expected.view(np.uint64).tolist()  # NaN payloads and -0.0 too
     assert adata.obs["cell_id"].tolist() == [c for x in objects for c in x.cells["cell_id"]]
-    assert adata.obs["directory"].tolist() == [str(p) for p, x in zip(slides, objects) for _ in range(x.n_cells)]
+    assert adata.obs["directory"].tolist() == [str(p) for p, x in zip(slides, objects, strict=True)
+                                               for _ in range(x.n_cells)]
     assert adata.var_names.tolist() == objects[0].feature_ids
     assert adata.obs_names.is_unique
 

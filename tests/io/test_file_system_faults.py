@@ -107,7 +107,8 @@ x = cs.example(n_cells=50)
 target = pathlib.Path(sys.argv[1]) / "run"
 cs.write(x, pathlib.Path(tempfile.mkdtemp()) / "warm")  # load every module a write needs
 # no descriptor left (listing /proc/self/fd holds one of its own while it counts)
-resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) - 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+resource.setrlimit(resource.RLIMIT_NOFILE,
+                   (len(os.listdir("/proc/self/fd")) - 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 try:
     cs.write(x, target)
 except WriteFailed as err:

@@ -29,9 +29,10 @@ MEMORY_LIMIT = 1536 << 20  # bytes of address space for the worker
 CASE_SECONDS = 20  # alarm inside the worker
 PARENT_SECONDS = 60  # the parent's own limit, should the alarm not fire
 
-WORKER = r"""
+# the limits go in as the worker's first line: the code below has braces of its own, so no str.format
+WORKER = f"MEMORY_LIMIT, CASE_SECONDS = {MEMORY_LIMIT}, {CASE_SECONDS}\n" + r"""
 import contextlib, io, json, resource, signal, sys
-resource.setrlimit(resource.RLIMIT_AS, (%d, %d))
+resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
 
@@ -70,12 +71,12 @@ def validate_cli(path):
 print("ready", flush=True)
 for line in sys.stdin:
     path = json.loads(line)
-    signal.alarm(%d)
+    signal.alarm(CASE_SECONDS)
     read, detail = judged(lambda: cs.read(path).n_cells)
     cli, cli_detail = judged(lambda: validate_cli(path))
     signal.alarm(0)
     print(json.dumps({"read": read, "read_detail": detail, "cli": cli, "cli_detail": cli_detail}), flush=True)
-""" % (MEMORY_LIMIT, MEMORY_LIMIT, CASE_SECONDS)
+"""
 
 
 class Judge:
@@ -215,7 +216,8 @@ FIXED = {
     "MANIFEST links outside": ("parquet", symlink("MANIFEST.sha256", "/etc/hostname")),
     "gzip bomb cells.tsv.gz": ("tsv", gzip_bomb),
     "cellspec.json nested 100000 deep": ("parquet", json_text('{"x": ' + "[" * 100_000 + "]" * 100_000 + "}")),
-    "cellspec.json integer of 5000 digits": ("parquet", json_text('{"spec_version": "1.0.0", "x": ' + "9" * 5000 + "}")),
+    "cellspec.json integer of 5000 digits": ("parquet",
+                                             json_text('{"spec_version": "1.0.0", "x": ' + "9" * 5000 + "}")),
     "cellspec.json NaN": ("parquet", json_edit(lambda doc: doc.__setitem__("extra", float("nan")))),
     "cellspec.json Infinity": ("parquet", json_edit(lambda doc: doc.__setitem__("extra", float("inf")))),
     "cellspec.json duplicate spec_version": ("parquet", lambda d: json_text(

@@ -27,8 +27,9 @@ def package_modules() -> list[str]:
 
 def test_every_package_is_walked():
     modules = package_modules()
-    for expected in ("cellspec_sc.validation._checks.cells", "cellspec_sc.bridges.luxar", "cellspec_sc.widgets._compute",
-                     "cellspec_sc.display._colors", "cellspec_sc.cli.main", "benchmarks.report"):
+    for expected in ("cellspec_sc.validation._checks.cells", "cellspec_sc.bridges.luxar",
+                     "cellspec_sc.widgets._compute", "cellspec_sc.display._colors", "cellspec_sc.cli.main",
+                     "benchmarks.report"):
         assert expected in modules
     assert not any(".bridges.bridges" in m or ".widgets.widgets" in m for m in modules)
 

@@ -327,3 +327,11 @@ def test_the_public_api_is_the_listed_set():
         names = set(found[module]["names"])
         assert names == expected, f"{module}: added {sorted(names - expected)}, removed {sorted(expected - names)}"
         assert not found[module]["missing"], f"{module}.__all__ names what it lacks: {found[module]['missing']}"
+
+
+def test_the_top_level_all_names_the_errors_and_every_lazy_name_in_order():
+    """``cellspec_sc.__all__`` is a literal list, so that linters see the ``TYPE_CHECKING`` imports as re-exports;
+    it must not drift from ``_LAZY``."""
+    import cellspec_sc as cs
+
+    assert cs.__all__ == ["CellspecError", "FormatError", "InputError", "ValidationError", *cs._LAZY]

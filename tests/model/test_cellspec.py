@@ -212,7 +212,8 @@ def test_every_exception_class_derives_from_cellspec_error():
 
 # -- command line -----------------------------------------------------------------------------
 def run_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "cellspec_sc.cli.main", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "cellspec_sc.cli.main", *args], capture_output=True, text=True,
+                          cwd=cwd)
 
 
 def test_cli_validate_and_info_example():

@@ -147,7 +147,7 @@ def test_contacts_are_the_outlines_that_come_within_the_gap(with_outlines):
         distance = shapely.distance(polygons[a], polygons[b])
         pairs = [tuple(sorted((ids[i], ids[j]), key=str.encode)) for i, j in zip(a, b, strict=True)]
         contacts = x.adjacency[x.adjacency["image_id"] == image_id]
-        listed = set(zip(contacts["cell_id_a"], contacts["cell_id_b"]))
+        listed = set(zip(contacts["cell_id_a"], contacts["cell_id_b"], strict=True))
         assert listed <= set(pairs)
         assert {p for p, d in zip(pairs, distance, strict=True) if d < gap - slack} <= listed
         assert len(listed) > 1.2 * len(polygons)  # packed: most cells touch two or more others

@@ -85,7 +85,8 @@ def test_provenance_is_filled(tmp_path):
     step = p["history"][-1]
     assert step["step"] == "from_tables" and step["function"] == "cellspec_sc.CellSpec.from_tables"
     assert "cell_id: int64 -> string" in step["details"]["coerced"]["cells"]
-    assert np.isnan(x.measurements[0, 1]) and np.array_equal(tables["measurements"], before, equal_nan=True)  # caller's array kept
+    # the caller's array is kept
+    assert np.isnan(x.measurements[0, 1]) and np.array_equal(tables["measurements"], before, equal_nan=True)
 
 
 def test_a_wrong_unit_is_refused_naming_the_rule_and_what_is_allowed():

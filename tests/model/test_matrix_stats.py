@@ -211,7 +211,8 @@ def test_stored_nan_found_by_the_reader_fails_measurements_finite(tmp_path):
     decoded = parquet_io.read_parquet(path / "cells.parquet", cells_types(path), x.feature_ids, path, wait=False)
     report = cs.validate(x, stats=decoded.stats.result())
     assert report.status("measurements_finite") == "fail"
-    assert f"{x.feature_ids[1]}: 1 NaN/infinite value(s) stored as numbers" in report.result("measurements_finite").message
+    assert (f"{x.feature_ids[1]}: 1 NaN/infinite value(s) stored as numbers"
+            in report.result("measurements_finite").message)
 
 
 @pytest.mark.parametrize("order", ["grouped", "a few runs", "interleaved"])

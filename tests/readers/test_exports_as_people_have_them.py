@@ -54,7 +54,8 @@ def test_cli_imports_colliding_names_instead_of_exiting_1(tmp_path, capsys):
 def test_generated_headers_with_collisions_give_valid_dictionaries(heads):
     heads = [f"Q{h}" for h in heads]  # never a fixed QuPath column; many collide after normalisation
     with tempfile.TemporaryDirectory() as tmp:
-        path = write_tsv(Path(tmp) / "gen.tsv", QUPATH_HEAD + heads, [cell_row(0, *[str(i) for i in range(len(heads))])])
+        path = write_tsv(Path(tmp) / "gen.tsv", QUPATH_HEAD + heads,
+                         [cell_row(0, *[str(i) for i in range(len(heads))])])
         x = cs.read_qupath(path, pixel_size=1.0)
     assert cs.validate(x).ok
     assert len(set(x.feature_ids)) == len(heads)

@@ -97,7 +97,8 @@ def test_a_read_and_cellspec_import_validate_without_walking_the_matrix(tmp_path
         x = cs.read_qupath(path)
         assert main(["import", "qupath", str(path), str(tmp_path / "out.cellspec"), "-q"]) == 0
     assert cs.validate(x).status("feature_support") == "warn"  # remembered: the report of the read
-    assert cs.read(tmp_path / "out.cellspec").equals(x.replace(provenance=cs.read(tmp_path / "out.cellspec").provenance))
+    assert cs.read(tmp_path / "out.cellspec").equals(
+        x.replace(provenance=cs.read(tmp_path / "out.cellspec").provenance))
 
 
 def test_validation_is_handed_finished_stats_and_id_codes(tmp_path, monkeypatch):

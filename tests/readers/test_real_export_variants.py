@@ -54,7 +54,8 @@ def test_steinbock_images_csv_number_that_is_not_one_is_named_by_line_and_column
 
 def test_steinbock_without_images_csv_says_so_plainly(tmp_path):
     folder = steinbock_folder(tmp_path, None)
-    with pytest.raises(InputError, match=r"^steinbock: no images.csv: no pixel size for image 'img_1' .*pixel_size=1.0"):
+    with pytest.raises(InputError,
+                       match=r"^steinbock: no images.csv: no pixel size for image 'img_1' .*pixel_size=1.0"):
         cs.read_steinbock(folder)
 
 
@@ -224,8 +225,8 @@ def test_early_steinbock_folder_names_are_named_in_the_refusal(tmp_path):
     folder = tmp_path / "old"
     for sub in ("cell_intensities", "cell_regionprops"):
         (folder / sub).mkdir(parents=True)
-    with pytest.raises(InputError, match=r"found cell_intensities/, cell_regionprops/: early steinbock versions' folder "
-                                         r"names, rename them to intensities/"):
+    with pytest.raises(InputError, match=r"found cell_intensities/, cell_regionprops/: early steinbock versions' "
+                                         r"folder names, rename them to intensities/"):
         cs.read_steinbock(folder)
 
 
@@ -260,7 +261,8 @@ def test_qupath_project_metadata_columns_are_kept_as_text(tmp_path):
     assert [str(n.message) for n in notes] == [
         "meta.tsv: column(s) 'Patient (metadata)' hold text, not measurements (project metadata?); kept as cells "
         "column(s) patient_metadata",
-        "meta.tsv: column(s) 'Patient' hold text, not measurements (project metadata?); kept as cells column(s) patient"]
+        "meta.tsv: column(s) 'Patient' hold text, not measurements (project metadata?); kept as cells "
+        "column(s) patient"]
     assert x.cells["patient_metadata"].tolist()[0] == "P01" and x.cells["patient"].isna().tolist() == [False, True]
     assert x.feature_ids == ["nucleus:CD3:mean"] and column(x, "Nucleus: CD3: Mean") == [450.25, 8.5]
     assert x.provenance["parameters"]["text_columns"] == {"Patient (metadata)": "patient_metadata",
@@ -330,7 +332,8 @@ def test_compressed_files_and_workbooks_are_named_for_what_they_are(tmp_path, st
 
 def test_a_pandas_index_column_is_not_a_marker(tmp_path):
     table = tmp_path / "img--unmicst_cell.csv"
-    table.write_text("Unnamed: 0,CellID,Hoechst,X_centroid,Y_centroid,Area\n0,1,100.5,10.0,5.0,50\n1,2,200.5,30,15,80\n")
+    table.write_text("Unnamed: 0,CellID,Hoechst,X_centroid,Y_centroid,Area\n"
+                     "0,1,100.5,10.0,5.0,50\n1,2,200.5,30,15,80\n")
     with pytest.warns(ReaderWarning, match=r"'Unnamed: 0' look like the index pandas writes"):
         x = cs.read_mcmicro(table, pixel_size=0.65)
     assert x.dictionary.set_index("source_name").at["Unnamed: 0", "kind"] == "other"

@@ -189,7 +189,8 @@ def test_validation_waits_for_a_readers_cell_id_codes_and_uses_them():
             stats.cell_codes = cell_codes  # made while the first checks ran
             return staged.finish(stats)
 
-    assert validated_with(np.zeros(len(x.cells), dtype=np.int64)).status("cells_key_unique") == "fail"  # every id "the same"
+    # every id "the same"
+    assert validated_with(np.zeros(len(x.cells), dtype=np.int64)).status("cells_key_unique") == "fail"
     assert validated_with(first_seen_codes(x.cells["cell_id"])[0]).ok
 
 

@@ -190,7 +190,8 @@ def _cell_ids(header: Header, parsed: Parsed, images: pa.ChunkedArray) -> tuple[
     # over the whole file (before the object-type filter), so ids do not change with object_types.
     image_column = header.find("Image")
     if parsed.rows is None or image_column is None:
-        every = arrow_objects(images) if parsed.rows is None else np.full(parsed.rows_read, images[0].as_py(), dtype=object)
+        every = (arrow_objects(images) if parsed.rows is None
+                 else np.full(parsed.rows_read, images[0].as_py(), dtype=object))
     else:
         whole = parsed.whole(image_column)
         every = np.where(pd.isna(whole), "", whole).astype(object)

@@ -7,8 +7,9 @@ one of them into a :class:`~cellspec_sc.readers._features.FeatureSpec`, and :fun
 style an intensity header was written in. :func:`plan_export` checks a header and turns it into a frozen
 :class:`QuPathPlan`.
 
->>> classify("Nucleus: CD3: Mean", calibrated=True)
-FeatureSpec(kind='intensity', statistic='mean', unit='a.u.', source_name='Nucleus: CD3: Mean', compartment='nucleus', marker='CD3')
+>>> classify("Nucleus: CD3: Mean", calibrated=True)  # doctest: +NORMALIZE_WHITESPACE
+FeatureSpec(kind='intensity', statistic='mean', unit='a.u.', source_name='Nucleus: CD3: Mean',
+            compartment='nucleus', marker='CD3')
 >>> classify("Cell: Area \\u00b5m^2", calibrated=True).unit
 'um2'
 >>> delimiter(Path("measurements.csv"))  # the header line chooses

@@ -135,8 +135,8 @@ def read_panel(path: Path, encoding: str | None = None) -> Panel:
     repeat = first_repeat(markers)
     if repeat is not None:
         first, again = (int(rows[i]) + 2 for i in repeat)
-        raise InputError(f"{path.name}: lines {first} and {again}, column 'name': {markers[repeat[1]]!r} names two kept "
-                         "channels; markers must be unique: rename one, or set keep to 0 for one")
+        raise InputError(f"{path.name}: lines {first} and {again}, column 'name': {markers[repeat[1]]!r} names "
+                         "two kept channels; markers must be unique: rename one, or set keep to 0 for one")
     return Panel([str(c).strip() for c in channels], markers)
 
 
@@ -210,7 +210,8 @@ def numbers_of(path: Path, column: str, texts: Sequence[str | None]) -> np.ndarr
         try:
             out[i] = float(text)
         except ValueError:
-            raise InputError(f"{path.name}: line {i + 2}, column {column!r}: cannot parse {text!r} as a number") from None
+            raise InputError(f"{path.name}: line {i + 2}, column {column!r}: "
+                             f"cannot parse {text!r} as a number") from None
     return out
 
 

@@ -9,7 +9,8 @@ imports them all.
 
 from __future__ import annotations
 
-from cellspec_sc.validation._checks import (
+# imported for their side effect: each module registers its checks in IMPLEMENTATIONS on import
+from cellspec_sc.validation._checks import (  # noqa: F401
     adjacency,
     cells,
     dictionary,

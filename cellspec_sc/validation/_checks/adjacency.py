@@ -56,7 +56,8 @@ def _adjacency_pairs(ctx: Context) -> Problem | None:
     # UTF-8 byte order equals Unicode code point order, which is how numpy compares str arrays
     unordered = ~(np.asarray(a, dtype=str) < np.asarray(b, dtype=str)) if len(adj) else np.zeros(0, dtype=bool)
     dup = adj[["image_id", "cell_id_a", "cell_id_b"]].duplicated(keep=False).to_numpy()
-    return merge([p for p in (bad_rows("adjacency", "cell_id_a", unordered, "cell_id_a not before cell_id_b in byte order"),
+    return merge([p for p in (bad_rows("adjacency", "cell_id_a", unordered,
+                                        "cell_id_a not before cell_id_b in byte order"),
                                bad_rows("adjacency", None, dup, "pair listed more than once")) if p])
 
 

@@ -49,7 +49,8 @@ def _images_sample(ctx: Context) -> Problem | None:
 @check("images_pixel_size")
 def _images_pixel(ctx: Context) -> Problem | None:
     size = ctx.number("images", "pixel_size")
-    problems = [bad_rows("images", "pixel_size", ~(np.isfinite(size) & (size > 0)), "pixel_size not finite and positive")]
+    problems = [bad_rows("images", "pixel_size", ~(np.isfinite(size) & (size > 0)),
+                         "pixel_size not finite and positive")]
     if "pixel_size_y" in ctx.table("images").columns:
         size_y = ctx.number("images", "pixel_size_y")
         problems.append(bad_rows("images", "pixel_size_y", ~(np.isnan(size_y) | (np.isfinite(size_y) & (size_y > 0))),

@@ -33,7 +33,7 @@ def c_bytes(m: np.ndarray) -> bytes:
 def split_record(m: np.ndarray, parts: int) -> str:
     """``xxh3_128x<N>``: the digest of the shape and of each row part's own digest."""
     bounds = [i * m.shape[0] // parts for i in range(parts + 1)]
-    digests = b"".join(xxhash.xxh3_128(c_bytes(m[a:b])).digest() for a, b in zip(bounds, bounds[1:]))
+    digests = b"".join(xxhash.xxh3_128(c_bytes(m[a:b])).digest() for a, b in zip(bounds, bounds[1:], strict=False))
     return f"xxh3_128x{parts}:" + xxhash.xxh3_128(shape_bytes(m) + digests).hexdigest()
 
 
@@ -88,7 +88,7 @@ def test_computed_at_once_by_the_caller_and_a_thread_it_is_the_same(big):
 def edge_rows(n: int, parts: int = 4) -> list[int]:
     """The first and last row of every part."""
     bounds = [i * n // parts for i in range(parts + 1)]
-    return sorted({row for a, b in zip(bounds, bounds[1:]) for row in (a, b - 1)})
+    return sorted({row for a, b in zip(bounds, bounds[1:], strict=False) for row in (a, b - 1)})
 
 
 @pytest.mark.parametrize("size", ["small", "big"])

@@ -125,7 +125,8 @@ def test_subset_gives_valid_cellspec():
     assert back.validate().ok
     assert back.feature_ids == list(features)
     assert back.n_cells == int(mask.sum())
-    np.testing.assert_array_equal(back.measurements, x.measurements[mask][:, [x.feature_ids.index(f) for f in features]])
+    np.testing.assert_array_equal(back.measurements,
+                                  x.measurements[mask][:, [x.feature_ids.index(f) for f in features]])
     expected = x.subset(cells=mask, features=list(features))
     assert back.adjacency.equals(expected.adjacency) and len(back.adjacency) < len(x.adjacency)
     assert back.images.equals(x.images) and back.channels.equals(x.channels)

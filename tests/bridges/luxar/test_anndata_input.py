@@ -17,7 +17,7 @@ from luxar_scenes import cells_of, points_node, points_total, quantum
 def test_anndata_cluster_and_embedding_layers(tmp_path, scanpy_adata):
     x, adata = scanpy_adata
     path = cs.to_luxar(adata, tmp_path / "s.luxar.zarr", layers=["category:cluster", "embedding:X_umap"])
-    palette = dict(zip(adata.obs["cluster"].cat.categories, adata.uns["cluster_colors"]))
+    palette = dict(zip(adata.obs["cluster"].cat.categories, adata.uns["cluster_colors"], strict=True))
     umap = pd.DataFrame(adata.obsm["X_umap"], index=(adata.obs["image_id"].astype(str) + "/"
                                                         + adata.obs["cell_id"].astype(str)).to_numpy())
     cluster = pd.Series(adata.obs["cluster"].to_numpy(), index=umap.index)

@@ -32,7 +32,7 @@ def test_feature_scalars_window_lut_and_na(tmp_path):
     np.testing.assert_array_equal(lut, linear_lut("viridis"))
     assert node["attrs"]["colormap"] == "custom"
     assert node["group"]["sharpnesses"].attrs["encoding"]["value"] == [SHARPNESS]  # crisp discs
-    assert all(label.endswith(f"= {v:.6g}") for label, v in zip(node["labels"], want))
+    assert all(label.endswith(f"= {v:.6g}") for label, v in zip(node["labels"], want, strict=True))
     na = points_node(path, "a/a.feature_cell_CD3e_mean.NA")
     assert sorted(na["keys"]) == ["a-0", "a-4"] and all(label.endswith(" = NA") for label in na["labels"])
     np.testing.assert_allclose(na["colors"], [linear_rgb(NA_COLOUR)] * 2, atol=1 / 255)
@@ -107,7 +107,7 @@ def test_colour_layers_of_the_same_cells_share_their_positions(tmp_path):
 def test_category_colours_are_linearised_for_the_viewer(tmp_path):
     x = cs.example(region_layers=("tissue",))
     path = cs.to_luxar(x, tmp_path / "s.luxar.zarr", layers=["category:region__tissue"])
-    palette = dict(zip(["stroma", "tumor"], category_rgb(["stroma", "tumor"])))  # sorted byte order
+    palette = dict(zip(["stroma", "tumor"], category_rgb(["stroma", "tumor"]), strict=True))  # sorted byte order
     assert np.allclose(palette["stroma"], (0.12156863, 0.46666667, 0.70588235))  # tab10 blue, first category
     for image in ("img1", "img2"):
         node = points_node(path, f"{image}/{image}.category_region__tissue")

@@ -40,7 +40,8 @@ def test_cli_compiles_a_cellspec_directory_with_outlines(tmp_path):
     cells = cells_of(x, "img2").iloc[:5]
     square = [[0, 0], [4, 0], [4, 4], [0, 4], [0, 0]]
     features = [{"type": "Feature", "id": c, "geometry": {"type": "Polygon", "coordinates": [
-        [[cx / 0.5 + dx, cy / 0.5 + dy] for dx, dy in square]]}} for c, cx, cy in zip(cells["cell_id"], cells["x"], cells["y"])]
+        [[cx / 0.5 + dx, cy / 0.5 + dy] for dx, dy in square]]}}
+        for c, cx, cy in zip(cells["cell_id"], cells["x"], cells["y"], strict=True)]
     (tmp_path / "img2.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": features}))
     images = x.images.copy()
     images["geometry_ref"] = pd.array([None, "img2.geojson"], dtype="string")

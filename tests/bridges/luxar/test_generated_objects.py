@@ -27,7 +27,7 @@ def test_generated_objects_compile_with_every_cell_once_per_layer(tmp_path_facto
     assert points_total(path) == sum(layer != "adjacency" for layer in layers) * x.n_cells
     record = read_scene_record(path)  # what the scene says it holds, read back through its codec
     assert list(record.layers) == layers and record.images == tuple(x.images["image_id"].astype(str))
-    for image, image_node in zip(record.images, record.image_nodes):
+    for image, image_node in zip(record.images, record.image_nodes, strict=True):
         in_image = (x.cells["image_id"] == image).to_numpy(dtype=bool)
         want = sorted(str(c) for c in x.cells["cell_id"][in_image])
         leaves = [n["name"] for n in scene.nodes if n["type"] == "points" and n["name"].startswith(f"{image_node}/")]
@@ -40,7 +40,8 @@ def test_generated_objects_compile_with_every_cell_once_per_layer(tmp_path_facto
             for leaf in group:
                 node = points_node(path, leaf)
                 got += node["keys"]
-                assert all(label.startswith(f"{key} · {image}") for key, label in zip(node["keys"], node["labels"]))
+                assert all(label.startswith(f"{key} · {image}")
+                           for key, label in zip(node["keys"], node["labels"], strict=True))
             assert sorted(got) == (want if in_image.any() else []), (leaves, record)
 
 
@@ -51,7 +52,8 @@ def test_extreme_feature_values_and_areas_still_compile(tmp_path, x):
     cells = x.cells.copy()
     cells.loc[0, "area"], cells.loc[1, "area"] = 1.7976931348623157e308, 5e-324
     y = x.replace(measurements=m, cells=cells)
-    path = cs.to_luxar(y, tmp_path / "s.luxar.zarr", layers=[f"feature:{x.feature_ids[0]}", f"feature:{x.feature_ids[1]}"])
+    path = cs.to_luxar(y, tmp_path / "s.luxar.zarr",
+                       layers=[f"feature:{x.feature_ids[0]}", f"feature:{x.feature_ids[1]}"])
     assert points_total(path) == 2 * x.n_cells
     node = points_node(path, f"img1/img1.{parse_layer('feature:' + x.feature_ids[1]).text.replace(':', '_')}/cells")
     assert np.isfinite(node["scalars"]).all()

@@ -50,10 +50,11 @@ def test_stack_by_sample_puts_each_samples_cells_on_its_own_entry(tmp_path):
         node = points_node(path, f"{sample}/{sample}.cells")
         images = [label.split(" · ")[1] for label in node["labels"]]
         expected = cells[cells["sample_id"] == sample]
-        assert sorted(zip(images, node["keys"])) == sorted(expected.index)  # every cell of the sample, no other
+        # every cell of the sample, no other
+        assert sorted(zip(images, node["keys"], strict=True)) == sorted(expected.index)
         assert {sample_of[i] for i in images} == {sample}
         assert np.all(node["positions"][:, 2] == k)
-        xy = expected.loc[list(zip(images, node["keys"])), ["x", "y"]].to_numpy()
+        xy = expected.loc[list(zip(images, node["keys"], strict=True)), ["x", "y"]].to_numpy()
         tolerance = (xy.max(axis=0) - xy.min(axis=0)).max() / 65535
         np.testing.assert_allclose(node["positions"][:, :2], xy, atol=tolerance, rtol=0)
     waypoints = scene.root_attrs["viewer_config"]["waypoints"]

@@ -22,12 +22,12 @@ def test_adjacency_lines_join_the_contacting_cells(tmp_path):
         keys = csr_strings(root[f"adjacency/{image}/contacts"], "key_offsets", "key_bytes")
         got = {tuple(sorted((keys[a], keys[b]))) for a, b in lines.segments}
         adj = x.adjacency[(x.adjacency["image_id"] == image).to_numpy(dtype=bool)]
-        assert got == {tuple(sorted(p)) for p in zip(adj["cell_id_a"], adj["cell_id_b"])}
+        assert got == {tuple(sorted(p)) for p in zip(adj["cell_id_a"], adj["cell_id_b"], strict=True)}
         expected = cells_of(x, image).loc[keys, ["x", "y"]].to_numpy()
         np.testing.assert_allclose(lines.vertices[:, :2], expected, atol=1.0 / 65535 * 1000)
         labels = csr_strings(root[f"adjacency/{image}/contacts"], "label_offsets", "label_bytes")
         degree = pd.concat([adj["cell_id_a"], adj["cell_id_b"]]).value_counts()
-        assert all(label.endswith(f" · {degree.get(k, 0)} contacts") for k, label in zip(keys, labels))
+        assert all(label.endswith(f" · {degree.get(k, 0)} contacts") for k, label in zip(keys, labels, strict=True))
     assert luxar.LuxarScene.load(path).get_group("adjacency")["layer_order"] == 0
 
 
@@ -37,7 +37,7 @@ def test_outlines_are_closed_rings_in_micrometres_keyed_by_cell(tmp_path):
     x = cs.example()
     cells = cells_of(x, "img1").iloc[:10]
     features, rings = [], {}
-    for cell_id, cx, cy in zip(cells["cell_id"], cells["x"], cells["y"]):
+    for cell_id, cx, cy in zip(cells["cell_id"], cells["x"], cells["y"], strict=True):
         ring = [[cx / 0.5 + dx, cy / 0.5 + dy] for dx, dy in ((0, 0), (6, 0), (6, 4), (0, 4), (0, 0))]  # pixels
         features.append({"type": "Feature", "id": cell_id, "geometry": {"type": "Polygon", "coordinates": [ring]}})
         rings[cell_id] = np.array(ring[:-1]) * 0.5
@@ -52,7 +52,8 @@ def test_outlines_are_closed_rings_in_micrometres_keyed_by_cell(tmp_path):
     keys = csr_strings(outline, "key_offsets", "key_bytes")
     labels = csr_strings(outline, "label_offsets", "label_bytes")
     classes = cells.set_index("cell_id")["classification"]
-    assert all(label == f"{k} · img1 · {classes[k]} · classification: {classes[k]}" for k, label in zip(keys, labels))
+    assert all(label == f"{k} · img1 · {classes[k]} · classification: {classes[k]}"
+               for k, label in zip(keys, labels, strict=True))
     assert len(lines.segments) == 4 * len(rings)  # four edges per square, the unknown id left out
     for cell_id, ring in rings.items():
         mine = [i for i, k in enumerate(keys) if k == cell_id]

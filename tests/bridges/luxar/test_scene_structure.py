@@ -60,7 +60,8 @@ def test_hover_labels_keys_positions_and_radii_follow_stored_order(tmp_path, x):
         assert sorted(node["keys"]) == sorted(expected.index)
         assert node["keys"] != list(expected.index)  # the compiler reordered the points spatially
         rows = expected.loc[node["keys"]]
-        want = [f"{c} · {image} · {k} · classification: {k}" for c, k in zip(rows["cell_id"], rows["classification"])]
+        want = [f"{c} · {image} · {k} · classification: {k}"
+                for c, k in zip(rows["cell_id"], rows["classification"], strict=True)]
         assert node["labels"] == want
         pos_tol = (rows[["x", "y"]].max() - rows[["x", "y"]].min()).max() / 65535
         np.testing.assert_allclose(node["positions"][:, :2], rows[["x", "y"]].to_numpy(), atol=pos_tol, rtol=0)

@@ -41,8 +41,10 @@ PROJECT = """([name, points]) => {
 SET_DIMENSION = """async ([index, value]) => {
   const m = window.__luxarDebug.sceneDimsManager; m.setDimensionValue(index, value); await m.waitForUpdate();
 }"""
-VISIBLE_TEXT = """() => [...document.querySelectorAll('div')].filter(e => e.children.length === 0 || e.querySelector('b'))
-  .filter(e => e.offsetParent !== null && getComputedStyle(e).opacity !== '0' && getComputedStyle(e).visibility !== 'hidden')
+VISIBLE_TEXT = """() => [...document.querySelectorAll('div')]
+  .filter(e => e.children.length === 0 || e.querySelector('b'))
+  .filter(e => e.offsetParent !== null && getComputedStyle(e).opacity !== '0'
+               && getComputedStyle(e).visibility !== 'hidden')
   .map(e => e.innerText).join('\\n')"""
 
 

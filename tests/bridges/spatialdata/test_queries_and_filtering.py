@@ -90,7 +90,8 @@ def test_filtering_the_table_keeps_the_cells_of_the_rows_left(xa, tmp_path, thro
     import annsel as an
 
     sdata = cs.to_spatialdata(xa)
-    tumour = set(zip(*xa.cells.loc[xa.cells["classification"] == "Tumor", ["image_id", "cell_id"]].T.to_numpy()))
+    tumour = set(zip(*xa.cells.loc[xa.cells["classification"] == "Tumor", ["image_id", "cell_id"]].T.to_numpy(),
+                     strict=True))
     by_query = sdata.filter_by_table_query("table", obs_expr=an.col("classification") == "Tumor")
     check_subset(cs.from_spatialdata(by_query), xa, tumour)
     table = sdata.tables["table"]

@@ -194,7 +194,8 @@ def test_marker_map_renames_and_records_source():
 
 # -- pixel centroids -------------------------------------------------------------------------------
 def test_pixel_centroids_need_and_use_the_pixel_size():
-    with pytest.raises(InputError, match=r"line 1, column .Centroid X px.: the file has pixel centroids and no pixel size; pass"):
+    with pytest.raises(InputError,
+                       match=r"line 1, column .Centroid X px.: the file has pixel centroids and no pixel size; pass"):
         cs.read_qupath(DATA / "pixels_only.tsv")
     x = cs.read_qupath(DATA / "pixels_only.tsv", pixel_size=0.5)
     assert cs.validate(x).ok
@@ -242,7 +243,8 @@ HEAD = "Image\tObject ID\tCentroid X µm\tCentroid Y µm\tCell: CD3 mean\n"
 @pytest.mark.parametrize("name, text, pattern", [
     ("empty.tsv", "", r"empty.tsv: line 1: the file is empty"),
     ("header.tsv", HEAD, r"header.tsv: line 2: .*no data rows"),
-    ("bad.tsv", HEAD + "a\t1\t1\t1\t5\na\t2\t1\t1\tabc\n", r"bad.tsv: line 3, column 'Cell: CD3 mean': cannot parse 'abc'"),
+    ("bad.tsv", HEAD + "a\t1\t1\t1\t5\na\t2\t1\t1\tabc\n",
+     r"bad.tsv: line 3, column 'Cell: CD3 mean': cannot parse 'abc'"),
     ("dup.tsv", HEAD + "a\tX\t1\t1\t5\na\tY\t2\t1\t5\na\tX\t3\t1\t5\n", r"dup.tsv: lines 2 and 4, column 'Object ID'"),
     ("short.tsv", HEAD + "a\t1\t1\t1\t5\na\t2\t1\t1\n", r"short.tsv: line 3: expected 5 tab-separated fields"),
     ("commas.tsv", HEAD.replace("\t", ",") + "a,1,1,1,5\n", r"commas.tsv: line 1: .*comma.*wrong separator"),

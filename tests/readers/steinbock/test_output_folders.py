@@ -155,8 +155,8 @@ def test_refusals_name_file_line_column_and_what_to_pass(tmp_path):
     assert cs.read_steinbock(folder, pixel_size=1.0).n_cells == 5
     (folder / "regionprops" / "Patient1_002.csv").write_text(
         "Object," + ",".join(PROPS) + "\n1,3,1,1,5,3,0.8\n9,3,1,1,5,3,0.8\n")
-    with pytest.raises(InputError, match=r"intensities/Patient1_002.csv: line 3, column 'Object': object '7' has no row "
-                                         r"in regionprops/Patient1_002.csv"):
+    with pytest.raises(InputError, match=r"intensities/Patient1_002.csv: line 3, column 'Object': object '7' has "
+                                         r"no row in regionprops/Patient1_002.csv"):
         cs.read_steinbock(folder, pixel_size=1.0)
     (folder / "regionprops" / "Patient1_002.csv").write_text("Object,area,centroid-0,centroid-1\n1,3,1,1\n7,3,1,1\n")
     with pytest.raises(InputError, match=r"regionprops/Patient1_002.csv: line 1: columns differ from "
@@ -172,7 +172,8 @@ def test_refusals_by_name(tmp_path):
         cs.read_steinbock(tmp_path / "empty")
     folder = two_images(tmp_path)
     (folder / "neighbors" / "Patient1_002.csv").write_text("Object,Neighbor,Distance\n1,8,2.0\n")
-    with pytest.raises(InputError, match=r"neighbors/Patient1_002.csv: line 2, column 'Neighbor': object '8' is not in"):
+    with pytest.raises(InputError,
+                       match=r"neighbors/Patient1_002.csv: line 2, column 'Neighbor': object '8' is not in"):
         cs.read_steinbock(folder)
     with pytest.raises(InputError, match="neighbor_method='touching'"):
         cs.read_steinbock(folder, neighbor_method="touching")
@@ -233,8 +234,10 @@ def test_generated_steinbock_folders_read_back_exactly(folder_spec, um_per_px):
         assert np.array_equal(got.view(np.int64)[ok], raw.view(np.int64)[ok])  # -0.0 and subnormals bit-exact
         xs = [(c + 0.5) * um_per_px for d in images.values() for _, c in d["centroids"]]
         assert x.cells["x"].tolist() == xs
-        expected_pairs = {(s, *sorted((str(a), str(b)))) for s, d in images.items() for a, b, _ in d["neighbors"] if a != b}
-        got_pairs = set() if x.adjacency is None else set(map(tuple, x.adjacency[["image_id", "cell_id_a", "cell_id_b"]].values.tolist()))
+        expected_pairs = {(s, *sorted((str(a), str(b)))) for s, d in images.items()
+                          for a, b, _ in d["neighbors"] if a != b}
+        got_pairs = set() if x.adjacency is None else \
+            set(map(tuple, x.adjacency[["image_id", "cell_id_a", "cell_id_b"]].values.tolist()))
         assert got_pairs == expected_pairs
         back = cs.read(cs.write(x, Path(tmp) / "out"))
         assert back.equals(x), back.differences(x)
