@@ -25,7 +25,6 @@ import numpy as np
 import pandas as pd
 
 
-
 def _bases(array: np.ndarray) -> list[np.ndarray]:
     """``array`` and the numpy arrays under it (a view's base, its base, ...)."""
     out = [array]

@@ -46,7 +46,8 @@ def test_a_command_loads_its_own_module_only():
     code = "from cellspec_sc.cli.main import main\nmain(['info', 'example'])"
     probe = f"{code}\nimport sys\nprint(sorted(m for m in sys.modules if m.startswith('cellspec_sc.cli.')))"
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True)
-    assert run.stdout.splitlines()[-1] == "['cellspec_sc.cli._info', 'cellspec_sc.cli._sources', 'cellspec_sc.cli.main']"
+    loaded = "['cellspec_sc.cli._info', 'cellspec_sc.cli._sources', 'cellspec_sc.cli.main']"
+    assert run.stdout.splitlines()[-1] == loaded
 
 
 def test_every_public_name_is_listed_and_resolves():

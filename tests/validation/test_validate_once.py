@@ -19,7 +19,6 @@ from cellspec_sc.validation import _runner as memo
 from cellspec_sc.validation import _runner as runner
 
 
-
 def forced_writable(x):
     """The object's own matrix made writable by force (its flag and those of the arrays under it), as memory
     damage or code that sets numpy's flags itself could change it; no API of the object does."""
