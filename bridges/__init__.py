@@ -11,20 +11,13 @@ the bridges loads none of anndata, spatialdata or luxar.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from cellspec_sc._lazy import lazy_names
 
 __all__ = ["from_anndata", "from_spatialdata", "to_anndata", "to_luxar", "to_spatialdata"]
 
-_HOMES = {"to_anndata": "anndata", "from_anndata": "anndata", "to_spatialdata": "spatialdata",
-          "from_spatialdata": "spatialdata", "to_luxar": "luxar"}
+_HOMES_ABS = {name: f"cellspec_sc.bridges.{home}" for name, home in {
+    "to_anndata": "anndata", "from_anndata": "anndata", "to_spatialdata": "spatialdata",
+    "from_spatialdata": "spatialdata", "to_luxar": "luxar"}.items()}
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_names(__name__, _HOMES_ABS, globals())

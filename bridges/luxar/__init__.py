@@ -15,9 +15,9 @@ LayerSpec(kind='marker', argument='CD3e')
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from cellspec_sc._lazy import lazy_names
 from cellspec_sc.bridges.luxar._viewer import LuxarViewer, show_luxar, signals_interrupt
 
 if TYPE_CHECKING:
@@ -29,13 +29,5 @@ __all__ = ["to_luxar", "show_luxar", "LuxarViewer", "scene_path", "LUXAR_SCENE",
 _COMPILER = ("to_luxar", "scene_path", "LUXAR_SCENE", "parse_layer", "LayerSpec", "cell_radii")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _COMPILER:
-        value = getattr(import_module("cellspec_sc.bridges.luxar._compile"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'cellspec_sc.bridges.luxar' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+_HOMES = {name: "cellspec_sc.bridges.luxar._compile" for name in _COMPILER}
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())

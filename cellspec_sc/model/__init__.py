@@ -11,8 +11,9 @@ True
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cellspec_sc._lazy import lazy_names
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
     from cellspec_sc.model._cellspec import COMPONENTS, CellSpec, contact_positions, drop_missing_pairs
@@ -90,13 +91,4 @@ __all__ = ["COMPONENTS", "CellSpec", "HandedOver", "MatrixStats", "NotProvided",
            "sealed", "source_line", "utc_now", "with_history_step"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(import_module(_WHERE[name]), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())

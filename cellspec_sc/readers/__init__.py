@@ -12,8 +12,7 @@ pipeline (``_pipeline``: plan, parse, tables, one validation). Names are importe
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from cellspec_sc._lazy import lazy_names
 
 __all__ = ["McquantAdapter", "QuPathAdapter", "ReaderWarning", "SteinbockAdapter", "build_dictionary",
            "read_export_report",
@@ -28,11 +27,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())

@@ -32,7 +32,7 @@ COMPOSITION_ROOT = "cellspec_sc"  # cellspec_sc/__init__.py: lazy names of every
 # lowest first; a tuple is one layer of packages that do not import each other, a set one whose members may
 LAYERS: list[tuple[str, ...] | frozenset[str]] = [
     frozenset({"cellspec_sc.errors", "cellspec_sc.progress", "cellspec_sc._codec", "cellspec_sc._background",
-               "cellspec_sc._files"}),
+               "cellspec_sc._files", "cellspec_sc._lazy"}),
     ("cellspec_sc.spec", "cellspec_sc.display"),
     frozenset({"cellspec_sc.model"}),
     frozenset({"cellspec_sc.validation"}),

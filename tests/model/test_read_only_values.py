@@ -16,21 +16,6 @@ from cellspec_sc.errors import ReadOnlyError
 from strategies import cellspecs
 
 
-def bits(matrix) -> np.ndarray:
-    return np.ascontiguousarray(matrix, dtype=np.float64).view(np.int64).copy()
-
-
-def snapshot(x: cs.CellSpec) -> tuple[np.ndarray, pd.DataFrame, pd.DataFrame]:
-    return bits(x.measurements), x.cells.copy(deep=True), x.dictionary.copy(deep=True)
-
-
-def assert_unchanged(x: cs.CellSpec, before: tuple[np.ndarray, pd.DataFrame, pd.DataFrame], step: str) -> None:
-    matrix, cells, dictionary = before
-    assert np.array_equal(bits(x.measurements), matrix), f"{step} changed x.measurements"
-    pd.testing.assert_frame_equal(x.cells, cells, obj=f"x.cells after {step}")
-    pd.testing.assert_frame_equal(x.dictionary, dictionary, obj=f"x.dictionary after {step}")
-
-
 # -- the object guards itself ---------------------------------------------------------------------
 def test_assigning_into_the_measurements_is_refused_and_setting_them_says_how_to_change_them():
     x = cs.example()

@@ -13,24 +13,9 @@ import scanpy as sc
 import squidpy as sq
 
 import cellspec_sc as cs
+from snapshots import assert_unchanged, bits, snapshot
 
 
-def bits(matrix) -> np.ndarray:
-    return np.ascontiguousarray(matrix, dtype=np.float64).view(np.int64).copy()
-
-
-def snapshot(x: cs.CellSpec) -> tuple[np.ndarray, pd.DataFrame, pd.DataFrame]:
-    return bits(x.measurements), x.cells.copy(deep=True), x.dictionary.copy(deep=True)
-
-
-def assert_unchanged(x: cs.CellSpec, before: tuple[np.ndarray, pd.DataFrame, pd.DataFrame], step: str) -> None:
-    matrix, cells, dictionary = before
-    assert np.array_equal(bits(x.measurements), matrix), f"{step} changed x.measurements"
-    pd.testing.assert_frame_equal(x.cells, cells, obj=f"x.cells after {step}")
-    pd.testing.assert_frame_equal(x.dictionary, dictionary, obj=f"x.dictionary after {step}")
-
-
-# -- scanpy and squidpy in place on to_anndata(x) --------------------------------------------------
 def clustered_anndata(x: cs.CellSpec):
     adata = cs.to_anndata(x)
     adata.obs["group"] = pd.Categorical(np.where(np.arange(adata.n_obs) % 3 == 0, "a", "b"))
