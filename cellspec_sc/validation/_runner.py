@@ -1,7 +1,7 @@
 """Run every check of section 10 on an object: :func:`validate`, and :func:`staged_validation` for a caller
 that is still filling the matrix.
 
-The list of checks, their levels and rules come from :func:`~cellspec_sc.spec._vocabulary`;
+The list of checks, their levels and rules come from :func:`~cellspec_sc.spec.vocabulary`;
 :mod:`cellspec_sc.validation._checks` holds one implementation per name (a test checks that the two sets
 are equal). Structure checks fail, semantic checks warn; a check whose input is missing (a component or
 column already reported absent) is skipped; a check that raises gives a result, not a traceback.
