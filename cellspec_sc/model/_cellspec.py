@@ -208,7 +208,8 @@ class CellSpec:
         rows = np.arange(self.n_cells) if cells is None else self._cell_positions(cells)
         cols = np.arange(len(self.dictionary)) if features is None else self._feature_positions(features)
         new_cells = self.cells.iloc[rows].reset_index(drop=True)
-        matrix = np.asarray(self.measurements)[np.ix_(rows, cols)] if (cells is not None or features is not None) \
+        selected = cells is not None or features is not None
+        matrix = sealed(np.ascontiguousarray(np.asarray(self.measurements)[np.ix_(rows, cols)])) if selected \
             else self.measurements
         details = {"cells_before": self.n_cells, "cells_after": int(rows.size),
                    "features_before": int(len(self.dictionary)), "features_after": int(cols.size)}
@@ -217,7 +218,7 @@ class CellSpec:
             details["contacts_dropped"] = int(len(self.adjacency) - len(adjacency))
         return self.replace(
             cells=new_cells,
-            measurements=sealed(np.ascontiguousarray(matrix)) if matrix is not self.measurements else matrix,
+            measurements=matrix,
             dictionary=self.dictionary.iloc[cols].reset_index(drop=True),
             adjacency=adjacency,
             provenance=with_history_step(self.provenance, "subset", "cellspec_sc.CellSpec.subset", details),

@@ -266,11 +266,12 @@ def content_token(x: Any, items: Callable[[str, pd.DataFrame], list[tuple[Any, p
     if not isinstance(x, CellSpec) or not isinstance(x.measurements, np.ndarray) or x.measurements.dtype.hasobject:
         return None
     parts = []
-    later = _second_half(x.measurements)
+    matrix = x.measurements  # one view of the object's matrix (each access makes a new one)
+    later = _second_half(matrix)
     try:
         for name in COMPONENTS:
-            value = getattr(x, name)
-            parts.append(_matrix_digest(value, later) if value is x.measurements else
+            value = matrix if name == "measurements" else getattr(x, name)
+            parts.append(_matrix_digest(value, later) if name == "measurements" else
                          array_digest(value, same_nan=False) if isinstance(value, np.ndarray) else
                          frame_digest(value, items and items(name, value)) if isinstance(value, pd.DataFrame) else
                          json.dumps(value, sort_keys=True, default=repr))
