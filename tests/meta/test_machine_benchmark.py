@@ -12,20 +12,9 @@ import psutil
 import pytest
 
 from benchmarks.machine import steal_seconds
+from results_page import assert_renders_in_results_page
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def assert_renders_in_results_page(path: Path, *rows: str) -> None:
-    """The harness's JSON renders as a RESULTS.md table with its machine, load, date and commit."""
-    from benchmarks.report import load, render
-
-    page = render(load([path]))
-    document = load([path])[0]
-    machine = document["machine"]
-    assert f"Machine: {machine['cpus']} CPUs, {machine['memory_gb']} GB of memory, {machine['kind']}." in page
-    assert f"| {document['created_utc'][:10]} |" in page and f"{machine['load_average_at_start'][0]:.2f}" in page
-    assert all(row in page for row in rows), page
 
 
 def test_quick_machine_benchmark_reports_both_cases_with_their_speedups(tmp_path):

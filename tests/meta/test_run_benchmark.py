@@ -10,19 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
+from results_page import assert_renders_in_results_page
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def assert_renders_in_results_page(path: Path, *rows: str) -> None:
-    """The harness's JSON renders as a RESULTS.md table with its machine, load, date and commit."""
-    from benchmarks.report import load, render
-
-    page = render(load([path]))
-    document = load([path])[0]
-    machine = document["machine"]
-    assert f"Machine: {machine['cpus']} CPUs, {machine['memory_gb']} GB of memory, {machine['kind']}." in page
-    assert f"| {document['created_utc'][:10]} |" in page and f"{machine['load_average_at_start'][0]:.2f}" in page
-    assert all(row in page for row in rows), page
 
 
 def test_quick_run_writes_every_row_with_finite_times_and_ratios(tmp_path):
