@@ -1,28 +1,32 @@
 # Two commands do everything on a fresh machine:
-#   make demo   sets up .venv (Python >= 3.12) and runs `cellspec demo`
-#   make test   sets up .venv with the test extras and runs the whole test suite
+#   make demo   sets up .venv (Python >= 3.12) with the core install and runs `cellspec demo`
+#   make test   sets up .venv with the test extras (every extra and the test tools) and runs the whole test suite
+# PYTHON=python3.13 make test: the same on Python 3.13 (.python-version names 3.12 and 3.13 for pyenv)
 PYTHON ?= $(shell command -v python3.12 || command -v python3)
 VENV := .venv
-STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup docs clean
+.PHONY: demo test setup docs notebooks clean
+.SECONDARY: $(VENV)/.installed-core $(VENV)/.installed-test
 
-$(STAMP): pyproject.toml
+# one stamp per install, so that `make demo` after `make test` keeps the test extras and `make test` after
+# `make demo` adds them
+$(VENV)/.installed-%: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "cellspec_sc needs Python >= 3.12 (found " + sys.version.split()[0] + ")")'
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	$(VENV)/bin/python -m pip install --quiet -e '.$(if $(filter core,$*),,[$*])'
+	touch $@
 
-setup: $(STAMP)
+setup: $(VENV)/.installed-test
 
-demo: $(STAMP)
+# `cellspec demo` needs the core only: reading, writing, validating and printing
+demo: $(VENV)/.installed-core
 	$(VENV)/bin/cellspec demo
 
-test: $(STAMP)
+test: $(VENV)/.installed-test
 	$(VENV)/bin/python -m pytest -n 2 --dist loadfile
 
-docs: $(STAMP)
+docs: $(VENV)/.installed-test
 	$(VENV)/bin/python -m cellspec_sc.docgen
 
 clean:

@@ -20,4 +20,8 @@ _HOMES_ABS = {name: f"cellspec_sc.bridges.{home}" for name, home in {
     "from_spatialdata": "spatialdata", "to_luxar": "luxar"}.items()}
 
 
-__getattr__, __dir__ = lazy_names(__name__, _HOMES_ABS, globals())
+# the extra of cellspec_sc that installs what each bridge needs (pip install "cellspec_sc[anndata]")
+_EXTRAS = {"to_anndata": "anndata", "from_anndata": "anndata", "to_spatialdata": "spatialdata",
+           "from_spatialdata": "spatialdata", "to_luxar": "luxar"}
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES_ABS, globals(), _EXTRAS)

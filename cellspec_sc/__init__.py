@@ -17,7 +17,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from cellspec_sc.errors import CellspecError, FormatError, InputError, ValidationError
+from cellspec_sc.errors import CellspecError, FormatError, InputError, ValidationError, needs_extra
 from cellspec_sc.model import package_version, provide
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
@@ -40,8 +40,8 @@ __version__ = package_version()
 # imported on first call, so that no lower layer imports a higher one.
 provide("validate", "cellspec_sc.validation:validate")
 provide("write", "cellspec_sc.io:write")
-provide("preview", "cellspec_sc.widgets:preview")
-provide("cohort_preview", "cellspec_sc.widgets._cohort:CohortPreview")
+provide("preview", "cellspec_sc.widgets:preview", extra=("widgets", "CellSpec.preview"))
+provide("cohort_preview", "cellspec_sc.widgets._cohort:CohortPreview", extra=("widgets", "Cohort.preview"))
 
 # public name -> the module that defines it, imported when the name is first used
 _LAZY = {
@@ -65,13 +65,20 @@ _LAZY = {
     "open_cohort": "cellspec_sc.cohort",
     "Cohort": "cellspec_sc.cohort",
 }
+# public name -> the extra that installs what it needs (pyproject.toml [project.optional-dependencies]); the other
+# names need the core dependencies only
+_EXTRAS = {
+    "to_luxar": "luxar", "to_anndata": "anndata", "from_anndata": "anndata", "to_spatialdata": "spatialdata",
+    "from_spatialdata": "spatialdata", "preview": "widgets", "open_cohort": "cohort", "Cohort": "cohort",
+}
 _SUBPACKAGES = ("bridges", "cli", "cohort", "display", "docgen", "io", "model", "readers", "spec", "validation",
                 "widgets")
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        value = getattr(import_module(_LAZY[name]), name)
+        with needs_extra(_EXTRAS.get(name, "all"), f"cellspec_sc.{name}"):
+            value = getattr(import_module(_LAZY[name]), name)
         globals()[name] = value  # later look-ups skip this function
         return value
     if name in _SUBPACKAGES:  # ``cs.io`` after ``import cellspec_sc`` alone, as with eager imports

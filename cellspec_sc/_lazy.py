@@ -13,11 +13,13 @@ from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import Any
 
+from cellspec_sc.errors import needs_extra
+
 __all__ = ["lazy_names"]
 
 
-def lazy_names(package: str, homes: Mapping[str, str],
-               namespace: dict[str, Any]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+def lazy_names(package: str, homes: Mapping[str, str], namespace: dict[str, Any],
+               extras: Mapping[str, str] | None = None) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of a package whose public names live in ``homes``.
 
     Parameters
@@ -29,6 +31,10 @@ def lazy_names(package: str, homes: Mapping[str, str],
     namespace
         The package's ``globals()``: a name looked up once is stored there, so later look-ups skip
         ``__getattr__``.
+    extras
+        Public name -> the optional extra of cellspec_sc its module needs (e.g. ``"anndata"``): when that is
+        not installed, looking the name up raises :class:`~cellspec_sc.errors.MissingExtraError` naming the
+        extra, which is an :class:`ImportError`.
 
     Returns
     -------
@@ -39,7 +45,8 @@ def lazy_names(package: str, homes: Mapping[str, str],
     def __getattr__(name: str) -> Any:
         if name not in homes:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(import_module(homes[name]), name)
+        with needs_extra((extras or {}).get(name, "all"), f"{package}.{name}"):
+            value = getattr(import_module(homes[name]), name)
         namespace[name] = value
         return value
 

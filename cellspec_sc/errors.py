@@ -5,9 +5,12 @@ from __future__ import annotations
 import errno as errno_module
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["CellspecError", "FormatError", "InputError", "Unstorable", "ValidationError", "WriteFailed"]
+__all__ = ["CellspecError", "FormatError", "InputError", "MissingExtraError", "Unstorable", "ValidationError",
+           "WriteFailed", "needs_extra"]
 
 
 class CellspecError(Exception):
@@ -87,3 +90,70 @@ class Unstorable(InputError):
 
     For example a NUL character in text for ``.h5ad``, or a name longer than a file name may be for zarr.
     """
+
+
+class MissingExtraError(CellspecError, ImportError):
+    """A function needs a package that an optional extra of cellspec_sc installs, and it is not installed.
+
+    ``.function``, ``.extra`` (e.g. ``"anndata"``) and ``.module`` (the import that failed). Being an
+    :class:`ImportError`, it is what ``from cellspec_sc import to_anndata`` raises on a core install.
+
+    >>> print(MissingExtraError("cellspec_sc.to_anndata", "anndata", "anndata"))
+    cellspec_sc.to_anndata needs the optional package 'anndata', which is not installed: \
+pip install "cellspec_sc[anndata]"
+    """
+
+    def __init__(self, function: str, extra: str, module: str | None):
+        self.function, self.extra, self.module = function, extra, module
+        what = f"the optional package {module!r}" if module else "an optional package"
+        super().__init__(f"{function} needs {what}, which is not installed: "
+                         f'pip install "cellspec_sc[{extra}]"', name=module)
+
+    def __reduce__(self):  # picklable (dask workers send errors back)
+        return type(self), (self.function, self.extra, self.module)
+
+
+@contextmanager
+def needs_extra(extra: str, function: str) -> Iterator[None]:
+    """Turn a missing third-party package, imported inside the block, into a :class:`MissingExtraError`.
+
+    As a decorator (``@needs_extra("anndata", "cellspec_sc.to_anndata")``) it covers every call of the function,
+    so a function that imports its dependencies when called says which extra it needs. Nested uses name the
+    outermost: the function the user called.
+
+    Parameters
+    ----------
+    extra
+        The extra of cellspec_sc that installs what the block imports, e.g. ``"anndata"``; ``"all"`` when that
+        depends on the input (an inner use then names the extra).
+    function
+        The public function the user called, as the message should name it, e.g. ``"cellspec_sc.to_anndata"``.
+
+    Yields
+    ------
+    None
+        The block runs as it is; a module of cellspec_sc itself that fails to import is re-raised unchanged.
+
+    Raises
+    ------
+    MissingExtraError
+        When a module the block imports is not installed.
+
+    Examples
+    --------
+    >>> with needs_extra("anndata", "cellspec_sc.to_anndata"):
+    ...     import a_package_that_is_not_installed
+    Traceback (most recent call last):
+    ...
+    cellspec_sc.errors.MissingExtraError: cellspec_sc.to_anndata needs the optional package \
+'a_package_that_is_not_installed', which is not installed: pip install "cellspec_sc[anndata]"
+    """
+    try:
+        yield
+    except MissingExtraError as error:  # raised by an inner use: name what the user called
+        precise = error.extra if extra == "all" else extra  # "all": it depends on the input, the inner use knows
+        raise MissingExtraError(function, precise, error.module) from error.__cause__
+    except ModuleNotFoundError as error:
+        if error.name is None or error.name.partition(".")[0] == "cellspec_sc":
+            raise
+        raise MissingExtraError(function, extra, error.name) from error

@@ -9,6 +9,9 @@
 
 from __future__ import annotations
 
-from cellspec_sc.widgets._preview import Preview, SpaceView, preview
+from cellspec_sc.errors import needs_extra
+
+with needs_extra("widgets", "cellspec_sc.widgets"):  # ipywidgets and matplotlib: pip install "cellspec_sc[widgets]"
+    from cellspec_sc.widgets._preview import Preview, SpaceView, preview
 
 __all__ = ["Preview", "SpaceView", "preview"]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from cellspec_sc.bridges._zarr import bounded_string_chunks
 from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
 from cellspec_sc.bridges.anndata._keys import AnnDataBridgeWarning
-from cellspec_sc.errors import FormatError, InputError
+from cellspec_sc.errors import FormatError, InputError, needs_extra
 from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.progress import progress
 from cellspec_sc.validation import refuse_unstorable
@@ -49,6 +49,7 @@ def is_anndata_zarr(source: str | Path) -> bool:
     return zarr_root_attributes(source).get("encoding-type") == "anndata"
 
 
+@needs_extra("anndata", "cellspec_sc.bridges.anndata.read_h5ad")
 def read_h5ad(path: str | Path) -> CellSpec:
     """The cellspec stored in an ``.h5ad`` file (see :func:`cellspec_sc.from_anndata`).
 
@@ -79,6 +80,7 @@ def read_h5ad(path: str | Path) -> CellSpec:
     return _from_store(path, anndata.read_h5ad)
 
 
+@needs_extra("anndata", "cellspec_sc.bridges.anndata.read_anndata_zarr")
 def read_anndata_zarr(path: str | Path) -> CellSpec:
     """The cellspec stored in an AnnData ``.zarr`` store: as :func:`read_h5ad`, for a store written by
     :func:`write_anndata_zarr` (or ``to_anndata(x).write_zarr``).
@@ -93,6 +95,7 @@ def read_anndata_zarr(path: str | Path) -> CellSpec:
     return _from_store(path, anndata.read_zarr)
 
 
+@needs_extra("anndata", "cellspec_sc.bridges.anndata.read_anndata_file")
 def read_anndata_file(path: str | Path, reader=None) -> anndata.AnnData:
     """``path`` read by ``reader`` (default ``anndata.read_h5ad``), with any error of anndata, h5py or zarr
     (they raise many types for damaged or foreign files) as an InputError naming the file; a zarr string chunk
@@ -124,6 +127,7 @@ H5AD_FILE = TargetKind("an AnnData .h5ad file", False, is_h5ad)
 ANNDATA_ZARR = TargetKind("an AnnData .zarr store", True, is_anndata_zarr)
 
 
+@needs_extra("anndata", "cellspec_sc.bridges.anndata.write_h5ad")
 def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``x`` as an ``.h5ad`` file (via :func:`cellspec_sc.to_anndata`) and return the path.
 
@@ -160,6 +164,7 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Pat
     return Path(path)
 
 
+@needs_extra("anndata", "cellspec_sc.bridges.anndata.write_anndata_zarr")
 def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``x`` as an AnnData ``.zarr`` store and return the path: as :func:`write_h5ad`, for a store (an
     existing one is replaced with ``overwrite=True`` only when it is an AnnData store).

@@ -50,7 +50,7 @@ from cellspec_sc.bridges.spatialdata._tables import (
     rows_by_region,
     same_instances,
 )
-from cellspec_sc.errors import FormatError, InputError
+from cellspec_sc.errors import FormatError, InputError, needs_extra
 from cellspec_sc.io import TargetKind, materialise_outline_files
 from cellspec_sc.model import CellSpec, sealed, with_history_step
 from cellspec_sc.spec import canonical_frame
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from spatialdata import SpatialData
 
 
+@needs_extra("spatialdata", "cellspec_sc.from_spatialdata")
 def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restrict_to_shapes: bool = True,
                      allow_modified: bool = False, outline_dir: str | os.PathLike | None = None,
                      **foreign: Any) -> CellSpec:
@@ -380,6 +381,7 @@ def is_spatialdata_zarr(path: str | os.PathLike) -> bool:
 SPATIALDATA_ZARR = TargetKind("a SpatialData .zarr store", True, is_spatialdata_zarr)
 
 
+@needs_extra("spatialdata", "cellspec_sc.bridges.spatialdata.read_spatialdata")
 def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
     """Read a SpatialData zarr store and convert it with :func:`from_spatialdata`.
 

@@ -15,7 +15,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import InputError, MissingExtraError, needs_extra
 from cellspec_sc.io import has_markers
 from cellspec_sc.model import CellSpec, example
 
@@ -55,15 +55,35 @@ def resolve(target: str) -> Any:
     True
     """
     module, function = target.split(":")
-    return getattr(import_module(module), function)
+    with needs_extra(EXTRAS.get(module, "all"), f"cellspec (reading {module.rpartition('.')[2]} files)"):
+        return getattr(import_module(module), function)
+
+
+# the module of a source -> the extra of cellspec_sc it needs
+EXTRAS = {"cellspec_sc.bridges.anndata": "anndata", "cellspec_sc.bridges.spatialdata": "spatialdata",
+          "cellspec_sc.cli._sources": "all"}
 
 
 def load(source: str) -> CellSpec:
-    """Load ``example`` or any path that a registered source understands."""
+    """Load ``example`` or any path that a registered source understands.
+
+    A source whose module needs an extra that is not installed is passed over; when no other source opens an
+    existing path, the error names the first such extra (``pip install "cellspec_sc[anndata]"``).
+    """
+    missing: list[MissingExtraError] = []
     for test, loader, _ in SOURCES:
-        if resolve(test)(source):
+        module = test.partition(":")[0]
+        try:
+            with needs_extra(EXTRAS.get(module, "all"), f"cellspec (reading {module.rpartition('.')[2]} files)"):
+                matches = resolve(test)(source)
+        except MissingExtraError as err:
+            missing.append(err)
+            continue
+        if matches:
             return resolve(loader)(source)
     known = "; ".join(description for _, _, description in SOURCES)
     if not Path(source).exists():
         raise InputError(f"{source}: no such file or directory (expected {known})")
+    if missing:
+        raise missing[0]
     raise InputError(f"{source}: not a format cellspec can open (expected {known})")

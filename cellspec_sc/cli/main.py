@@ -31,21 +31,27 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
-from cellspec_sc.errors import CellspecError, ValidationError
+from cellspec_sc.errors import CellspecError, MissingExtraError, ValidationError, needs_extra
 from cellspec_sc.model import package_version
 from cellspec_sc.progress import logger, set_verbosity
+from cellspec_sc.spec import SPEC_VERSION
 
-__all__ = ["COMMANDS", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "Command", "build_parser", "main"]
+__all__ = ["COMMANDS", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "Command", "build_parser", "main", "version_line"]
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 
 @dataclass(frozen=True)
 class Command:
-    """A subcommand: the module whose ``register(parser)`` fills its parser, and its ``cellspec --help`` line."""
+    """A subcommand: its module, its ``cellspec --help`` line and the extra its module needs.
+
+    ``module``'s ``register(parser)`` fills the subcommand's parser; ``extra`` is the extra of cellspec_sc that
+    module needs (``"all"`` when it depends on the input; ``None``: the core).
+    """
 
     module: str
     help: str
+    extra: str | None = None
 
 
 # in the order ``cellspec --help`` lists them
@@ -58,12 +64,14 @@ COMMANDS: dict[str, Command] = {
     "import": Command("cellspec_sc.cli._imports",
                       "import a QuPath, MCMICRO or steinbock export into a cellspec directory"),
     "convert": Command("cellspec_sc.cli._convert",
-                       "convert between cellspec directories, AnnData and SpatialData files"),
-    "luxar": Command("cellspec_sc.cli._luxar", "compile cells into a Luxar scene for the browser viewer"),
-    "view": Command("cellspec_sc.cli._view", "serve an existing Luxar scene (.luxar.zarr) with luxar's viewer"),
+                       "convert between cellspec directories, AnnData and SpatialData files", "all"),
+    "luxar": Command("cellspec_sc.cli._luxar", "compile cells into a Luxar scene for the browser viewer", "luxar"),
+    "view": Command("cellspec_sc.cli._view", "serve an existing Luxar scene (.luxar.zarr) with luxar's viewer",
+                    "luxar"),
     "preview": Command("cellspec_sc.cli._preview",
-                       "write a standalone HTML preview (features, channels, space, validation)"),
-    "cohort": Command("cellspec_sc.cli._cohort", "many cellspec directories as one cohort, on dask workers"),
+                       "write a standalone HTML preview (features, channels, space, validation)", "widgets"),
+    "cohort": Command("cellspec_sc.cli._cohort", "many cellspec directories as one cohort, on dask workers",
+                      "cohort"),
 }
 
 
@@ -86,15 +94,32 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     'example'
     """
     parser = argparse.ArgumentParser(prog="cellspec", description="cellspec 1.0 tables for segmented cells")
-    parser.add_argument("--version", action="version", version=f"cellspec_sc {package_version()}")
+    parser.add_argument("--version", action="version", version=version_line())
     parser.add_argument("--debug", action="store_true", help="print the traceback when a command fails")
     add_verbosity_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=SubcommandParser)
     for name, spec in COMMANDS.items():
         child = sub.add_parser(name, help=spec.help)
         if command in (name, "all"):
-            import_module(spec.module).register(child)
+            with needs_extra(spec.extra or "all", f"cellspec {name}"):
+                import_module(spec.module).register(child)
     return parser
+
+
+def version_line() -> str:
+    """Give what ``cellspec --version`` prints: the package's version and the spec version it implements.
+
+    Returns
+    -------
+    str
+        ``"cellspec_sc VERSION (cellspec spec SPEC_VERSION)"``.
+
+    Examples
+    --------
+    >>> version_line().endswith("(cellspec spec 1.0.0)")
+    True
+    """
+    return f"cellspec_sc {package_version()} (cellspec spec {SPEC_VERSION})"
 
 
 def command_in(argv: Sequence[str]) -> str | None:
@@ -192,7 +217,12 @@ def _drop_warning(*args: Any, **kwargs: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cellspec`` console script."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(command_in(argv))
+    try:
+        parser = build_parser(command_in(argv))
+    except MissingExtraError as err:  # the command's module needs an extra that is not installed
+        code, message = failure(err)
+        print(message, file=sys.stderr)
+        return code
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # argparse exits 2 on usage errors, 0 on --help
@@ -201,7 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        with verbosity(args.quiet, args.verbose):
+        with verbosity(args.quiet, args.verbose), needs_extra(COMMANDS[args.command].extra or "all",
+                                                              f"cellspec {args.command}"):
             return int(args.func(args))
     except (Exception, KeyboardInterrupt) as err:  # every path ends in 0, 1 or 2, never in a traceback
         if args.debug:

@@ -32,4 +32,4 @@ _LAZY = {
 }
 
 
-__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals(), dict.fromkeys(_LAZY, "cohort"))

@@ -75,6 +75,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cellspec_sc._background import in_background
+from cellspec_sc.errors import needs_extra
 from cellspec_sc.io._bounded import DEFAULT_MAX_INFLATION, INFLATION_FLOOR_BYTES
 from cellspec_sc.io._columns import (
     DAMAGED_DATA_ERRORS,
@@ -269,8 +270,9 @@ def lazy_matrix(path: Path, feature_ids: list[str], directory: Path | str) -> An
     changed since this call (size or modification time), and when a column
     stores NaN as a number instead of null (``measurements_finite``).
     """
-    import dask
-    import dask.array as da
+    with needs_extra("lazy", "cellspec_sc.read(lazy=True)"):
+        import dask
+        import dask.array as da
 
     meta = pq.ParquetFile(path).metadata
     stamp = _file_stamp(path)

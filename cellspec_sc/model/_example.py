@@ -53,6 +53,7 @@ import pyarrow.compute as pc
 from scipy import fft, ndimage
 
 from cellspec_sc._files import scratch_folder
+from cellspec_sc.errors import needs_extra
 from cellspec_sc.model._cellspec import CellSpec
 from cellspec_sc.model._memory import empty_matrix
 from cellspec_sc.model._ownership import sealed
@@ -241,8 +242,9 @@ def _measurements(seed: int, rng: np.random.Generator, dictionary: pd.DataFrame,
     rows = max(256, _CHUNK_BYTES // (8 * k))
     bounds = [(start, min(start + rows, n)) for start in range(0, n, rows)]
     if lazy:
-        import dask
-        import dask.array as da
+        with needs_extra("lazy", "cellspec_sc.example(lazy=True)"):
+            import dask
+            import dask.array as da
 
         chunk = dask.delayed(_measurement_rows, pure=True)
         blocks = [da.from_delayed(chunk(seed, a, b, levels, cls[a:b], area[a:b], k), shape=(b - a, k),

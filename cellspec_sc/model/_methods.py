@@ -20,18 +20,20 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
-from cellspec_sc.errors import CellspecError
+from cellspec_sc.errors import CellspecError, needs_extra
 
 __all__ = ["NotProvided", "provide", "provided"]
 
 _IMPLEMENTATIONS: dict[str, Callable[..., Any] | str] = {}
+_EXTRAS: dict[str, tuple[str, str]] = {}  # operation -> (extra, public name) of an implementation named by string
 
 
 class NotProvided(CellspecError, LookupError):
     """No implementation of a delegated operation was provided (see :func:`provide`)."""
 
 
-def provide(operation: str, implementation: Callable[..., Any] | str) -> None:
+def provide(operation: str, implementation: Callable[..., Any] | str,
+            extra: tuple[str, str] | None = None) -> None:
     """Name the implementation of ``operation``, replacing an earlier one.
 
     Parameters
@@ -40,6 +42,10 @@ def provide(operation: str, implementation: Callable[..., Any] | str) -> None:
         The operation's name, e.g. ``"validate"``.
     implementation
         The callable, or ``"package.module:attribute"`` to import on the first call.
+    extra
+        ``(extra, public name)`` when the implementation's module needs an optional extra of cellspec_sc: its
+        import then raises :class:`~cellspec_sc.errors.MissingExtraError` naming both, e.g.
+        ``("widgets", "CellSpec.preview")``.
 
     Examples
     --------
@@ -48,6 +54,9 @@ def provide(operation: str, implementation: Callable[..., Any] | str) -> None:
     'A'
     """
     _IMPLEMENTATIONS[operation] = implementation
+    _EXTRAS.pop(operation, None)
+    if extra is not None:
+        _EXTRAS[operation] = extra
 
 
 def provided(operation: str) -> Callable[..., Any]:
@@ -67,6 +76,8 @@ def provided(operation: str) -> Callable[..., Any]:
     ------
     NotProvided
         When nothing was provided for ``operation``.
+    MissingExtraError
+        When the implementation's module needs an extra of cellspec_sc that is not installed.
 
     Examples
     --------
@@ -83,6 +94,8 @@ def provided(operation: str) -> Callable[..., Any]:
                           f"cellspec_sc.model.provide({operation!r}, fn)") from None
     if isinstance(implementation, str):
         module, _, attribute = implementation.partition(":")
-        implementation = getattr(import_module(module), attribute)
+        extra, name = _EXTRAS.get(operation, ("all", operation))
+        with needs_extra(extra, name):
+            implementation = getattr(import_module(module), attribute)
         _IMPLEMENTATIONS[operation] = implementation
     return implementation

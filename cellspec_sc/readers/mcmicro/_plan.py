@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import InputError, needs_extra
 from cellspec_sc.readers._features import SKIMAGE_OTHER_PROPS, SKIMAGE_REGIONPROPS, FeatureSpec
 from cellspec_sc.readers._pipeline import ColumnRoles, Plan
 from cellspec_sc.readers._table import (
@@ -358,7 +358,8 @@ def read_ome_pixels(path: str | os.PathLike) -> OmePixels:
 
 
 def _tiff_description(path: Path) -> str:
-    import tifffile
+    with needs_extra("images", "cellspec_sc.read_mcmicro(image=...)"):
+        import tifffile
 
     try:
         with tifffile.TiffFile(path) as tif:
