@@ -26,8 +26,14 @@ demo: $(VENV)/.installed-core
 test: $(VENV)/.installed-test
 	$(VENV)/bin/python -m pytest -n 2 --dist loadfile
 
+# the generated tables of the pages, then the site (docs/_build/html) with warnings as errors
 docs: $(VENV)/.installed-test
 	$(VENV)/bin/python -m cellspec_sc.docgen
+	$(VENV)/bin/python -m sphinx -b html -W --keep-going docs docs/_build/html
+
+# execute the notebooks and store their outputs, which the site shows (it never executes them)
+notebooks: $(VENV)/.installed-test
+	$(VENV)/bin/python docs/execute_notebooks.py
 
 clean:
-	rm -rf $(VENV) demo-output
+	rm -rf $(VENV) demo-output docs/_build docs/generated docs/tutorials docs/repository

@@ -7,10 +7,12 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
+from importlib.util import find_spec
 from typing import Any
 
 __all__ = ["CellspecError", "FormatError", "InputError", "MissingExtraError", "Unstorable", "ValidationError",
-           "WriteFailed", "needs_extra"]
+           "WriteFailed", "needs_extra", "require_extra"]
 
 
 class CellspecError(Exception):
@@ -117,9 +119,8 @@ pip install "cellspec_sc[anndata]"
 def needs_extra(extra: str, function: str) -> Iterator[None]:
     """Turn a missing third-party package, imported inside the block, into a :class:`MissingExtraError`.
 
-    As a decorator (``@needs_extra("anndata", "cellspec_sc.to_anndata")``) it covers every call of the function,
-    so a function that imports its dependencies when called says which extra it needs. Nested uses name the
-    outermost: the function the user called.
+    Nested uses name the outermost: the function the user called. A function that imports its dependencies in
+    several places says which extra it needs with :func:`require_extra` as its first line instead.
 
     Parameters
     ----------
@@ -157,3 +158,48 @@ def needs_extra(extra: str, function: str) -> Iterator[None]:
         if error.name is None or error.name.partition(".")[0] == "cellspec_sc":
             raise
         raise MissingExtraError(function, extra, error.name) from error
+
+
+# the modules each extra of pyproject.toml installs that its functions import (tests/meta/test_wheel.py keeps the
+# two in step)
+EXTRA_MODULES = {
+    "lazy": ("dask",),
+    "anndata": ("anndata", "zarr", "numcodecs"),
+    "spatialdata": ("anndata", "zarr", "spatialdata", "shapely", "geopandas"),
+    "luxar": ("anndata", "luxar", "matplotlib", "shapely"),
+    "widgets": ("ipywidgets", "matplotlib"),
+    "cohort": ("anndata", "dask", "distributed"),
+    "images": ("dask", "tifffile", "zarr"),
+}
+
+
+@cache
+def _missing_module(extra: str) -> str | None:
+    return next((module for module in EXTRA_MODULES.get(extra, ()) if find_spec(module) is None), None)
+
+
+def require_extra(extra: str, function: str) -> None:
+    """Raise :class:`MissingExtraError` unless the modules of ``extra`` are installed.
+
+    The first line of a public function whose dependencies are imported where they are used, so that the error
+    comes before any work, and names the function and the extra.
+
+    Parameters
+    ----------
+    extra
+        An extra of cellspec_sc (a key of ``EXTRA_MODULES``), e.g. ``"anndata"``.
+    function
+        The public function, as the message should name it, e.g. ``"cellspec_sc.to_anndata"``.
+
+    Raises
+    ------
+    MissingExtraError
+        When a module of ``extra`` is not installed.
+
+    Examples
+    --------
+    >>> require_extra("no such extra", "f")  # an extra without modules needs nothing
+    """
+    module = _missing_module(extra)
+    if module is not None:
+        raise MissingExtraError(function, extra, module)

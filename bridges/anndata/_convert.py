@@ -39,7 +39,7 @@ from cellspec_sc.bridges.anndata._obs import (
     warn_replaced_graph,
 )
 from cellspec_sc.bridges.anndata._record import UNS_KEY, Fingerprinting, StoredRecord, changed_columns, decode, encode
-from cellspec_sc.errors import InputError, needs_extra
+from cellspec_sc.errors import InputError, require_extra
 from cellspec_sc.model import CellSpec, drop_missing_pairs, with_history_step
 from cellspec_sc.progress import progress
 from cellspec_sc.spec import as_spec_type
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 
 # -- cellspec -> AnnData -------------------------------------------------------------------------
-@needs_extra("anndata", "cellspec_sc.to_anndata")
 def to_anndata(x: CellSpec, *, copy: bool = True) -> anndata.AnnData:
     """The cellspec as an AnnData that scanpy and squidpy understand; ``x`` never changes through it.
 
@@ -84,6 +83,7 @@ def to_anndata(x: CellSpec, *, copy: bool = True) -> anndata.AnnData:
     >>> adata.var.query('kind == "intensity" and marker == "CD3e"').index.tolist()[:2]
     ['cell:CD3e:mean', 'cell:CD3e:median']
     """
+    require_extra("anndata", "cellspec_sc.to_anndata")
     import anndata
 
     missing = [c for c in ("cell_id", "image_id") if c not in x.cells.columns]
@@ -114,7 +114,6 @@ def to_anndata(x: CellSpec, *, copy: bool = True) -> anndata.AnnData:
 
 
 # -- AnnData -> cellspec -------------------------------------------------------------------------
-@needs_extra("anndata", "cellspec_sc.from_anndata")
 def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **foreign: Any) -> CellSpec:
     """The cellspec held by an AnnData made by :func:`to_anndata`, with analysis results added.
 
@@ -159,6 +158,7 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     >>> cs.from_anndata(adata).cells["leiden"].dtype
     <StringDtype(na_value=<NA>)>
     """
+    require_extra("anndata", "cellspec_sc.from_anndata")
     if UNS_KEY not in adata.uns:
         return from_foreign_anndata(adata, allow_modified=allow_modified, **foreign)
     if foreign:

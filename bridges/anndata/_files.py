@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from cellspec_sc.bridges._zarr import bounded_string_chunks
 from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
 from cellspec_sc.bridges.anndata._keys import AnnDataBridgeWarning
-from cellspec_sc.errors import FormatError, InputError, needs_extra
+from cellspec_sc.errors import FormatError, InputError, require_extra
 from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.progress import progress
 from cellspec_sc.validation import refuse_unstorable
@@ -49,7 +49,6 @@ def is_anndata_zarr(source: str | Path) -> bool:
     return zarr_root_attributes(source).get("encoding-type") == "anndata"
 
 
-@needs_extra("anndata", "cellspec_sc.bridges.anndata.read_h5ad")
 def read_h5ad(path: str | Path) -> CellSpec:
     """The cellspec stored in an ``.h5ad`` file (see :func:`cellspec_sc.from_anndata`).
 
@@ -75,12 +74,12 @@ def read_h5ad(path: str | Path) -> CellSpec:
     --------
     See the module docstring.
     """
+    require_extra("anndata", "cellspec_sc.bridges.anndata.read_h5ad")
     import anndata
 
     return _from_store(path, anndata.read_h5ad)
 
 
-@needs_extra("anndata", "cellspec_sc.bridges.anndata.read_anndata_zarr")
 def read_anndata_zarr(path: str | Path) -> CellSpec:
     """The cellspec stored in an AnnData ``.zarr`` store: as :func:`read_h5ad`, for a store written by
     :func:`write_anndata_zarr` (or ``to_anndata(x).write_zarr``).
@@ -90,16 +89,17 @@ def read_anndata_zarr(path: str | Path) -> CellSpec:
     >>> read_anndata_zarr(path).equals(cs.example())
     True
     """
+    require_extra("anndata", "cellspec_sc.bridges.anndata.read_anndata_zarr")
     import anndata
 
     return _from_store(path, anndata.read_zarr)
 
 
-@needs_extra("anndata", "cellspec_sc.bridges.anndata.read_anndata_file")
 def read_anndata_file(path: str | Path, reader=None) -> anndata.AnnData:
     """``path`` read by ``reader`` (default ``anndata.read_h5ad``), with any error of anndata, h5py or zarr
     (they raise many types for damaged or foreign files) as an InputError naming the file; a zarr string chunk
     that claims more values than it holds is refused before it is decoded (:mod:`cellspec_sc.bridges._zarr`)."""
+    require_extra("anndata", "cellspec_sc.bridges.anndata.read_anndata_file")
     if reader is None:
         import anndata
 
@@ -127,7 +127,6 @@ H5AD_FILE = TargetKind("an AnnData .h5ad file", False, is_h5ad)
 ANNDATA_ZARR = TargetKind("an AnnData .zarr store", True, is_anndata_zarr)
 
 
-@needs_extra("anndata", "cellspec_sc.bridges.anndata.write_h5ad")
 def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``x`` as an ``.h5ad`` file (via :func:`cellspec_sc.to_anndata`) and return the path.
 
@@ -155,6 +154,7 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Pat
     --------
     See the module docstring.
     """
+    require_extra("anndata", "cellspec_sc.bridges.anndata.write_h5ad")
     check_target(path, H5AD_FILE, overwrite=overwrite)
     refuse_unstorable(x, path, "an .h5ad file (h5py)", text=True, names=False)
     adata = to_anndata(x)
@@ -164,13 +164,13 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Pat
     return Path(path)
 
 
-@needs_extra("anndata", "cellspec_sc.bridges.anndata.write_anndata_zarr")
 def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``x`` as an AnnData ``.zarr`` store and return the path: as :func:`write_h5ad`, for a store (an
     existing one is replaced with ``overwrite=True`` only when it is an AnnData store).
 
     See :func:`read_anndata_zarr` for an example.
     """
+    require_extra("anndata", "cellspec_sc.bridges.anndata.write_anndata_zarr")
     check_target(path, ANNDATA_ZARR, overwrite=overwrite)
     refuse_unstorable(x, path, "an AnnData .zarr store", text=False, names=True)
     adata = to_anndata(x)

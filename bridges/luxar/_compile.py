@@ -43,7 +43,7 @@ from cellspec_sc.bridges.luxar._scene import (
     unique_node_names,
     waypoints,
 )
-from cellspec_sc.errors import InputError, needs_extra
+from cellspec_sc.errors import InputError, require_extra
 from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.model import source_line
 
@@ -103,7 +103,6 @@ def parse_layer(text: str) -> LayerSpec:
                      "marker:<marker>, category:<column> or embedding:<obsm key>")
 
 
-@needs_extra("luxar", "cellspec_sc.to_luxar")
 def to_luxar(
     obj: Any,
     path: str | Path,
@@ -174,6 +173,7 @@ def to_luxar(
     >>> cs.to_luxar(cs.example(), out, layout="stack").exists()
     True
     """
+    require_extra("luxar", "cellspec_sc.to_luxar")
     path = scene_path(path)
     check_target(path, LUXAR_SCENE, overwrite=overwrite)
     specs = [parse_layer(t) for t in (layers if layers is not None else DEFAULT_LAYERS)]

@@ -50,7 +50,7 @@ from cellspec_sc.bridges.spatialdata._tables import (
     rows_by_region,
     same_instances,
 )
-from cellspec_sc.errors import FormatError, InputError, needs_extra
+from cellspec_sc.errors import FormatError, InputError, require_extra
 from cellspec_sc.io import TargetKind, materialise_outline_files
 from cellspec_sc.model import CellSpec, sealed, with_history_step
 from cellspec_sc.spec import canonical_frame
@@ -60,7 +60,6 @@ if TYPE_CHECKING:
     from spatialdata import SpatialData
 
 
-@needs_extra("spatialdata", "cellspec_sc.from_spatialdata")
 def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restrict_to_shapes: bool = True,
                      allow_modified: bool = False, outline_dir: str | os.PathLike | None = None,
                      **foreign: Any) -> CellSpec:
@@ -116,6 +115,7 @@ def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restri
     >>> bool(y.n_cells < x.n_cells and y.validate().ok)
     True
     """
+    require_extra("spatialdata", "cellspec_sc.from_spatialdata")
     ours = cellspec_tables(sdata)
     if table_key is None and len(ours) > 1 and bridge_table(sdata) not in sdata.tables and _disjoint(sdata, ours):
         if foreign:
@@ -381,7 +381,6 @@ def is_spatialdata_zarr(path: str | os.PathLike) -> bool:
 SPATIALDATA_ZARR = TargetKind("a SpatialData .zarr store", True, is_spatialdata_zarr)
 
 
-@needs_extra("spatialdata", "cellspec_sc.bridges.spatialdata.read_spatialdata")
 def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
     """Read a SpatialData zarr store and convert it with :func:`from_spatialdata`.
 
@@ -417,6 +416,7 @@ def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
     ...     read_spatialdata(path).equals(cs.example())
     True
     """
+    require_extra("spatialdata", "cellspec_sc.bridges.spatialdata.read_spatialdata")
     sdata = _read_zarr(path)
     try:
         if options.get("outline_dir") is None and stored_outline_files(sdata, options.get("table_key")):

@@ -51,7 +51,7 @@ from cellspec_sc.bridges.spatialdata._record import (
     encode_attrs,
     encode_files,
 )
-from cellspec_sc.errors import needs_extra
+from cellspec_sc.errors import require_extra
 from cellspec_sc.io import check_target, image_outlines, outline_files, publishing
 from cellspec_sc.model import CellSpec
 from cellspec_sc.progress import progress
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
     from spatialdata import SpatialData
 
 
-@needs_extra("spatialdata", "cellspec_sc.to_spatialdata")
 def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, outlines: bool = True,
                    outline_units: str = "px") -> SpatialData:
     """The cellspec as a SpatialData with one circles element (and, given outlines, one polygons
@@ -98,6 +97,7 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
     >>> bool(sdata.shapes["img1"].geometry.iloc[0].x == cs.example().cells["x"].iloc[0])
     True
     """
+    require_extra("spatialdata", "cellspec_sc.to_spatialdata")
     import spatialdata
     from spatialdata.models import TableModel
 

@@ -115,7 +115,7 @@ def register(p: argparse.ArgumentParser) -> None:
     _common(s, source="folder", image_id=False)
     s.add_argument("--aggregation", default="mean", choices=("mean", "median", "sum", "min", "max", "std", "var"),
                    help="the --aggr steinbock measured intensities with (default: mean)")
-    s.add_argument("--no-neighbors", action="store_true", help="do not turn neighbors/*.csv into adjacency")
+    s.add_argument("--no-neighbors", action="store_true", help="do not turn the CSV files of neighbors/ into adjacency")
     s.add_argument("--neighbor-method", default="mask_touching",
                    choices=("mask_touching", "polygon_intersection", "delaunay"),
                    help="adjacency method recorded for the neighbours (default: mask_touching)")

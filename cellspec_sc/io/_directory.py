@@ -116,6 +116,35 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
     caller has just made it (``cellspec import`` validates once), so it is not
     validated again.
 
+    Parameters
+    ----------
+    x
+        The object to write.
+    path
+        The directory to make.
+    format
+        ``"parquet"`` (bit for bit) or ``"tsv"`` (gzipped text; doubles with 15 significant digits).
+    overwrite
+        Replace an existing cellspec directory at ``path`` (never another kind of folder).
+    report
+        The validation report of ``x``, when the caller has just made it.
+
+    Returns
+    -------
+    Path
+        ``path``, holding the complete directory.
+
+    Raises
+    ------
+    ValidationError
+        ``x`` fails structure validation; nothing is written.
+    TargetExists
+        ``path`` exists and ``overwrite`` is false, or it is not a cellspec directory.
+    WriteFailed
+        The operating system refused a write; nothing was published.
+
+    Examples
+    --------
     >>> import cellspec_sc as cs, tempfile, pathlib
     >>> cs.write(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "run1", format="tsv").name
     'run1'
@@ -260,6 +289,41 @@ def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C
     (docs/directory.md): ``max_metadata_bytes`` bounds cellspec.json, ``max_inflation``
     how far a gzipped TSV file may inflate, and how many values a Parquet file's footer may
     claim (8 bytes each), in times the file's size (at least 64 MiB).
+
+    Parameters
+    ----------
+    path
+        The cellspec directory.
+    lazy
+        Leave the measurements on disk as a dask array (Parquet variant; needs the ``[lazy]`` extra).
+    layout
+        ``"C"`` (rows contiguous) or ``"F"`` (each feature contiguous) for the measurement matrix.
+    max_metadata_bytes
+        The largest cellspec.json read, in bytes.
+    max_inflation
+        How far a gzipped TSV file may inflate, and how many values a Parquet footer may claim, in times the
+        file's size.
+
+    Returns
+    -------
+    CellSpec
+        The object, equal bit for bit to the one written; ``source_dir`` is the absolute directory.
+
+    Raises
+    ------
+    FormatError
+        A refusal of the format (a subclass per refusal): incomplete, tampered or malformed directory.
+    ValidationError
+        The object fails structure validation (``.report`` holds the report).
+    MissingExtraError
+        ``lazy=True`` without the ``[lazy]`` extra.
+
+    Examples
+    --------
+    >>> import cellspec_sc as cs, tempfile, pathlib
+    >>> path = cs.write(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "run1")
+    >>> cs.read(path).n_cells
+    80
     """
     limits = ReadLimits(max_metadata_bytes, max_inflation)
     if layout not in ("C", "F") or (lazy and layout != "C"):

@@ -194,6 +194,20 @@ def test_the_extras_in_the_code_are_extras_of_the_distribution():
                                "preview", "open_cohort", "Cohort"}
 
 
+def test_the_modules_of_each_extra_are_installed_by_that_extra():
+    """``EXTRA_MODULES`` (what ``require_extra`` looks for) names only modules the extra's distributions provide."""
+    import importlib.metadata
+
+    from benchmarks.install import direct_requirements
+    from cellspec_sc.errors import EXTRA_MODULES
+
+    owners = importlib.metadata.packages_distributions()
+    for extra, modules in EXTRA_MODULES.items():
+        names = {name.replace("_", "-") for name in direct_requirements(extra)}
+        for module in modules:
+            assert {o.lower().replace("_", "-") for o in owners[module]} & names, (extra, module)
+
+
 def git_files() -> set[str]:
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     if listed.returncode != 0:
