@@ -7,6 +7,7 @@ autosummary pages for every public name, numpydoc docstrings read by napoleon, t
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shutil
 import sys
@@ -76,19 +77,29 @@ def copy_notebooks(app) -> None:
 
 
 # a link from a page to a Markdown file of the repository outside docs/ (``../benchmarks/RESULTS.md``): the page
-# keeps it (it is right on a code host), the site shows a copy of the file under docs/repository/
-OUTSIDE_PAGE = re.compile(r"\]\(\.\./(?P<path>[\w./-]+?)\.md(?P<anchor>#[\w-]*)?\)")
+# keeps it (it is right on a code host), the site shows a copy of the file under docs/repository/, which mirrors the
+# repository's layout (so the copies' links among themselves hold), and the copies' links to docs/ pages are
+# pointed back at those pages
+REPO = HERE.parent
+MD_LINK = re.compile(r"\]\((?P<path>[\w./-]+?\.md)(?P<anchor>#[\w-]*)?\)")
 
 
 def copy_outside_pages(app) -> None:
-    """Copy the repository's Markdown files that docs pages link to into docs/repository/ (ignored by git)."""
-    for page in HERE.glob("*.md"):
-        for found in OUTSIDE_PAGE.finditer(page.read_text(encoding="utf-8")):
-            source = HERE.parent / f"{found['path']}.md"
-            copy = HERE / "repository" / f"{found['path']}.md"
-            if source.is_file() and (not copy.exists() or copy.read_bytes() != source.read_bytes()):
+    """Copy the repository's Markdown files that docs pages link to (and those they link to) into docs/repository/."""
+    todo, seen = sorted(HERE.glob("*.md")), set()
+    while todo:
+        page = todo.pop()
+        for found in MD_LINK.finditer(page.read_text(encoding="utf-8")):
+            target = (page.parent / found["path"]).resolve()
+            if target in seen or not target.is_file() or target.is_relative_to(HERE) \
+                    or not target.is_relative_to(REPO):
+                continue
+            seen.add(target)
+            copy = HERE / "repository" / target.relative_to(REPO)
+            if not copy.exists() or copy.read_bytes() != target.read_bytes():
                 copy.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, copy)
+                shutil.copyfile(target, copy)
+            todo.append(target)
 
 
 def link_outside_pages(app, docname: str, source: list[str]) -> None:
@@ -97,10 +108,19 @@ def link_outside_pages(app, docname: str, source: list[str]) -> None:
     A copy is an orphan page: reached by its links, not by the table of contents.
     """
     if "/" not in docname:
-        source[0] = OUTSIDE_PAGE.sub(lambda m: f"](repository/{m['path']}.md{m['anchor'] or ''})", source[0])
+        source[0] = MD_LINK.sub(lambda m: f"](repository/{m['path'][3:]}{m['anchor'] or ''})"
+                                if m["path"].startswith("../") else m.group(0), source[0])
     elif docname.startswith("repository/"):
-        up = "../" * docname.count("/")
-        source[0] = "---\norphan: true\n---\n" + source[0].replace("](../docs/", f"]({up}")
+        folder = posixpath.dirname(docname.removeprefix("repository/"))
+
+        def to_docs(m: re.Match) -> str:
+            target = posixpath.normpath(posixpath.join(folder, m["path"]))
+            if not target.startswith("docs/"):
+                return m.group(0)
+            relative = posixpath.relpath(target.removeprefix("docs/"), posixpath.dirname(docname) or ".")
+            return f"]({relative}{m['anchor'] or ''})"
+
+        source[0] = "---\norphan: true\n---\n" + MD_LINK.sub(to_docs, source[0])
 
 
 def setup(app) -> None:

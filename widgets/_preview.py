@@ -57,6 +57,27 @@ class SpaceView:
 def preview(obj: Any, *, image: str | None = None, feature: str | None = None) -> Preview:
     """An interactive preview of a CellSpec (or an AnnData from ``to_anndata``).
 
+    Parameters
+    ----------
+    obj
+        A :class:`~cellspec_sc.CellSpec`, or an AnnData made by :func:`~cellspec_sc.to_anndata`.
+    image
+        The image shown first (default: the first one).
+    feature
+        The feature shown first, by its id (default: the first intensity feature).
+
+    Returns
+    -------
+    Preview
+        The widget: display it as a cell's last expression; ``save_png`` and ``save_html`` export its view.
+
+    Raises
+    ------
+    MissingExtraError
+        Without the ``[widgets]`` extra (raised when ``cellspec_sc.preview`` is first used).
+
+    Examples
+    --------
     >>> from cellspec_sc import example
     >>> preview(example(), image="img2").image.value
     'img2'

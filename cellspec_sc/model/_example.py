@@ -123,6 +123,49 @@ def example(
     be written (``cs.write`` streams it) without ever being held:
     ``example(n_cells=2_000_000, n_features=1000, lazy=True)`` is 16 GB of
     values in about 200 MB. Its values equal the eager ones to the bit.
+
+    Parameters
+    ----------
+    seed
+        The random seed: the same seed gives the same object.
+    n_cells
+        Cells in total, spread over the images.
+    n_images
+        Images (``img1``, ``img2``, ...).
+    n_samples
+        Samples (default: one per image).
+    markers
+        The markers measured (each in cell and nucleus, mean and median).
+    n_features
+        Features in total: markers ``M005``, ``M006``, ... are added until there are that many.
+    pixel_size
+        Micrometres per pixel of every image.
+    adjacency
+        Add the contacts of the cells' outlines.
+    region_layers
+        A ``region__<layer>`` and a ``boundary_distance__<layer>`` column for each name.
+    lazy
+        The measurements as a dask array simulated block by block (needs the ``[lazy]`` extra).
+    outlines
+        Write each image's cell outlines as GeoJSON and name them in ``images.geometry_ref``.
+    outline_dir
+        Where the outlines go (default: a temporary folder removed when Python exits).
+
+    Returns
+    -------
+    CellSpec
+        A valid object.
+
+    Raises
+    ------
+    MissingExtraError
+        ``lazy=True`` without the ``[lazy]`` extra.
+
+    Examples
+    --------
+    >>> x = example(n_cells=500, n_images=3, adjacency=True, seed=1)
+    >>> x.n_cells, sorted(x.images["image_id"])
+    (500, ['img1', 'img2', 'img3'])
     """
     rng = np.random.default_rng(seed)
     n_samples = n_images if n_samples is None else n_samples

@@ -311,6 +311,14 @@ _CHECKS = tuple(Check(n, lvl, r) for n, lvl, r in (
 def vocabulary() -> Vocabulary:
     """The cellspec 1.0.0 vocabulary (a shared, immutable object).
 
+    Returns
+    -------
+    Vocabulary
+        The spec's components, tables and their columns, kinds, compartments, statistics and checks: what the
+        validator checks and the docs tables are generated from.
+
+    Examples
+    --------
     >>> vocabulary().kinds
     ('intensity', 'shape', 'other')
     """

@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("README.md", "Makefile", "pyproject.toml", "docs", "benchmarks", "notebooks", ".ci", "cellspec_sc",
            "bridges", "widgets")
 SUFFIXES = {".md", ".py", ".ipynb", ".json", ".js", ".css", ".toml", ".txt", ".yaml", ".yml", ".cfg", ".sh", ""}
-SKIPPED_FOLDERS = {".data", "results", "__pycache__", ".ipynb_checkpoints", "demo-output"}
+# the last four: the docs site's build and the copies it makes (docs/conf.py), ignored by git
+SKIPPED_FOLDERS = {".data", "results", "__pycache__", ".ipynb_checkpoints", "demo-output", "_build", "generated",
+                   "tutorials", "repository"}
 # upstream projects whose issue trackers may be cited by number ("scimap issue 16")
 UPSTREAM = ("scimap", "anndata", "spatialdata", "spatialdata-io", "numcodecs", "zarr", "pandas", "pyarrow", "dask",
             "luxar", "scanpy", "squidpy", "numpy", "scipy", "pyspark", "polars", "duckdb", "pynndescent")
