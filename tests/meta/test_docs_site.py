@@ -118,3 +118,26 @@ def test_every_internal_link_and_image_resolves(site):
             elif parts.fragment and file.suffix == ".html" and file in ids and parts.fragment not in ids[file].ids:
                 broken.append(f"{page.relative_to(site)}: {target} (no such anchor)")
     assert len(pages) > 50 and not broken, "\n".join(broken[:40])
+
+
+def numpydoc_sections(obj) -> set[str]:
+    """The numpydoc section titles of ``obj``'s docstring (a title line underlined with dashes)."""
+    lines = (inspect.getdoc(obj) or "").splitlines()
+    return {line.strip() for line, below in zip(lines, lines[1:], strict=False)
+            if below.strip() and set(below.strip()) == {"-"} and len(below.strip()) == len(line.strip())}
+
+
+def test_every_top_level_function_has_numpydoc_sections():
+    """Parameters (when it takes any), Returns and Examples on each function of ``cellspec_sc``, as the site shows
+    them; ruff's pydocstyle (numpy convention) checks their form on the whole public API."""
+    import cellspec_sc as cs
+
+    missing = {}
+    for name in sorted(PUBLIC_API["cellspec_sc"]):
+        obj = getattr(cs, name)
+        if not inspect.isfunction(obj):
+            continue
+        needed = {"Returns", "Examples"} | ({"Parameters"} if inspect.signature(obj).parameters else set())
+        if needed - numpydoc_sections(obj):
+            missing[name] = sorted(needed - numpydoc_sections(obj))
+    assert not missing, missing
