@@ -23,7 +23,10 @@ Adding a tool means one folder with its plan (the tool's grammar as data), an ad
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
@@ -34,9 +37,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.errors import ValidationError
+from cellspec_sc.errors import InputError, ValidationError
 from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_record, new_provenance, sealed
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
+from cellspec_sc.readers._recognise import is_gzip, other_tool_advice
 from cellspec_sc.readers._table import Header, Parsed, stream_columns
 from cellspec_sc.spec import SPEC_VERSION, canonical_frame
 from cellspec_sc.validation import ValidationReport, validate
@@ -117,6 +121,10 @@ class ToolAdapter(ABC):
     """The tool's name in messages."""
     producer: ClassVar[str] = ""
     """``provenance.producer.tool``."""
+    reads_gzip: ClassVar[bool] = False
+    """Whether the tool's exports may come gzip-compressed (decompressed once, hashed as stored)."""
+    recognised: str | None = None
+    """Set by :func:`~cellspec_sc.readers.read_export` when it chose this reader: recorded in provenance."""
 
     def __init__(self, marker_map: Mapping[str, str] | None = None, encoding: str | None = None) -> None:
         self.marker_map = dict(marker_map or {})
@@ -150,13 +158,26 @@ def read_export(adapter: ToolAdapter, path: str | os.PathLike) -> CellSpec:
 
 def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[CellSpec, ValidationReport]:
     """The object read from ``path`` and the report of its one validation, which uses the matrix stats the
-    parse gathered (``cellspec import`` hands the report on to the writer; the object remembers it too)."""
+    parse gathered (``cellspec import`` hands the report on to the writer; the object remembers it too).
+
+    A gzip-compressed export of a tool that writes them (``adapter.reads_gzip``) is decompressed once into a
+    temporary file, its SHA-256 taken from the compressed bytes as they are read (provenance names the file as
+    stored). When the adapter refuses the export and the file is another tool's, the refusal names that tool."""
     path = Path(path)
-    plan = adapter.plan(path)
+    if adapter.reads_gzip and path.is_file() and is_gzip(path):
+        with tempfile.TemporaryDirectory(prefix="cellspec-") as folder:
+            plain, digest = decompressed(path, Path(folder))
+            return _read(adapter, plain, input_record(path, sha256=digest))
+    return _read(adapter, path, None)
+
+
+def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tuple[CellSpec, ValidationReport]:
+    plan = planned(adapter, path)
     parsed, plan = adapter.parse(plan)  # hashes a single-file export from the bytes it parses
     dictionary, applied = build_dictionary(plan.features, adapter.marker_map)
     tables = adapter.tables(plan, parsed, dictionary, applied)
-    record = input_record(path, sha256=parsed.sha256) if path.is_file() else None  # a folder's tables are inputs
+    if record is None and path.is_file():  # a folder's tables are inputs
+        record = input_record(path, sha256=parsed.sha256)
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
     stats = image_stats(parsed, x.cells, tables.image_codes)
     # the cell-id codes may still be in the making on another core (and raise the adapter's refusal of repeated
@@ -167,6 +188,46 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     return x, validate(x, stats=stats)
 
 
+def planned(adapter: ToolAdapter, path: Path) -> Plan:
+    """``adapter.plan(path)``; a refusal of another tool's export names that tool and its reader instead."""
+    try:
+        return adapter.plan(path)
+    except InputError:
+        advice = other_tool_advice(path, adapter.name)
+        if advice is None:
+            raise
+    raise InputError(advice)
+
+
+# Bytes decompressed at a time.
+GZIP_BLOCK = 1 << 22
+
+
+def decompressed(path: Path, folder: Path) -> tuple[Path, str]:
+    """``path`` (gzip) decompressed into ``folder`` under its name without ``.gz``, and the SHA-256 of the
+    compressed bytes, hashed as they are read (the file is read once). A damaged file is refused."""
+    name = path.name[:-3] if path.name.lower().endswith(".gz") else path.name
+    out = folder / name
+    digest = hashlib.sha256()
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        with open(path, "rb") as source, open(out, "wb") as target:
+            while block := source.read(GZIP_BLOCK):
+                digest.update(block)
+                target.write(inflate.decompress(block))
+                while inflate.eof and inflate.unused_data:  # a file of several gzip members
+                    rest = inflate.unused_data
+                    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    target.write(inflate.decompress(rest))
+            target.write(inflate.flush())
+    except zlib.error as err:
+        raise InputError(f"{path.name}: the gzip file is damaged ({err}); decompress it with gunzip to see "
+                         "where") from None
+    if not inflate.eof:
+        raise InputError(f"{path.name}: the gzip file ends early (truncated download?)")
+    return out, digest.hexdigest()
+
+
 def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
              path_record: dict[str, Any] | None) -> CellSpec:
     """Build the object with its provenance (not validated: :func:`read_export_report` validates it once)."""
@@ -175,7 +236,8 @@ def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, 
         producer={"tool": adapter.producer, "version": None}, adapter=adapter.name, adapter_version=adapter.version,
         inputs=[*([path_record] if path_record is not None else []),
                 *(p if isinstance(p, dict) else input_record(p) for p in tables.extra_inputs)],
-        counts=counts, parameters=tables.parameters,
+        counts=counts,
+        parameters={**tables.parameters, **({"recognised_as": adapter.recognised} if adapter.recognised else {})},
     )
     return CellSpec(
         spec_version=SPEC_VERSION,
