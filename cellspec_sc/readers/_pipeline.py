@@ -60,6 +60,8 @@ class ColumnRoles:
     unfiltered: Sequence[str] = ()
     group: str | None = None
     """The text column that decides each row's image (None: one image), for the matrix stats' ranges."""
+    nulls: Sequence[str] = ("",)
+    """The values that are missing (the empty field; inForm also writes ``#N/A``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,7 +141,7 @@ class ToolAdapter(ABC):
         """Parse the export as ``plan`` says (every tool so far streams it with pyarrow); the plan the parse used."""
         roles = plan.roles
         parsed = stream_columns(plan.header, text=roles.text, numbers=roles.numbers, matrix=roles.matrix,
-                                keep=roles.keep, unfiltered=roles.unfiltered, group=roles.group)
+                                keep=roles.keep, unfiltered=roles.unfiltered, group=roles.group, nulls=roles.nulls)
         return parsed, plan
 
     @abstractmethod

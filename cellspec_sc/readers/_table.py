@@ -926,7 +926,7 @@ SAMPLE_BYTES = 1 << 18
 
 def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str], matrix: Sequence[str],
                    keep: tuple[str, Sequence[str]] | None = None, unfiltered: Sequence[str] = (),
-                   group: str | None = None) -> Parsed:
+                   group: str | None = None, nulls: Sequence[str] = ("",)) -> Parsed:
     """Parse the file with pyarrow's CSV reader, in pieces on every core, straight into the measurement matrix.
 
     ``text`` columns are read as strings (kept as Arrow arrays), every other column as float64 (empty
@@ -943,18 +943,19 @@ def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str
     ``nonfinite_converted`` (infinities) and ``missing_in_source`` (empty fields), all over kept rows.
     A parse failure becomes an InputError that names file, line and column. When rows are filtered,
     a value that is not a number in a row that is not kept does not matter: on such a failure the file
-    is parsed again with numbers read as text and converted after the filter. The matrix stats
+    is parsed again with numbers read as text and converted after the filter. ``nulls``: the values that are
+    missing (the empty field; inForm also writes ``#N/A``). The matrix stats
     (:attr:`Parsed.stats`) have ranges per value of the text column ``group`` (the column that decides
     each row's image; None: one image).
     """
     try:
         return _stream(header, text=text, numbers=numbers, matrix=matrix, keep=keep, unfiltered=unfiltered,
-                       group=group, numbers_as_text=False)
+                       group=group, numbers_as_text=False, nulls=nulls)
     except _ConversionFailed as failed:
         if keep is None:
             raise _located_error(header, failed.message) from None
     return _stream(header, text=text, numbers=numbers, matrix=matrix, keep=keep, unfiltered=unfiltered,
-                   group=group, numbers_as_text=True)
+                   group=group, numbers_as_text=True, nulls=nulls)
 
 
 class NotANumber(InputError):
@@ -980,10 +981,11 @@ class _ConversionFailed(Exception):
         self.message = message
 
 
-def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, numbers_as_text: bool) -> Parsed:
+def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, numbers_as_text: bool,
+            nulls: Sequence[str] = ("",)) -> Parsed:
     as_text = set(header.names) if numbers_as_text else set(text)
     types = {name: (pa.string() if name in as_text else pa.float64()) for name in header.names}
-    convert = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
+    convert = pacsv.ConvertOptions(column_types=types, null_values=list(nulls), strings_can_be_null=True,
                                    quoted_strings_can_be_null=True)
     position = {name: i for i, name in enumerate(header.names)}
     out = empty_matrix(_estimated_rows(header.path), len(matrix))
