@@ -178,8 +178,9 @@ def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tu
     parsed, plan = adapter.parse(plan)  # hashes a single-file export from the bytes it parses
     dictionary, applied = build_dictionary(plan.features, adapter.marker_map)
     tables = adapter.tables(plan, parsed, dictionary, applied)
-    if record is None and path.is_file():  # a folder's tables are inputs
-        record = input_record(path, sha256=parsed.sha256)
+    table = plan.header.path  # the export, or the table a reader chose in a folder (a steinbock folder: itself)
+    if record is None and table.is_file():  # the tables of a steinbock folder are inputs of their own
+        record = input_record(table, sha256=parsed.sha256)
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
     stats = image_stats(parsed, x.cells, tables.image_codes)
     # the cell-id codes may still be in the making on another core (and raise the adapter's refusal of repeated
