@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and edit
     from cellspec_sc.cohort import Cohort, open_cohort
     from cellspec_sc.io import read, write
     from cellspec_sc.model import CellSpec, example
+    from cellspec_sc.readers import read_export
+    from cellspec_sc.readers.cellprofiler import read_cellprofiler
+    from cellspec_sc.readers.halo import read_halo
+    from cellspec_sc.readers.inform import read_inform
     from cellspec_sc.readers.mcmicro import read_mcmicro
     from cellspec_sc.readers.qupath import read_qupath
     from cellspec_sc.readers.steinbock import read_steinbock
@@ -56,6 +60,10 @@ _LAZY = {
     "read_qupath": "cellspec_sc.readers.qupath",
     "read_mcmicro": "cellspec_sc.readers.mcmicro",
     "read_steinbock": "cellspec_sc.readers.steinbock",
+    "read_halo": "cellspec_sc.readers.halo",
+    "read_inform": "cellspec_sc.readers.inform",
+    "read_cellprofiler": "cellspec_sc.readers.cellprofiler",
+    "read_export": "cellspec_sc.readers",
     "to_luxar": "cellspec_sc.bridges.luxar",
     "to_anndata": "cellspec_sc.bridges.anndata",
     "from_anndata": "cellspec_sc.bridges.anndata",
@@ -88,6 +96,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "CellspecError", "FormatError", "InputError", "ValidationError",
     "CellSpec", "example", "validate", "ValidationReport", "SPEC_VERSION", "vocabulary", "read", "write",
-    "read_qupath", "read_mcmicro", "read_steinbock", "to_luxar", "to_anndata", "from_anndata", "to_spatialdata",
+    "read_qupath", "read_mcmicro", "read_steinbock", "read_halo", "read_inform", "read_cellprofiler", "read_export",
+    "to_luxar", "to_anndata", "from_anndata", "to_spatialdata",
     "from_spatialdata", "preview", "open_cohort", "Cohort",
 ]

@@ -56,7 +56,7 @@ COMMANDS: dict[str, Command] = {
                         "validate a cellspec (a directory, a supported file, or 'example')"),
     "info": Command("cellspec_sc.cli._info", "print the summary of a cellspec"),
     "import": Command("cellspec_sc.cli._imports",
-                      "import a QuPath, MCMICRO or steinbock export into a cellspec directory"),
+                      "import a tool export (QuPath, MCMICRO, steinbock, HALO, inForm, CellProfiler) as cellspec"),
     "convert": Command("cellspec_sc.cli._convert",
                        "convert between cellspec directories, AnnData and SpatialData files"),
     "luxar": Command("cellspec_sc.cli._luxar", "compile cells into a Luxar scene for the browser viewer"),

@@ -123,7 +123,10 @@ def header_names(path: Path) -> list[str]:
         return []
     text = line.decode("utf-8", errors="replace").lstrip("\ufeff")
     delimiter = max("\t,;", key=text.count)
-    return [n.strip() for n in next(csv.reader([text], delimiter=delimiter), [])]
+    try:
+        return [n.strip() for n in next(csv.reader([text], delimiter=delimiter), [])]
+    except csv.Error:  # a bare carriage return inside the line: no header the readers read
+        return []
 
 
 def _recognise_folder(folder: Path) -> Signature | None:
@@ -174,12 +177,19 @@ def other_tool_advice(path: Path, reader_key: str) -> str | None:
     found = recognise(path)
     if found is None or found.key == reader_key:
         return None
-    where = " folder" if path.is_dir() and found.key == "steinbock" else ""
-    if found.key == "steinbock" and path.is_file():
+    if path.is_dir():
+        what = FOLDER_WHAT.get(found.key, found.what)
+    elif found.key == "steinbock":
         return (f"{path.name}: this looks like {found.what} (one image's table): use read_steinbock on the output "
                 "folder (`cellspec import steinbock FOLDER OUT`), not on one of its files")
-    return (f"{path.name}: this looks like {found.what}{where}, not an export of {BY_KEY[reader_key].tool}: use "
+    else:
+        what = found.what
+    return (f"{path.name}: this looks like {what}, not an export of {BY_KEY[reader_key].tool}: use "
             f"{found.reader} (`cellspec import {found.key} ...`)")
+
+
+# What a folder recognised as a tool's output is, for messages.
+FOLDER_WHAT = {"steinbock": "a steinbock output folder", "cellprofiler": "a CellProfiler ExportToSpreadsheet folder"}
 
 
 __all__ = ["BY_KEY", "SIGNATURES", "Signature", "cellprofiler_object_tables", "header_names", "is_gzip",

@@ -292,6 +292,7 @@ PUBLIC_API = {
     "cellspec_sc": {
         "CellSpec", "CellspecError", "Cohort", "FormatError", "InputError", "SPEC_VERSION", "ValidationError",
         "ValidationReport", "example", "from_anndata", "from_spatialdata", "open_cohort", "preview", "read",
+        "read_cellprofiler", "read_export", "read_halo", "read_inform",
         "read_mcmicro", "read_qupath", "read_steinbock", "to_anndata", "to_luxar", "to_spatialdata", "validate",
         "vocabulary", "write",
     },
