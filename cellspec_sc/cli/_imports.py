@@ -88,7 +88,7 @@ def cmd_import_steinbock(args: argparse.Namespace) -> int:
     adapter = SteinbockAdapter(pixel_size=args.pixel_size, sample_id=args.sample_id,
                                marker_map=_marker_map(args.marker), aggregation=args.aggregation,
                                neighbors=not args.no_neighbors, neighbor_method=args.neighbor_method,
-                               encoding=args.encoding)
+                               encoding=args.encoding, segmentation=args.segmentation)
     return _import(adapter, args.folder, args)
 
 
@@ -160,12 +160,16 @@ def register(p: argparse.ArgumentParser) -> None:
     s = tools.add_parser("steinbock", help="steinbock output folder (intensities/, regionprops/, neighbors/, "
                                            "panel.csv, images.csv)")
     _common(s, source="folder", image_id=False)
-    s.add_argument("--aggregation", default="mean", choices=("mean", "median", "sum", "min", "max", "std", "var"),
-                   help="the --aggr steinbock measured intensities with (default: mean)")
+    s.add_argument("--aggregation", default=None, choices=("mean", "median", "sum", "min", "max", "std", "var"),
+                   help="the --aggr steinbock measured intensities with (default: mean, with a warning: the tables "
+                        "do not say)")
     s.add_argument("--no-neighbors", action="store_true", help="do not turn neighbors/*.csv into adjacency")
-    s.add_argument("--neighbor-method", default="mask_touching",
-                   choices=("mask_touching", "polygon_intersection", "delaunay"),
-                   help="adjacency method recorded for the neighbours (default: mask_touching)")
+    s.add_argument("--neighbor-method", default=None,
+                   choices=("mask_touching", "polygon_intersection", "delaunay", "borders", "expansion", "centroids"),
+                   help="how the neighbours were measured: an adjacency method, or steinbock's --type (borders, "
+                        "expansion, centroids: left out); default mask_touching, with a warning")
+    s.add_argument("--segmentation", default=None, metavar="SUBFOLDER",
+                   help="the sub-folder whose tables to read when several hold them (e.g. deepcell)")
     s.set_defaults(func=cmd_import_steinbock)
 
     h = tools.add_parser("halo", help="HALO object data table (CSV: Object Id, XMin/XMax/YMin/YMax, ...)")

@@ -362,14 +362,15 @@ def is_utf8_with_ascii_rows(sample: bytes) -> bool:
 HEADER_MAX_BYTES = 16 << 20
 
 
-def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: str, encoding: str | None = None
-                ) -> Header:
+def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: str, encoding: str | None = None,
+                *, index_column: bool = False) -> Header:
     """Read and check the header line: not empty, not duplicated, the expected separator. ``delimiter`` is
     the separator, or the separators the tool may use; then the header line decides (the one it holds most
     of, the first on a tie).
 
     ``encoding`` (default: detected, see :func:`detect_encoding`) is recorded on the header for the
-    parser. Raises InputError naming the file and line 1.
+    parser. ``index_column``: a first column without a name (the index pandas writes with ``to_csv``) is allowed
+    (its name stays ``""``). Raises InputError naming the file and line 1.
     """
     path = Path(path)
     check_regular_file(path)
@@ -395,7 +396,7 @@ def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: s
             raise InputError(f"{path.name}: line 1: the header has a single column but contains "
                              f"{SEPARATORS[found[0]]} characters; {tool} tables are "
                              f"{SEPARATORS[delimiter]}-separated (wrong separator?)")
-    blank = [i + 1 for i, n in enumerate(names) if not n.strip()]
+    blank = [i + 1 for i, n in enumerate(names) if not n.strip() and not (index_column and i == 0)]
     if blank:
         raise InputError(f"{path.name}: line 1, column {blank[0]}: empty column name in the header")
     dups = sorted(n for n, count in Counter(names).items() if count > 1)
