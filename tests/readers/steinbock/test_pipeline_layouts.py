@@ -15,7 +15,8 @@ import pytest
 import cellspec_sc as cs
 from cellspec_sc.readers import ReaderWarning
 
-INTENSITIES = pd.DataFrame({"DNA1": [5.0, 4.0, 1.5], "CD3": [0.5, 3.5, np.nan]}, index=pd.Index([1, 2, 5], name="Object"))
+INTENSITIES = pd.DataFrame({"DNA1": [5.0, 4.0, 1.5], "CD3": [0.5, 3.5, np.nan]},
+                           index=pd.Index([1, 2, 5], name="Object"))
 REGIONPROPS = pd.DataFrame({"area": [12, 20, 7], "centroid-0": [10.0, 12.0, 3.25], "centroid-1": [4.0, 7.0, 8.5]},
                            index=pd.Index([1, 2, 5], name="Object"))
 PAIRS = [(1, 2), (2, 1), (2, 5), (5, 2)]
