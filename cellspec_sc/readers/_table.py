@@ -857,6 +857,8 @@ class Parsed:
     """Matrix stats gathered while parsing, ranges per group (see :class:`GroupedStats`)."""
     parts: tuple[int, ...] = ()
     """Rows of each table joined into this one, in order (a folder of tables), or ``()`` for a single table."""
+    hashes: dict[Path, str] | None = None
+    """SHA-256 of each table joined into this one (a folder of tables), hashed from the bytes the parse read."""
 
     def __post_init__(self) -> None:
         self._objects: dict[str, np.ndarray] = {}

@@ -84,14 +84,15 @@ class SteinbockAdapter(ToolAdapter):
         each written straight into the joined matrix (allocated for the lines of the intensities files)."""
         lines = sum(data_lines(intensities.path) for intensities, _ in plan.files)
         matrix = empty_matrix(lines, len(plan.roles.matrix))
-        parts, start = [], 0
+        parts, start, hashes = [], 0, {}
         for stem, (intensities, regionprops) in zip(plan.stems, plan.files, strict=True):
             a = _stream(intensities)
+            hashes[intensities.path] = a.sha256
             if start + a.n > matrix.shape[0]:  # never with newline-ended lines; grown rather than overrun
                 grown = empty_matrix(matrix.shape[0] + a.n, matrix.shape[1])
                 grown[:start] = matrix[:start]
                 matrix = grown
-            parts.append(self._join_image(stem, intensities, regionprops, a, matrix[start:start + a.n]))
+            parts.append(self._join_image(stem, intensities, regionprops, a, matrix[start:start + a.n], hashes))
             start += a.n
         parsed = Parsed(rows_read=start, rows=None,
                         text_columns={OBJECT: pa.chunked_array([c for p in parts for c in p.arrow(OBJECT).chunks],
@@ -99,7 +100,7 @@ class SteinbockAdapter(ToolAdapter):
                         number_columns={c: np.concatenate([p.number(c) for p in parts]) for c in CENTROIDS},
                         unfiltered={}, matrix=matrix[:start],
                         counts={k: sum(p.counts[k] for p in parts) for k in parts[0].counts},
-                        parts=tuple(p.n for p in parts))
+                        parts=tuple(p.n for p in parts), hashes=hashes)
         return parsed, plan
 
     def tables(self, plan: SteinbockPlan, parsed: Parsed, dictionary: pd.DataFrame, applied: Mapping[str, str]
@@ -120,16 +121,18 @@ class SteinbockAdapter(ToolAdapter):
             cells["area"] = positive_area(parsed.matrix[:, area[0]] * per_row * per_row_y)
         cells.update({"x_px": x_px, "y_px": y_px})
         adjacency, neighbours = self._adjacency(plan, parsed) if self.neighbors else (None, None)
-        inputs = input_records(plan.tables, stems, adjacency is not None)
+        inputs = input_records(plan.tables, stems, adjacency is not None, parsed.hashes or {})
         return Tables(cells=cells, images=images_table(stems, plan.infos, sizes, sizes_y, self.sample_id),
                       channels=channels_frame(stems, *self._channels(plan)),
                       parameters=self._parameters(plan, neighbours), extra_inputs=inputs, adjacency=adjacency)
 
     @staticmethod
-    def _join_image(stem: str, intensities: Header, regionprops: Header, a: Parsed, out: np.ndarray) -> Parsed:
+    def _join_image(stem: str, intensities: Header, regionprops: Header, a: Parsed, out: np.ndarray,
+                    hashes: dict[Path, str]) -> Parsed:
         """One image's parsed intensities ``a`` joined on ``Object`` with its regionprops (rows in the order of
-        the intensities table), the measurements written into ``out``."""
+        the intensities table), the measurements written into ``out``; the regionprops' hash goes to ``hashes``."""
         b = _stream(regionprops)
+        hashes[regionprops.path] = b.sha256
         ids = a.arrow(OBJECT)
         check_image_ids(intensities.path, ids, OBJECT, stem)
         order = _aligned(stem, intensities, regionprops, ids, b)

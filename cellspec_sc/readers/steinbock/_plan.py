@@ -409,14 +409,16 @@ def neighbor_pairs(tables: Tables, stem: str, ids: pa.ChunkedArray | pa.Array, m
                          "method": method})
 
 
-def input_records(tables: Tables, stems: Sequence[str], with_neighbors: bool) -> list[dict]:
-    """Provenance records of every file read, named by their path inside the output folder."""
+def input_records(tables: Tables, stems: Sequence[str], with_neighbors: bool,
+                  hashes: Mapping[Path, str | None] | None = None) -> list[dict]:
+    """Provenance records of every file read, named by their path inside the output folder (``hashes``: the
+    SHA-256 of the tables the parse hashed as it read them, which are not read again)."""
     files = [p for p in (tables.panel, tables.images) if p is not None]
     for kind in (0, 1, 2) if with_neighbors else (0, 1):
         files += [tables.path(kind, s) for s in stems if tables.path(kind, s).is_file()]
     records = []
     for path in files:
-        record = input_record(path)
+        record = input_record(path, sha256=(hashes or {}).get(path))
         record["path_basename"] = tables.where(path)  # intensities/a.csv and regionprops/a.csv
         records.append(record)
     return records
