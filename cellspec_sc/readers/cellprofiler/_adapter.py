@@ -95,7 +95,8 @@ class CellProfilerAdapter(ToolAdapter):
             if area:
                 cells["area"] = positive_area(parsed.matrix[:, area[0]] * per_row * per_row)
         cells.update({target: string_column(parsed.arrow(name)) for name, target in plan.metadata.items()})
-        adjacency, neighbours = self._adjacency(plan, names) if self.neighbors else (None, None)
+        known = pd.MultiIndex.from_arrays([rows.ids.to_numpy(zero_copy_only=False), ids.to_numpy(zero_copy_only=False)])
+        adjacency, neighbours = self._adjacency(plan, names, known) if self.neighbors else (None, None)
         channel_names, markers = intensity_channels(dictionary, applied)
         parameters = {
             "pixel_size": dict(sizes), "pixel_size_source": "argument", "objects": plan.object_name,
@@ -113,7 +114,8 @@ class CellProfilerAdapter(ToolAdapter):
                       channels=channels_frame(order, channel_names, markers), parameters=parameters,
                       extra_inputs=inputs, adjacency=adjacency, cell_codes=codes, image_codes=(rows.index, order))
 
-    def _adjacency(self, plan: CellProfilerPlan, names: Mapping[str, str]) -> tuple[pd.DataFrame | None, dict | None]:
+    def _adjacency(self, plan: CellProfilerPlan, names: Mapping[str, str], known: pd.MultiIndex
+                   ) -> tuple[pd.DataFrame | None, dict | None]:
         """The touching neighbours of the table's objects, and what was done (provenance); other neighbours are
         left out with a warning that says why."""
         if plan.relationships is None:
@@ -136,7 +138,7 @@ class CellProfilerAdapter(ToolAdapter):
                    f"{plan.relationships.name} were measured; they are left out: pass neighbors_method= (e.g. "
                    "'mask_touching' for MeasureObjectNeighbors' Adjacent) to keep them")
             return None, {"left_out": "method unknown"}
-        frame = neighbour_pairs(plan.relationships, plan.object_name, names, method, self.encoding)
+        frame = neighbour_pairs(plan.relationships, plan.object_name, names, method, self.encoding, known)
         if frame is None:
             return None, None
         return frame, {"method": method, "method_source": source, "pairs": int(len(frame)),
@@ -164,10 +166,11 @@ def image_names(table: Path | None, numbers: list[str], encoding: str | None) ->
     return {n: str(v) for n, v in names.items()}, f"{table.name} column {files[0]!r}"
 
 
-def neighbour_pairs(path: Path, objects: str, names: Mapping[str, str], method: str, encoding: str | None
-                    ) -> pd.DataFrame | None:
+def neighbour_pairs(path: Path, objects: str, names: Mapping[str, str], method: str, encoding: str | None,
+                    known: pd.MultiIndex) -> pd.DataFrame | None:
     """The ``Neighbors`` rows of ``path`` between two objects of ``objects`` in one image, as adjacency rows (each
-    unordered pair once, in byte order; ``shared_boundary`` 0)."""
+    unordered pair once, in byte order; ``shared_boundary`` 0). An object that is not among the cells (``known``:
+    their (image, id) pairs) is refused naming the line."""
     header = read_header(path, ",", f"{TOOL} relationships", encoding)
     require_columns(header, f"{TOOL} relationships", [(c,) for c in RELATIONSHIP_COLUMNS])
     frame = read_as_text(header, list(RELATIONSHIP_COLUMNS)).to_pandas()
@@ -181,6 +184,12 @@ def neighbour_pairs(path: Path, objects: str, names: Mapping[str, str], method: 
     low = np.where(first.astype(str) < second.astype(str), first, second)
     high = np.where(first.astype(str) < second.astype(str), second, first)
     images = frame["First Image Number"].map(lambda n: names.get(n, n)).to_numpy(dtype=object)
+    for column, values in (("First Object Number", first), ("Second Object Number", second)):
+        missing = ~pd.MultiIndex.from_arrays([images, values]).isin(known)
+        if missing.any():
+            at = int(np.flatnonzero(missing)[0])
+            raise InputError(f"{path.name}: line {int(frame.index[at]) + 2}, column {column!r}: object "
+                             f"{values[at]!r} of image {images[at]!r} is not in the {objects} table")
     pairs = pd.DataFrame({"image_id": images, "cell_id_a": low, "cell_id_b": high}).drop_duplicates()
     pairs["shared_boundary"] = 0.0
     pairs["method"] = method

@@ -69,7 +69,8 @@ class InformAdapter(ToolAdapter):
             scale = 1.0 if dictionary["unit"].iloc[j] == "um2" else per_row * per_row
             cells["area"] = positive_area(parsed.matrix[:, j] * scale)
         cells.update({target: string_column(parsed.arrow(name)) for name, target in plan.text_targets.items()})
-        cells.update({target: percent_value(parsed.arrow(name)) for name, target in plan.percents.items()})
+        cells.update({target: percent_value(parsed.arrow(name), (header.path.name, name))
+                      for name, target in plan.percents.items()})
         channel_names, markers = intensity_channels(dictionary, applied)
         parameters = {
             "pixel_size": dict(sizes), "pixel_size_source": "argument", "position_unit": plan.position_unit,

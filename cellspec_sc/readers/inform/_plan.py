@@ -105,10 +105,17 @@ def position_unit_of(names: list[str] | tuple[str, ...]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def percent_value(values: pa.ChunkedArray) -> np.ndarray:
-    """Percentages written as text (``95.00%``, ``0.01 %``, a plain number) as float64 (NaN when missing)."""
-    trimmed = pc.utf8_trim(pc.utf8_trim_whitespace(values), "%")
-    return pc.cast(pc.utf8_trim_whitespace(trimmed), pa.float64()).to_numpy(zero_copy_only=False)
+def percent_value(values: pa.ChunkedArray, where: tuple[str, str] = ("", "")) -> np.ndarray:
+    """Percentages written as text (``95.00%``, ``0.01 %``, a plain number) as float64 (NaN when missing); a value
+    that is none is refused naming ``where`` (file, column) and its line."""
+    trimmed = pc.utf8_trim_whitespace(pc.utf8_trim(pc.utf8_trim_whitespace(values), "%"))
+    try:
+        return pc.cast(trimmed, pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:
+        ok = pc.match_substring_regex(trimmed, r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+        bad = pc.index(pc.fill_null(ok, True), False).as_py()
+        raise InputError(f"{where[0]}: line {bad + 2}, column {where[1]!r}: cannot parse {values[bad].as_py()!r} as "
+                         "a percentage") from None
 
 
 def text_target(name: str) -> str | None | bool:

@@ -143,3 +143,12 @@ def test_generated_object_tables_read_back_exactly(table):
         assert x.provenance["counts"]["nonfinite_converted"] == int(np.isinf(raw).sum())
         back = cs.read(cs.write(x, Path(tmp) / "out"))
         assert back.equals(x), back.differences(x)
+
+
+def test_a_neighbour_that_is_not_among_the_cells_is_refused_naming_the_line(tmp_path):
+    folder = write_cellprofiler(tmp_path)
+    relationships = folder / "MyExpt_Object_relationships.csv"
+    relationships.write_text(relationships.read_text() + "MeasureObjectNeighbors,7,Neighbors,Cells,2,1,Cells,2,9\n")
+    with pytest.raises(cs.InputError, match=r"MyExpt_Object_relationships.csv: line 5, column 'Second Object Number': "
+                                            r"object '9' of image 'A02_s1.tiff' is not in the Cells table"):
+        cs.read_cellprofiler(folder, pixel_size=0.5)

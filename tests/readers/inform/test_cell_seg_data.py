@@ -134,3 +134,10 @@ def test_generated_inform_tables_read_back_exactly(table):
         assert x.provenance["counts"]["missing_in_source"] == sum(v is None for row in values for v in row)
         back = cs.read(cs.write(x, Path(tmp) / "out"))
         assert back.equals(x), back.differences(x)
+
+
+def test_a_percentage_column_with_another_text_is_refused_naming_line_and_column(tmp_path):
+    path = write_inform(tmp_path)
+    path.write_text(path.read_text().replace("0.01 %", "high"))
+    with pytest.raises(cs.InputError, match=r"line 3, column 'Confidence': cannot parse 'high' as a percentage"):
+        cs.read_inform(path, pixel_size=0.5)
