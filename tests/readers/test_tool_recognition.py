@@ -93,3 +93,17 @@ def test_cellspec_import_auto_refuses_an_unknown_file(tmp_path, capsys):
     path.write_text("a\tb\n1\t2\n")
     assert main(["import", "auto", str(path), str(tmp_path / "out")]) == 2
     assert "the readers know: HALO (read_halo)" in capsys.readouterr().err
+
+
+def test_the_docs_table_of_recognised_tools_follows_the_signatures():
+    from pathlib import Path
+
+    from cellspec_sc.readers._recognise import SIGNATURES
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "readers.md").read_text(encoding="utf-8")
+    table = page.split("## One entry point", 1)[1].split("| tool | recognised by | reader |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|")[1:-1] for line in table.strip().splitlines()[1:]]
+    assert [(r[0].strip(), r[2].strip()) for r in rows] == [(s.tool, f"`{s.reader}`") for s in SIGNATURES]
+    for row, signature in zip(rows, SIGNATURES, strict=True):
+        if signature.key != "steinbock":  # a folder layout, not columns
+            assert all(f"`{group[0]}`" in row[1] for group in signature.columns), (row, signature.columns)
