@@ -1094,6 +1094,11 @@ def _estimated_rows(path: Path, sample: int = SAMPLE_BYTES) -> int:
     return max(int(size / (len(head) / max(lines, 1)) * 1.1) + 1024, 1)
 
 
+def estimated_rows(path: Path) -> int:
+    """Room for the data rows of ``path`` without reading it whole (see :func:`_estimated_rows`)."""
+    return _estimated_rows(path)
+
+
 def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
     if not parts:
         return np.zeros(0, dtype=dtype)

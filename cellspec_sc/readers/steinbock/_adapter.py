@@ -30,7 +30,7 @@ from cellspec_sc.readers._table import (
     Parsed,
     check_finite_centroids,
     check_image_ids,
-    data_lines,
+    estimated_rows,
     listed,
     notice,
     positive_area,
@@ -81,15 +81,16 @@ class SteinbockAdapter(ToolAdapter):
 
     def parse(self, plan: SteinbockPlan) -> tuple[Parsed, SteinbockPlan]:
         """Every image's intensities and regionprops, parsed and joined on ``Object``, one image after another,
-        each written straight into the joined matrix (allocated for the lines of the intensities files)."""
-        lines = sum(data_lines(intensities.path) for intensities, _ in plan.files)
+        each written straight into the joined matrix (allocated for the rows estimated from the start of each
+        intensities file, so that no file is read twice; grown when short)."""
+        lines = sum(estimated_rows(intensities.path) for intensities, _ in plan.files)
         matrix = empty_matrix(lines, len(plan.roles.matrix))
         parts, start, hashes = [], 0, {}
         for stem, (intensities, regionprops) in zip(plan.stems, plan.files, strict=True):
             a = _stream(intensities)
             hashes[intensities.path] = a.sha256
-            if start + a.n > matrix.shape[0]:  # never with newline-ended lines; grown rather than overrun
-                grown = empty_matrix(matrix.shape[0] + a.n, matrix.shape[1])
+            if start + a.n > matrix.shape[0]:  # the estimate was short: grown (doubled) rather than overrun
+                grown = empty_matrix(max(start + a.n, 2 * matrix.shape[0]), matrix.shape[1])
                 grown[:start] = matrix[:start]
                 matrix = grown
             parts.append(self._join_image(stem, intensities, regionprops, a, matrix[start:start + a.n], hashes))

@@ -115,3 +115,22 @@ def test_distance_limited_or_expanded_neighbours_are_left_out_with_the_reason(tm
         x = cs.read_steinbock(write(tmp_path / "run"), aggregation="mean", neighbor_method=kind)
     assert x.adjacency is None
     assert x.provenance["parameters"]["neighbors"] == {"left_out": f"--type {kind}"}
+
+
+def test_tables_longer_than_their_start_suggests_read_whole(tmp_path):
+    # rows with long values first, then short ones: the rows estimated from the start of each file fall short
+    root = write(tmp_path / "run")
+    n = 40_000
+    ids = np.arange(1, n + 1)
+    values = np.where(ids <= 4_000, 123456.789012345, 1.0)
+    for stem in ("P1_001", "P1_002"):
+        pd.DataFrame({"DNA1": values, "CD3": values}, index=pd.Index(ids, name="Object")).to_csv(
+            root / "intensities" / f"{stem}.csv")
+        pd.DataFrame({"area": 5, "centroid-0": 1.0, "centroid-1": 2.0}, index=pd.Index(ids, name="Object")).to_csv(
+            root / "regionprops" / f"{stem}.csv")
+    (root / "neighbors" / "P1_001.csv").unlink()
+    x = cs.read_steinbock(root, pixel_size=1.0, aggregation="mean", neighbors=False)
+    assert x.n_cells == 2 * n
+    expected = np.concatenate([pd.read_csv(root / "intensities" / f"{s}.csv").to_numpy()[:, 1:]
+                               for s in ("P1_001", "P1_002")])
+    assert np.array_equal(x.measurements[:, :2], expected)
