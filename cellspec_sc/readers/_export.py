@@ -15,8 +15,7 @@ from typing import Any
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import CellSpec
-from cellspec_sc.readers._pipeline import ToolAdapter
-from cellspec_sc.readers._pipeline import read_export as read_with
+from cellspec_sc.readers._pipeline import RECOGNISED, ToolAdapter
 from cellspec_sc.readers._recognise import Signature, known_tools, recognise
 
 LOG = logging.getLogger("cellspec_sc.readers")
@@ -36,6 +35,15 @@ def recognised_adapter(path: str | os.PathLike, **options: Any) -> tuple[ToolAda
     """The adapter of the tool that wrote ``path``, made with ``options`` (the keyword arguments of that tool's
     ``read_<tool>``), and the tool's signature. Refuses an export no reader knows, listing the tools they know, and
     options the chosen reader does not take, listing those it takes."""
+    found, reader, source = recognised_reader(path, options)
+    adapter = getattr(import_module(READERS[found.key][0]), READERS[found.key][2])(**options)
+    adapter.recognised = f"{found.tool}: {found.reader} (from the {source})"
+    return adapter, found
+
+
+def recognised_reader(path: str | os.PathLike, options: dict[str, Any]) -> tuple[Signature, Any, str]:
+    """The signature of the tool that wrote ``path``, its ``read_<tool>`` function (``options`` checked against its
+    keyword arguments) and what the tool was recognised from; logged."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
@@ -44,18 +52,16 @@ def recognised_adapter(path: str | os.PathLike, **options: Any) -> tuple[ToolAda
         what = "folder's layout" if path.is_dir() else "header line"
         raise InputError(f"{path.name}: no reader recognises this {what} as an export it reads; the readers know: "
                          f"{known_tools()}; call the tool's reader directly if the export is one of these")
-    module, reader, adapter_class = READERS[found.key]
-    home = import_module(module)
-    taken = [p for p in inspect.signature(getattr(home, reader)).parameters if p not in ("path", "folder")]
+    module, name, _ = READERS[found.key]
+    reader = getattr(import_module(module), name)
+    taken = [p for p in inspect.signature(reader).parameters if p not in ("path", "folder")]
     unknown = sorted(set(options) - set(taken))
     if unknown:
-        raise InputError(f"{path.name}: recognised as {found.what}, but {reader} takes no argument "
+        raise InputError(f"{path.name}: recognised as {found.what}, but {name} takes no argument "
                          f"{', '.join(map(repr, unknown))}; it takes {', '.join(taken)}")
-    adapter = getattr(home, adapter_class)(**options)
     source = "folder layout" if path.is_dir() else "header line"
-    adapter.recognised = f"{found.tool}: {reader} (from the {source})"
-    LOG.info("%s: recognised as %s (from the %s); reading with %s", path.name, found.what, source, reader)
-    return adapter, found
+    LOG.info("%s: recognised as %s (from the %s); reading with %s", path.name, found.what, source, name)
+    return found, reader, source
 
 
 def read_export(path: str | os.PathLike, **options: Any) -> CellSpec:
@@ -85,8 +91,12 @@ def read_export(path: str | os.PathLike, **options: Any) -> CellSpec:
     >>> import cellspec_sc as cs
     >>> x = cs.read_export("object_results.csv", pixel_size=0.5)  # doctest: +SKIP
     """
-    adapter, _ = recognised_adapter(path, **options)
-    return read_with(adapter, path)
+    found, reader, source = recognised_reader(path, options)
+    token = RECOGNISED.set(f"{found.tool}: {found.reader} (from the {source})")
+    try:
+        return reader(path, **options)  # the tool's own reader, with every check of its arguments
+    finally:
+        RECOGNISED.reset(token)
 
 
-__all__ = ["READERS", "read_export", "recognised_adapter"]
+__all__ = ["READERS", "read_export", "recognised_adapter", "recognised_reader"]

@@ -30,6 +30,7 @@ import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -44,6 +45,9 @@ from cellspec_sc.readers._recognise import is_gzip, other_tool_advice
 from cellspec_sc.readers._table import Header, Parsed, stream_columns
 from cellspec_sc.spec import SPEC_VERSION, canonical_frame
 from cellspec_sc.validation import ValidationReport, validate
+
+RECOGNISED: ContextVar[str | None] = ContextVar("recognised", default=None)
+"""Which reader :func:`~cellspec_sc.readers.read_export` chose, while it runs that reader (recorded in provenance)."""
 
 
 @dataclass(frozen=True)
@@ -240,7 +244,8 @@ def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, 
         inputs=[*([path_record] if path_record is not None else []),
                 *(p if isinstance(p, dict) else input_record(p) for p in tables.extra_inputs)],
         counts=counts,
-        parameters={**tables.parameters, **({"recognised_as": adapter.recognised} if adapter.recognised else {})},
+        parameters={**tables.parameters, **({"recognised_as": chosen} if (chosen := adapter.recognised or
+                                                                            RECOGNISED.get()) else {})},
     )
     return CellSpec(
         spec_version=SPEC_VERSION,

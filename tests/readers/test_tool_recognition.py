@@ -39,6 +39,7 @@ def test_read_export_picks_the_reader_of_each_tool(tmp_path, export, caplog):
     assert any(READERS[export] in r.getMessage() and path.name in r.getMessage() for r in caplog.records)
     direct = getattr(cs, READERS[export])(path, **OPTIONS[export])  # the same object as the tool's own reader
     assert direct.cells.equals(x.cells) and np.array_equal(direct.measurements, x.measurements, equal_nan=True)
+    assert "recognised_as" not in direct.provenance["parameters"]  # said only when read_export chose the reader
 
 
 def test_read_export_refuses_an_unknown_file_listing_the_tools(tmp_path):
