@@ -108,3 +108,15 @@ def test_the_docs_table_of_recognised_tools_follows_the_signatures():
     for row, signature in zip(rows, SIGNATURES, strict=True):
         if signature.key != "steinbock":  # a folder layout, not columns
             assert all(f"`{group[0]}`" in row[1] for group in signature.columns), (row, signature.columns)
+
+
+@pytest.mark.parametrize("export", ["halo", "inform"])
+def test_gzip_halo_and_inform_tables_read_as_the_plain_ones(tmp_path, export):
+    import gzip
+    plain = WRITERS[export](tmp_path)
+    gz = tmp_path / "stored" / (plain.name + ".gz")
+    gz.parent.mkdir()
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    x, y = cs.read_export(gz, pixel_size=0.5), getattr(cs, READERS[export])(plain, pixel_size=0.5)
+    assert x.cells.equals(y.cells) and np.array_equal(x.measurements, y.measurements, equal_nan=True)
+    assert x.provenance["inputs"][0]["path_basename"] == gz.name

@@ -32,6 +32,7 @@ class HaloAdapter(ToolAdapter):
     argument, phenotype calls and text columns kept as cells columns."""
 
     name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, "HALO (Indica Labs)"
+    reads_gzip = True  # large exports are often kept compressed
 
     def __init__(self, *, pixel_size=None, image_id=None, sample_id=None, marker_map=None,
                  encoding: str | None = None) -> None:

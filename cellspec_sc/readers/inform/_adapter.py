@@ -36,6 +36,7 @@ class InformAdapter(ToolAdapter):
     percentages written as text read as numbers, phenotypes and tissue categories kept as cells columns."""
 
     name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, "inForm (Akoya Biosciences)"
+    reads_gzip = True  # large exports are often kept compressed
 
     def __init__(self, *, pixel_size=None, position_unit: str | None = None, image_id=None, sample_id=None,
                  marker_map=None, encoding: str | None = None) -> None:
