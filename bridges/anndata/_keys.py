@@ -11,6 +11,8 @@ import os
 import warnings
 from typing import TYPE_CHECKING
 
+from cellspec_sc.errors import CellspecWarning
+
 if TYPE_CHECKING:
     import anndata
 
@@ -23,7 +25,7 @@ FUNCTION = "cellspec_sc.from_anndata"
 _BRIDGES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class AnnDataBridgeWarning(UserWarning):
+class AnnDataBridgeWarning(CellspecWarning):
     """Something in an AnnData was renamed or not carried into the cellspec."""
 
 

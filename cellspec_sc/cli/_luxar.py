@@ -10,7 +10,7 @@ from cellspec_sc.bridges.anndata import read_anndata_file
 from cellspec_sc.bridges.luxar import LUXAR_SCENE, scene_path, to_luxar
 from cellspec_sc.cli._sources import load
 from cellspec_sc.cli._view import add_serve_options, serve
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import MissingPath
 from cellspec_sc.io import check_target
 
 
@@ -19,7 +19,7 @@ def load_for_scene(source: str) -> Any:
     everything else goes through :func:`cellspec_sc.cli._sources.load`."""
     if source.endswith(".h5ad"):
         if not Path(source).is_file():
-            raise InputError(f"{source}: no such file")
+            raise MissingPath(source, f"{source}: no such file")
         return read_anndata_file(source)
     return load(source)
 

@@ -15,7 +15,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import InputError, MissingPath
 from cellspec_sc.io import has_markers
 from cellspec_sc.model import CellSpec, example
 
@@ -65,5 +65,5 @@ def load(source: str) -> CellSpec:
             return resolve(loader)(source)
     known = "; ".join(description for _, _, description in SOURCES)
     if not Path(source).exists():
-        raise InputError(f"{source}: no such file or directory (expected {known})")
+        raise MissingPath(source, f"{source}: no such file or directory (expected {known})")
     raise InputError(f"{source}: not a format cellspec can open (expected {known})")
