@@ -44,7 +44,7 @@ from tqdm.auto import tqdm
 
 from cellspec_sc.errors import InputError, argument_error, is_count
 
-__all__ = ["LEVELS", "QUIET_BELOW", "Settings", "logger", "progress", "set_verbosity", "settings", "shows_bar"]
+__all__ = ["LEVELS", "QUIET_BELOW", "Settings", "logger", "progress", "set_verbosity", "settings", "shows_bar", "step"]
 
 logger = logging.getLogger("cellspec_sc")
 logger.addHandler(logging.NullHandler())
@@ -210,3 +210,18 @@ def progress(total: float, description: str, *, unit: str = "rows", size: float 
               dynamic_ncols=True, disable=disable) as bar:
         yield bar
     logger.info("%s: %s %s in %.1f s", description, f"{total:,}", unit, time.perf_counter() - started)
+
+
+@contextmanager
+def step(description: str) -> Iterator[None]:
+    """Log one INFO line, ``description: done in <seconds> s``, when the block ends without an error.
+
+    For a step without a count of its own (opening a source, parsing an export, compiling a scene); work that
+    counts rows uses :func:`progress`, which logs the same way. ``cellspec -v`` prints these lines.
+
+    >>> with step("compiling the scene"):  # logged at INFO under the cellspec_sc logger
+    ...     pass
+    """
+    started = time.perf_counter()
+    yield
+    logger.info("%s: done in %.1f s", description, time.perf_counter() - started)

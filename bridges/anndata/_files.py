@@ -108,6 +108,24 @@ def read_anndata_file(path: str | Path, reader=None) -> anndata.AnnData:
         raise InputError(f"{path}: cannot be read as AnnData ({type(err).__name__}: {err})") from None
 
 
+def read_anndata(path: str | Path) -> anndata.AnnData | None:
+    """The AnnData of an ``.h5ad`` file or an AnnData ``.zarr`` store as anndata reads it (its ``obsm``
+    embeddings and ``uns`` colours with it), None when ``path`` is neither.
+
+    >>> import cellspec_sc as cs, tempfile, pathlib
+    >>> path = write_anndata_zarr(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "x.zarr")
+    >>> read_anndata(path).obsm["spatial"].shape, read_anndata("example")
+    ((80, 2), None)
+    """
+    import anndata
+
+    if is_h5ad(path):
+        return read_anndata_file(path, anndata.read_h5ad)
+    if is_anndata_zarr(path):
+        return read_anndata_file(path, anndata.read_zarr)
+    return None
+
+
 def _from_store(path: str | Path, reader) -> CellSpec:
     adata = read_anndata_file(path, reader)
     try:

@@ -36,6 +36,7 @@ import pandas as pd
 
 from cellspec_sc.errors import ValidationError, argument_error, is_positive_number
 from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_record, new_provenance, sealed
+from cellspec_sc.progress import step
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
 from cellspec_sc.readers._table import Header, Parsed, stream_columns
 from cellspec_sc.spec import SPEC_VERSION, canonical_frame
@@ -189,8 +190,10 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     """The object read from ``path`` and the report of its one validation, which uses the matrix stats the
     parse gathered (``cellspec import`` hands the report on to the writer; the object remembers it too)."""
     path = Path(path)
-    plan = adapter.plan(path)
-    parsed, plan = adapter.parse(plan)  # hashes a single-file export from the bytes it parses
+    with step(f"reading the header of {path.name} ({adapter.name})"):
+        plan = adapter.plan(path)
+    with step(f"parsing {path.name} ({adapter.name})"):
+        parsed, plan = adapter.parse(plan)  # hashes a single-file export from the bytes it parses
     dictionary, applied = build_dictionary(plan.features, adapter.marker_map)
     tables = adapter.tables(plan, parsed, dictionary, applied)
     record = input_record(path, sha256=parsed.sha256) if path.is_file() else None  # a folder's tables are inputs
