@@ -108,3 +108,30 @@ def test_warnings_can_be_silenced_through_the_one_base():
         warnings.simplefilter("error")
         warnings.filterwarnings("ignore", category=cs.CellspecWarning)
         assert cs.from_anndata(adata).n_cells == 80
+
+
+def _warn_categories(path) -> list[str]:
+    """The category names of every ``warnings.warn(...)`` call in the file at ``path`` ("" when none is given)."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "warnings.warn":
+            given = node.args[1] if len(node.args) > 1 else next(
+                (k.value for k in node.keywords if k.arg == "category"), None)
+            found.append("" if given is None else ast.unparse(given))
+    return found
+
+
+def test_no_warning_is_issued_as_a_bare_python_category():
+    """Every ``warnings.warn`` of the package names a CellspecWarning subclass, never ``UserWarning`` itself."""
+    from pathlib import Path
+
+    root = Path(cs.__file__).resolve().parent
+    sources = list(root.rglob("*.py"))
+    if not (root / "bridges").exists():  # in a checkout bridges/ and widgets/ sit beside the package
+        sources += [*(root.parent / "bridges").rglob("*.py"), *(root.parent / "widgets").rglob("*.py")]
+    categories = {f"{p.name}: {c or 'no category'}" for p in sources for c in _warn_categories(p)}
+    python_own = {c for c in categories if c.split(": ")[1] in ("no category", "UserWarning", "RuntimeWarning",
+                                                                 "FutureWarning", "DeprecationWarning")}
+    assert len(categories) >= 5 and not python_own, python_own
