@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from cellspec_sc.bridges._zarr import bounded_string_chunks
 from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
 from cellspec_sc.bridges.anndata._keys import AnnDataBridgeWarning
-from cellspec_sc.errors import FormatError, InputError
+from cellspec_sc.errors import FormatError, InputError, MissingPath
 from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.progress import progress
 from cellspec_sc.validation import refuse_unstorable
@@ -101,6 +101,8 @@ def read_anndata_file(path: str | Path, reader=None) -> anndata.AnnData:
         import anndata
 
         reader = anndata.read_h5ad
+    if not Path(path).exists():
+        raise MissingPath(path, f"{path}: no such file or directory")
     try:
         with bounded_string_chunks():
             return reader(path)

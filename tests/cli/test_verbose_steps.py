@@ -95,3 +95,15 @@ def test_luxar_reads_an_anndata_file_with_its_embeddings_and_colours(tmp_path, c
         assert len(ids) >= (clustered.obs["image_id"] == image).sum()
         np.testing.assert_allclose(view["colors"], linear_rgb([to_rgb(palette[c]) for c in cluster[ids]]),
                                    atol=2 / 255)  # the colours: uns["leiden_colors"]
+
+
+def test_preview_logs_opening_the_figures_and_the_write(tmp_path, capsys):
+    out = tmp_path / "p.html"
+    assert main(["-v", "preview", "example", "-o", str(out)]) == 0
+    n_checks = len(cs.vocabulary().checks) + 1
+    _assert_steps(_log_lines(capsys.readouterr().err), [
+        STEP.format(re.escape("opening example (the simulated spec example)")),
+        r"cellspec: preview figures: \d+ figures in \d+\.\d s",
+        rf"cellspec: validating: {n_checks} checks in \d+\.\d s",
+        STEP.format(re.escape(f"writing the preview {out}")),
+    ])
