@@ -61,4 +61,5 @@ def warn_not_carried(adata: anndata.AnnData, obsm: set[str] = frozenset(), obsp:
             if key is not None and key not in mine and not (slot == "uns" and is_category_colours(adata, str(key)))]
     if left:
         warn(f"not carried into the cellspec (analysis results outside obs, which a cellspec has no place for): "
-             f"{', '.join(left)}")
+             f"{', '.join(left)}; to keep per-cell values, copy them into obs first, e.g. "
+             "adata.obs['umap_1'] = adata.obsm['X_umap'][:, 0]")

@@ -77,3 +77,30 @@ def test_scanpy_plots_a_marker_by_its_name():
     with pytest.raises(KeyError):  # by feature id the plot would need 'cell:CD3e:mean'
         sc.pl.umap(cs.to_anndata(x, features=CELL_MEANS), color="CD3e", show=False)
     matplotlib.pyplot.close("all")
+
+
+def test_every_entry_left_out_is_named_in_one_warning_but_colours_of_a_carried_category():
+    import warnings
+
+    import pandas as pd
+
+    x = cs.example()
+    adata = cs.to_anndata(x)
+    adata.obs["leiden"] = pd.Categorical(["0", "1"] * 40)
+    adata.uns["leiden_colors"] = ["#ff0000", "#00ff00"]   # travels with the leiden column
+    adata.uns["score_colors"] = ["#000000"]               # no such category column: listed
+    adata.uns["moranI"] = pd.DataFrame({"I": [0.5]})
+    adata.uns["neighbors"] = {"params": {"n_neighbors": 15}}
+    adata.obsm["X_umap"] = np.zeros((80, 2))
+    adata.obsp["connectivities"] = np.eye(80)
+    adata.layers["arcsinh"] = np.arcsinh(adata.X)
+    adata.varm["PCs"] = np.zeros((19, 2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        back = cs.from_anndata(adata)
+    mine = [str(w.message) for w in caught if issubclass(w.category, cs.CellspecWarning)]
+    assert len(mine) == 1, mine
+    listed = mine[0].split(": ", 1)[1].split("; ")[0].split(", ")
+    assert listed == ["uns['score_colors']", "uns['moranI']", "uns['neighbors']", "obsm['X_umap']",
+                      "obsp['connectivities']", "layers['arcsinh']", "varm['PCs']"]
+    assert back.cells["leiden"].tolist() == ["0", "1"] * 40
