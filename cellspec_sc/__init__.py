@@ -17,16 +17,17 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from cellspec_sc.errors import CellspecError, FormatError, InputError, ValidationError
+from cellspec_sc.errors import CellspecError, CellspecWarning, FormatError, InputError, MissingPath, ValidationError
 from cellspec_sc.model import package_version, provide
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
-    from cellspec_sc.bridges.anndata import from_anndata, to_anndata
+    from cellspec_sc.bridges.anndata import from_anndata, intensity_features, other_feature, to_anndata
     from cellspec_sc.bridges.luxar import to_luxar
     from cellspec_sc.bridges.spatialdata import from_spatialdata, to_spatialdata
     from cellspec_sc.cohort import Cohort, open_cohort
     from cellspec_sc.io import read, write
     from cellspec_sc.model import CellSpec, example
+    from cellspec_sc.progress import settings
     from cellspec_sc.readers import read_export
     from cellspec_sc.readers.cellprofiler import read_cellprofiler
     from cellspec_sc.readers.halo import read_halo
@@ -67,11 +68,14 @@ _LAZY = {
     "to_luxar": "cellspec_sc.bridges.luxar",
     "to_anndata": "cellspec_sc.bridges.anndata",
     "from_anndata": "cellspec_sc.bridges.anndata",
+    "intensity_features": "cellspec_sc.bridges.anndata",
+    "other_feature": "cellspec_sc.bridges.anndata",
     "to_spatialdata": "cellspec_sc.bridges.spatialdata",
     "from_spatialdata": "cellspec_sc.bridges.spatialdata",
     "preview": "cellspec_sc.widgets",
     "open_cohort": "cellspec_sc.cohort",
     "Cohort": "cellspec_sc.cohort",
+    "settings": "cellspec_sc.progress",
 }
 _SUBPACKAGES = ("bridges", "cli", "cohort", "display", "docgen", "io", "model", "readers", "spec", "validation",
                 "widgets")
@@ -94,9 +98,9 @@ def __dir__() -> list[str]:
 # a literal list, so that tools see the names imported under TYPE_CHECKING above as re-exports; the same names as
 # _LAZY's keys, in that order (tests/meta/test_layers.py)
 __all__ = [
-    "CellspecError", "FormatError", "InputError", "ValidationError",
+    "CellspecError", "CellspecWarning", "FormatError", "InputError", "MissingPath", "ValidationError",
     "CellSpec", "example", "validate", "ValidationReport", "SPEC_VERSION", "vocabulary", "read", "write",
     "read_qupath", "read_mcmicro", "read_steinbock", "read_halo", "read_inform", "read_cellprofiler", "read_export",
-    "to_luxar", "to_anndata", "from_anndata", "to_spatialdata",
-    "from_spatialdata", "preview", "open_cohort", "Cohort",
+    "to_luxar", "to_anndata", "from_anndata", "intensity_features", "other_feature", "to_spatialdata",
+    "from_spatialdata", "preview", "open_cohort", "Cohort", "settings",
 ]

@@ -49,13 +49,24 @@ if TYPE_CHECKING:
 
 
 # -- cellspec -> AnnData -------------------------------------------------------------------------
-def to_anndata(x: CellSpec, *, copy: bool = True) -> anndata.AnnData:
+def to_anndata(x: CellSpec, *, copy: bool = True, features: Any = None,
+               var_names: str = "feature_id") -> anndata.AnnData:
     """The cellspec as an AnnData that scanpy and squidpy understand; ``x`` never changes through it.
 
     Parameters
     ----------
     x
         The object. A lazy (dask) matrix stays lazy in ``X``.
+    features
+        The features to convert (default: all): anything :meth:`CellSpec.subset` takes, e.g. a dictionary query
+        ``{"statistic": "mean", "compartment": "cell"}`` or a list of feature ids. The AnnData then holds
+        ``x.subset(features=features)``, which :func:`from_anndata` gives back.
+    var_names
+        ``"feature_id"`` (the default): features are named by their ids (``cell:CD45:mean``). ``"marker"``:
+        intensity features are named by their marker (``CD45``), so ``sc.pl.umap(adata, color="CD45")`` works
+        and plots are labelled by marker; features without a marker (areas, ...) keep their id. Refused, naming
+        the collisions, when two selected features share a marker: select one per marker with ``features``.
+        ``var`` holds the full dictionary either way (``feature_id`` included).
     copy
         ``True`` (the default): ``X`` is the AnnData's own copy of the measurements, so scanpy's in-place steps
         (``sc.pp.log1p(adata)``, ``sc.pp.scale(adata)``, ``adata.X[...] = ...``) work as usual and change only
@@ -74,7 +85,8 @@ def to_anndata(x: CellSpec, *, copy: bool = True) -> anndata.AnnData:
     Raises
     ------
     InputError
-        ``x.cells`` has no ``cell_id`` or ``image_id`` column (rows are named by them).
+        ``x.cells`` has no ``cell_id`` or ``image_id`` column (rows are named by them); ``var_names="marker"``
+        with two selected features of one marker; an unknown ``var_names`` or feature.
 
     Examples
     --------
@@ -82,9 +94,17 @@ def to_anndata(x: CellSpec, *, copy: bool = True) -> anndata.AnnData:
     >>> adata = cs.to_anndata(cs.example())
     >>> adata.var.query('kind == "intensity" and marker == "CD3e"').index.tolist()[:2]
     ['cell:CD3e:mean', 'cell:CD3e:median']
+    >>> means = cs.to_anndata(cs.example(), var_names="marker", features={"compartment": "cell", "statistic": "mean"})
+    >>> means.var_names.tolist(), means.var["feature_id"].iloc[0]
+    (['DAPI', 'CD3e', 'Pan-Cytokeratin', 'FOXP3'], 'cell:DAPI:mean')
     """
     import anndata
 
+    if var_names not in VAR_NAMES:
+        raise InputError(f"to_anndata: var_names must be one of {', '.join(map(repr, VAR_NAMES))}, not {var_names!r}")
+    if features is not None:
+        x = x.subset(features=features)
+    names_of_features = marker_var_names(x.dictionary) if var_names == "marker" else x.feature_ids
     missing = [c for c in ("cell_id", "image_id") if c not in x.cells.columns]
     if missing:
         raise InputError(f"cells has no {' and no '.join(missing)} column (cells_required_columns); "
@@ -98,7 +118,7 @@ def to_anndata(x: CellSpec, *, copy: bool = True) -> anndata.AnnData:
     with progress(3, "to_anndata", unit="steps", size=matrix.size) as bar:
         names = pd.Index(obs_names(x.cells), dtype=object)
         obs = scverse_obs(x.cells).set_axis(names, axis=0)
-        var = x.dictionary.set_axis(pd.Index(x.feature_ids, dtype=object), axis=0)
+        var = x.dictionary.set_axis(pd.Index(names_of_features, dtype=object), axis=0)
         obsm = {SPATIAL_KEY: np.column_stack([double_column(x.cells, "x"), double_column(x.cells, "y")])}
         bar.update(1)
         # a lazy X is never loaded to sample it: subsets of it are not checked
@@ -112,6 +132,36 @@ def to_anndata(x: CellSpec, *, copy: bool = True) -> anndata.AnnData:
     return adata
 
 
+VAR_NAMES = ("feature_id", "marker")
+
+
+def marker_var_names(dictionary: pd.DataFrame) -> list[str]:
+    """``var_names`` by marker: each feature's marker, its id when it has none; refused when markers repeat.
+
+    >>> d = pd.DataFrame({"feature_id": ["cell:CD3:mean", "cell:area"], "marker": ["CD3", None]})
+    >>> marker_var_names(d)
+    ['CD3', 'cell:area']
+    >>> marker_var_names(pd.concat([d, d.iloc[:1].assign(feature_id="nucleus:CD3:mean")]))
+    Traceback (most recent call last):
+    ...
+    cellspec_sc.errors.InputError: to_anndata: var_names="marker" needs one feature per marker, but marker 'CD3' \
+has cell:CD3:mean, nucleus:CD3:mean; select one per marker with features=..., e.g. features={"compartment": \
+"cell", "statistic": "mean"}
+    """
+    ids = [str(f) for f in dictionary["feature_id"]]
+    markers = [None if pd.isna(m) else str(m) for m in dictionary["marker"]]
+    names = [m if m is not None else f for m, f in zip(markers, ids, strict=True)]
+    shared: dict[str, list[str]] = {}
+    for name, feature in zip(names, ids, strict=True):
+        shared.setdefault(name, []).append(feature)
+    collisions = {name: found for name, found in shared.items() if len(found) > 1}
+    if collisions:
+        listed = "; ".join(f"marker {name!r} has {', '.join(found)}" for name, found in collisions.items())
+        raise InputError(f'to_anndata: var_names="marker" needs one feature per marker, but {listed}; select one '
+                         'per marker with features=..., e.g. features={"compartment": "cell", "statistic": "mean"}')
+    return names
+
+
 # -- AnnData -> cellspec -------------------------------------------------------------------------
 def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **foreign: Any) -> CellSpec:
     """The cellspec held by an AnnData made by :func:`to_anndata`, with analysis results added.
@@ -120,8 +170,10 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     names made snake_case with a warning). Rows and columns follow ``obs`` and ``var``, so a
     subset ``adata[mask, features]`` gives a valid subset (contacts of removed cells dropped).
     If ``X`` no longer holds the values written (``sc.pp.log1p`` or ``scale`` in place), they are
-    taken from ``adata.raw`` when that still holds them. Entries of ``obsm``/``layers``/``obsp``/``varm``
-    that are not the bridge's own are reported in an :class:`AnnDataBridgeWarning`. A history step is
+    taken from ``adata.raw`` when that still holds them. Entries of ``uns``/``obsm``/``layers``/``obsp``/``varm``
+    that are not the bridge's own (``moranI``, ``X_umap``, the kNN graph, ...) are listed in one
+    :class:`AnnDataBridgeWarning`; scanpy's colours of a carried category column (``uns["leiden_colors"]``)
+    are not listed. A history step is
     appended whenever content changed.
 
     Parameters
@@ -170,7 +222,7 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     measurements = measurements_from_x(adata, matrix, stored, allow_modified, changes, written)
     adjacency = _adjacency_from_record(stored, cells, changes)
     warn_replaced_graph(adata, cells, adjacency)
-    warn_not_carried(adata, obsm={SPATIAL_KEY}, obsp={CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY})
+    warn_not_carried(adata, obsm={SPATIAL_KEY}, obsp={CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY}, uns={UNS_KEY})
     provenance = stored.provenance()
     if changes:
         provenance = with_history_step(provenance, "from_anndata", FUNCTION, changes)

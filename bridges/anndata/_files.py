@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from cellspec_sc.bridges._zarr import bounded_string_chunks
 from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
 from cellspec_sc.bridges.anndata._keys import AnnDataBridgeWarning
-from cellspec_sc.errors import FormatError, InputError
+from cellspec_sc.errors import FormatError, InputError, MissingPath
 from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.progress import progress
 from cellspec_sc.validation import refuse_unstorable
@@ -101,11 +101,31 @@ def read_anndata_file(path: str | Path, reader=None) -> anndata.AnnData:
         import anndata
 
         reader = anndata.read_h5ad
+    if not Path(path).exists():
+        raise MissingPath(path, f"{path}: no such file or directory")
     try:
         with bounded_string_chunks():
             return reader(path)
     except Exception as err:
         raise InputError(f"{path}: cannot be read as AnnData ({type(err).__name__}: {err})") from None
+
+
+def read_anndata(path: str | Path) -> anndata.AnnData | None:
+    """The AnnData of an ``.h5ad`` file or an AnnData ``.zarr`` store as anndata reads it (its ``obsm``
+    embeddings and ``uns`` colours with it), None when ``path`` is neither.
+
+    >>> import cellspec_sc as cs, tempfile, pathlib
+    >>> path = write_anndata_zarr(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "x.zarr")
+    >>> read_anndata(path).obsm["spatial"].shape, read_anndata("example")
+    ((80, 2), None)
+    """
+    import anndata
+
+    if is_h5ad(path):
+        return read_anndata_file(path, anndata.read_h5ad)
+    if is_anndata_zarr(path):
+        return read_anndata_file(path, anndata.read_zarr)
+    return None
 
 
 def _from_store(path: str | Path, reader) -> CellSpec:

@@ -122,7 +122,7 @@ def measurements_from_x(adata: anndata.AnnData, matrix: np.ndarray, stored: Stor
     problem = None
     if np.asarray(matrix).dtype != np.float64:
         problem = f"X has dtype {np.asarray(matrix).dtype}, not the float64 measurements written by to_anndata"
-    elif _as_written(matrix, adata.var_names, stored, changes):  # the fingerprint covers X as written: every value
+    elif _as_written(matrix, var_feature_ids(adata.var), stored, changes):  # the fingerprint covers every value
         if not stored.fingerprint.matches(matrix, written):
             problem = MODIFIED
     else:  # rows or columns subset or reordered: the sample of cells in uns
@@ -137,6 +137,18 @@ def measurements_from_x(adata: anndata.AnnData, matrix: np.ndarray, stored: Stor
         changes["cells_before"], changes["cells_after"] = stored.shape[0], int(matrix.shape[0])
     out = np.asarray(matrix, dtype=np.float64)
     return out if out.flags.c_contiguous or out.flags.f_contiguous else np.ascontiguousarray(out)
+
+
+def var_feature_ids(var: pd.DataFrame) -> pd.Index:
+    """The feature ids of ``var``'s rows: its ``feature_id`` column, which :func:`to_anndata` always writes (the
+    index holds marker names with ``var_names="marker"``), else the index.
+
+    >>> var_feature_ids(pd.DataFrame({"feature_id": ["cell:CD3e:mean"]}, index=["CD3e"])).tolist()
+    ['cell:CD3e:mean']
+    """
+    if "feature_id" in var.columns:
+        return pd.Index(var["feature_id"].astype(object).map(str), dtype=object)
+    return pd.Index(var.index.map(str), dtype=object)
 
 
 def x_fingerprint(matrix: np.ndarray, stored: StoredRecord) -> Fingerprinting | None:
@@ -159,7 +171,7 @@ def _sample_problem(adata: anndata.AnnData, matrix: np.ndarray, stored: StoredRe
     checked."""
     if stored.sample is None:
         return None  # written before samples were kept (or from a lazy X): as before, not checked
-    found = sample_check(matrix, adata.obs.index, adata.var_names, stored.sample, stored.feature_ids)
+    found = sample_check(matrix, adata.obs.index, var_feature_ids(adata.var), stored.sample, stored.feature_ids)
     if found is None:
         warn("X could not be checked against the values to_anndata wrote: none of the cells it sampled is left "
              "(or obs names repeat); make sure X still holds raw measurements")
@@ -180,7 +192,8 @@ def raw_measurements(adata: anndata.AnnData, stored: StoredRecord) -> np.ndarray
     matrix = dense(raw.X)
     if matrix.dtype != np.float64 or not stored.fingerprint.matches(matrix):
         return None
-    positions = pd.Index(list(map(str, raw.var_names))).get_indexer(list(map(str, adata.var_names)))
+    positions = pd.Index(list(map(str, var_feature_ids(raw.var)))).get_indexer(
+        list(map(str, var_feature_ids(adata.var))))
     if (positions < 0).any():
         return None
     return (matrix if np.array_equal(positions, np.arange(matrix.shape[1]))

@@ -43,7 +43,7 @@ from cellspec_sc.bridges.luxar._scene import (
     unique_node_names,
     waypoints,
 )
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import CellspecWarning, InputError
 from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.model import source_line
 
@@ -277,7 +277,7 @@ def _warn_link_needs_one_image(src: SceneInput) -> None:
     if mixed:
         warnings.warn(f"link: samples {mixed[:5]} hold cells of several images, so their cells offer no 'open "
                       "link' action (the template's {image_id} is filled per node); stack by image_id to keep "
-                      "the link on every cell", UserWarning, stacklevel=3)
+                      "the link on every cell", CellspecWarning, stacklevel=3)
 
 
 def _colour_layers(src: SceneInput, specs: list[LayerSpec], colormap: str, window: tuple[float, float] | None,

@@ -6,29 +6,32 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.bridges.anndata import read_anndata_file
+from cellspec_sc.bridges.anndata import is_anndata_zarr, is_h5ad, read_anndata
 from cellspec_sc.bridges.luxar import LUXAR_SCENE, scene_path, to_luxar
 from cellspec_sc.cli._sources import load
 from cellspec_sc.cli._view import add_serve_options, serve
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import MissingPath
 from cellspec_sc.io import check_target
+from cellspec_sc.progress import step
 
 
 def load_for_scene(source: str) -> Any:
-    """An ``.h5ad`` is read as AnnData (so obsm embeddings and scanpy colours stay available);
-    everything else goes through :func:`cellspec_sc.cli._sources.load`."""
-    if source.endswith(".h5ad"):
-        if not Path(source).is_file():
-            raise InputError(f"{source}: no such file")
-        return read_anndata_file(source)
+    """An ``.h5ad`` file or an AnnData ``.zarr`` store is read as AnnData (so its obsm embeddings and scanpy's
+    colours in uns stay available); everything else goes through :func:`cellspec_sc.cli._sources.load`."""
+    if source.lower().endswith(".h5ad") and not Path(source).is_file():
+        raise MissingPath(source, f"{source}: no such file")
+    if is_h5ad(source) or is_anndata_zarr(source):
+        with step(f"reading {source} as AnnData"):
+            return read_anndata(source)
     return load(source)
 
 
 def cmd_luxar(args: argparse.Namespace) -> int:
     check_target(scene_path(args.out), LUXAR_SCENE, overwrite=True)  # before SOURCE is read
     obj = load_for_scene(args.source)
-    out = to_luxar(obj, args.out, layers=args.layer or None, layout=args.layout, title=args.title,
-                   colormap=args.colormap, window=args.window, link=args.link, stack_by=args.stack_by)
+    with step(f"compiling the Luxar scene {args.out}"):
+        out = to_luxar(obj, args.out, layers=args.layer or None, layout=args.layout, title=args.title,
+                       colormap=args.colormap, window=args.window, link=args.link, stack_by=args.stack_by)
     print(f"wrote {out}")
     if not args.open:
         print(f"open it with: cellspec view {out}")
@@ -37,7 +40,8 @@ def cmd_luxar(args: argparse.Namespace) -> int:
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", help="a cellspec directory, an .h5ad written from to_anndata, or 'example'")
+    p.add_argument("source", help="a cellspec directory, an AnnData (.h5ad or .zarr: its obsm embeddings and uns "
+                                  "colours are used), a SpatialData .zarr, or 'example'")
     p.add_argument("out", help="scene directory to write, e.g. cells.luxar.zarr (replaced when it exists)")
     p.add_argument("--layer", action="append", metavar="LAYER",
                    help="cells, adjacency, outlines, feature:<feature_id>, marker:<marker>, category:<column>, "

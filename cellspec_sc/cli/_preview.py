@@ -19,6 +19,7 @@ import sys
 
 from cellspec_sc.cli._sources import load
 from cellspec_sc.io import HTML_FILE, PNG_FILE, check_target
+from cellspec_sc.progress import step
 from cellspec_sc.widgets import preview
 
 
@@ -33,10 +34,13 @@ def cmd_preview(args: argparse.Namespace) -> int:
     if args.log:
         w.select(scale="log")
     features = "all" if args.features == ["all"] else args.features
-    out = w.save_html(args.output, features=features, max_features=args.max_features)
+    with step(f"writing the preview {args.output}"):
+        out = w.save_html(args.output, features=features, max_features=args.max_features)
     print(f"wrote {out}", file=sys.stderr)
     if args.png:
-        print(f"wrote {w.save_png(args.png)}", file=sys.stderr)
+        with step(f"drawing the preview PNG {args.png}"):
+            png = w.save_png(args.png)
+        print(f"wrote {png}", file=sys.stderr)
     return 0
 
 

@@ -15,9 +15,10 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import InputError, MissingPath
 from cellspec_sc.io import has_markers
 from cellspec_sc.model import CellSpec, example
+from cellspec_sc.progress import step
 
 
 def is_example(source: str) -> bool:
@@ -60,10 +61,12 @@ def resolve(target: str) -> Any:
 
 def load(source: str) -> CellSpec:
     """Load ``example`` or any path that a registered source understands."""
-    for test, loader, _ in SOURCES:
+    for test, loader, description in SOURCES:
         if resolve(test)(source):
-            return resolve(loader)(source)
+            named = description if description.startswith(source) else f"{source} ({description})"
+            with step(f"opening {named}"):
+                return resolve(loader)(source)
     known = "; ".join(description for _, _, description in SOURCES)
     if not Path(source).exists():
-        raise InputError(f"{source}: no such file or directory (expected {known})")
+        raise MissingPath(source, f"{source}: no such file or directory (expected {known})")
     raise InputError(f"{source}: not a format cellspec can open (expected {known})")

@@ -33,7 +33,7 @@ from typing import Any
 
 from cellspec_sc.errors import CellspecError, ValidationError
 from cellspec_sc.model import package_version
-from cellspec_sc.progress import logger, set_verbosity
+from cellspec_sc.progress import logger, settings
 
 __all__ = ["COMMANDS", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "Command", "build_parser", "main"]
 
@@ -154,17 +154,16 @@ def verbosity(quiet: bool, verbose: int) -> Iterator[None]:
         ("verbose", logging.DEBUG if verbose > 1 else logging.INFO) if verbose else ("normal", logging.WARNING)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("cellspec: %(message)s"))
-    previous_level, previous_verbosity = logger.level, set_verbosity(level)
+    previous_level = logger.level
     logger.addHandler(handler)
     logger.setLevel(log_level)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), settings.override(verbosity=level):
             warnings.showwarning = print_warning if not quiet else _drop_warning
             yield
     finally:
         logger.removeHandler(handler)
         logger.setLevel(previous_level)
-        set_verbosity(previous_verbosity)
 
 
 def print_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file=None,

@@ -2,6 +2,6 @@
 
 import sys
 
-from cellspec_sc.docgen.render import main
+from cellspec_sc.docgen import main
 
 sys.exit(main())

@@ -84,7 +84,6 @@ from cellspec_sc.io._refusals import (
     ChangedSinceRead,
     ChecksumMismatch,
     ColumnMismatch,
-    NotACellspecDirectory,
     OutlineMissing,
     SchemaViolation,
     UndecodableData,
@@ -92,6 +91,7 @@ from cellspec_sc.io._refusals import (
     UnreadableFile,
     UnsafePath,
     UnsupportedVersion,
+    refusal_of_non_directory,
 )
 from cellspec_sc.io._staging import fsync_file, fsync_tree
 from cellspec_sc.io._tsv import read_tsv, write_tsv
@@ -267,7 +267,7 @@ def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C
                          + (" with lazy=True" if lazy else ""))
     directory = Path(path)
     if not directory.is_dir():
-        raise NotACellspecDirectory(directory, None, "is not a directory")
+        raise refusal_of_non_directory(directory)
     stamp = directory_stamp(directory)
     try:
         x = _read_or_refuse(directory, lazy, limits, layout)
@@ -408,7 +408,7 @@ def read_header(path: str | Path) -> DirectoryHeader:
     DONE, the manifest and cellspec.json (the same FormatError subclasses)."""
     directory = Path(path)
     if not directory.is_dir():
-        raise NotACellspecDirectory(directory, None, "is not a directory")
+        raise refusal_of_non_directory(directory)
     entries = read_manifest(directory)
     if METADATA not in entries:
         raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")

@@ -45,6 +45,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -53,6 +54,7 @@ import pyarrow.compute as pc
 from scipy import fft, ndimage
 
 from cellspec_sc._files import scratch_folder
+from cellspec_sc.errors import argument_error, is_count, is_positive_number
 from cellspec_sc.model._cellspec import CellSpec
 from cellspec_sc.model._memory import empty_matrix
 from cellspec_sc.model._ownership import sealed
@@ -123,6 +125,9 @@ def example(
     ``example(n_cells=2_000_000, n_features=1000, lazy=True)`` is 16 GB of
     values in about 200 MB. Its values equal the eager ones to the bit.
     """
+    _check_arguments(seed=seed, n_cells=n_cells, n_images=n_images, n_samples=n_samples, markers=markers,
+                     n_features=n_features, pixel_size=pixel_size, region_layers=region_layers,
+                     flags={"adjacency": adjacency, "lazy": lazy, "outlines": outlines})
     rng = np.random.default_rng(seed)
     n_samples = n_images if n_samples is None else n_samples
     markers = _markers_for(list(markers), n_features)
@@ -157,6 +162,34 @@ def example(
         adjacency=_contacts(cells, tissue) if adjacency else None,
         source_dir=source_dir,
     )
+
+
+def _check_arguments(*, seed: Any, n_cells: Any, n_images: Any, n_samples: Any, markers: Any, n_features: Any,
+                     pixel_size: Any, region_layers: Any, flags: dict[str, Any]) -> None:
+    """Refuse an argument :func:`example` cannot simulate, naming it (an InputError, so also a ValueError)."""
+    bad = [(name, value, expected) for name, value, expected, ok in (
+        ("seed", seed, "an integer >= 0", is_count(seed)),
+        ("n_cells", n_cells, "an integer >= 0", is_count(n_cells)),
+        ("n_images", n_images, "an integer >= 1 (0 only with n_cells=0)",
+         is_count(n_images, 1) or (n_images == 0 and n_cells == 0 and is_count(n_images))),
+        ("n_samples", n_samples, "None or an integer from 1 to n_images",
+         n_samples is None or (is_count(n_samples, 1) and is_count(n_images) and n_samples <= n_images)),
+        ("markers", markers, "a list of distinct non-empty marker names without ':'",
+         _are_names(markers) and len(set(markers)) == len(markers) and not any(":" in m for m in markers)),
+        ("n_features", n_features, "None or an integer >= 3 (the two areas and the detection probability)",
+         n_features is None or is_count(n_features, 3)),
+        ("pixel_size", pixel_size, "a finite number of micrometres per pixel above 0", is_positive_number(pixel_size)),
+        ("region_layers", region_layers, "a list of distinct non-empty layer names",
+         _are_names(region_layers) and len(set(region_layers)) == len(region_layers)),
+        *((name, value, "True or False", isinstance(value, (bool, np.bool_))) for name, value in flags.items()),
+    ) if not ok]
+    if bad:
+        raise argument_error("example", *bad[0])
+
+
+def _are_names(values: Any) -> bool:
+    return not isinstance(values, (str, bytes)) and isinstance(values, Sequence) and \
+        all(isinstance(v, str) and v.strip() for v in values)
 
 
 def _markers_for(markers: list[str], n_features: int | None) -> list[str]:

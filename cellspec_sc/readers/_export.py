@@ -13,7 +13,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import InputError, MissingPath
 from cellspec_sc.model import CellSpec
 from cellspec_sc.readers._pipeline import RECOGNISED, ToolAdapter
 from cellspec_sc.readers._recognise import Signature, known_tools, recognise
@@ -46,7 +46,7 @@ def recognised_reader(path: str | os.PathLike, options: dict[str, Any]) -> tuple
     keyword arguments) and what the tool was recognised from; logged."""
     path = Path(path)
     if not path.exists():
-        raise InputError(f"{path}: no such file or folder")
+        raise MissingPath(path, f"{path}: no such file or folder")
     found = recognise(path)
     if found is None:
         what = "folder's layout" if path.is_dir() else "header line"

@@ -38,8 +38,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.errors import InputError, ValidationError
+from cellspec_sc.errors import InputError, ValidationError, argument_error, is_positive_number
 from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_record, new_provenance, sealed
+from cellspec_sc.progress import step
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
 from cellspec_sc.readers._recognise import is_gzip, other_tool_advice
 from cellspec_sc.readers._table import Header, Parsed, stream_columns
@@ -153,6 +154,43 @@ class ToolAdapter(ABC):
         """Cells, images, channels and reader parameters from the parsed rows."""
 
 
+_ABSENT = object()
+
+
+def check_reader_arguments(function: str, path: Any, *, pixel_size: Any = None, image_id: Any = None,
+                           sample_id: Any = None, marker_map: Any = None, object_types: Any = _ABSENT,
+                           flags: Mapping[str, Any] | None = None) -> None:
+    """Refuse an argument of a reader by its type or range before any file is opened, naming the reader and the
+    argument (an InputError, so also a ValueError); what the arguments mean for the file is checked later.
+
+    >>> check_reader_arguments("read_qupath", "m.tsv", pixel_size=True)
+    Traceback (most recent call last):
+    ...
+    cellspec_sc.errors.InputError: read_qupath: pixel_size must be None, a finite number of micrometres per pixel \
+above 0 or a dict image_id -> such a number, not True
+    """
+    sizes = list(pixel_size.values()) if isinstance(pixel_size, Mapping) else [pixel_size]
+    checks = [
+        ("path", path, "a path (str or os.PathLike)", isinstance(path, (str, os.PathLike)) and str(path) != ""),
+        ("pixel_size", pixel_size, "None, a finite number of micrometres per pixel above 0 or a dict image_id -> "
+         "such a number", pixel_size is None or (bool(sizes) and all(map(is_positive_number, sizes)))),
+        ("image_id", image_id, "None or a non-empty text", image_id is None or (isinstance(image_id, str)
+                                                                                and image_id != "")),
+        ("sample_id", sample_id, "None or a non-empty text", sample_id is None or (isinstance(sample_id, str)
+                                                                                  and sample_id != "")),
+        ("marker_map", marker_map, "None or a dict tool name -> marker name",
+         marker_map is None or isinstance(marker_map, Mapping)),
+        ("object_types", object_types, "None or a list of QuPath object types",
+         object_types is _ABSENT or object_types is None or (
+             isinstance(object_types, Sequence) and not isinstance(object_types, str)
+             and all(isinstance(t, str) for t in object_types))),
+        *((name, value, "True or False", isinstance(value, (bool, np.bool_))) for name, value in (flags or {}).items()),
+    ]
+    for name, value, expected, ok in checks:
+        if not ok:
+            raise argument_error(function, name, value, expected)
+
+
 def read_export(adapter: ToolAdapter, path: str | os.PathLike) -> CellSpec:
     """Read one export with ``adapter`` through the steps of this module, and refuse the object if its one
     validation fails (a reader bug, never user data: the reader stops on bad input before this)."""
@@ -178,8 +216,10 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
 
 
 def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tuple[CellSpec, ValidationReport]:
-    plan = planned(adapter, path)
-    parsed, plan = adapter.parse(plan)  # hashes a single-file export from the bytes it parses
+    with step(f"reading the header of {path.name} ({adapter.name})"):
+        plan = planned(adapter, path)
+    with step(f"parsing {path.name} ({adapter.name})"):
+        parsed, plan = adapter.parse(plan)  # hashes a single-file export from the bytes it parses
     dictionary, applied = build_dictionary(plan.features, adapter.marker_map)
     tables = adapter.tables(plan, parsed, dictionary, applied)
     table = plan.header.path  # the export, or the table a reader chose in a folder (a steinbock folder: itself)

@@ -77,7 +77,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from cellspec_sc._background import ordered_map, usable_cpus
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import CellspecWarning, InputError, MissingPath
 from cellspec_sc.io import PieceHash
 from cellspec_sc.model import MatrixStats, all_distinct, arrow_code_array, empty_matrix
 from cellspec_sc.spec import vocabulary
@@ -85,7 +85,7 @@ from cellspec_sc.validation import duplicated_pairs
 
 
 # -- warnings ------------------------------------------------------------------------------------
-class ReaderWarning(UserWarning):
+class ReaderWarning(CellspecWarning):
     """A reader read the file but the user should look at what it says."""
 
 
@@ -464,7 +464,7 @@ def check_regular_file(path: Path) -> None:
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        raise MissingPath(path, f"{path}: no such file") from None
     except OSError as err:
         raise UnreadableText(f"{path}: cannot read the file ({err.strerror})") from None
     if not stat.S_ISREG(mode):

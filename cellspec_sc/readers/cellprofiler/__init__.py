@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 
 from cellspec_sc.model import CellSpec
-from cellspec_sc.readers._pipeline import read_export
+from cellspec_sc.readers._pipeline import check_reader_arguments, read_export
 from cellspec_sc.readers.cellprofiler import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers.cellprofiler._adapter import CellProfilerAdapter
 
@@ -79,6 +79,8 @@ def read_cellprofiler(
     >>> import cellspec_sc as cs
     >>> x = cs.read_cellprofiler("cp_output/", objects="Cells", pixel_size=1.0)  # doctest: +SKIP
     """
+    check_reader_arguments("read_cellprofiler", path, pixel_size=pixel_size, sample_id=sample_id,
+                           marker_map=marker_map, flags={"neighbors": neighbors})
     adapter = CellProfilerAdapter(pixel_size=pixel_size, objects=objects, compartment=compartment,
                                   image_table=image_table, relationships=relationships, neighbors=neighbors,
                                   neighbors_method=neighbors_method, sample_id=sample_id, marker_map=marker_map,

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 
 from cellspec_sc.model import CellSpec
-from cellspec_sc.readers._pipeline import read_export
+from cellspec_sc.readers._pipeline import check_reader_arguments, read_export
 from cellspec_sc.readers.halo import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers.halo._adapter import HaloAdapter
 
@@ -60,6 +60,8 @@ def read_halo(
     >>> import cellspec_sc as cs
     >>> x = cs.read_halo("object_results.csv", pixel_size=0.5)  # doctest: +SKIP
     """
+    check_reader_arguments("read_halo", path, pixel_size=pixel_size, image_id=image_id, sample_id=sample_id,
+                           marker_map=marker_map)
     adapter = HaloAdapter(pixel_size=pixel_size, image_id=image_id, sample_id=sample_id, marker_map=marker_map,
                           encoding=encoding)
     return read_export(adapter, path)

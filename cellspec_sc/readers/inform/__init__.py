@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 
 from cellspec_sc.model import CellSpec
-from cellspec_sc.readers._pipeline import read_export
+from cellspec_sc.readers._pipeline import check_reader_arguments, read_export
 from cellspec_sc.readers.inform import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers.inform._adapter import InformAdapter
 
@@ -64,6 +64,8 @@ def read_inform(
     >>> import cellspec_sc as cs
     >>> x = cs.read_inform("Core[1,5,6,1]_cell_seg_data.txt", pixel_size=0.5)  # doctest: +SKIP
     """
+    check_reader_arguments("read_inform", path, pixel_size=pixel_size, image_id=image_id, sample_id=sample_id,
+                           marker_map=marker_map)
     adapter = InformAdapter(pixel_size=pixel_size, position_unit=position_unit, image_id=image_id,
                             sample_id=sample_id, marker_map=marker_map, encoding=encoding)
     return read_export(adapter, path)

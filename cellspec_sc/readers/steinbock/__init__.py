@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 
 from cellspec_sc.model import CellSpec
-from cellspec_sc.readers._pipeline import read_export
+from cellspec_sc.readers._pipeline import check_reader_arguments, read_export
 from cellspec_sc.readers.steinbock import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers.steinbock._adapter import SteinbockAdapter
 
@@ -77,6 +77,8 @@ def read_steinbock(
     >>> import cellspec_sc as cs
     >>> x = cs.read_steinbock("steinbock_output/", pixel_size=1.0)  # doctest: +SKIP
     """
+    check_reader_arguments("read_steinbock", folder, pixel_size=pixel_size, sample_id=sample_id, marker_map=marker_map,
+                           flags={"neighbors": neighbors})
     adapter = SteinbockAdapter(pixel_size=pixel_size, sample_id=sample_id, marker_map=marker_map,
                                aggregation=aggregation, neighbors=neighbors, neighbor_method=neighbor_method,
                                encoding=encoding, segmentation=segmentation)

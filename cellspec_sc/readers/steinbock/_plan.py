@@ -38,7 +38,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import InputError, MissingPath
 from cellspec_sc.model import input_record
 from cellspec_sc.readers._features import SKIMAGE_REGIONPROPS, FeatureSpec
 from cellspec_sc.readers._pipeline import ColumnRoles, Plan
@@ -449,6 +449,9 @@ def plan_export(folder: Path, *, pixel_size, aggregation: str | None, encoding: 
     intensities, regionprops), after finding the tables (:func:`find_tables`), reading ``panel.csv`` and
     ``images.csv`` and checking that every image has the same columns; intensities are the statistic
     ``aggregation`` of their marker (None: steinbock's default, mean, said in a warning since the files do not say)."""
+    if not folder.exists():
+        raise MissingPath(folder, f"{folder}: no such folder; pass the steinbock output folder holding intensities/ "
+                          "and regionprops/")
     if not folder.is_dir():
         raise InputError(f"{folder}: not a folder; pass the steinbock output folder holding intensities/ and "
                          "regionprops/")
