@@ -482,7 +482,7 @@ def check_encoding_name(encoding: str, path: Path) -> None:
 
 
 # Files people pass for an export: what they start with -> what they are and what to do.
-CONTAINERS = ((b"\x1f\x8b", "gzip-compressed (QuPath writes gzip when the name ends in .gz)",
+CONTAINERS = ((b"\x1f\x8b", "gzip-compressed (.gz)",
                "decompress it first (gunzip FILE)"),
               (b"PK\x03\x04", "a ZIP archive, e.g. an Excel workbook (.xlsx)", "save it as CSV or TSV text"),
               (b"\xd0\xcf\x11\xe0", "an old Excel workbook (.xls)", "save it as CSV or TSV text"))
