@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and edit
     from cellspec_sc.bridges.luxar import to_luxar
     from cellspec_sc.bridges.spatialdata import from_spatialdata, to_spatialdata
     from cellspec_sc.cohort import Cohort, open_cohort
+    from cellspec_sc.images import open_image
     from cellspec_sc.io import read, write
     from cellspec_sc.model import CellSpec, example
     from cellspec_sc.readers.mcmicro import read_mcmicro
@@ -64,9 +65,10 @@ _LAZY = {
     "preview": "cellspec_sc.widgets",
     "open_cohort": "cellspec_sc.cohort",
     "Cohort": "cellspec_sc.cohort",
+    "open_image": "cellspec_sc.images",
 }
-_SUBPACKAGES = ("bridges", "cli", "cohort", "display", "docgen", "io", "model", "readers", "spec", "validation",
-                "widgets")
+_SUBPACKAGES = ("bridges", "cli", "cohort", "display", "docgen", "images", "io", "model", "readers", "spec",
+                "validation", "widgets")
 
 
 def __getattr__(name: str) -> Any:
@@ -89,5 +91,5 @@ __all__ = [
     "CellspecError", "FormatError", "InputError", "ValidationError",
     "CellSpec", "example", "validate", "ValidationReport", "SPEC_VERSION", "vocabulary", "read", "write",
     "read_qupath", "read_mcmicro", "read_steinbock", "to_luxar", "to_anndata", "from_anndata", "to_spatialdata",
-    "from_spatialdata", "preview", "open_cohort", "Cohort",
+    "from_spatialdata", "preview", "open_cohort", "Cohort", "open_image",
 ]

@@ -7,7 +7,7 @@ import os
 import re
 from typing import Any
 
-__all__ = ["CellspecError", "FormatError", "InputError", "Unstorable", "ValidationError", "WriteFailed"]
+__all__ = ["CellspecError", "FormatError", "ImageError", "InputError", "Unstorable", "ValidationError", "WriteFailed"]
 
 
 class CellspecError(Exception):
@@ -86,4 +86,13 @@ class Unstorable(InputError):
     """A value the spec allows but the target format cannot store; refused before anything is written.
 
     For example a NUL character in text for ``.h5ad``, or a name longer than a file name may be for zarr.
+    """
+
+
+class ImageError(InputError):
+    """An image that cannot be opened or does not belong to the object it is used with.
+
+    A damaged or non-image file, or a mismatch with the object's ``images`` and ``channels`` tables (size,
+    pixel size, channel count, SHA-256) or an ``image_id`` the object does not have. The message names the
+    image id (when known), the file, and both values of a mismatch.
     """

@@ -54,6 +54,7 @@ from scipy import fft, ndimage
 
 from cellspec_sc._files import scratch_folder
 from cellspec_sc.model._cellspec import CellSpec
+from cellspec_sc.model._example_images import write_example_images
 from cellspec_sc.model._memory import empty_matrix
 from cellspec_sc.model._ownership import sealed
 from cellspec_sc.model._provenance import new_provenance
@@ -91,6 +92,7 @@ def example(
     lazy: bool = False,
     outlines: bool = False,
     outline_dir: str | os.PathLike | None = None,
+    image_dir: str | os.PathLike | None = None,
 ) -> CellSpec:
     """Simulate a valid cellspec object: a section of tissue with tumour nests, stroma and immune cells.
 
@@ -122,6 +124,11 @@ def example(
     be written (``cs.write`` streams it) without ever being held:
     ``example(n_cells=2_000_000, n_features=1000, lazy=True)`` is 16 GB of
     values in about 200 MB. Its values equal the eager ones to the bit.
+
+    ``image_dir`` also writes ``<image_id>.ome.tiff`` per image into that folder: each cell a disc of its area
+    whose pixels in each channel hold its ``cell:<marker>:mean`` (16 bits, background 0), tiled, with a pyramid
+    (:mod:`cellspec_sc.model._example_images`); ``images`` records each file's name and SHA-256. Open them with
+    ``cs.open_image`` or hand them over as ``images={image_id: path}``.
     """
     rng = np.random.default_rng(seed)
     n_samples = n_images if n_samples is None else n_samples
@@ -142,6 +149,9 @@ def example(
         parameters=parameters,
     )
     provenance["created_utc"] = _CREATED_UTC
+    if image_dir is not None:
+        channels = _channels(images, markers)
+        images = _write_images(Path(image_dir), cells, images, channels, dictionary, measurements)
     source_dir = None
     if outlines:
         source_dir = _outline_folder(outline_dir)
@@ -157,6 +167,19 @@ def example(
         adjacency=_contacts(cells, tissue) if adjacency else None,
         source_dir=source_dir,
     )
+
+
+def _write_images(folder: Path, cells: pd.DataFrame, images: pd.DataFrame, channels: pd.DataFrame,
+                  dictionary: pd.DataFrame, measurements: np.ndarray) -> pd.DataFrame:
+    features = dictionary["feature_id"].tolist()
+    markers = channels.drop_duplicates("channel_index").sort_values("channel_index")["marker"].astype(str)
+    values = np.zeros((len(cells), len(markers)))
+    for k, marker in enumerate(markers):
+        if (feature := f"cell:{marker}:mean") in features:
+            values[:, k] = np.asarray(measurements[:, features.index(feature)])
+    radius = np.sqrt(cells["area"].to_numpy(np.float64) / np.pi)
+    images = write_example_images(folder, cells, images, channels, radius, values)
+    return canonical_frame(images, "images")
 
 
 def _markers_for(markers: list[str], n_features: int | None) -> list[str]:

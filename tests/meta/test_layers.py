@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, ...] | frozenset[str]] = [
     frozenset({"cellspec_sc.model"}),
     frozenset({"cellspec_sc.validation"}),
     frozenset({"cellspec_sc.io"}),
+    frozenset({"cellspec_sc.images"}),
     frozenset({"cellspec_sc.readers"}),
     frozenset({"cellspec_sc.bridges"}),
     frozenset({"cellspec_sc.cohort"}),
@@ -291,7 +292,8 @@ def test_import_linter_contracts_hold(tmp_path):
 PUBLIC_API = {
     "cellspec_sc": {
         "CellSpec", "CellspecError", "Cohort", "FormatError", "InputError", "SPEC_VERSION", "ValidationError",
-        "ValidationReport", "example", "from_anndata", "from_spatialdata", "open_cohort", "preview", "read",
+        "ValidationReport", "example", "from_anndata", "from_spatialdata", "open_cohort", "open_image", "preview",
+        "read",
         "read_mcmicro", "read_qupath", "read_steinbock", "to_anndata", "to_luxar", "to_spatialdata", "validate",
         "vocabulary", "write",
     },
