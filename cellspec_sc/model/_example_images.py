@@ -10,7 +10,7 @@ halve the image (2 x 2 means) down to a longest side of at most :data:`SMALLEST_
 >>> plane = np.zeros((1, 6, 6), np.float64)
 >>> draw_discs(plane, np.array([1.5]), np.array([1.5]), np.array([0.8]), np.array([[7.0]]), pixel_size=0.5)
 >>> int((plane[0] == 7).sum())  # pixel centres within 0.8 um of (1.5, 1.5) um
-8
+12
 """
 
 from __future__ import annotations
