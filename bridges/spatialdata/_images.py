@@ -44,8 +44,9 @@ def _element(image: Image, name: str, pixel_size: tuple[float, float]) -> Any:
 
 def _scale_factors(image: Image) -> list[int] | None:
     count = len(image.levels) - 1
-    if count == 0:
+    if count == 0:  # always multiscale: at least one halving
         side = max(image.width, image.height)
+        count = 1
         while side > _SMALLEST_SIDE * 2 ** (count + 1) and count < 8:
             count += 1
     while count and min(image.width, image.height) < 2**count:  # no level smaller than one pixel

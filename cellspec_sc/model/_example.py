@@ -151,7 +151,8 @@ def example(
     provenance["created_utc"] = _CREATED_UTC
     if image_dir is not None:
         channels = _channels(images, markers)
-        images = _write_images(Path(image_dir), cells, images, channels, dictionary, measurements)
+        identity = "cellspec_sc-example/" + json.dumps(parameters, sort_keys=True)
+        images = _write_images(Path(image_dir), cells, images, channels, dictionary, measurements, identity)
     source_dir = None
     if outlines:
         source_dir = _outline_folder(outline_dir)
@@ -170,7 +171,7 @@ def example(
 
 
 def _write_images(folder: Path, cells: pd.DataFrame, images: pd.DataFrame, channels: pd.DataFrame,
-                  dictionary: pd.DataFrame, measurements: np.ndarray) -> pd.DataFrame:
+                  dictionary: pd.DataFrame, measurements: np.ndarray, identity: str) -> pd.DataFrame:
     features = dictionary["feature_id"].tolist()
     markers = channels.drop_duplicates("channel_index").sort_values("channel_index")["marker"].astype(str)
     values = np.zeros((len(cells), len(markers)))
@@ -178,7 +179,7 @@ def _write_images(folder: Path, cells: pd.DataFrame, images: pd.DataFrame, chann
         if (feature := f"cell:{marker}:mean") in features:
             values[:, k] = np.asarray(measurements[:, features.index(feature)])
     radius = np.sqrt(cells["area"].to_numpy(np.float64) / np.pi)
-    images = write_example_images(folder, cells, images, channels, radius, values)
+    images = write_example_images(folder, cells, images, channels, radius, values, identity)
     return canonical_frame(images, "images")
 
 

@@ -15,6 +15,7 @@ halve the image (2 x 2 means) down to a longest side of at most :data:`SMALLEST_
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -63,13 +64,15 @@ def pyramid(image: np.ndarray) -> list[np.ndarray]:
     return levels
 
 
-def write_ome_tiff(path: Path, image: np.ndarray, channel_names: list[str], pixel_size: float) -> None:
-    """Write (c, y, x) ``image`` as a tiled OME-TIFF with its pyramid in SubIFDs, names and pixel size."""
+def write_ome_tiff(path: Path, image: np.ndarray, channel_names: list[str], pixel_size: float, name: str) -> None:
+    """Write (c, y, x) ``image`` as a tiled OME-TIFF with its pyramid in SubIFDs, names and pixel size; its OME
+    UUID follows ``name``, so the same image gives the same bytes (and SHA-256)."""
     import tifffile
 
     levels = pyramid(image)
     tile = (_TILE, _TILE) if max(image.shape[1:]) > _TILE else None
-    metadata = {"axes": "CYX", "Channel": {"Name": list(channel_names)}, "PhysicalSizeX": pixel_size,
+    metadata = {"axes": "CYX", "UUID": f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, name)}",
+                "Channel": {"Name": list(channel_names)}, "PhysicalSizeX": pixel_size,
                 "PhysicalSizeXUnit": "µm", "PhysicalSizeY": pixel_size, "PhysicalSizeYUnit": "µm"}
     with tifffile.TiffWriter(path, ome=True, bigtiff=image.nbytes > 2**31) as tif:
         tif.write(image, subifds=len(levels), tile=tile, metadata=metadata, compression="zlib")
@@ -79,10 +82,11 @@ def write_ome_tiff(path: Path, image: np.ndarray, channel_names: list[str], pixe
 
 
 def write_example_images(folder: Path, cells: pd.DataFrame, images: pd.DataFrame, channels: pd.DataFrame,
-                         radius_um: np.ndarray, values: np.ndarray) -> pd.DataFrame:
+                         radius_um: np.ndarray, values: np.ndarray, identity: str) -> pd.DataFrame:
     """Write ``<image_id>.ome.tiff`` for every image into ``folder``; returns ``images`` with ``source_image``,
     ``source_image_sha256``, ``width_px`` and ``height_px`` of the files. ``values`` (cells x channels) are the
-    pixel values of each cell's disc, channels in ``channel_index`` order."""
+    pixel values of each cell's disc, channels in ``channel_index`` order; ``identity`` (the simulation's
+    parameters) names the files' OME UUIDs."""
     folder.mkdir(parents=True, exist_ok=True)
     image_of_cell = cells["image_id"].to_numpy(dtype=object)
     names, hashes = [], []
@@ -95,7 +99,8 @@ def write_example_images(folder: Path, cells: pd.DataFrame, images: pd.DataFrame
         draw_discs(planes, cells["x"].to_numpy(np.float64)[rows], cells["y"].to_numpy(np.float64)[rows],
                    radius_um[rows], pixel_values, pixel_size=float(row["pixel_size"]))
         name = f"{image_id}.ome.tiff"
-        write_ome_tiff(folder / name, planes, own["channel_name"].astype(str).tolist(), float(row["pixel_size"]))
+        write_ome_tiff(folder / name, planes, own["channel_name"].astype(str).tolist(), float(row["pixel_size"]),
+                       f"{identity}/{image_id}")
         names.append(name)
         hashes.append(sha256_file(folder / name))
     return images.assign(source_image=names, source_image_sha256=hashes)

@@ -131,3 +131,10 @@ def test_given_channel_names_replace_the_files_and_unnamed_files_take_the_object
     assert named.channel_names == ("DAPI", "CD3e", "Pan-Cytokeratin", "FOXP3")
     renamed = cs.open_image(tmp_path / "ashlar.tif", channel_names=["w", "x", "y", "z"])
     assert renamed.channel_names == ("w", "x", "y", "z") and json.dumps(renamed.channel_names)
+
+
+def test_the_same_example_writes_the_same_image_files(imaged, tmp_path):
+    x, folder = imaged
+    again = cs.example(n_cells=400, image_dir=tmp_path)
+    assert again.images["source_image_sha256"].tolist() == x.images["source_image_sha256"].tolist()
+    assert (tmp_path / "img1.ome.tiff").read_bytes() == (folder / "img1.ome.tiff").read_bytes()
