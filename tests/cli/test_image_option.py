@@ -62,3 +62,15 @@ def test_an_image_that_does_not_fit_exits_2_naming_it(slide, tmp_path, capsys):
     assert "a cellspec directory holds no images" in capsys.readouterr().err
     assert main(["preview", str(directory), "-o", str(tmp_path / "r.html"), "--image", "img9=x.tif"]) == 2
     assert "its images are img1, img2" in capsys.readouterr().err
+
+
+def test_luxar_puts_the_image_under_the_cells(slide, tmp_path):
+    import zarr
+
+    directory, images, _ = slide
+    out = tmp_path / "s.luxar.zarr"
+    assert main(["luxar", str(directory), str(out), "--layer", "cells", "--layer", "image:CD3e,FOXP3",
+                 "--image", f"img2={images / 'img2.ome.tiff'}"]) == 0
+    root = zarr.open_group(str(out), mode="r")
+    assert "img2.image" in root and "img1.image" not in root
+    assert dict(root["img2.image/pixels"].attrs)["has_texture"]
