@@ -138,3 +138,21 @@ def test_the_same_example_writes_the_same_image_files(imaged, tmp_path):
     again = cs.example(n_cells=400, image_dir=tmp_path)
     assert again.images["source_image_sha256"].tolist() == x.images["source_image_sha256"].tolist()
     assert (tmp_path / "img1.ome.tiff").read_bytes() == (folder / "img1.ome.tiff").read_bytes()
+
+
+def test_drawing_reads_the_coarsest_level_that_still_gives_the_size_asked(tmp_path):
+    from cellspec_sc.images import read_downsampled
+
+    # each level holds its own number, so the pixels read say which level they came from
+    with tifffile.TiffWriter(tmp_path / "p.ome.tif", ome=True) as tif:
+        tif.write(np.zeros((1, 256, 256), np.uint8), subifds=2, tile=(16, 16), metadata={"axes": "CYX"})
+        tif.write(np.full((1, 128, 128), 1, np.uint8), subfiletype=1, tile=(16, 16))
+        tif.write(np.full((1, 64, 64), 2, np.uint8), subfiletype=1, tile=(16, 16))
+    image = cs.open_image(tmp_path / "p.ome.tif")
+    coarse, covered = read_downsampled(image, 50)
+    assert coarse.max() == 2 and coarse.shape == (1, 32, 32) and covered == (0, 0, 256, 256)  # 64 px, every 2nd
+    assert read_downsampled(image, 100)[0].max() == 1
+    assert read_downsampled(image, 200)[0].max() == 0
+    # a region of a quarter of the width needs four times the resolution: the full-resolution level
+    pixels, covered = read_downsampled(image, 60, region_px=(0, 0, 64, 64))
+    assert pixels.max() == 0 and covered == (0, 0, 64, 64)
