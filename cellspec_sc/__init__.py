@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and edit
     from cellspec_sc.bridges.luxar import to_luxar
     from cellspec_sc.bridges.spatialdata import from_spatialdata, to_spatialdata
     from cellspec_sc.cohort import Cohort, open_cohort
+    from cellspec_sc.images import open_image
     from cellspec_sc.io import read, write
     from cellspec_sc.model import CellSpec, example
     from cellspec_sc.progress import settings
@@ -76,9 +77,10 @@ _LAZY = {
     "open_cohort": "cellspec_sc.cohort",
     "Cohort": "cellspec_sc.cohort",
     "settings": "cellspec_sc.progress",
+    "open_image": "cellspec_sc.images",
 }
-_SUBPACKAGES = ("bridges", "cli", "cohort", "display", "docgen", "io", "model", "readers", "spec", "validation",
-                "widgets")
+_SUBPACKAGES = ("bridges", "cli", "cohort", "display", "docgen", "images", "io", "model", "readers", "spec",
+                "validation", "widgets")
 
 
 def __getattr__(name: str) -> Any:
@@ -102,5 +104,5 @@ __all__ = [
     "CellSpec", "example", "validate", "ValidationReport", "SPEC_VERSION", "vocabulary", "read", "write",
     "read_qupath", "read_mcmicro", "read_steinbock", "read_halo", "read_inform", "read_cellprofiler", "read_export",
     "to_luxar", "to_anndata", "from_anndata", "intensity_features", "other_feature", "to_spatialdata",
-    "from_spatialdata", "preview", "open_cohort", "Cohort", "settings",
+    "from_spatialdata", "preview", "open_cohort", "Cohort", "settings", "open_image",
 ]

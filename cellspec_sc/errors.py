@@ -9,8 +9,9 @@ import os
 import re
 from typing import Any
 
-__all__ = ["CellspecError", "CellspecWarning", "FormatError", "InputError", "MissingPath", "NotFound", "ReadOnlyError",
-           "Unstorable", "ValidationError", "WriteFailed", "argument_error", "is_count", "is_positive_number"]
+__all__ = ["CellspecError", "CellspecWarning", "FormatError", "ImageError", "InputError", "MissingPath", "NotFound",
+           "ReadOnlyError", "Unstorable", "ValidationError", "WriteFailed", "argument_error", "is_count",
+           "is_positive_number"]
 
 
 class CellspecError(Exception):
@@ -175,3 +176,12 @@ def is_positive_number(value: Any) -> bool:
     (True, False, False, False)
     """
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+class ImageError(InputError):
+    """An image that cannot be opened or does not belong to the object it is used with.
+
+    A damaged or non-image file, or a mismatch with the object's ``images`` and ``channels`` tables (size,
+    pixel size, channel count, SHA-256) or an ``image_id`` the object does not have. The message names the
+    image id (when known), the file, and both values of a mismatch.
+    """

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from matplotlib import colormaps
+from matplotlib import image as mpimg
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
@@ -35,6 +36,19 @@ def to_png(fig: Figure) -> bytes:
     """The figure as PNG bytes."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, metadata=_PNG_METADATA)
+    return buf.getvalue()
+
+
+def stacked_png(pngs: Sequence[bytes]) -> bytes:
+    """PNG images one under the other on white, left-aligned (the preview's PNG with its image panels)."""
+    images = [mpimg.imread(io.BytesIO(p), format="png")[..., :3] for p in pngs]
+    out = np.ones((sum(i.shape[0] for i in images), max(i.shape[1] for i in images), 3), dtype=np.float32)
+    top = 0
+    for image in images:
+        out[top:top + image.shape[0], :image.shape[1]] = image
+        top += image.shape[0]
+    buf = io.BytesIO()
+    mpimg.imsave(buf, out, format="png", metadata=_PNG_METADATA)
     return buf.getvalue()
 
 

@@ -105,6 +105,7 @@ def render_snapshot(w: Preview, *, features: Any = None, max_features: int = 24,
     omitted = len(w.data.x.feature_ids) - len(chosen)
     title = title or f"cellspec preview ({w.data.x.n_cells} cells)"
     channels = "".join(channels_html(i, w.data.channels(i), w.data.unmatched_markers(i)) for i in w.data.image_ids)
+    channels += _image_panels(w)
     report = w.data.report()._repr_html_()
 
     feature_select = "".join(f"<option value='{html.escape(f, quote=True)}'>{html.escape(f)}</option>" for f in chosen)
@@ -139,6 +140,16 @@ def render_snapshot(w: Preview, *, features: Any = None, max_features: int = 24,
 <html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>
 <style>{_STYLE}</style></head><body>{body}</body></html>
 """
+
+
+def _image_panels(w: Preview) -> str:
+    """The selected image's channel thumbnails and composite with the cells, when images were handed over."""
+    pictures = w.image_pngs()
+    if pictures is None:
+        return ""
+    return (f"<div id='channel-images'><h3>{html.escape(str(w.image_id))}: channels</h3>"
+            f"<img alt='channel thumbnails' src='{data_uri(pictures[0])}'><br>"
+            f"<img alt='composite of channels with cells' src='{data_uri(pictures[1])}'></div>")
 
 
 def write_snapshot(w: Preview, path: str | Path, *, features: Any = None, max_features: int = 24,

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata._foreign import from_foreign_anndata
+from cellspec_sc.bridges.anndata._images import spatial_uns
 from cellspec_sc.bridges.anndata._keys import (
     CONNECTIVITIES_KEY,
     FUNCTION,
@@ -40,6 +41,7 @@ from cellspec_sc.bridges.anndata._obs import (
 )
 from cellspec_sc.bridges.anndata._record import UNS_KEY, Fingerprinting, StoredRecord, changed_columns, decode, encode
 from cellspec_sc.errors import InputError
+from cellspec_sc.images import ImageInput, checked_images
 from cellspec_sc.model import CellSpec, drop_missing_pairs, with_history_step
 from cellspec_sc.progress import progress
 from cellspec_sc.spec import as_spec_type
@@ -49,8 +51,8 @@ if TYPE_CHECKING:
 
 
 # -- cellspec -> AnnData -------------------------------------------------------------------------
-def to_anndata(x: CellSpec, *, copy: bool = True, features: Any = None,
-               var_names: str = "feature_id") -> anndata.AnnData:
+def to_anndata(x: CellSpec, *, copy: bool = True, features: Any = None, var_names: str = "feature_id",
+               images: Mapping[str, ImageInput] | None = None, verify: bool = True) -> anndata.AnnData:
     """The cellspec as an AnnData that scanpy and squidpy understand; ``x`` never changes through it.
 
     Parameters
@@ -73,6 +75,12 @@ def to_anndata(x: CellSpec, *, copy: bool = True, features: Any = None,
         the AnnData. ``False``: ``X`` is ``x``'s read-only matrix (no memory added); steps that write ``X`` in
         place then fail with numpy's "output array is read-only": pass ``copy=True`` to them
         (``sc.pp.log1p(adata, copy=True)``) or put the result in ``adata.layers``.
+    images
+        ``{image_id: path or cs.open_image(...)}``, each checked against ``x`` first: fills squidpy's
+        ``uns["spatial"][image_id]`` (``images["hires"]``, longest side at most 2,000 px, and ``scalefactors``
+        matching ``obsm["spatial"]``) with ``obs["image_id"]`` as the library key (``docs/images.md``).
+    verify
+        Compare each image file's SHA-256 with ``images.source_image_sha256`` where that is set.
 
     Returns
     -------
@@ -87,6 +95,8 @@ def to_anndata(x: CellSpec, *, copy: bool = True, features: Any = None,
     InputError
         ``x.cells`` has no ``cell_id`` or ``image_id`` column (rows are named by them); ``var_names="marker"``
         with two selected features of one marker; an unknown ``var_names`` or feature.
+    ImageError
+        An image does not match its row of ``x.images`` or its ``image_id`` is unknown.
 
     Examples
     --------
@@ -109,6 +119,7 @@ def to_anndata(x: CellSpec, *, copy: bool = True, features: Any = None,
     if missing:
         raise InputError(f"cells has no {' and no '.join(missing)} column (cells_required_columns); "
                          "AnnData rows are named by image_id and cell_id")
+    opened = checked_images(x, images, verify=verify)
     # A dask matrix (cellspec_sc.read(path, lazy=True)) stays lazy: AnnData supports a dask-backed X.
     source = x.measurements if is_dask(x.measurements) else np.asarray(x.measurements)
     if source.dtype != np.float64:
@@ -124,6 +135,8 @@ def to_anndata(x: CellSpec, *, copy: bool = True, features: Any = None,
         # a lazy X is never loaded to sample it: subsets of it are not checked
         sample = None if is_dask(matrix) else take_sample(matrix, names)
         uns = {UNS_KEY: encode(x, fingerprint, sample)}
+        if opened:
+            uns[SPATIAL_KEY] = spatial_uns(x, opened)
         adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns=uns)
         bar.update(1)
         if x.adjacency is not None:

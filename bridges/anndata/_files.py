@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cellspec_sc.bridges._zarr import bounded_string_chunks
 from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
@@ -144,7 +144,7 @@ H5AD_FILE = TargetKind("an AnnData .h5ad file", False, is_h5ad)
 ANNDATA_ZARR = TargetKind("an AnnData .zarr store", True, is_anndata_zarr)
 
 
-def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
+def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False, **options: Any) -> Path:
     """Write ``x`` as an ``.h5ad`` file (via :func:`cellspec_sc.to_anndata`) and return the path.
 
     Parameters
@@ -155,6 +155,8 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Pat
         The file to write; staged beside it and published at the end.
     overwrite
         Replace an existing ``.h5ad`` file (never anything else).
+    **options
+        Passed to :func:`cellspec_sc.to_anndata` (``images=``, ``verify=``).
 
     Returns
     -------
@@ -173,14 +175,14 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Pat
     """
     check_target(path, H5AD_FILE, overwrite=overwrite)
     refuse_unstorable(x, path, "an .h5ad file (h5py)", text=True, names=False)
-    adata = to_anndata(x)
+    adata = to_anndata(x, **options)
     with publishing(path, H5AD_FILE, overwrite=overwrite) as payload, \
             progress(1, f"writing {Path(path).name}", unit="file", size=adata.X.size):  # anndata shows none
         adata.write_h5ad(payload)
     return Path(path)
 
 
-def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
+def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False, **options: Any) -> Path:
     """Write ``x`` as an AnnData ``.zarr`` store and return the path: as :func:`write_h5ad`, for a store (an
     existing one is replaced with ``overwrite=True`` only when it is an AnnData store).
 
@@ -188,7 +190,7 @@ def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False
     """
     check_target(path, ANNDATA_ZARR, overwrite=overwrite)
     refuse_unstorable(x, path, "an AnnData .zarr store", text=False, names=True)
-    adata = to_anndata(x)
+    adata = to_anndata(x, **options)
     with publishing(path, ANNDATA_ZARR, overwrite=overwrite) as payload, \
             progress(1, f"writing {Path(path).name}", unit="file", size=adata.X.size):
         adata.write_zarr(payload)

@@ -27,6 +27,7 @@ import argparse
 from pathlib import PurePath
 from typing import Any
 
+from cellspec_sc.cli._images import add_image_options, image_paths
 from cellspec_sc.cli._sources import load, resolve
 from cellspec_sc.errors import InputError
 from cellspec_sc.io import check_target
@@ -59,8 +60,13 @@ def target_writer(target: str) -> tuple[Any, str, Any]:
 def cmd_convert(args: argparse.Namespace) -> int:
     writer, description, kind = target_writer(args.target)
     check_target(args.target, kind, overwrite=args.overwrite)  # before SOURCE is read, however big it is
+    images, _ = image_paths(args.image)
+    options = {"images": images, "verify": not args.no_verify} if images else {}
+    if images and description == "cellspec directory":
+        raise InputError(f"{args.target}: a cellspec directory holds no images; --image goes with a .h5ad, AnnData "
+                         ".zarr or .spatialdata.zarr target")
     x = load(args.source)
-    path = writer(x, args.target, overwrite=args.overwrite)
+    path = writer(x, args.target, overwrite=args.overwrite, **options)
     print(f"wrote {path} ({description}): {x.n_cells} cells, {len(x.dictionary)} features")
     return 0
 
@@ -72,4 +78,5 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="PATH or 'example'")
     p.add_argument("target", help="output path; its suffix picks the format")
     p.add_argument("--overwrite", action="store_true", help="replace an existing TARGET of the same kind")
+    add_image_options(p)
     p.set_defaults(func=cmd_convert)

@@ -116,9 +116,9 @@ HEAVY_OPTIONAL = {
     "distributed": "a dask cluster, only for cohort work",
     "scipy": "sparse graphs and Delaunay contacts only",
     "shapely": "outline geometry only",
-    "zarr": "recognising a .zarr store only",
+    "zarr": "recognising a .zarr store and reading OME-Zarr images only",
     "numcodecs": "zarr's codecs, only while a zarr store is read (bridges/_zarr.py)",
-    "tifffile": "OME-TIFF headers only (mcmicro --image)",
+    "tifffile": "OME-TIFF headers (mcmicro --image) and images (cellspec_sc.images)",
     "IPython": "the notebook display of a running viewer only",
     "jsonschema": "imported once with rfc3987_syntax hidden (seconds of grammar compilation)",
 }
