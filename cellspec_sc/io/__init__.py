@@ -76,7 +76,18 @@ from cellspec_sc.io._refusals import (
            UnreadableFile,
            all_refusals,
 )
+from cellspec_sc.io._remote import UPLOAD_CLAIM, complete_directory_objects
 from cellspec_sc.io._staging import fsync_dir, fsync_file, fsync_tree, start_writeback
+from cellspec_sc.io._storage import (
+           AccessDenied,
+           BucketNotFound,
+           Location,
+           MissingCredentials,
+           StorageError,
+           StorageUnreachable,
+           Transfer,
+           is_url,
+)
 from cellspec_sc.io._tsv import SIGNIFICANT_DIGITS
 
 __all__ = ["ARROW_TYPES", "BLOCK", "CELLSPEC_DIRECTORY", "DAMAGED_DATA_ERRORS", "DEFAULT_MAX_INFLATION",
@@ -90,4 +101,7 @@ __all__ = ["ARROW_TYPES", "BLOCK", "CELLSPEC_DIRECTORY", "DAMAGED_DATA_ERRORS", 
            "fsync_file", "fsync_tree", "gather_row_group_stats", "has_markers", "image_outlines", "listed_format",
            "load_document", "materialise_outline_files", "open_parquet", "outline_files", "publishing", "read",
            "read_header", "read_manifest", "rows_of", "start_writeback", "stats_for", "suits_direct_io",
-           "supported_version", "verify_listed", "write", "write_manifest", "zarr_root_attributes"]
+           "supported_version", "verify_listed", "write", "write_manifest", "zarr_root_attributes",
+           # object storage
+           "UPLOAD_CLAIM", "AccessDenied", "BucketNotFound", "Location", "MissingCredentials", "StorageError",
+           "StorageUnreachable", "Transfer", "complete_directory_objects", "is_url"]
