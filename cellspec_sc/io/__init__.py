@@ -76,7 +76,7 @@ from cellspec_sc.io._refusals import (
            UnreadableFile,
            all_refusals,
 )
-from cellspec_sc.io._remote import UPLOAD_CLAIM, complete_directory_objects
+from cellspec_sc.io._remote import UPLOAD_CLAIM, check_url_target, complete_directory_objects
 from cellspec_sc.io._staging import fsync_dir, fsync_file, fsync_tree, start_writeback
 from cellspec_sc.io._storage import (
            AccessDenied,
@@ -104,4 +104,4 @@ __all__ = ["ARROW_TYPES", "BLOCK", "CELLSPEC_DIRECTORY", "DAMAGED_DATA_ERRORS", 
            "supported_version", "verify_listed", "write", "write_manifest", "zarr_root_attributes",
            # object storage
            "UPLOAD_CLAIM", "AccessDenied", "BucketNotFound", "Location", "MissingCredentials", "StorageError",
-           "StorageUnreachable", "Transfer", "complete_directory_objects", "is_url"]
+           "StorageUnreachable", "Transfer", "check_url_target", "complete_directory_objects", "is_url"]

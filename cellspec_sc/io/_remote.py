@@ -315,6 +315,7 @@ def read_header_remote(url: str, storage_options: Mapping[str, Any] | None = Non
     location = Location.of(url, storage_options)
     transfer = transfer if transfer is not None else Transfer()
     present = listing(location)
+    transfer.total = sum(present.values())
     entries = read_entries(location, present, transfer)
     if METADATA not in entries or METADATA not in present:
         raise UnlistedDataFile(location.url, METADATA, "is not listed in MANIFEST.sha256")
@@ -380,6 +381,15 @@ def write_remote(x: CellSpec, url: str, storage_options: Mapping[str, Any] | Non
         _remove(location, [UPLOAD_CLAIM])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    return location.url
+
+
+def check_url_target(url: str, storage_options: Mapping[str, Any] | None = None, *, overwrite: bool) -> str:
+    """The check of :func:`write_remote` on its own, for the command line to refuse a target before it reads
+    its input: TargetExists, InputError (a bucket itself) or a StorageError; returns the URL."""
+    location = Location.of(url, storage_options)
+    _check_prefix(location)
+    replaceable_objects(location, listing(location), overwrite)
     return location.url
 
 

@@ -218,6 +218,7 @@ class Transfer:
     def __init__(self) -> None:
         self.bytes = 0
         self.requests = 0
+        self.total = 0  # the size of what was read from, when the operation knows it
 
     def add(self, count: int) -> None:
         self.bytes += count
