@@ -76,9 +76,13 @@ from cellspec_sc.io._refusals import (
            UnreadableFile,
            all_refusals,
 )
-from cellspec_sc.io._remote import UPLOAD_CLAIM, check_url_target, complete_directory_objects
+from cellspec_sc.io._remote import PIECE, UPLOAD_CLAIM, check_url_target, complete_directory_objects
 from cellspec_sc.io._staging import fsync_dir, fsync_file, fsync_tree, start_writeback
 from cellspec_sc.io._storage import (
+           ATTEMPTS,
+           BACKOFF_SECONDS,
+           CONNECT_TIMEOUT_SECONDS,
+           READ_TIMEOUT_SECONDS,
            AccessDenied,
            BucketNotFound,
            Location,
@@ -103,5 +107,6 @@ __all__ = ["ARROW_TYPES", "BLOCK", "CELLSPEC_DIRECTORY", "DAMAGED_DATA_ERRORS", 
            "read_header", "read_manifest", "rows_of", "start_writeback", "stats_for", "suits_direct_io",
            "supported_version", "verify_listed", "write", "write_manifest", "zarr_root_attributes",
            # object storage
-           "UPLOAD_CLAIM", "AccessDenied", "BucketNotFound", "Location", "MissingCredentials", "StorageError",
+           "ATTEMPTS", "BACKOFF_SECONDS", "CONNECT_TIMEOUT_SECONDS", "PIECE", "READ_TIMEOUT_SECONDS", "UPLOAD_CLAIM",
+           "AccessDenied", "BucketNotFound", "Location", "MissingCredentials", "StorageError",
            "StorageUnreachable", "Transfer", "check_url_target", "complete_directory_objects", "is_url"]
