@@ -86,11 +86,29 @@ FETCH_THREADS = 4
 # -- listing and small objects -----------------------------------------------------------------
 def listing(location: Location) -> dict[str, int]:
     """{name below the prefix: size} of every object at ``location`` (one listing request per 1,000)."""
+    return {name: size for name, (size, _) in object_stamps(location).items()}
+
+
+def object_stamps(location: Location) -> dict[str, tuple[int, str]]:
+    """{name below the prefix: (size, ETag or modification time)} of every object at ``location``: what tells
+    a rewritten object from the one listed."""
     fs = location.fs
     fs.invalidate_cache()
     found = storage_call(location.url, "listing the prefix", lambda: fs.find(location.url, detail=True))
-    return {location.relative(path): int(info.get("size") or 0) for path, info in found.items()
-            if info.get("type", "file") != "directory"}
+    return {location.relative(path): (int(info.get("size") or 0),
+                                      str(info.get("ETag") or info.get("etag") or info.get("mtime") or ""))
+            for path, info in found.items() if info.get("type", "file") != "directory"}
+
+
+def object_stamp(location: Location, name: str) -> tuple[int, str] | None:
+    """(size, ETag or modification time) of one object, as :func:`object_stamps` lists it; None when absent."""
+    fs, url = location.fs, location.child(name)
+    fs.invalidate_cache()
+    try:
+        info = storage_call(url, f"looking at {name}", lambda: fs.info(url))
+    except FileNotFoundError:
+        return None
+    return int(info.get("size") or 0), str(info.get("ETag") or info.get("etag") or info.get("mtime") or "")
 
 
 def fetch_small(location: Location, name: str, max_bytes: int, transfer: Transfer) -> bytes:
@@ -184,12 +202,23 @@ def fetch_listed(location: Location, name: str, digest: str, size: int, transfer
     """The object ``name`` streamed in pieces into memory, SHA-256 fed from each piece as it arrives; refused
     when its digest is not ``digest`` (each byte is fetched once: a retried piece is fetched again, the
     pieces before it are not)."""
-    url = location.child(name)
     if max_bytes is not None and size > max_bytes:
         raise FileTooLarge(location.url, name, f"is {size} bytes; the limit for this file is {max_bytes} bytes")
     buffer = bytearray(size)
+
+    def keep(start: int, piece: bytes) -> None:
+        buffer[start:start + len(piece)] = piece
+
+    stream_checked(location, name, digest, size, transfer, keep)
+    return FetchedFile(name, pa.py_buffer(buffer))
+
+
+def stream_checked(location: Location, name: str, digest: str, size: int, transfer: Transfer,
+                   each: Callable[[int, bytes], None] | None = None) -> None:
+    """Fetch the object ``name`` of ``size`` bytes in ranged pieces, hash each as it arrives and hand it to
+    ``each(offset, piece)``; ChecksumMismatch when the whole does not hash to ``digest``."""
+    url, fs = location.child(name), location.fs
     hasher = hashlib.sha256()
-    fs = location.fs
     for start in range(0, size, PIECE):
         end = min(size, start + PIECE)
         piece = storage_call(url, f"reading {name} (bytes {start}-{end})", lambda a=start, b=end: _range(fs, url, a, b))
@@ -197,12 +226,12 @@ def fetch_listed(location: Location, name: str, digest: str, size: int, transfer
             raise ChangedSinceRead(location.url, name, f"was {size} bytes when listed, but bytes {start}-{end} "
                                                        f"gave {len(piece)}; read it again")
         hasher.update(piece)
-        buffer[start:end] = piece
+        if each is not None:
+            each(start, piece)
         transfer.add(len(piece))
     actual = hasher.hexdigest()
     if actual != digest:
         raise ChecksumMismatch(location.url, name, f"SHA-256 is {actual}, MANIFEST.sha256 records {digest}")
-    return FetchedFile(name, pa.py_buffer(buffer))
 
 
 def _range(fs: Any, url: str, start: int, end: int) -> bytes:

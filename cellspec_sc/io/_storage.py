@@ -241,11 +241,30 @@ class FetchedFile:
         return pa.BufferReader(self.data)
 
 
+@dataclass(frozen=True)
+class RemoteFile:
+    """An object on a store opened for ranged reads (a Parquet footer, one row group): only the bytes read are
+    fetched. ``size`` is the size listed when the directory was opened."""
+
+    url: str
+    size: int
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+    def open(self) -> Any:
+        location = Location.of(self.url, self.storage_options)
+        return storage_call(self.url, "opening", lambda: location.fs.open(self.url, "rb"))
+
+
 def readable(path: Any) -> Any:
-    """What pyarrow opens for ``path``: the path itself, or a reader over a fetched file's bytes."""
-    return path.open() if isinstance(path, FetchedFile) else path
+    """What pyarrow opens for ``path``: the path itself, or a reader over a fetched file's bytes or a remote
+    object."""
+    return path.open() if isinstance(path, FetchedFile | RemoteFile) else path
 
 
 def size_of(path: Any) -> int:
-    """The size in bytes of a local file or a fetched one."""
-    return path.size if isinstance(path, FetchedFile) else os.stat(path).st_size
+    """The size in bytes of a local file, a fetched one or a remote object."""
+    return path.size if isinstance(path, FetchedFile | RemoteFile) else os.stat(path).st_size
