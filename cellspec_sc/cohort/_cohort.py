@@ -80,7 +80,7 @@ from cellspec_sc.cohort._run import CohortError, Failure, failure_of, guarded, r
 from cellspec_sc.cohort._summary import summarize
 from cellspec_sc.cohort._validate import CohortReport, validate_cohort
 from cellspec_sc.errors import CellspecError
-from cellspec_sc.io import DEFAULT_MAX_INFLATION, DONE, Location, is_url, object_stamps, storage_call
+from cellspec_sc.io import DEFAULT_MAX_INFLATION, DONE, Location, is_url, object_stamp, object_stamps, storage_call
 from cellspec_sc.model import CellSpec, provided
 
 if TYPE_CHECKING:
@@ -166,10 +166,12 @@ class Cohort:
         return cohort_anndata(self)
 
     def write_dataset(self, path: str | Path, partition_by: Sequence[str] = ("sample_id",), client: Any = None, *,
-                      progress: bool | None = None, overwrite: bool = False) -> Path:
-        """Write one hive-partitioned Parquet dataset with cohort.json, manifest and DONE; see :mod:`._dataset`."""
+                      progress: bool | None = None, overwrite: bool = False,
+                      storage_options: dict[str, Any] | None = None) -> Path | str:
+        """Write one hive-partitioned Parquet dataset with cohort.json, manifest and DONE; see :mod:`._dataset`.
+        ``path`` may be a URL on object storage (``storage_options`` for the store): the workers upload the parts."""
         return write_dataset(self, path, partition_by=partition_by, client=client, progress=progress,
-                             overwrite=overwrite)
+                             overwrite=overwrite, storage_options=storage_options)
 
     def map(self, fn: Callable[[Any], Any], client: Any = None, *, progress: bool | None = None) -> list[Any]:
         """``fn(CellSpec)`` of every directory on the workers, results in order (see above)."""
@@ -261,6 +263,9 @@ def _names_urls(paths: Any) -> bool:
 
 def _open_remote(paths: Any, features: str, max_inflation: float, options: dict[str, Any] | None) -> Cohort:
     found = resolve_urls(paths, options)
+    if len(found) == 1 and object_stamp(Location.of(found[0], options), COHORT_FILE) is not None:
+        raise CohortError(f"{found[0]} is a cohort dataset: on object storage open_cohort reads directories; read "
+                          "the dataset with pyarrow.dataset, DuckDB or Polars (docs/cohorts.md)")
     members, refused = [], []
     for index, url in enumerate(found):
         try:

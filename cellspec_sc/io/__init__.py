@@ -80,6 +80,7 @@ from cellspec_sc.io._refusals import (
 from cellspec_sc.io._remote import (
            PIECE,
            UPLOAD_CLAIM,
+           RemoteUpload,
            check_present,
            check_url_target,
            complete_directory_objects,
@@ -125,6 +126,7 @@ __all__ = ["ARROW_TYPES", "BLOCK", "CELLSPEC_DIRECTORY", "DAMAGED_DATA_ERRORS", 
            # object storage
            "ATTEMPTS", "BACKOFF_SECONDS", "CONNECT_TIMEOUT_SECONDS", "PIECE", "READ_TIMEOUT_SECONDS", "UPLOAD_CLAIM",
            "AccessDenied", "BucketNotFound", "FetchedFile", "Location", "MissingCredentials", "RemoteFile",
+           "RemoteUpload",
            "StorageError", "StorageUnreachable", "Transfer", "check_present", "check_url_target",
            "complete_directory_objects", "fetch_listed", "fetch_small", "is_url", "object_stamp", "object_stamps",
            "parse_document", "read_entries", "storage_call",

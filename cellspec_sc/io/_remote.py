@@ -188,10 +188,11 @@ def unfinished_upload_objects(location: Location, present: Mapping[str, int]) ->
     if DONE in present or UPLOAD_CLAIM not in present:
         return None
     try:
-        claimed = set(json.loads(fetch_small(location, UPLOAD_CLAIM, 1 << 20, Transfer())))
-    except (ValueError, TypeError, FormatError):
+        claim = json.loads(fetch_small(location, UPLOAD_CLAIM, 1 << 20, Transfer()))
+        objects, folders = set(claim["objects"]), tuple(claim["folders"])
+    except (ValueError, TypeError, KeyError, FormatError):
         return None
-    if not set(present) <= claimed | {UPLOAD_CLAIM}:
+    if not all(n in objects or n == UPLOAD_CLAIM or n.startswith(folders) for n in present):
         return None
     return [*(n for n in present if n != UPLOAD_CLAIM), UPLOAD_CLAIM]
 
@@ -390,27 +391,71 @@ def write_remote(x: CellSpec, url: str, storage_options: Mapping[str, Any] | Non
     """:func:`cellspec_sc.write` to object storage (see the module docstring); returns the URL."""
     location = Location.of(url, storage_options)
     _check_prefix(location)
-    old = replaceable_objects(location, listing(location), overwrite)
+    replaceable_objects(location, listing(location), overwrite)  # refused before anything is written
     folder = scratch_folder("upload")
     try:
         staged = write_local(x, folder / "directory", format=format, overwrite=False, report=report)
-        names = list(read_manifest(staged))
-        _claim(location, sorted({*names, DONE, MANIFEST, *old}), stale=UPLOAD_CLAIM in old)
-        uploaded: list[str] = []
-        try:
-            _remove(location, [n for n in old if n != UPLOAD_CLAIM])
-            for name in [*names, MANIFEST]:
-                _upload(location, staged / name, name)
-                uploaded.append(name)
-            _create(location, DONE, (staged / DONE).read_bytes(), "another writer published this directory first")
-        except BaseException:
-            with contextlib.suppress(Exception):  # best effort: what stays is an unfinished upload, refused by
-                _remove(location, [*uploaded, UPLOAD_CLAIM])  # readers and cleaned by overwrite=True
-            raise
-        _remove(location, [UPLOAD_CLAIM])
+        entries = read_manifest(staged)
+        with RemoteUpload(location, overwrite=overwrite, objects=list(entries)) as upload:
+            for name in entries:
+                upload.upload_file(staged / name, name)
+            upload.finish(entries)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return location.url
+
+
+class RemoteUpload:
+    """One upload of a directory (or a dataset) to a prefix, by the protocol of the module docstring.
+
+    Entering claims the prefix (TargetExists for the loser) and, with ``overwrite=True``, removes what
+    :func:`replaceable_objects` allows; ``objects`` and ``folders`` (name prefixes such as ``"cells/"``, for
+    files written elsewhere, e.g. by dask workers) are what the claim says the upload may leave.
+    :meth:`finish` writes ``MANIFEST.sha256`` for ``{name: sha256}`` and then ``DONE``; leaving the block
+    with an exception removes what the upload left, as far as the store lets it (else the next
+    ``overwrite=True`` does).
+    """
+
+    def __init__(self, location: Location, *, overwrite: bool, objects: list[str], folders: tuple[str, ...] = ()):
+        self.location, self.overwrite = location, overwrite
+        self.objects, self.folders = objects, folders
+        self.finished = False
+
+    def __enter__(self) -> RemoteUpload:
+        location = self.location
+        _check_prefix(location)
+        old = replaceable_objects(location, listing(location), self.overwrite)
+        claim = {"objects": sorted({*self.objects, DONE, MANIFEST, *old}), "folders": list(self.folders)}
+        if UPLOAD_CLAIM in old:
+            _remove(location, [UPLOAD_CLAIM])
+        _create(location, UPLOAD_CLAIM, json.dumps(claim).encode("utf-8"), "another writer is uploading here")
+        _remove(location, [n for n in old if n != UPLOAD_CLAIM])
+        return self
+
+    def put(self, name: str, data: bytes) -> None:
+        url = self.location.child(name)
+        storage_call(url, f"writing {name}", lambda: self.location.fs.pipe_file(url, data))
+
+    def upload_file(self, source: Path, name: str) -> None:
+        _upload(self.location, source, name)
+
+    def finish(self, files: Mapping[str, str]) -> None:
+        """Write the manifest of ``files`` ({name: sha256}, in order), then DONE (only if absent)."""
+        manifest = "".join(f"{digest}  {name}\n" for name, digest in files.items()).encode("utf-8")
+        self.put(MANIFEST, manifest)
+        done = f"{hashlib.sha256(manifest).hexdigest()}\n".encode("ascii")
+        _create(self.location, DONE, done, "another writer published this directory first")
+        self.finished = True
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        if kind is None:
+            _remove(self.location, [UPLOAD_CLAIM])
+            return
+        if self.finished:
+            return
+        with contextlib.suppress(Exception):  # best effort: what stays is an unfinished upload, refused by
+            left = unfinished_upload_objects(self.location, listing(self.location))  # readers, cleaned by
+            _remove(self.location, left or [])  # the next overwrite=True
 
 
 def check_url_target(url: str, storage_options: Mapping[str, Any] | None = None, *, overwrite: bool) -> str:
@@ -446,12 +491,6 @@ def replaceable_objects(location: Location, present: Mapping[str, int], overwrit
         raise TargetExists(url, None, f"holds objects that are not a complete cellspec directory nor an interrupted "
                                       f"upload of one ({shown}); refusing to replace them")
     return objects
-
-
-def _claim(location: Location, names: list[str], *, stale: bool) -> None:
-    if stale:
-        _remove(location, [UPLOAD_CLAIM])
-    _create(location, UPLOAD_CLAIM, json.dumps(names).encode("utf-8"), "another writer is uploading here")
 
 
 def _create(location: Location, name: str, data: bytes, loser: str) -> None:

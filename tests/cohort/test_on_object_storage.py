@@ -85,3 +85,42 @@ def test_local_paths_and_urls_do_not_mix(s3, uploaded):
     root, prefix = uploaded
     with pytest.raises(CohortError, match="not both"):
         cs.open_cohort([str(root / "slide01"), f"{prefix}/slide02"], storage_options=s3.options)
+
+
+def polars_options(s3) -> dict[str, str]:
+    """The same endpoint and keys in the words of Polars' own object store."""
+    return {"aws_endpoint_url": s3.endpoint, "aws_access_key_id": s3.options["key"],
+            "aws_secret_access_key": s3.options["secret"], "aws_region": "us-east-1", "aws_allow_http": "true"}
+
+
+def test_write_dataset_to_a_bucket_read_by_duckdb_and_polars_from_the_same_url(s3, uploaded, client, tmp_path):
+    import duckdb
+    import fsspec
+    import polars as pl
+
+    root, prefix = uploaded
+    remote = cs.open_cohort(f"{prefix}/*", storage_options=s3.options)
+    url = f"s3://{s3.bucket()}/dataset"
+    assert remote.write_dataset(url, client=client, storage_options=s3.options) == url
+    local = cs.open_cohort(root).write_dataset(tmp_path / "dataset", client=client)
+    bucket, key = url.removeprefix("s3://").split("/", 1)
+    names = [k.removeprefix(key + "/") for k in s3.keys(bucket, key + "/")]
+    assert names == sorted(p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file())
+    manifest = s3.client().get_object(Bucket=bucket, Key=f"{key}/MANIFEST.sha256")["Body"].read().decode()
+    local_manifest = (local / "MANIFEST.sha256").read_text()
+    assert [v.split("  ")[1] for v in manifest.splitlines() if v.endswith(".parquet")] == \
+        [v.split("  ")[1] for v in local_manifest.splitlines() if v.endswith(".parquet")]
+    truth = pd.concat([cs.read(d).cells.assign(v=cs.read(d).measurements[:, 0]) for d in sorted(root.iterdir())])
+    feature = remote.feature_ids[0]
+
+    connection = duckdb.connect()
+    connection.register_filesystem(fsspec.filesystem("s3", **s3.options))
+    n, total = connection.sql(f"SELECT count(*), sum(\"{feature}\") FROM read_parquet('{url}/cells/**/*.parquet', "
+                              "hive_partitioning = true)").fetchall()[0]
+    assert n == len(truth) and total == pytest.approx(float(np.nansum(truth["v"])), rel=1e-12)
+
+    frame = pl.scan_parquet(f"{url}/cells/**/*.parquet", hive_partitioning=True,
+                            storage_options=polars_options(s3)).select(pl.len(), pl.col(feature).sum()).collect()
+    assert frame.row(0) == (len(truth), pytest.approx(float(np.nansum(truth["v"])), rel=1e-12))
+    with pytest.raises(CohortError, match="is a cohort dataset"):
+        cs.open_cohort(url, storage_options=s3.options)
