@@ -246,7 +246,8 @@ from cellspec_sc.io import format_header, read_header
 
 server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
 server.start()
-endpoint = "http://%s:%d" % server.get_host_and_port()
+host, port = server.get_host_and_port()
+endpoint = f"http://{{host}}:{{port}}"
 options = {{"key": "testing", "secret": "testing",
            "client_kwargs": {{"endpoint_url": endpoint, "region_name": "us-east-1"}}}}
 boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
