@@ -59,7 +59,13 @@ def uploaded_slide(env: Env) -> tuple[str, dict[str, Any]]:
     fs = fsspec.filesystem("s3", **options)
     url = "s3://bench/slide"
     for path in sorted(Path(env.slide).iterdir()):
-        fs.put_file(str(path), f"{url}/{path.name}")
+        for attempt in range(3):  # moto's server loses a multipart upload now and then under load
+            try:
+                fs.put_file(str(path), f"{url}/{path.name}")
+                break
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
     return url, options
 
 

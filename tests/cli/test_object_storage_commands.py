@@ -64,3 +64,19 @@ def test_a_store_failure_is_one_line_naming_the_url(s3, capsys):
 def test_bad_storage_options_are_a_usage_error(capsys):
     assert main(["info", "s3://b/run1", "--storage-options", "[1]"]) == 2
     assert "must be a JSON object" in capsys.readouterr().err
+
+
+def test_cohort_commands_on_a_bucket_prefix(s3, tmp_path, capsys):
+    prefix = f"s3://{s3.bucket()}/slides"
+    objects = [cs.example(k, n_cells=40) for k in (1, 2)]
+    for k, x in enumerate(objects, start=1):
+        # image ids must be unique across a cohort
+        images = x.images.assign(image_id=x.images["image_id"] + f"-s{k}")
+        x = x.replace(images=images, channels=x.channels.assign(image_id=x.channels["image_id"] + f"-s{k}"),
+                      cells=x.cells.assign(image_id=x.cells["image_id"].astype(str) + f"-s{k}"))
+        cs.write(x, f"{prefix}/slide{k}", storage_options=s3.options)
+    assert main(["cohort", "validate", f"{prefix}/*", "--scheduler", "threads", *options_arg(s3)]) == 0
+    assert "cohort validation: OK (2 directories" in capsys.readouterr().out
+    out = tmp_path / "summary.csv"
+    assert main(["cohort", "summary", prefix, "-o", str(out), "--scheduler", "threads", *options_arg(s3)]) == 0
+    assert f"{prefix}/slide1" in out.read_text()
