@@ -37,7 +37,7 @@ decoded nor hashed, so a 16 GB slide is summarised in the time it takes to parse
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,16 +94,26 @@ from cellspec_sc.io._refusals import (
     refusal_of_non_directory,
 )
 from cellspec_sc.io._staging import fsync_file, fsync_tree
+from cellspec_sc.io._storage import is_url
 from cellspec_sc.io._tsv import read_tsv, write_tsv
 from cellspec_sc.model import CellSpec, HandedOver, feature_kinds, markers_text, pixel_text, sealed, source_line
 from cellspec_sc.validation import ValidationReport, staged_validation, validate
 
 FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
+# read, write and read_header of a URL (cellspec_sc/io/_remote.py, which builds on this module and registers
+# itself here when cellspec_sc.io is imported): local paths never reach them.
+ON_OBJECT_STORAGE: dict[str, Callable[..., Any]] = {}
+
+
+def _local_only(path: str | Path, storage_options: Mapping[str, Any] | None) -> None:
+    if storage_options:
+        raise InputError(f"{path}: storage_options= applies to URLs (s3://, gs://, az://), not to local paths")
 
 
 # -- write -------------------------------------------------------------------------------------
 def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = "parquet",
-          overwrite: bool = False, report: ValidationReport | None = None) -> Path:
+          overwrite: bool = False, report: ValidationReport | None = None,
+          storage_options: Mapping[str, Any] | None = None) -> Path | str:
     """Write ``x`` as a cellspec directory at ``path`` and return the path.
 
     The directory is built under a hidden sibling name, fsynced and renamed at
@@ -116,12 +126,20 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
     caller has just made it (``cellspec import`` validates once), so it is not
     validated again.
 
+    ``path`` may be a URL on object storage (``s3://bucket/run1``, ``gs://``, ``az://``; the ``cloud``
+    extra): ``storage_options`` then reach the store (endpoint, credentials), the files are uploaded,
+    then the manifest, then ``DONE``, and the URL is returned (docs/directory.md, "On object storage").
+
     >>> import cellspec_sc as cs, tempfile, pathlib
     >>> cs.write(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "run1", format="tsv").name
     'run1'
     """
     if format not in FORMATS:
         raise InputError(f"format must be one of {sorted(FORMATS)}, not {format!r}")
+    if is_url(path):
+        return ON_OBJECT_STORAGE["write"](x, path, storage_options, write_local=write, format=format,
+                                          overwrite=overwrite, report=report)
+    _local_only(path, storage_options)
     target = Path(path)
     reason = supported_version(x.spec_version)
     if reason:
@@ -234,7 +252,7 @@ def _write_contents(x: CellSpec, stage: Path, format: str, column_types: dict, m
 # -- read --------------------------------------------------------------------------------------
 def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C",
          max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
-         max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
+         max_inflation: float = DEFAULT_MAX_INFLATION, storage_options: Mapping[str, Any] | None = None) -> CellSpec:
     """Read a cellspec directory written by this or any other implementation of the spec.
 
     ``lazy=True`` (Parquet variant only) leaves the measurements on disk: they
@@ -260,11 +278,18 @@ def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C
     (docs/directory.md): ``max_metadata_bytes`` bounds cellspec.json, ``max_inflation``
     how far a gzipped TSV file may inflate, and how many values a Parquet file's footer may
     claim (8 bytes each), in times the file's size (at least 64 MiB).
+
+    ``path`` may be a URL on object storage (``s3://bucket/run1``, ``gs://``, ``az://``; the ``cloud``
+    extra), with ``storage_options`` for the store: each file is fetched once, hashed as its bytes
+    arrive, and decoded from memory (docs/directory.md, "On object storage").
     """
     limits = ReadLimits(max_metadata_bytes, max_inflation)
     if layout not in ("C", "F") or (lazy and layout != "C"):
         raise InputError(f"layout must be 'C' or 'F' (eager reads only), not {layout!r}"
                          + (" with lazy=True" if lazy else ""))
+    if is_url(path):
+        return ON_OBJECT_STORAGE["read"](path, storage_options, lazy=lazy, layout=layout, limits=limits)
+    _local_only(path, storage_options)
     directory = Path(path)
     if not directory.is_dir():
         raise refusal_of_non_directory(directory)
@@ -403,9 +428,15 @@ class DirectoryHeader:
     data_format: str
 
 
-def read_header(path: str | Path) -> DirectoryHeader:
+def read_header(path: str | Path, storage_options: Mapping[str, Any] | None = None,
+                transfer: Any = None) -> DirectoryHeader:
     """The header of the directory at ``path``; refuses what :func:`cellspec_sc.read` would refuse in
-    DONE, the manifest and cellspec.json (the same FormatError subclasses)."""
+    DONE, the manifest and cellspec.json (the same FormatError subclasses). A URL is read on object
+    storage with ``storage_options``; ``transfer`` (a :class:`~cellspec_sc.io._storage.Transfer`) then
+    counts the bytes fetched."""
+    if is_url(path):
+        return ON_OBJECT_STORAGE["read_header"](path, storage_options, transfer)
+    _local_only(path, storage_options)
     directory = Path(path)
     if not directory.is_dir():
         raise refusal_of_non_directory(directory)

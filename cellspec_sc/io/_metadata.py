@@ -217,7 +217,12 @@ def _numpy_scalar(value: Any) -> Any:
 def load_document(path: Path, directory: Path, max_bytes: int = DEFAULT_MAX_METADATA_BYTES) -> dict[str, Any]:
     """Parse cellspec.json (a regular file of at most ``max_bytes``, strict JSON: see
     :mod:`cellspec_sc.io._metadata`), check its spec_version, then validate it against the schema."""
-    raw = read_bounded(path, directory, path.name, max_bytes)
+    return parse_document(read_bounded(path, directory, path.name, max_bytes), directory, path.name)
+
+
+def parse_document(raw: bytes, directory: Path | str, name: str = "cellspec.json") -> dict[str, Any]:
+    """:func:`load_document` on the bytes of the file (already bounded by the caller)."""
+    path = Path(name)
     try:
         document = strict_loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, StrictJsonError) as err:
