@@ -104,6 +104,7 @@ from cellspec_sc.io import (
     column_types_of,
     dump_document,
     encoded_parquet,
+    files_lost_by_replacing,
     fsync_dir,
     fsync_file,
     fsync_tree,
@@ -123,7 +124,9 @@ if TYPE_CHECKING:
 DATA_FOLDER = "cells"
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _ENCODED_NON_ASCII = re.compile(r"(?:%[89A-Fa-f][0-9A-Fa-f])+")  # a run of percent-encoded UTF-8 bytes >= 0x80
-COHORT_DATASET = TargetKind("a cohort dataset", True, lambda path: path.is_dir() and (path / COHORT_FILE).is_file())
+COHORT_DATASET = TargetKind("a cohort dataset", True,
+                            lambda path: path.is_dir() and (path / COHORT_FILE).is_file(),
+                            files_lost_by_replacing)
 
 
 def write_dataset(cohort: Cohort, path: str | Path, *, partition_by: Sequence[str] = ("sample_id",),

@@ -105,7 +105,7 @@ class UnreadableFile(DirectoryRefusal):
 
 class TargetExists(DirectoryRefusal):
     rule = ("a writer does not replace an existing path unless overwrite=True, and then only one of its own kind "
-            "(for write(): a cellspec directory or an empty directory)")
+            "(for write(): a complete cellspec directory or an empty directory)")
 
 
 class OutlineMissing(DirectoryRefusal):
