@@ -119,6 +119,7 @@ HEAVY_OPTIONAL = {
     "zarr": "recognising a .zarr store only",
     "numcodecs": "zarr's codecs, only while a zarr store is read (bridges/_zarr.py)",
     "tifffile": "OME-TIFF headers only (mcmicro --image)",
+    "h5py": "an .h5ad's dataset shapes, only while one is read (bridges/anndata/_files.py)",
     "IPython": "the notebook display of a running viewer only",
     "jsonschema": "imported once with rfc3987_syntax hidden (seconds of grammar compilation)",
 }
