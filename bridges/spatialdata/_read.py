@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 
 def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restrict_to_shapes: bool = True,
-                     allow_modified: bool = False, outline_dir: str | os.PathLike | None = None,
+                     allow_modified: bool | Collection[str] = False, outline_dir: str | os.PathLike | None = None,
                      **foreign: Any) -> CellSpec:
     """The cellspec held by a SpatialData made by :func:`to_spatialdata`, after any spatialdata
     operation that keeps the table (queries, table filtering, added images or elements).
