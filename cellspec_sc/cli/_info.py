@@ -15,11 +15,13 @@ from __future__ import annotations
 import argparse
 
 from cellspec_sc.cli._sources import is_cellspec_dir, load
+from cellspec_sc.cli.main import terminal_text
 from cellspec_sc.io import format_header, read_header
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    print(format_header(read_header(args.source)) if is_cellspec_dir(args.source) else repr(load(args.source)))
+    summary = format_header(read_header(args.source)) if is_cellspec_dir(args.source) else repr(load(args.source))
+    print(terminal_text(summary))
     return 0
 
 
