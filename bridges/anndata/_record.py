@@ -316,6 +316,9 @@ def _json_value(record: Mapping[str, Any], key: str, where: str) -> Any:
         return from_json_text(record[key])
     except ValueError as err:
         raise InputError(f"{where}[{key!r}] is not valid JSON text ({err})") from None
+    except RecursionError:
+        raise InputError(f"{where}[{key!r}] is nested deeper than Python can read: the record is damaged or "
+                         "crafted") from None
 
 
 def _feature_ids(ids: Any, where: str) -> list[str]:
@@ -630,7 +633,7 @@ def decode_table(text: Any, table: str) -> pd.DataFrame:
         n_rows = len(data[0]) if data else 0
         columns = {name: _column(values, spec_type, n_rows)
                    for name, spec_type, values in zip(names, types, data, strict=True)}
-    except (KeyError, TypeError, ValueError) as err:
+    except (KeyError, TypeError, ValueError, RecursionError) as err:
         raise InputError(f"uns['cellspec']['{table}'] is damaged or was not written by cellspec_sc ({err})") from None
     frame = pd.DataFrame(columns, index=pd.RangeIndex(n_rows), columns=names)
     return canonical_frame(frame, table, dict(zip(names, types, strict=True)))

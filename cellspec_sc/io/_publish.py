@@ -51,7 +51,7 @@ from pathlib import Path
 
 from cellspec_sc.errors import CellspecError, WriteFailed
 from cellspec_sc.io._manifest import DONE, MANIFEST, read_manifest
-from cellspec_sc.io._refusals import TargetExists
+from cellspec_sc.io._refusals import InvalidTarget, TargetExists
 from cellspec_sc.io._staging import clean_stale, flushing_behind, fsync_file, fsync_tree, publish, staging_directory
 
 
@@ -165,6 +165,7 @@ def check_target(path: str | os.PathLike, kind: TargetKind, *, overwrite: bool) 
     ``kind`` (never a symbolic link, never another kind of file or folder).
     """
     target = Path(path)
+    check_path_text(target)
     if not (target.exists() or target.is_symlink()):
         return target
     if not overwrite:
@@ -185,6 +186,54 @@ def _refuse_losses(target: Path, kind: TargetKind, where: Path | None = None) ->
         raise TargetExists(target, None, f"is not a complete {kind.name.removeprefix('a ')} (a valid DONE and "
                                          f"a manifest listing exactly the files present); replacing it would "
                                          f"lose {shown}; refusing to replace it")
+
+
+# room for what a writer puts below its target (staging names, files of the format, outline folders)
+_BELOW_TARGET_BYTES = 512
+
+
+def check_path_text(target: Path) -> None:
+    """Refuse (InvalidTarget) a path that is not UTF-8 text (pyarrow and JSON write UTF-8), that has a name longer
+    than the file system allows, or that is too long as a whole: before anything is written, in words, rather
+    than as the OSError or UnicodeEncodeError of whichever library meets it first.
+
+    >>> check_path_text(Path("/tmp/run1"))
+    >>> try:
+    ...     check_path_text(Path("/tmp") / ("n" * 300))
+    ... except InvalidTarget as err:
+    ...     print(err.detail)
+    a name of this path is 300 bytes long, too long for the file system (at most 255)
+    """
+    text = str(target)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidTarget(text.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace"), None,
+                            "is not valid UTF-8 text; choose a name in UTF-8") from None
+    existing = next((p for p in (target.absolute(), *target.absolute().parents) if _is_dir(p)), Path("/"))
+    name_max, path_max = _limit(existing, "PC_NAME_MAX", 255), _limit(existing, "PC_PATH_MAX", 4096)
+    longest = max((len(os.fsencode(part)) for part in target.parts), default=0)
+    if longest > name_max:
+        raise InvalidTarget(target.parent, None, f"a name of this path is {longest} bytes long, too long for the "
+                                                 f"file system (at most {name_max})")
+    total = len(os.fsencode(str(target.absolute())))
+    if total + _BELOW_TARGET_BYTES > path_max:
+        raise InvalidTarget(target.parent, None, f"this path is {total} bytes long, too long for the file system "
+                                                 f"(at most {path_max - _BELOW_TARGET_BYTES} for a target)")
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def _limit(folder: Path, name: str, default: int) -> int:
+    try:
+        return int(os.pathconf(folder, name))
+    except (OSError, ValueError):
+        return default
 
 
 def _what(target: Path) -> str:

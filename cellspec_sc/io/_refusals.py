@@ -108,6 +108,11 @@ class TargetExists(DirectoryRefusal):
             "(for write(): a complete cellspec directory or an empty directory)")
 
 
+class InvalidTarget(DirectoryRefusal):
+    rule = ("a target path is UTF-8 text, each of its names at most the file system's name length and the whole "
+            "within its path length (checked before anything is written)")
+
+
 class OutlineMissing(DirectoryRefusal):
     rule = "every images.geometry_ref names an outline file inside the directory, listed in MANIFEST.sha256"
 

@@ -144,7 +144,8 @@ def test_schema_accepts_provenance_written_per_the_spec_field_list():
         history=[{"step": "subset", "function": "subset", "time_utc": "2026-01-01T00:00:00Z", "details": {"n": 1}}],
         extra_field={"any": "thing"})
     assert schema_problem(document) is None
-    for field, value in (("counts", {"rows_read": 1, "rows_kept": 0, "na_converted": 0}),
+    for field, value in (("counts", {"rows_read": -1, "rows_kept": 0, "na_converted": 0, "nonfinite_converted": 0}),
+                         ("counts", {"rows_read": 1, "rows_kept": 0, "na_converted": 0}),
                          ("created_utc", "2026-01-01 00:00:00"), ("history", {"step": "subset"}),
                          ("inputs", "a.tsv"), ("counts", [1, 1, 0, 0])):
         broken = json.loads(json.dumps(document))
@@ -154,7 +155,7 @@ def test_schema_accepts_provenance_written_per_the_spec_field_list():
 
 def test_schema_accepts_the_loosest_document_the_spec_allows():
     """Where section 6 names a field and gives it no type, any JSON value is valid: a writer that numbers its
-    history steps, names its producer in a string or counts in text is not refused."""
+    history steps or names its producer in a string is not refused (counts are counts: integers of at least 0)."""
     from cellspec_sc.io._metadata import schema_problem
 
     x = cs.example()
@@ -162,7 +163,7 @@ def test_schema_accepts_the_loosest_document_the_spec_allows():
     document["provenance"] = {
         "producer": "QuPath 0.5.1", "reader": ["cellspecR", "1.0.0"], "created_utc": "2026-01-01T00:00:00Z",
         "inputs": [{"path_basename": None, "bytes": "12 kB", "sha256": 7}, {}],
-        "counts": {"rows_read": "80", "rows_kept": 80.0, "na_converted": None, "nonfinite_converted": [0]},
+        "counts": {"rows_read": 80, "rows_kept": 80, "na_converted": 0, "nonfinite_converted": 0, "note": "x"},
         "parameters": ["pixel_size"],
         "history": [{"step": 1, "function": None, "time_utc": 1767225600, "details": [1, "two"]}, {}],
     }
