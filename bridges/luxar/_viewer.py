@@ -32,6 +32,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import webbrowser
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -199,8 +200,6 @@ class LuxarViewer:
             self.port = self._page_port(timeout)
             self._wait_for(f"http://{HOST}:{self.port}/", timeout)
             if self.open_browser:
-                import webbrowser
-
                 webbrowser.open(self.url)
         except BaseException:
             self.stop()
