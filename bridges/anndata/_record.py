@@ -24,7 +24,8 @@ Versions, and what each may hold (this module is the one place that knows them):
   ``"xxh3_128:<hex>"``, a column's ``"xxh3:<hex>"``.
 - **1.2**, written now: as 1.1, and ``meta`` also holds ``record_fingerprints`` (``{field: "xxh3:<hex>"}`` of the
   text of ``spec_version``, ``provenance``, ``images``, ``channels`` and ``adjacency``, so that an edit of the
-  record itself is noticed) and ``spatial_fingerprint`` (``"xxh3:<hex>"`` of ``obsm["spatial"]``, or None).
+  record itself is noticed) and ``spatial_fingerprint`` (``"xxh3:<hex>"`` of ``obsm["spatial"]``, or None);
+  ``meta_fingerprint`` beside ``meta`` is the ``"xxh3:<hex>"`` of its text.
 
 A record of a newer major version is refused, naming both versions.
 
@@ -77,6 +78,7 @@ UNS_KEY = "cellspec"
 SAMPLE_KEY = "measurements_sample"
 RECORD = RecordFormat("the AnnData record of cellspec_sc", "1.2")
 RECORD_FIELDS = ("spec_version", "provenance", "images", "channels", "adjacency")  # fingerprinted from 1.2 on
+META_FINGERPRINT = "meta_fingerprint"  # of the text of meta itself, beside it (from 1.2 on)
 LEGACY = "1.0"  # records written before format_version was
 
 FINGERPRINT = "xxh3_128x4"  # what to_anndata records: four row parts, digested by two threads as they come free
@@ -133,6 +135,7 @@ def encode(x: CellSpec, fingerprint: Fingerprinting, sample: Sample | None = Non
     meta["record_fingerprints"] = {key: text_fingerprint(record[key]) for key in RECORD_FIELDS if key in record}
     meta["spatial_fingerprint"] = None if spatial is None else array_fingerprint(spatial)
     record["meta"] = to_json_text(meta)
+    record[META_FINGERPRINT] = text_fingerprint(record["meta"])
     if sample is not None:
         record[SAMPLE_KEY] = {"obs_names": sample.obs_names, "values": sample.values}
     return RECORD.stamp(record)
@@ -265,6 +268,9 @@ def decode(record: Any, *, where: str) -> StoredRecord:
     if not isinstance(record, Mapping):
         raise InputError(f"{where} is a {type(record).__name__}, not the dict written by cellspec_sc.to_anndata")
     version = RECORD.version_of(record, where=where, legacy=lambda _: LEGACY)
+    if version >= (1, 2) and str(record.get(META_FINGERPRINT, "")) != text_fingerprint(record.get("meta", "")):
+        raise InputError(f"{where}['meta'] does not hold the text to_anndata wrote (its fingerprint differs): the "
+                         "record is damaged")
     meta = _json_value(record, "meta", where)
     at = f"{where}['meta']"
     missing = [key for key in _META_KEYS if not isinstance(meta, dict) or key not in meta]

@@ -13,6 +13,7 @@ import pytest
 import cellspec_sc as cs
 from bounded import cellspec_bounded
 from cellspec_sc.bridges.anndata import write_anndata_zarr, write_h5ad
+from cellspec_sc.bridges.anndata._record import text_fingerprint
 from cellspec_sc.errors import InputError
 
 
@@ -21,6 +22,7 @@ def with_fingerprint(path: Path, tag: str) -> Path:
     meta = json.loads(adata.uns["cellspec"]["meta"])
     meta["measurements_fingerprint"] = f"{tag}:{'0' * 32}"
     adata.uns["cellspec"]["meta"] = json.dumps(meta)
+    adata.uns["cellspec"]["meta_fingerprint"] = text_fingerprint(adata.uns["cellspec"]["meta"])  # crafted whole
     adata.write_h5ad(path)
     return path
 

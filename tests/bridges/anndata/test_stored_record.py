@@ -14,7 +14,7 @@ import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.anndata import read_anndata_zarr, read_h5ad, write_h5ad
-from cellspec_sc.bridges.anndata._record import MOST_PARTS, RECORD, decode, split_parts
+from cellspec_sc.bridges.anndata._record import MOST_PARTS, RECORD, decode, split_parts, text_fingerprint
 
 RECORDS = Path(__file__).resolve().parents[2] / "data" / "records"
 # stored file -> the algorithm of X's fingerprint it holds (see tests/data/records/README.md)
@@ -28,9 +28,15 @@ def stored(name: str) -> ad.AnnData:
 
 
 def with_meta(adata: ad.AnnData, **changes) -> ad.AnnData:
+    """``meta`` changed as a crafted record would be: its own fingerprint written to match (version 1.2)."""
     meta = json.loads(adata.uns["cellspec"]["meta"])
     meta.update(changes)
-    adata.uns["cellspec"]["meta"] = json.dumps({k: v for k, v in meta.items() if v is not None})
+    return with_meta_text(adata, json.dumps({k: v for k, v in meta.items() if v is not None}))
+
+
+def with_meta_text(adata: ad.AnnData, text: str) -> ad.AnnData:
+    adata.uns["cellspec"]["meta"] = text
+    adata.uns["cellspec"]["meta_fingerprint"] = text_fingerprint(text)
     return adata
 
 
@@ -121,8 +127,10 @@ def test_every_part_count_up_to_the_bound_is_computed_by_its_definition():
 def test_damaged_uns_is_refused_with_a_cellspec_error(x):
     adata = cs.to_anndata(x)
     adata.uns["cellspec"]["meta"] = "{}"
-    with pytest.raises(cs.CellspecError, match="lacks"):
+    with pytest.raises(cs.CellspecError, match=r"\['meta'\] does not hold the text to_anndata wrote"):
         cs.from_anndata(adata)
+    with pytest.raises(cs.CellspecError, match="lacks"):
+        cs.from_anndata(with_meta_text(adata, "{}"))
     adata.uns["cellspec"] = "not a dict"
     with pytest.raises(cs.CellspecError, match="not the dict"):
         cs.from_anndata(adata)
@@ -143,6 +151,8 @@ def test_an_unknown_column_type_in_the_record_is_refused_by_name(x, part, tmp_pa
     text = adata.uns["cellspec"][part]
     assert '"character"' in text
     adata.uns["cellspec"][part] = text.replace('"character"', '"ch`racter"', 1)
+    if part == "meta":  # crafted with its fingerprint: refused by the type, not only as changed text
+        with_meta_text(adata, adata.uns["cellspec"]["meta"])
     path = tmp_path / "x.h5ad"
     adata.write_h5ad(path)
     expected = r"the type 'ch`racter', which the spec does not have" if part == "meta" else \
