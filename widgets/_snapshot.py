@@ -163,9 +163,18 @@ def write_snapshot(w: Preview, path: str | Path, *, features: Any = None, max_fe
     return Path(path)
 
 
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                              "\u2029": "\\u2029"})
+
+
 def _json_for_script(state: dict[str, Any]) -> str:
-    # "</" would end the script element early
-    return json.dumps(state).replace("</", "<\\/")
+    r"""JSON text that cannot end or change its ``<script>`` element (``</script>``, ``<!--``) nor break a
+    JavaScript string (U+2028/2029): those characters as ``\uXXXX`` escapes, which JSON reads back as themselves.
+
+    >>> _json_for_script({"a": "</script><!--&\u2028"})
+    '{"a": "\\u003c/script\\u003e\\u003c!--\\u0026\\u2028"}'
+    """
+    return json.dumps(state, ensure_ascii=False).translate(_SCRIPT_SAFE)
 
 
 _STYLE = """

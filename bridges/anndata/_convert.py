@@ -14,7 +14,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,9 +39,18 @@ from cellspec_sc.bridges.anndata._obs import (
     scverse_obs,
     warn_replaced_graph,
 )
-from cellspec_sc.bridges.anndata._record import UNS_KEY, Fingerprinting, StoredRecord, changed_columns, decode, encode
-from cellspec_sc.errors import InputError
+from cellspec_sc.bridges.anndata._record import (
+    UNS_KEY,
+    Fingerprinting,
+    StoredRecord,
+    array_fingerprint,
+    changed_columns,
+    decode,
+    encode,
+)
+from cellspec_sc.errors import FormatError, InputError
 from cellspec_sc.images import ImageInput, checked_images
+from cellspec_sc.io import supported_version
 from cellspec_sc.model import CellSpec, drop_missing_pairs, with_history_step
 from cellspec_sc.progress import progress
 from cellspec_sc.spec import as_spec_type
@@ -134,7 +143,7 @@ def to_anndata(x: CellSpec, *, copy: bool = True, features: Any = None, var_name
         bar.update(1)
         # a lazy X is never loaded to sample it: subsets of it are not checked
         sample = None if is_dask(matrix) else take_sample(matrix, names)
-        uns = {UNS_KEY: encode(x, fingerprint, sample)}
+        uns = {UNS_KEY: encode(x, fingerprint, sample, obsm[SPATIAL_KEY])}
         if opened:
             uns[SPATIAL_KEY] = spatial_uns(x, opened)
         adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns=uns)
@@ -176,7 +185,8 @@ has cell:CD3:mean, nucleus:CD3:mean; select one per marker with features=..., e.
 
 
 # -- AnnData -> cellspec -------------------------------------------------------------------------
-def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **foreign: Any) -> CellSpec:
+def from_anndata(adata: anndata.AnnData, *, allow_modified: bool | Collection[str] = False,
+                 **foreign: Any) -> CellSpec:
     """The cellspec held by an AnnData made by :func:`to_anndata`, with analysis results added.
 
     New ``obs`` columns (``leiden``, ...) become cells columns (categoricals as character;
@@ -195,8 +205,11 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
         An AnnData from :func:`to_anndata` (``uns["cellspec"]`` of any version this package wrote), or one made
         elsewhere, without ``uns["cellspec"]``.
     allow_modified
-        Store an ``X`` that no longer holds the values written as it is now (recorded in history) instead of
-        refusing it.
+        What may have changed since :func:`to_anndata` (each change is recorded in history); anything else
+        that changed is refused, naming it. ``True``: anything; or the names of what may have changed: cells
+        columns that were written (``"x"``, ``"classification"`` ...), dictionary columns, ``"X"``,
+        ``"obsm['spatial']"`` and the record's fields (``"images"``, ``"channels"``, ``"provenance"``,
+        ``"adjacency"``, ``"spec_version"``). New ``obs`` columns need no permission.
     **foreign
         Only for an AnnData without ``uns["cellspec"]`` (from scimap, spatialdata-io, ...): the keyword arguments
         of :func:`cellspec_sc.bridges.anndata.from_foreign_anndata` (``preset=``, ``pixel_size=``, ...).
@@ -209,10 +222,12 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     Raises
     ------
     InputError
-        ``X`` changed without ``allow_modified``, ``uns["cellspec"]`` is damaged, or ``foreign`` arguments were
-        given for an AnnData of :func:`to_anndata`.
+        ``X``, a column written, ``obsm["spatial"]`` or a field of the record changed without ``allow_modified``
+        (named in the message), ``uns["cellspec"]`` is damaged, or ``foreign`` arguments were given for an
+        AnnData of :func:`to_anndata`.
     FormatError
-        ``uns["cellspec"]`` is of a newer major version than this package reads (the message names both).
+        ``uns["cellspec"]`` is of a newer major version than this package reads (the message names both), or
+        its ``spec_version`` is one this package does not read.
 
     Examples
     --------
@@ -227,15 +242,21 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     if foreign:
         raise InputError(f"from_anndata: {sorted(foreign)} only apply to an AnnData without uns['cellspec']")
     stored = decode(adata.uns[UNS_KEY], where=f"uns[{UNS_KEY!r}]")
+    allowed = _Allowed(allow_modified)
     changes: dict[str, Any] = {}
+    _check_record_fields(adata, stored, allowed, changes)
     matrix = dense(adata.X) if adata.X is not None else np.zeros((adata.n_obs, adata.n_vars))
     written = x_fingerprint(matrix, stored)
     cells = _cells_from_obs(adata.obs, stored, changes)
     dictionary = _dictionary_from_var(adata.var, stored, changes)
-    measurements = measurements_from_x(adata, matrix, stored, allow_modified, changes, written)
+    allowed.refuse_unless_allowed(changes)
+    _check_spatial(adata, stored, allowed, changes)
+    measurements = measurements_from_x(adata, matrix, stored, allowed("X"), changes, written)
     adjacency = _adjacency_from_record(stored, cells, changes)
     warn_replaced_graph(adata, cells, adjacency)
-    warn_not_carried(adata, obsm={SPATIAL_KEY}, obsp={CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY}, uns={UNS_KEY})
+    # uns["spatial"] holds the images handed to to_anndata (their files, not the object, carry them)
+    warn_not_carried(adata, obsm={SPATIAL_KEY}, obsp={CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY},
+                     uns={UNS_KEY, SPATIAL_KEY})
     provenance = stored.provenance()
     if changes:
         provenance = with_history_step(provenance, "from_anndata", FUNCTION, changes)
@@ -251,8 +272,66 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     )
 
 
+class _Allowed:
+    """What the caller said may have changed since to_anndata (``allow_modified``)."""
+
+    def __init__(self, allow_modified: bool | Collection[str]):
+        if isinstance(allow_modified, str):
+            allow_modified = [allow_modified]
+        self.everything = allow_modified is True
+        self.names = set() if isinstance(allow_modified, bool) else {str(n) for n in allow_modified}
+
+    def __call__(self, name: str) -> bool:
+        return self.everything or name in self.names
+
+    def refuse_unless_allowed(self, changes: Mapping[str, Any]) -> None:
+        """Refuse the changed columns of ``changes`` the caller did not allow, naming them."""
+        for key, where in (("cells_columns_changed", "obs"), ("dictionary_columns_changed", "var")):
+            refused = [name for name in changes.get(key, ()) if not self(name)]
+            if refused:
+                raise InputError(
+                    f"{where} columns {refused} hold other values than to_anndata wrote (edited, or the store is "
+                    "damaged); new analysis results belong in new columns. If the change is intended, pass "
+                    f"allow_modified={refused!r} (or allow_modified=True) to keep it (recorded in provenance "
+                    "history)")
+
+
+def _check_record_fields(adata: anndata.AnnData, stored: StoredRecord, allowed: _Allowed,
+                         changes: dict[str, Any]) -> None:
+    """The record's own fields and obsm['spatial'] are as written (or their change is allowed and noted), and
+    the spec version is one this package reads."""
+    why = supported_version(stored.spec_version)
+    if why is not None:
+        raise FormatError(f"uns[{UNS_KEY!r}]['spec_version']: {why} (spec section 11)")
+    _refuse_changed(allowed, stored.changed_fields(), changes)
+
+
+def _check_spatial(adata: anndata.AnnData, stored: StoredRecord, allowed: _Allowed, changes: dict[str, Any]) -> None:
+    """obsm['spatial'] holds what was written (its rows in their order), or its change is allowed and noted."""
+    spatial = adata.obsm[SPATIAL_KEY] if SPATIAL_KEY in adata.obsm else None
+    if (stored.spatial_fingerprint is not None and adata.n_obs == stored.shape[0] and not changes.get("cells_reordered")
+            and (spatial is None or array_fingerprint(spatial) != stored.spatial_fingerprint)):
+        _refuse_changed(allowed, [f"obsm[{SPATIAL_KEY!r}]"], changes)
+
+
+def _refuse_changed(allowed: _Allowed, changed: list[str], changes: dict[str, Any]) -> None:
+    refused = [name for name in changed if not allowed(name)]
+    if refused:
+        raise InputError(f"{', '.join(_field_name(n) for n in refused)} changed since to_anndata wrote "
+                         f"{'it' if len(refused) == 1 else 'them'} (edited, or the store is damaged). If the change "
+                         f"is intended, pass allow_modified={refused!r} (or allow_modified=True) to keep it "
+                         "(recorded in provenance history)")
+    if changed:
+        changes.setdefault("record_fields_changed", []).extend(changed)
+
+
+def _field_name(name: str) -> str:
+    return name if name.startswith("obsm") else f"uns[{UNS_KEY!r}][{name!r}]"
+
+
 def _cells_from_obs(obs: pd.DataFrame, stored: StoredRecord, changes: dict[str, Any]) -> pd.DataFrame:
     stored_types = stored.cells_types
+    index = obs.index
     obs = obs.reset_index(drop=True)
     new = [name for name in obs.columns if name not in stored_types]
     converted, renamed, dropped = carry_obs_columns(obs, new, taken=set(map(str, obs.columns)))
@@ -266,7 +345,11 @@ def _cells_from_obs(obs: pd.DataFrame, stored: StoredRecord, changes: dict[str, 
             columns[new_name] = column
     cells = pd.DataFrame(columns, index=pd.RangeIndex(len(obs)), columns=list(columns))
     same_rows = len(cells) == stored.shape[0]
-    _note_table_changes("cells", cells, stored_types, stored.cells_fingerprints if same_rows else {}, changes)
+    reordered = same_rows and _reordered(cells, index, stored)
+    if reordered:
+        changes["cells_reordered"] = True
+    _note_table_changes("cells", cells, stored_types, stored.cells_fingerprints if same_rows and not reordered
+                        else {}, changes)
     if converted:
         changes["cells_columns_added"] = [new_name for new_name, _ in converted.values()]
     if renamed:
@@ -274,6 +357,15 @@ def _cells_from_obs(obs: pd.DataFrame, stored: StoredRecord, changes: dict[str, 
     if dropped:
         changes["columns_not_carried"] = dropped
     return cells
+
+
+def _reordered(cells: pd.DataFrame, index: pd.Index, stored: StoredRecord) -> bool:
+    """Whether the rows were put in another order (sorted by cluster, say): the ids changed as columns but still
+    name each row as its obs name does, so they moved together; the other columns cannot be compared then."""
+    ids = {"cell_id", "image_id"}
+    if not ids <= set(cells.columns) or not set(changed_columns(cells[list(ids)], stored.cells_fingerprints)):
+        return False
+    return pd.Index(obs_names(cells), dtype=object).equals(pd.Index(index.astype(str), dtype=object))
 
 
 def _note_table_changes(table: str, frame: pd.DataFrame, stored_types: Mapping[str, Any],

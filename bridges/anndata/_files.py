@@ -17,11 +17,18 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cellspec_sc.bridges._zarr import bounded_string_chunks
+from cellspec_sc.bridges._zarr import OBJECT_VALUE_BYTES, InflatedStore, bounded_string_chunks, refuse_inflated_store
 from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
 from cellspec_sc.bridges.anndata._keys import AnnDataBridgeWarning
 from cellspec_sc.errors import FormatError, InputError, MissingPath
-from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
+from cellspec_sc.io import (
+    DEFAULT_MAX_INFLATION,
+    INFLATION_FLOOR_BYTES,
+    TargetKind,
+    check_target,
+    publishing,
+    zarr_root_attributes,
+)
 from cellspec_sc.progress import progress
 from cellspec_sc.validation import refuse_unstorable
 
@@ -49,7 +56,7 @@ def is_anndata_zarr(source: str | Path) -> bool:
     return zarr_root_attributes(source).get("encoding-type") == "anndata"
 
 
-def read_h5ad(path: str | Path) -> CellSpec:
+def read_h5ad(path: str | Path, *, max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
     """The cellspec stored in an ``.h5ad`` file (see :func:`cellspec_sc.from_anndata`).
 
     Parameters
@@ -57,6 +64,9 @@ def read_h5ad(path: str | Path) -> CellSpec:
     path
         An ``.h5ad`` file written by :func:`write_h5ad` (or ``to_anndata(x).write_h5ad``), of any record version
         this package reads.
+    max_inflation
+        Its arrays may claim at most this many times the file's size decoded (or 64 MiB, if more): a file
+        whose datasets claim more is refused before anything is read.
 
     Returns
     -------
@@ -76,12 +86,13 @@ def read_h5ad(path: str | Path) -> CellSpec:
     """
     import anndata
 
-    return _from_store(path, anndata.read_h5ad)
+    return _from_store(path, anndata.read_h5ad, max_inflation)
 
 
-def read_anndata_zarr(path: str | Path) -> CellSpec:
+def read_anndata_zarr(path: str | Path, *, max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
     """The cellspec stored in an AnnData ``.zarr`` store: as :func:`read_h5ad`, for a store written by
-    :func:`write_anndata_zarr` (or ``to_anndata(x).write_zarr``).
+    :func:`write_anndata_zarr` (or ``to_anndata(x).write_zarr``); its arrays too are bounded by
+    ``max_inflation`` times the bytes of its files.
 
     >>> import cellspec_sc as cs, tempfile, pathlib
     >>> path = write_anndata_zarr(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "x.zarr")
@@ -90,13 +101,14 @@ def read_anndata_zarr(path: str | Path) -> CellSpec:
     """
     import anndata
 
-    return _from_store(path, anndata.read_zarr)
+    return _from_store(path, anndata.read_zarr, max_inflation)
 
 
-def read_anndata_file(path: str | Path, reader=None) -> anndata.AnnData:
+def read_anndata_file(path: str | Path, reader=None, max_inflation: float = DEFAULT_MAX_INFLATION) -> anndata.AnnData:
     """``path`` read by ``reader`` (default ``anndata.read_h5ad``), with any error of anndata, h5py or zarr
     (they raise many types for damaged or foreign files) as an InputError naming the file; a zarr string chunk
-    that claims more values than it holds is refused before it is decoded (:mod:`cellspec_sc.bridges._zarr`)."""
+    that claims more values than it holds is refused before it is decoded (:mod:`cellspec_sc.bridges._zarr`),
+    and so are arrays that claim more than ``max_inflation`` times the bytes present."""
     if reader is None:
         import anndata
 
@@ -104,8 +116,14 @@ def read_anndata_file(path: str | Path, reader=None) -> anndata.AnnData:
     if not Path(path).exists():
         raise MissingPath(path, f"{path}: no such file or directory")
     try:
+        if Path(path).is_dir():
+            refuse_inflated_store(path, max_inflation, INFLATION_FLOOR_BYTES)
+        elif Path(path).is_file():
+            _refuse_inflated_h5(Path(path), max_inflation)
         with bounded_string_chunks():
             return reader(path)
+    except InflatedStore:
+        raise
     except Exception as err:
         raise InputError(f"{path}: cannot be read as AnnData ({type(err).__name__}: {err})") from None
 
@@ -128,8 +146,32 @@ def read_anndata(path: str | Path) -> anndata.AnnData | None:
     return None
 
 
-def _from_store(path: str | Path, reader) -> CellSpec:
-    adata = read_anndata_file(path, reader)
+def _refuse_inflated_h5(path: Path, max_inflation: float) -> None:
+    """As :func:`~cellspec_sc.bridges._zarr.refuse_inflated_store`, for the datasets of an HDF5 file (an
+    unallocated chunked dataset reads as its fill value, however large its shape)."""
+    import h5py
+
+    claims: dict[str, int] = {}
+
+    def visit(name: str, node: object) -> None:
+        if isinstance(node, h5py.Dataset):
+            itemsize = OBJECT_VALUE_BYTES if node.dtype.kind in "OSUV" else node.dtype.itemsize
+            claims[name] = int(node.size or 0) * itemsize
+
+    with h5py.File(path, "r") as handle:
+        handle.visititems(visit)
+    present = path.stat().st_size
+    bound = max(INFLATION_FLOOR_BYTES, present * max_inflation)
+    if claims and sum(claims.values()) > bound:
+        biggest = max(claims, key=claims.__getitem__)
+        raise InflatedStore(f"{path}: its datasets claim {sum(claims.values()):,} bytes decoded ({biggest!r}: "
+                            f"{claims[biggest]:,}) from a file of {present:,} bytes, more than "
+                            f"max_inflation={max_inflation:g} times that (or {INFLATION_FLOOR_BYTES:,} bytes): the "
+                            "file is damaged or crafted; if it is genuine, read it with max_inflation= set higher")
+
+
+def _from_store(path: str | Path, reader, max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
+    adata = read_anndata_file(path, reader, max_inflation)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AnnDataBridgeWarning)  # a file's extras are expected, not news

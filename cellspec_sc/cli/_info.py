@@ -15,17 +15,19 @@ from __future__ import annotations
 import argparse
 
 from cellspec_sc.cli._sources import add_storage_options, is_cellspec_dir, load, storage_options_of
+from cellspec_sc.cli.main import terminal_text
 from cellspec_sc.io import Transfer, format_header, is_url, read_header
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     if is_url(args.source):
         transfer = Transfer()
-        print(format_header(read_header(args.source, storage_options_of(args), transfer)))
+        print(terminal_text(format_header(read_header(args.source, storage_options_of(args), transfer))))
         if args.verbose:
             print(transfer_line(transfer))
         return 0
-    print(format_header(read_header(args.source)) if is_cellspec_dir(args.source) else repr(load(args.source)))
+    summary = format_header(read_header(args.source)) if is_cellspec_dir(args.source) else repr(load(args.source))
+    print(terminal_text(summary))
     return 0
 
 

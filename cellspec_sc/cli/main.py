@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 import traceback
 import warnings
@@ -181,7 +182,7 @@ def print_warning(message: Warning | str, category: type[Warning], filename: str
     file
         Where to print (default: stderr).
     """
-    print(f"cellspec: warning: {message}", file=file or sys.stderr)
+    print(terminal_text(f"cellspec: warning: {message}"), file=file or sys.stderr)
 
 
 def _drop_warning(*args: Any, **kwargs: Any) -> None:
@@ -206,8 +207,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         code, message = failure(err)
-        print(message, file=sys.stderr)
+        print(terminal_text(message), file=sys.stderr)
         return code
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_text(text: str) -> str:
+    r"""``text`` with every control character shown as its escape.
+
+    Escape sequences, bell, carriage return and bidi overrides in names from the data cannot move the cursor,
+    recolour or rewrite the terminal; line breaks and tabs stay.
+
+    >>> terminal_text("\x1b[31mRED\x1b[0m\tok")
+    '\\x1b[31mRED\\x1b[0m\tok'
+    """
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def failure(err: BaseException) -> tuple[int, str]:

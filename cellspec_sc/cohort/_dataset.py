@@ -78,8 +78,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -107,6 +108,7 @@ from cellspec_sc.io import (
     column_types_of,
     dump_document,
     encoded_parquet,
+    files_lost_by_replacing,
     fsync_dir,
     fsync_file,
     fsync_tree,
@@ -128,7 +130,9 @@ if TYPE_CHECKING:
 DATA_FOLDER = "cells"
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _ENCODED_NON_ASCII = re.compile(r"(?:%[89A-Fa-f][0-9A-Fa-f])+")  # a run of percent-encoded UTF-8 bytes >= 0x80
-COHORT_DATASET = TargetKind("a cohort dataset", True, lambda path: path.is_dir() and (path / COHORT_FILE).is_file())
+COHORT_DATASET = TargetKind("a cohort dataset", True,
+                            lambda path: path.is_dir() and (path / COHORT_FILE).is_file(),
+                            files_lost_by_replacing)
 
 
 def write_dataset(cohort: Cohort, path: str | Path, *, partition_by: Sequence[str] = ("sample_id",),
@@ -325,11 +329,13 @@ def cohort_record(cohort: Cohort, partition_by: tuple[str, ...], files: list[lis
 def read_dataset(root: Path, max_inflation: float = DEFAULT_MAX_INFLATION
                  ) -> tuple[list[Member], FeaturePlan, tuple[str, ...]]:
     """The members, feature plan and partition columns of the cohort stored in the dataset at ``root``
-    (manifest, DONE and cohort.json checked; each part file's footer read and bounded by ``max_inflation``)."""
+    (manifest, DONE and cohort.json checked; the dataset is exactly its manifest: every listed file present with
+    its hash, nothing else; each part file's footer read and bounded by ``max_inflation``)."""
     entries = read_manifest(root)
     if COHORT_FILE not in entries:
         raise UnlistedDataFile(root, COHORT_FILE, "is not listed in MANIFEST.sha256")
-    verify_listed(root, {COHORT_FILE: entries[COHORT_FILE]}).check()
+    _refuse_unlisted(root, entries)
+    verify_listed(root, entries, deferred=[f for f in entries if f != COHORT_FILE]).check()
     record = _load(root)
     done = (root / DONE).read_bytes().decode("ascii", errors="replace").strip().lower()
     tables = record.tables
@@ -355,6 +361,17 @@ def read_dataset(root: Path, max_inflation: float = DEFAULT_MAX_INFLATION
     missing = record.provenance.get("missing_features", {})
     plan = FeaturePlan(record.features, tables["dictionary"], missing)
     return members, plan, record.partition_by
+
+
+def _refuse_unlisted(root: Path, entries: Mapping[str, str]) -> None:
+    """Refuse any file of the dataset its manifest does not list (a part copied in would be read as more cells)."""
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            relative = (Path(folder) / name).relative_to(root).as_posix()
+            if relative not in entries and relative not in (DONE, "MANIFEST.sha256"):
+                raise UnlistedDataFile(root, relative, "present but not listed in MANIFEST.sha256: a cohort dataset "
+                                                       "is exactly the files its manifest lists")
 
 
 def _rows_of(frame: Any, label: str) -> Any:

@@ -114,8 +114,12 @@ _WRITING = """## Writing: crash-safe, nothing lost
   (`renameat2(RENAME_NOREPLACE)` on Linux; elsewhere `rename()`, which fails on a non-empty
   directory): when several writers race for the same new path, exactly one wins and every other gets
   `TargetExists`, with nothing of the winner's replaced or deleted (a test races real processes).
-- `overwrite=True` replaces only a cellspec directory (one holding `DONE`, `MANIFEST.sha256` or
-  `cellspec.json`) or an empty directory, never another folder, a file or a symbolic link. The old
+- `overwrite=True` replaces only a complete cellspec directory (`DONE` holds the hash of a
+  `MANIFEST.sha256` that lists exactly the files present) or an empty directory, never another folder,
+  a file or a symbolic link: a folder holding anything else is refused, naming the files replacing it
+  would lose (`cellspec_sc.io.files_lost_by_replacing`); the swapped-out directory is checked once more
+  and swapped back if a file appeared in it meanwhile. A target path that is not UTF-8 or too long for
+  the file system is refused (`InvalidTarget`) before anything is written. The old
   directory stays intact until the new one is complete; then the two are swapped atomically
   (`renameat2(RENAME_EXCHANGE)`), and the old one is removed, so the path holds one complete directory
   at every moment, also with several writers at once. Where that call is missing, the old directory is

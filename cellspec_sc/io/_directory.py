@@ -218,11 +218,13 @@ def _outline_sources(x: CellSpec, target: Path) -> dict[str, Path]:
         checked_relative(target, ref, "images.geometry_ref", must_exist=False)
         if ref in reserved:
             raise UnsafePath(target, "images.geometry_ref", f"{ref!r} is the name of a file of the format")
-        source = Path(x.source_dir) / ref if x.source_dir is not None else None
+        # a symlink leading out of the source folder is refused as a listed path leading out of a directory is
+        source = checked_relative(Path(x.source_dir), ref, "images.geometry_ref", must_exist=False) \
+            if x.source_dir is not None else None
         if source is None or not source.is_file():
             raise OutlineMissing(target, ref, "images.geometry_ref names this file but it is not in x.source_dir "
                                               f"({x.source_dir}); set x.source_dir or drop the geometry_ref")
-        out[ref] = source
+        out[ref] = source.resolve()  # the file checked, not a link that could be pointed elsewhere meanwhile
     return out
 
 

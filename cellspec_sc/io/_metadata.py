@@ -124,9 +124,10 @@ def schema_problem(document: Any) -> str | None:
 def supported_version(version: Any) -> str | None:
     """Why ``version`` cannot be read by this package (section 11), or None when it can."""
     ours = [int(p) for p in SPEC_VERSION.split(".")]
-    match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    # each part at most 9 digits: a 5,000-digit part would reach Python's limit on int() of long text
+    match = re.fullmatch(r"(\d{1,9})\.(\d{1,9})\.(\d{1,9})", version) if isinstance(version, str) else None
     if not match:
-        return f"spec_version {version!r} is not a MAJOR.MINOR.PATCH version"
+        return f"spec_version {str(version)[:40]!r} is not a MAJOR.MINOR.PATCH version (parts of 1 to 9 digits)"
     major, minor = int(match.group(1)), int(match.group(2))
     if major != ours[0]:
         return f"major version {major} is not supported (this reader reads {ours[0]}.x)"

@@ -125,7 +125,12 @@ class UnreadableFile(DirectoryRefusal):
 
 class TargetExists(DirectoryRefusal):
     rule = ("a writer does not replace an existing path unless overwrite=True, and then only one of its own kind "
-            "(for write(): a cellspec directory or an empty directory)")
+            "(for write(): a complete cellspec directory or an empty directory)")
+
+
+class InvalidTarget(DirectoryRefusal):
+    rule = ("a target path is UTF-8 text, each of its names at most the file system's name length and the whole "
+            "within its path length (checked before anything is written)")
 
 
 class OutlineMissing(DirectoryRefusal):

@@ -119,6 +119,7 @@ HEAVY_OPTIONAL = {
     "zarr": "recognising a .zarr store and reading OME-Zarr images only",
     "numcodecs": "zarr's codecs, only while a zarr store is read (bridges/_zarr.py)",
     "tifffile": "OME-TIFF headers (mcmicro --image) and images (cellspec_sc.images)",
+    "h5py": "an .h5ad's dataset shapes, only while one is read (bridges/anndata/_files.py)",
     "IPython": "the notebook display of a running viewer only",
     "jsonschema": "imported once with rfc3987_syntax hidden (seconds of grammar compilation)",
     "fsspec": "URLs on object storage only (cellspec_sc/io/_storage.py); local paths never import it",
