@@ -6,7 +6,12 @@ The files imitate what the tools write, 120 columns each:
   ``<Compartment>: <marker>: Mean`` intensities, values rounded to 4 decimals, two images in one file;
 - an mcquant table ``<image>--unmicst_cell.csv``: ``CellID``, marker means, centroids and regionprops;
 - a steinbock folder of four images (``intensities/``, ``regionprops/``, ``neighbors/``, ``panel.csv``,
-  ``images.csv``), 40 channels; the baseline reads the same CSVs with pandas.
+  ``images.csv``), 40 channels; the baseline reads the same CSVs with pandas; and one of fifteen images (what small
+  IMC studies hand over), where the fixed cost per file shows;
+- a HALO object table (``Object Id``, the bounding box, ``<marker> Cell Intensity``, UTF-8 with a byte order mark),
+  an inForm ``cell_seg_data.txt`` (tab-separated, ``#N/A``) and a CellProfiler object table (``ImageNumber``,
+  ``ObjectNumber``, ``Intensity_MeanIntensity_<marker>``), 40 markers each, and ``read_export`` of the HALO table
+  (the recognition's cost).
 
 ``*_1core`` cases pin both sides to one CPU (``os.sched_setaffinity``) and pyarrow to one thread: pandas then
 reads in one thread as well (it sizes its thread pool by the CPUs the process may use).
@@ -101,8 +106,9 @@ def write_mcquant_file(path: Path, rows: int, columns: int = COLUMNS, seed: int 
     return _write_table(path, names, data, ",")
 
 
-def write_steinbock_folder(folder: Path, rows: int, channels: int = STEINBOCK_CHANNELS, seed: int = 0) -> Path:
-    """Write a steinbock folder of four images with ``rows`` objects in all (kept between runs)."""
+def write_steinbock_folder(folder: Path, rows: int, channels: int = STEINBOCK_CHANNELS, seed: int = 0,
+                           images: int = STEINBOCK_IMAGES) -> Path:
+    """Write a steinbock folder of ``images`` images with ``rows`` objects in all (kept between runs)."""
     import pyarrow as pa
 
     if (folder / "DONE").exists():
@@ -114,8 +120,8 @@ def write_steinbock_folder(folder: Path, rows: int, channels: int = STEINBOCK_CH
     (folder / "images.csv").write_text("image,width_px,height_px,num_channels,acquisition_width_um,"
                                        "acquisition_height_um\n" + "".join(
                                            f"img{k}.tiff,1000,1000,{channels},1000,1000\n"
-                                           for k in range(STEINBOCK_IMAGES)))
-    per = np.array_split(np.arange(rows), STEINBOCK_IMAGES)
+                                           for k in range(images)))
+    per = np.array_split(np.arange(rows), images)
     for k, part in enumerate(per):
         n = len(part)
         ids = pa.array(np.arange(1, n + 1))
@@ -134,6 +140,65 @@ def write_steinbock_folder(folder: Path, rows: int, channels: int = STEINBOCK_CH
                       pa.array(np.ones(2 * n))], ",")
     (folder / "DONE").write_text("")
     return folder
+
+
+TOOL_MARKERS = 40
+
+
+def write_halo_file(path: Path, rows: int, markers: int = TOOL_MARKERS, seed: int = 0) -> Path:
+    """A HALO object table of two images (kept between runs)."""
+    import pyarrow as pa
+
+    if path.exists():
+        return path
+    rng = np.random.default_rng(seed)
+    half = rows // 2
+    x0, y0 = rng.integers(0, 20000, rows), rng.integers(0, 20000, rows)
+    names = ["Image Location", "Object Id", "XMin", "XMax", "YMin", "YMax", "Cell Area (µm²)",
+             *(f"M{i:03d} Cell Intensity" for i in range(markers))]
+    data = [pa.array(np.where(np.arange(rows) < half, "C:\\scans\\a.qptiff", "C:\\scans\\b.qptiff")),
+            pa.array(np.where(np.arange(rows) < half, np.arange(rows), np.arange(rows) - half)),
+            pa.array(x0), pa.array(x0 + 12), pa.array(y0), pa.array(y0 + 11), pa.array(_values(rng, rows))]
+    data += [pa.array(_values(rng, rows)) for _ in range(markers)]
+    _write_table(path, names, data, ",")
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # HALO writes a byte order mark
+    return path
+
+
+def write_inform_file(path: Path, rows: int, markers: int = TOOL_MARKERS, seed: int = 0) -> Path:
+    """An inForm cell_seg_data.txt of one field, one value in fifty missing (#N/A) (kept between runs)."""
+    import pyarrow as pa
+
+    if path.exists():
+        return path
+    rng = np.random.default_rng(seed)
+    names = ["Sample Name", "Cell ID", "Cell X Position", "Cell Y Position", "Nucleus Area (pixels)",
+             *(f"Entire Cell M{i:03d} Mean (Normalized Counts, Total Weighting)" for i in range(markers))]
+    data = [pa.array(np.full(rows, "field_[1,2].im3")), pa.array(np.arange(1, rows + 1)),
+            pa.array(rng.integers(0, 1868, rows)), pa.array(rng.integers(0, 1400, rows)),
+            pa.array(rng.integers(20, 400, rows))]
+    for _ in range(markers):
+        values = _values(rng, rows).astype(str)
+        values[rng.random(rows) < 0.02] = "#N/A"
+        data.append(pa.array(values))
+    return _write_table(path, names, data, "\t")
+
+
+def write_cellprofiler_file(path: Path, rows: int, markers: int = TOOL_MARKERS, seed: int = 0) -> Path:
+    """A CellProfiler object table (Cells.csv) of four images (kept between runs)."""
+    import pyarrow as pa
+
+    if path.exists():
+        return path
+    rng = np.random.default_rng(seed)
+    image = np.sort(rng.integers(1, 5, rows))
+    first = np.searchsorted(image, image)
+    names = ["ImageNumber", "ObjectNumber", "AreaShape_Area", "Location_Center_X", "Location_Center_Y",
+             *(f"Intensity_MeanIntensity_M{i:03d}" for i in range(markers))]
+    data = [pa.array(image), pa.array(np.arange(rows) - first + 1), pa.array(rng.integers(5, 400, rows)),
+            pa.array(np.round(rng.uniform(0, 999, rows), 6)), pa.array(np.round(rng.uniform(0, 999, rows), 6))]
+    data += [pa.array(np.round(rng.uniform(0, 1, rows), 6)) for _ in range(markers)]
+    return _write_table(path, names, data, ",")
 
 
 def one_core() -> None:
@@ -261,11 +326,51 @@ def _read_steinbock(env: Env):
     import cellspec_sc as cs
 
     folder = _steinbock(env)
-    return lambda i: cs.read_steinbock(folder)
+    return lambda i: cs.read_steinbock(folder, aggregation="mean", neighbor_method="mask_touching")
+
+
+def _steinbock_15(env: Env) -> Path:
+    return write_steinbock_folder(Path(env.data) / f"steinbock15-{env.n}x{STEINBOCK_CHANNELS}", env.n, images=15)
+
+
+def _read_steinbock_15(env: Env):
+    import cellspec_sc as cs
+
+    folder = _steinbock_15(env)
+    return lambda i: cs.read_steinbock(folder, aggregation="mean", neighbor_method="mask_touching")
+
+
+def _steinbock_15_files(env: Env) -> list[Path]:
+    return _tables_of(_steinbock_15(env))
+
+
+def _tool_file(kind: str, env: Env) -> Path:
+    writers = {"halo": (write_halo_file, "Total_Object_Results.csv"),
+               "inform": (write_inform_file, "cell_seg_data.txt"), "cellprofiler": (write_cellprofiler_file,
+                                                                                   "Cells.csv")}
+    write, name = writers[kind]
+    return write(Path(env.data) / f"{kind}-{env.n}x{TOOL_MARKERS}" / name, env.n)
+
+
+def _read_tool(kind: str, via_export: bool = False):
+    def read(env: Env):
+        import cellspec_sc as cs
+
+        path = _tool_file(kind, env)
+        reader = cs.read_export if via_export else getattr(cs, f"read_{kind}")
+        return lambda i: reader(path, pixel_size=0.5)
+    return read
+
+
+def _halo_files(env: Env) -> list[Path]:
+    return [_tool_file("halo", env)]
 
 
 def _steinbock_files(env: Env) -> list[Path]:
-    folder = _steinbock(env)
+    return _tables_of(_steinbock(env))
+
+
+def _tables_of(folder: Path) -> list[Path]:
     return sorted((folder / "intensities").glob("*.csv")) + sorted((folder / "regionprops").glob("*.csv")) \
         + sorted((folder / "neighbors").glob("*.csv"))
 
@@ -314,6 +419,21 @@ def _cases() -> list[Case]:
                       _ours(_read_steinbock, _steinbock_files, False), _pandas(_steinbock_files, ",", False),
                       "information", requires=("cellspec_sc.readers.steinbock",), needs_slide=False,
                       extra={"columns": STEINBOCK_CHANNELS + 5}))
+    cases.append(Case("read_steinbock_15_images", "pandas.read_csv of the same CSVs",
+                      _ours(_read_steinbock_15, _steinbock_15_files, False), _pandas(_steinbock_15_files, ",", False),
+                      "information", requires=("cellspec_sc.readers.steinbock",), needs_slide=False,
+                      extra={"columns": STEINBOCK_CHANNELS + 5}))
+    for kind, sep in (("halo", ","), ("inform", "\t"), ("cellprofiler", ",")):
+        files = (lambda k: lambda e: [_tool_file(k, e)])(kind)
+        cases.append(Case(f"read_{kind}", "pandas.read_csv (C engine), one parser thread",
+                          _ours(_read_tool(kind), files, False), _pandas(files, sep, False), "information",
+                          requires=(f"cellspec_sc.readers.{kind}",), needs_slide=False,
+                          extra={"columns": TOOL_MARKERS + 5}))
+    cases.append(Case("read_export_halo", "pandas.read_csv (C engine), one parser thread",
+                      _ours(_read_tool("halo", via_export=True), _halo_files, False),
+                      _pandas(_halo_files, ",", False),
+                      "information: the tool recognised first", requires=("cellspec_sc.readers.halo",),
+                      needs_slide=False, extra={"columns": TOOL_MARKERS + 5}))
     return cases
 
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from cellspec_sc._lazy import lazy_names
 
-__all__ = ["from_anndata", "from_spatialdata", "to_anndata", "to_luxar", "to_spatialdata"]
+__all__ = ["from_anndata", "from_spatialdata", "intensity_features", "other_feature", "to_anndata", "to_luxar",
+           "to_spatialdata"]
 
 _HOMES_ABS = {name: f"cellspec_sc.bridges.{home}" for name, home in {
-    "to_anndata": "anndata", "from_anndata": "anndata", "to_spatialdata": "spatialdata",
+    "to_anndata": "anndata", "from_anndata": "anndata", "intensity_features": "anndata", "other_feature": "anndata",
+    "to_spatialdata": "spatialdata",
     "from_spatialdata": "spatialdata", "to_luxar": "luxar"}.items()}
 
 

@@ -19,12 +19,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import math
+import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from cellspec_sc.errors import InputError
 
 STRING_CODECS = ("vlen-utf8", "vlen-bytes")
 
@@ -147,3 +152,84 @@ def bounded_string_chunks() -> Iterator[None]:
     with (zarr.config.set({f"codecs.{name}": implementation for name, implementation in selected.items()}),
           _format2_checked()):
         yield
+
+
+# -- array shapes bounded by the bytes present ---------------------------------------------------------------------
+# what an object (string) value takes in memory once decoded, at least: a pointer and a small Python object
+OBJECT_VALUE_BYTES = 64
+
+
+def _itemsize(dtype: Any) -> int:
+    """Bytes one value of a zarr dtype (v2 ``"<f8"``/``"|O"``, v3 ``"float64"``/``"string"``/{...}) takes."""
+    if isinstance(dtype, Mapping):
+        dtype = dtype.get("name")
+    try:
+        size = np.dtype(dtype).itemsize
+    except (TypeError, ValueError):
+        return OBJECT_VALUE_BYTES
+    return OBJECT_VALUE_BYTES if np.dtype(dtype).kind in "OUSTV" and size <= 1 else max(size, 1)
+
+
+def _array_metadata(store: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(array path, metadata) of every array the store's metadata files describe, consolidated copies included."""
+    for folder, _, files in os.walk(store):
+        relative = Path(folder).relative_to(store).as_posix()
+        for name in files:
+            if name not in ("zarr.json", ".zarray", ".zmetadata"):
+                continue
+            try:
+                document = json.loads((Path(folder) / name).read_bytes())
+            except (OSError, ValueError, RecursionError):
+                continue  # zarr refuses it itself, as damaged
+            if not isinstance(document, dict):
+                continue
+            if name == ".zarray" or document.get("node_type") == "array":
+                yield relative, document
+            consolidated = document.get("consolidated_metadata") or {} if name == "zarr.json" else document
+            entries = consolidated.get("metadata") if isinstance(consolidated, dict) else None
+            for key, meta in (entries or {}).items() if isinstance(entries, dict) else ():
+                if isinstance(meta, dict) and (str(key).endswith(".zarray") or meta.get("node_type") == "array"):
+                    yield f"{relative}/{str(key).removesuffix('/.zarray')}".removeprefix("./"), meta
+
+
+def claimed_bytes(shape: Any, dtype: Any) -> int | None:
+    """Bytes an array of ``shape`` and ``dtype`` takes decoded; None when the shape is no list of counts.
+
+    >>> claimed_bytes([1000, 10], "float64"), claimed_bytes([-1], "<f8")
+    (80000, None)
+    """
+    if not isinstance(shape, list) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                              for n in shape):
+        return None
+    return math.prod(shape) * _itemsize(dtype)
+
+
+def refuse_inflated_store(store: str | os.PathLike, max_inflation: float, floor_bytes: int) -> None:
+    """Raise ``InflatedStore`` when the arrays of the zarr store ``store`` claim more decoded bytes than
+    ``max_inflation`` times the bytes of its files (or ``floor_bytes``, if more), or an array's shape is no list
+    of counts: a store of a few KB whose metadata claims 10**8 rows would otherwise be filled in memory.
+
+    >>> import tempfile
+    >>> refuse_inflated_store(tempfile.mkdtemp(), 100, 0)
+    """
+    root = Path(store)
+    present = sum(os.lstat(Path(folder) / name).st_size for folder, _, files in os.walk(root) for name in files)
+    bound = max(floor_bytes, present * max_inflation)
+    largest: dict[str, int] = {}
+    for array, meta in _array_metadata(root):
+        claimed = claimed_bytes(meta.get("shape"), meta.get("data_type", meta.get("dtype")))
+        if claimed is None:
+            raise InflatedStore(f"{root}: the array {array!r} has the shape {str(meta.get('shape'))[:80]}, "
+                                "not a list of counts: the store is damaged")
+        largest[array] = max(largest.get(array, 0), claimed)
+    total = sum(largest.values())
+    if total > bound:
+        biggest = max(largest, key=largest.__getitem__)
+        raise InflatedStore(f"{root}: its arrays claim {total:,} bytes decoded ({biggest!r}: {largest[biggest]:,}) "
+                            f"from {present:,} bytes of files, more than max_inflation={max_inflation:g} times "
+                            f"that (or {floor_bytes:,} bytes): the store is damaged or crafted; if it is genuine, "
+                            "read it with max_inflation= set higher")
+
+
+class InflatedStore(InputError):
+    """A store whose metadata claims far more decoded data than its files hold."""

@@ -17,16 +17,30 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from cellspec_sc.errors import CellspecError, FormatError, InputError, ValidationError, needs_extra
+from cellspec_sc.errors import (
+    CellspecError,
+    CellspecWarning,
+    FormatError,
+    InputError,
+    MissingPath,
+    ValidationError,
+    needs_extra,
+)
 from cellspec_sc.model import package_version, provide
 
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
-    from cellspec_sc.bridges.anndata import from_anndata, to_anndata
+    from cellspec_sc.bridges.anndata import from_anndata, intensity_features, other_feature, to_anndata
     from cellspec_sc.bridges.luxar import to_luxar
     from cellspec_sc.bridges.spatialdata import from_spatialdata, to_spatialdata
     from cellspec_sc.cohort import Cohort, open_cohort
+    from cellspec_sc.images import open_image
     from cellspec_sc.io import read, write
     from cellspec_sc.model import CellSpec, example
+    from cellspec_sc.progress import settings
+    from cellspec_sc.readers import read_export
+    from cellspec_sc.readers.cellprofiler import read_cellprofiler
+    from cellspec_sc.readers.halo import read_halo
+    from cellspec_sc.readers.inform import read_inform
     from cellspec_sc.readers.mcmicro import read_mcmicro
     from cellspec_sc.readers.qupath import read_qupath
     from cellspec_sc.readers.steinbock import read_steinbock
@@ -56,23 +70,32 @@ _LAZY = {
     "read_qupath": "cellspec_sc.readers.qupath",
     "read_mcmicro": "cellspec_sc.readers.mcmicro",
     "read_steinbock": "cellspec_sc.readers.steinbock",
+    "read_halo": "cellspec_sc.readers.halo",
+    "read_inform": "cellspec_sc.readers.inform",
+    "read_cellprofiler": "cellspec_sc.readers.cellprofiler",
+    "read_export": "cellspec_sc.readers",
     "to_luxar": "cellspec_sc.bridges.luxar",
     "to_anndata": "cellspec_sc.bridges.anndata",
     "from_anndata": "cellspec_sc.bridges.anndata",
+    "intensity_features": "cellspec_sc.bridges.anndata",
+    "other_feature": "cellspec_sc.bridges.anndata",
     "to_spatialdata": "cellspec_sc.bridges.spatialdata",
     "from_spatialdata": "cellspec_sc.bridges.spatialdata",
     "preview": "cellspec_sc.widgets",
     "open_cohort": "cellspec_sc.cohort",
     "Cohort": "cellspec_sc.cohort",
+    "settings": "cellspec_sc.progress",
+    "open_image": "cellspec_sc.images",
 }
 # public name -> the extra that installs what it needs (pyproject.toml [project.optional-dependencies]); the other
 # names need the core dependencies only
 _EXTRAS = {
     "to_luxar": "luxar", "to_anndata": "anndata", "from_anndata": "anndata", "to_spatialdata": "spatialdata",
     "from_spatialdata": "spatialdata", "preview": "widgets", "open_cohort": "cohort", "Cohort": "cohort",
+    "open_image": "images", "intensity_features": "anndata", "other_feature": "anndata",
 }
-_SUBPACKAGES = ("bridges", "cli", "cohort", "display", "docgen", "io", "model", "readers", "spec", "validation",
-                "widgets")
+_SUBPACKAGES = ("bridges", "cli", "cohort", "display", "docgen", "images", "io", "model", "readers", "spec",
+                "validation", "widgets")
 
 
 def __getattr__(name: str) -> Any:
@@ -93,8 +116,9 @@ def __dir__() -> list[str]:
 # a literal list, so that tools see the names imported under TYPE_CHECKING above as re-exports; the same names as
 # _LAZY's keys, in that order (tests/meta/test_layers.py)
 __all__ = [
-    "CellspecError", "FormatError", "InputError", "ValidationError",
+    "CellspecError", "CellspecWarning", "FormatError", "InputError", "MissingPath", "ValidationError",
     "CellSpec", "example", "validate", "ValidationReport", "SPEC_VERSION", "vocabulary", "read", "write",
-    "read_qupath", "read_mcmicro", "read_steinbock", "to_luxar", "to_anndata", "from_anndata", "to_spatialdata",
-    "from_spatialdata", "preview", "open_cohort", "Cohort",
+    "read_qupath", "read_mcmicro", "read_steinbock", "read_halo", "read_inform", "read_cellprofiler", "read_export",
+    "to_luxar", "to_anndata", "from_anndata", "intensity_features", "other_feature", "to_spatialdata",
+    "from_spatialdata", "preview", "open_cohort", "Cohort", "settings", "open_image",
 ]

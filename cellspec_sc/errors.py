@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import errno as errno_module
+import math
+import numbers
 import os
 import re
 from collections.abc import Iterator
@@ -11,8 +13,9 @@ from functools import cache
 from importlib.util import find_spec
 from typing import Any
 
-__all__ = ["CellspecError", "FormatError", "InputError", "MissingExtraError", "Unstorable", "ValidationError",
-           "WriteFailed", "needs_extra", "require_extra"]
+__all__ = ["CellspecError", "CellspecWarning", "FormatError", "ImageError", "InputError", "MissingExtraError",
+           "MissingPath", "NotFound", "ReadOnlyError", "Unstorable", "ValidationError", "WriteFailed", "argument_error",
+           "is_count", "is_positive_number", "needs_extra", "require_extra"]
 
 
 class CellspecError(Exception):
@@ -44,8 +47,66 @@ class ValidationError(CellspecError):
         return type(self), (self.report, self.context)
 
 
-class InputError(CellspecError):
-    """Input that cannot be turned into a cellspec (a tool export, an AnnData, an argument)."""
+class InputError(CellspecError, ValueError):
+    """Input that cannot be turned into a cellspec (a tool export, an AnnData, an argument).
+
+    Also a :class:`ValueError`, so ``except ValueError`` catches it as with other scientific Python libraries.
+
+    >>> import cellspec_sc as cs
+    >>> try:
+    ...     cs.example(n_cells=-1)
+    ... except ValueError as err:
+    ...     print(err)
+    example: n_cells must be an integer >= 0, not -1
+    """
+
+
+class NotFound(CellspecError, FileNotFoundError):
+    """Mixed into a refusal of a path that does not exist, so that ``except FileNotFoundError`` catches it.
+
+    ``.errno`` is ``ENOENT`` and ``.filename`` the path; the message stays the refusal's own.
+    """
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self.errno = errno_module.ENOENT
+        self.strerror = os.strerror(errno_module.ENOENT)
+
+    def __str__(self) -> str:  # OSError's "[Errno 2] ..." form would hide the refusal's message
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingPath(InputError, NotFound):
+    """A file or directory given as input that does not exist.
+
+    >>> err = MissingPath("/data/run1.tsv")
+    >>> print(err)
+    /data/run1.tsv: no such file or directory
+    >>> isinstance(err, FileNotFoundError), isinstance(err, InputError), err.filename
+    (True, True, '/data/run1.tsv')
+    """
+
+    def __init__(self, path: str | os.PathLike, message: str | None = None):
+        self.path = str(path)
+        super().__init__(message or f"{self.path}: no such file or directory")
+        self.filename = self.path
+
+    def __reduce__(self):  # picklable with its arguments (dask workers send errors back)
+        return type(self), (self.path, str(self))
+
+
+class CellspecWarning(UserWarning):
+    """Base class of every warning this package issues (something renamed, left out or worth a look).
+
+    ``warnings.filterwarnings("ignore", category=cs.CellspecWarning)`` silences them all.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("a column was renamed", CellspecWarning)
+    >>> caught[0].category.__name__
+    'CellspecWarning'
+    """
 
 
 class ReadOnlyError(CellspecError, ValueError):
@@ -164,12 +225,13 @@ def needs_extra(extra: str, function: str) -> Iterator[None]:
 # two in step)
 EXTRA_MODULES = {
     "lazy": ("dask",),
-    "anndata": ("anndata", "zarr", "numcodecs"),
+    "anndata": ("anndata", "zarr", "numcodecs", "h5py"),
     "spatialdata": ("anndata", "zarr", "spatialdata", "shapely", "geopandas"),
     "luxar": ("anndata", "luxar", "matplotlib", "shapely"),
     "widgets": ("ipywidgets", "matplotlib"),
     "cohort": ("anndata", "dask", "distributed"),
     "images": ("dask", "tifffile", "zarr"),
+    "cloud": ("fsspec",),
 }
 
 
@@ -203,3 +265,39 @@ def require_extra(extra: str, function: str) -> None:
     module = _missing_module(extra)
     if module is not None:
         raise MissingExtraError(function, extra, module)
+
+
+def argument_error(function: str, name: str, value: Any, expected: str) -> InputError:
+    """Make the refusal of an argument: it names the function, the argument, what it must be and what it was.
+
+    >>> print(argument_error("example", "n_cells", -1, "an integer >= 0"))
+    example: n_cells must be an integer >= 0, not -1
+    """
+    return InputError(f"{function}: {name} must be {expected}, not {value!r}")
+
+
+def is_count(value: Any, minimum: int = 0) -> bool:
+    """Whether ``value`` is an integer (not a bool) of at least ``minimum``.
+
+    >>> is_count(3), is_count(-1), is_count(True), is_count(2.0)
+    (True, False, False, False)
+    """
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum
+
+
+def is_positive_number(value: Any) -> bool:
+    """Whether ``value`` is a finite real number above zero (not a bool).
+
+    >>> is_positive_number(0.5), is_positive_number(0), is_positive_number(float("inf")), is_positive_number("1")
+    (True, False, False, False)
+    """
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+class ImageError(InputError):
+    """An image that cannot be opened or does not belong to the object it is used with.
+
+    A damaged or non-image file, or a mismatch with the object's ``images`` and ``channels`` tables (size,
+    pixel size, channel count, SHA-256) or an ``image_id`` the object does not have. The message names the
+    image id (when known), the file, and both values of a mismatch.
+    """

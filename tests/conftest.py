@@ -20,3 +20,14 @@ def x():
     import cellspec_sc as cs
 
     return cs.example()
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """A real S3 API on 127.0.0.1 (moto's server mode, tests/s3server.py), shared by the session; each test
+    makes its own bucket with ``s3.bucket()``."""
+    from s3server import LocalS3
+
+    server = LocalS3.start()
+    yield server
+    server.stop()

@@ -31,7 +31,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from cellspec_sc.widgets._figures import to_png
+from cellspec_sc.widgets._figures import capped_label, plain_text, to_png
 from cellspec_sc.widgets._preview import preview
 
 MADS = 3.0
@@ -80,6 +80,7 @@ def outliers(medians: pd.DataFrame, mads: float = MADS) -> pd.DataFrame:
     return ((medians - centre).abs() > mads * mad).fillna(False)
 
 
+@plain_text
 def heatmap_png(medians: pd.DataFrame, na_fraction: pd.DataFrame, flagged: pd.DataFrame, title: str) -> bytes:
     """Two heatmaps side by side: medians (each marker scaled to its range over images) and NA fraction;
     outlier cells are boxed."""
@@ -92,8 +93,9 @@ def heatmap_png(medians: pd.DataFrame, na_fraction: pd.DataFrame, flagged: pd.Da
                                    (right, na_fraction, "NA fraction", "magma_r")):
         image = ax.imshow(values.to_numpy(dtype=float), aspect="auto", cmap=cmap,
                           vmin=0, vmax=1 if values is na_fraction else None, interpolation="nearest")
-        ax.set_xticks(range(n_markers), list(medians.columns), rotation=60, ha="right", fontsize=8)
-        ax.set_yticks(range(n_images), list(medians.index), fontsize=8)
+        ax.set_xticks(range(n_markers), [capped_label(c) for c in medians.columns], rotation=60, ha="right",
+                      fontsize=8)
+        ax.set_yticks(range(n_images), [capped_label(i) for i in medians.index], fontsize=8)
         ax.set_title(name, fontsize=9)
         fig.colorbar(image, ax=ax, fraction=0.05)
     for i, j in zip(*np.nonzero(flagged.to_numpy()), strict=True):

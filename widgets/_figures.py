@@ -13,11 +13,14 @@ True
 
 from __future__ import annotations
 
+import functools
 import io
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 import numpy as np
-from matplotlib import colormaps
+from matplotlib import colormaps, rc_context
+from matplotlib import image as mpimg
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
@@ -29,6 +32,29 @@ from cellspec_sc.widgets import _compute as compute
 
 DPI = 100
 _PNG_METADATA = {"Software": None}  # no tool URL inside the exported images
+MAX_LABEL = 80  # characters of a name drawn in a figure (the full name stays in the data and the page's text)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def capped_label(text: object) -> str:
+    r"""A name as drawn: control characters as spaces, at most :data:`MAX_LABEL` characters (cut with an
+    ellipsis). matplotlib lays out every character of a label: a 100,000-character name took minutes.
+
+    >>> capped_label("CD3e"), len(capped_label("m" * 100_000)), capped_label("a\nb")
+    ('CD3e', 80, 'a b')
+    """
+    plain = _CONTROL.sub(" ", str(text))
+    return plain if len(plain) <= MAX_LABEL else plain[:MAX_LABEL - 1] + "\u2026"
+
+
+def plain_text[**P, R](draw: Callable[P, R]) -> Callable[P, R]:
+    """``draw`` with matplotlib's math parsing off: a name such as ``$\\foo$`` or 400 nested braces is drawn
+    as the text it is, never parsed as mathtext (which raised, or recursed until Python gave up)."""
+    @functools.wraps(draw)
+    def drawn(*args: P.args, **kwargs: P.kwargs) -> R:
+        with rc_context({"text.parse_math": False, "text.usetex": False}):
+            return draw(*args, **kwargs)
+    return drawn
 
 
 def to_png(fig: Figure) -> bytes:
@@ -38,16 +64,29 @@ def to_png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
+def stacked_png(pngs: Sequence[bytes]) -> bytes:
+    """PNG images one under the other on white, left-aligned (the preview's PNG with its image panels)."""
+    images = [mpimg.imread(io.BytesIO(p), format="png")[..., :3] for p in pngs]
+    out = np.ones((sum(i.shape[0] for i in images), max(i.shape[1] for i in images), 3), dtype=np.float32)
+    top = 0
+    for image in images:
+        out[top:top + image.shape[0], :image.shape[1]] = image
+        top += image.shape[0]
+    buf = io.BytesIO()
+    mpimg.imsave(buf, out, format="png", metadata=_PNG_METADATA)
+    return buf.getvalue()
+
+
 def draw_histogram(ax, hist: compute.Histogram, *, title: str, unit: str = "") -> None:
     """Step outlines of each image's histogram on the shared bins."""
     colours = image_colours(list(hist.counts))
     factor = 1.0 if hist.scale == "log" else compute.display_factor(hist.edges[0], hist.edges[-1])
     for image_id, counts in hist.counts.items():
-        ax.stairs(counts, hist.edges / factor, color=colours[image_id], linewidth=1.4, label=image_id)
+        ax.stairs(counts, hist.edges / factor, color=colours[image_id], linewidth=1.4, label=capped_label(image_id))
     if hist.scale == "log":
         ax.set_xscale("log")
-    ax.set_title(title, fontsize=10)
-    label = f"value ({unit})" if unit else "value"
+    ax.set_title(capped_label(title), fontsize=10)
+    label = capped_label(f"value ({unit})" if unit else "value")
     ax.set_xlabel(label if factor == 1.0 else f"{label} / {factor:.0e}", fontsize=9)
     ax.set_ylabel("cells", fontsize=9)
     ax.tick_params(labelsize=8)
@@ -70,7 +109,7 @@ def draw_space(fig: Figure, ax, grid: compute.Grid, rgba: np.ndarray, *, title: 
     ax.imshow(rgba, extent=(0.0, right, bottom, 0.0), origin="upper", interpolation="nearest", aspect=aspect)
     ax.set_xlim(0.0, grid.width)
     ax.set_ylim(grid.height, 0.0)  # y downward, as in the source tool
-    ax.set_title(title, fontsize=10)
+    ax.set_title(capped_label(title), fontsize=10)
     ax.set_xlabel("x (um)", fontsize=9)
     ax.set_ylabel("y (um)", fontsize=9)
     ax.tick_params(labelsize=8)
@@ -85,12 +124,12 @@ def draw_space(fig: Figure, ax, grid: compute.Grid, rgba: np.ndarray, *, title: 
         mappable = ScalarMappable(Normalize(lo / factor, hi / factor), colormaps[cmap])
         bar = (fig.colorbar(mappable, cax=fig.add_axes(colourbar_rect), extend="both") if colourbar_rect
                else fig.colorbar(mappable, ax=ax, extend="both", shrink=0.85))
-        bar.set_label(label, fontsize=8)
+        bar.set_label(capped_label(label), fontsize=8)
         bar.ax.tick_params(labelsize=7)
         ax.legend(handles=[Patch(color=NA_GREY, label="NA")], loc="upper right", fontsize=7,
                   framealpha=0.8)
     if legend:
-        ax.legend(handles=[Patch(color=e.colour, label=f"{e.label} ({e.cells})") for e in legend],
+        ax.legend(handles=[Patch(color=e.colour, label=f"{capped_label(e.label)} ({e.cells})") for e in legend],
                   loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, borderaxespad=0.0)
 
 
@@ -102,6 +141,7 @@ VIEW_SIZE = (12.4, 4.8)
 VIEW_AXES = ((0.055, 0.12, 0.4, 0.78), (0.52, 0.1, 0.3, 0.82), (0.845, 0.15, 0.012, 0.7))
 
 
+@plain_text
 def histogram_png(hist: compute.Histogram, *, title: str, unit: str = "",
                   size: tuple[float, float] = (6.0, 3.2)) -> bytes:
     fig = Figure(figsize=size)
@@ -109,6 +149,7 @@ def histogram_png(hist: compute.Histogram, *, title: str, unit: str = "",
     return to_png(fig)
 
 
+@plain_text
 def space_png(grid: compute.Grid, rgba: np.ndarray, *, title: str, size: tuple[float, float] = (6.4, 4.6),
               **kwargs) -> bytes:
     fig = Figure(figsize=size)
@@ -116,6 +157,7 @@ def space_png(grid: compute.Grid, rgba: np.ndarray, *, title: str, size: tuple[f
     return to_png(fig)
 
 
+@plain_text
 def view_png(hist: compute.Histogram | None, space: dict | None, *, title: str, unit: str = "") -> bytes:
     """Histogram left, map right (``space``: the keyword arguments of :func:`draw_space` without fig/ax)."""
     fig = Figure(figsize=VIEW_SIZE)

@@ -17,6 +17,7 @@ methods so tests (and users) can check what is drawn.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,13 @@ from matplotlib.figure import Figure
 
 from cellspec_sc.display import channels_html, overview_html, robust_range, table_html
 from cellspec_sc.errors import InputError
+from cellspec_sc.images import ImageInput, checked_images
 from cellspec_sc.io import PNG_FILE, check_target, publishing
 from cellspec_sc.model import format_html
 from cellspec_sc.widgets import _compute as compute
 from cellspec_sc.widgets import _figures as figures
 from cellspec_sc.widgets._data import DENSITY, FEATURE, PreviewData, as_cellspec
+from cellspec_sc.widgets._images import ChannelImages, composite_png, thumbnails_png
 from cellspec_sc.widgets._snapshot import write_snapshot
 
 TABS = ("Features", "Channels", "Space", "Validation")
@@ -54,8 +57,15 @@ class SpaceView:
     legend: tuple[compute.LegendEntry, ...] = ()
 
 
-def preview(obj: Any, *, image: str | None = None, feature: str | None = None) -> Preview:
+def preview(obj: Any, *, image: str | None = None, feature: str | None = None,
+            images: Mapping[str, ImageInput] | None = None, channels: Sequence[str] | None = None,
+            region: tuple[float, float, float, float] | None = None, verify: bool = True) -> Preview:
     """An interactive preview of a CellSpec (or an AnnData from ``to_anndata``).
+
+    ``images={image_id: path or cs.open_image(...)}`` (each checked against the object first, ``verify``
+    comparing SHA-256) adds to the Channels tab a thumbnail of every channel and a composite of ``channels``
+    (up to six; default the first three) with the cells on top, over ``region`` (x0, y0, x1, y1 in
+    micrometres; default the whole image); see ``docs/images.md``.
 
     Parameters
     ----------
@@ -82,14 +92,19 @@ def preview(obj: Any, *, image: str | None = None, feature: str | None = None) -
     >>> preview(example(), image="img2").image.value
     'img2'
     """
-    return Preview(as_cellspec(obj), image=image, feature=feature)
+    return Preview(as_cellspec(obj), image=image, feature=feature, images=images, channels=channels, region=region,
+                   verify=verify)
 
 
 class Preview(W.VBox):
     """Features, Channels, Space and Validation panels of one object; see :func:`preview`."""
 
-    def __init__(self, x: Any, *, image: str | None = None, feature: str | None = None):
+    def __init__(self, x: Any, *, image: str | None = None, feature: str | None = None,
+                 images: Mapping[str, ImageInput] | None = None, channels: Sequence[str] | None = None,
+                 region: tuple[float, float, float, float] | None = None, verify: bool = True):
         self.data = PreviewData(as_cellspec(x))
+        opened = checked_images(self.data.x, images, verify=verify)
+        self.channel_images = ChannelImages(self.data, opened, channels, region) if opened else None
         self._memo: dict[tuple, Any] = {}
         self._updating = False
         self._stale: set[str] = set()
@@ -125,7 +140,9 @@ class Preview(W.VBox):
         features_panel = W.VBox([self.scale, self.histogram_image, W.HTML("<b>Summary</b>"), self.summary_html,
                                  W.HTML("<b>Features by marker and compartment</b>"), self.overview_html])
         space_panel = W.VBox([self.colour_by, self.space_image])
-        self.tabs = W.Tab(children=[features_panel, self.channels_html, space_panel, self.validation_html],
+        channels_panel = self.channels_html if self.channel_images is None else \
+            W.VBox([self.channels_html, self.channel_images])
+        self.tabs = W.Tab(children=[features_panel, channels_panel, space_panel, self.validation_html],
                           titles=TABS)
         selectors = W.HBox([self.kind, self.marker, self.compartment, self.statistic, self.image],
                            layout=W.Layout(flex_flow="row wrap"))
@@ -138,7 +155,7 @@ class Preview(W.VBox):
             control.observe(self._on_level, names="value")
         self.image.observe(lambda _: self._refresh("features", "channels", "space"), names="value")
         self.scale.observe(lambda _: self._refresh("features"), names="value")
-        self.colour_by.observe(lambda _: self._refresh("space"), names="value")
+        self.colour_by.observe(lambda _: self._refresh("space", "channels"), names="value")
         self.tabs.observe(self._on_tab, names="selected_index")
         self._refresh("features", "channels", "space", "validation")
 
@@ -316,6 +333,16 @@ class Preview(W.VBox):
     def _draw_channels(self) -> None:
         self.channels_html.value = channels_html(self.image_id, self.channel_data(),
                                                   self.data.unmatched_markers(self.image_id) if self.image_id else [])
+        if self.channel_images is not None:
+            self.channel_images.draw(self.image_id, self.colour_by.value, self.feature)
+
+    def image_pngs(self, *, cells: bool = True) -> tuple[bytes, bytes] | None:
+        """(thumbnails, composite with the cells on top unless ``cells=False``) of the selected image as PNG;
+        None without an image for it."""
+        if self.channel_images is None:
+            return None
+        view = self.channel_images.view(self.image_id, self.colour_by.value, self.feature)
+        return None if view is None else (thumbnails_png(view), composite_png(view, cells=cells))
 
     def _draw_validation(self) -> None:
         self.validation_html.value = self.data.report()._repr_html_()
@@ -332,6 +359,9 @@ class Preview(W.VBox):
                                            "colour_range": view.colour_range, "legend": view.legend}
         png = figures.view_png(self.histogram_data(), space, title=self.feature or "",
                                unit=self.data.unit(self.feature))
+        pictures = self.image_pngs()
+        if pictures is not None:
+            png = figures.stacked_png([png, *pictures])
         with publishing(path, PNG_FILE, overwrite=overwrite) as payload:
             payload.write_bytes(png)
         return Path(path)

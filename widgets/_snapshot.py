@@ -105,6 +105,7 @@ def render_snapshot(w: Preview, *, features: Any = None, max_features: int = 24,
     omitted = len(w.data.x.feature_ids) - len(chosen)
     title = title or f"cellspec preview ({w.data.x.n_cells} cells)"
     channels = "".join(channels_html(i, w.data.channels(i), w.data.unmatched_markers(i)) for i in w.data.image_ids)
+    channels += _image_panels(w)
     report = w.data.report()._repr_html_()
 
     feature_select = "".join(f"<option value='{html.escape(f, quote=True)}'>{html.escape(f)}</option>" for f in chosen)
@@ -141,6 +142,16 @@ def render_snapshot(w: Preview, *, features: Any = None, max_features: int = 24,
 """
 
 
+def _image_panels(w: Preview) -> str:
+    """The selected image's channel thumbnails and composite with the cells, when images were handed over."""
+    pictures = w.image_pngs()
+    if pictures is None:
+        return ""
+    return (f"<div id='channel-images'><h3>{html.escape(str(w.image_id))}: channels</h3>"
+            f"<img alt='channel thumbnails' src='{data_uri(pictures[0])}'><br>"
+            f"<img alt='composite of channels with cells' src='{data_uri(pictures[1])}'></div>")
+
+
 def write_snapshot(w: Preview, path: str | Path, *, features: Any = None, max_features: int = 24,
                    overwrite: bool = True) -> Path:
     """Write :func:`render_snapshot` to ``path`` (UTF-8), replacing an existing HTML file only (and only
@@ -152,9 +163,18 @@ def write_snapshot(w: Preview, path: str | Path, *, features: Any = None, max_fe
     return Path(path)
 
 
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                              "\u2029": "\\u2029"})
+
+
 def _json_for_script(state: dict[str, Any]) -> str:
-    # "</" would end the script element early
-    return json.dumps(state).replace("</", "<\\/")
+    r"""JSON text that cannot end or change its ``<script>`` element (``</script>``, ``<!--``) nor break a
+    JavaScript string (U+2028/2029): those characters as ``\uXXXX`` escapes, which JSON reads back as themselves.
+
+    >>> _json_for_script({"a": "</script><!--&\u2028"})
+    '{"a": "\\u003c/script\\u003e\\u003c!--\\u0026\\u2028"}'
+    """
+    return json.dumps(state, ensure_ascii=False).translate(_SCRIPT_SAFE)
 
 
 _STYLE = """

@@ -28,6 +28,7 @@ from cellspec_sc.bridges.anndata._files import (
     H5AD_FILE,
     is_anndata_zarr,
     is_h5ad,
+    read_anndata,
     read_anndata_file,
     read_anndata_zarr,
     read_h5ad,
@@ -48,8 +49,8 @@ __all__ = [
     # the conversions (also cs.to_anndata, cs.from_anndata) and an AnnData made elsewhere
     "from_anndata", "to_anndata", "from_foreign_anndata", "intensity_features", "other_feature",
     # files: the readers and writers the command line and cellspec_sc.read/write use
-    "ANNDATA_ZARR", "H5AD_FILE", "is_anndata_zarr", "is_h5ad", "read_anndata_file", "read_anndata_zarr", "read_h5ad",
-    "write_anndata_zarr", "write_h5ad",
+    "ANNDATA_ZARR", "H5AD_FILE", "is_anndata_zarr", "is_h5ad", "read_anndata", "read_anndata_file", "read_anndata_zarr",
+    "read_h5ad", "write_anndata_zarr", "write_h5ad",
     # where the bridge keeps things, and its warning
     "CONNECTIVITIES_KEY", "SHARED_BOUNDARY_KEY", "SPATIAL_KEY", "UNS_KEY", "AnnDataBridgeWarning",
     # for the cohort's AnnData and the other bridges: row names, JSON text in uns, text as Arrow

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from cellspec_sc.bridges._zarr import bounded_string_chunks
+from cellspec_sc.bridges._zarr import OBJECT_VALUE_BYTES, InflatedStore, bounded_string_chunks, refuse_inflated_store
 from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
 from cellspec_sc.bridges.anndata._keys import AnnDataBridgeWarning
-from cellspec_sc.errors import FormatError, InputError, require_extra
-from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
+from cellspec_sc.errors import FormatError, InputError, MissingPath, require_extra
+from cellspec_sc.io import (
+    DEFAULT_MAX_INFLATION,
+    INFLATION_FLOOR_BYTES,
+    TargetKind,
+    check_target,
+    publishing,
+    zarr_root_attributes,
+)
 from cellspec_sc.progress import progress
 from cellspec_sc.validation import refuse_unstorable
 
@@ -49,7 +56,7 @@ def is_anndata_zarr(source: str | Path) -> bool:
     return zarr_root_attributes(source).get("encoding-type") == "anndata"
 
 
-def read_h5ad(path: str | Path) -> CellSpec:
+def read_h5ad(path: str | Path, *, max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
     """The cellspec stored in an ``.h5ad`` file (see :func:`cellspec_sc.from_anndata`).
 
     Parameters
@@ -57,6 +64,9 @@ def read_h5ad(path: str | Path) -> CellSpec:
     path
         An ``.h5ad`` file written by :func:`write_h5ad` (or ``to_anndata(x).write_h5ad``), of any record version
         this package reads.
+    max_inflation
+        Its arrays may claim at most this many times the file's size decoded (or 64 MiB, if more): a file
+        whose datasets claim more is refused before anything is read.
 
     Returns
     -------
@@ -77,12 +87,13 @@ def read_h5ad(path: str | Path) -> CellSpec:
     require_extra("anndata", "cellspec_sc.bridges.anndata.read_h5ad")
     import anndata
 
-    return _from_store(path, anndata.read_h5ad)
+    return _from_store(path, anndata.read_h5ad, max_inflation)
 
 
-def read_anndata_zarr(path: str | Path) -> CellSpec:
+def read_anndata_zarr(path: str | Path, *, max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
     """The cellspec stored in an AnnData ``.zarr`` store: as :func:`read_h5ad`, for a store written by
-    :func:`write_anndata_zarr` (or ``to_anndata(x).write_zarr``).
+    :func:`write_anndata_zarr` (or ``to_anndata(x).write_zarr``); its arrays too are bounded by
+    ``max_inflation`` times the bytes of its files.
 
     >>> import cellspec_sc as cs, tempfile, pathlib
     >>> path = write_anndata_zarr(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "x.zarr")
@@ -92,27 +103,78 @@ def read_anndata_zarr(path: str | Path) -> CellSpec:
     require_extra("anndata", "cellspec_sc.bridges.anndata.read_anndata_zarr")
     import anndata
 
-    return _from_store(path, anndata.read_zarr)
+    return _from_store(path, anndata.read_zarr, max_inflation)
 
 
-def read_anndata_file(path: str | Path, reader=None) -> anndata.AnnData:
+def read_anndata_file(path: str | Path, reader=None, max_inflation: float = DEFAULT_MAX_INFLATION) -> anndata.AnnData:
     """``path`` read by ``reader`` (default ``anndata.read_h5ad``), with any error of anndata, h5py or zarr
     (they raise many types for damaged or foreign files) as an InputError naming the file; a zarr string chunk
-    that claims more values than it holds is refused before it is decoded (:mod:`cellspec_sc.bridges._zarr`)."""
+    that claims more values than it holds is refused before it is decoded (:mod:`cellspec_sc.bridges._zarr`),
+    and so are arrays that claim more than ``max_inflation`` times the bytes present."""
     require_extra("anndata", "cellspec_sc.bridges.anndata.read_anndata_file")
     if reader is None:
         import anndata
 
         reader = anndata.read_h5ad
+    if not Path(path).exists():
+        raise MissingPath(path, f"{path}: no such file or directory")
     try:
+        if Path(path).is_dir():
+            refuse_inflated_store(path, max_inflation, INFLATION_FLOOR_BYTES)
+        elif Path(path).is_file():
+            _refuse_inflated_h5(Path(path), max_inflation)
         with bounded_string_chunks():
             return reader(path)
+    except InflatedStore:
+        raise
     except Exception as err:
         raise InputError(f"{path}: cannot be read as AnnData ({type(err).__name__}: {err})") from None
 
 
-def _from_store(path: str | Path, reader) -> CellSpec:
-    adata = read_anndata_file(path, reader)
+def read_anndata(path: str | Path) -> anndata.AnnData | None:
+    """The AnnData of an ``.h5ad`` file or an AnnData ``.zarr`` store as anndata reads it (its ``obsm``
+    embeddings and ``uns`` colours with it), None when ``path`` is neither.
+
+    >>> import cellspec_sc as cs, tempfile, pathlib
+    >>> path = write_anndata_zarr(cs.example(), pathlib.Path(tempfile.mkdtemp()) / "x.zarr")
+    >>> read_anndata(path).obsm["spatial"].shape, read_anndata("example")
+    ((80, 2), None)
+    """
+    import anndata
+
+    if is_h5ad(path):
+        return read_anndata_file(path, anndata.read_h5ad)
+    if is_anndata_zarr(path):
+        return read_anndata_file(path, anndata.read_zarr)
+    return None
+
+
+def _refuse_inflated_h5(path: Path, max_inflation: float) -> None:
+    """As :func:`~cellspec_sc.bridges._zarr.refuse_inflated_store`, for the datasets of an HDF5 file (an
+    unallocated chunked dataset reads as its fill value, however large its shape)."""
+    import h5py
+
+    claims: dict[str, int] = {}
+
+    def visit(name: str, node: object) -> None:
+        if isinstance(node, h5py.Dataset):
+            itemsize = OBJECT_VALUE_BYTES if node.dtype.kind in "OSUV" else node.dtype.itemsize
+            claims[name] = int(node.size or 0) * itemsize
+
+    with h5py.File(path, "r") as handle:
+        handle.visititems(visit)
+    present = path.stat().st_size
+    bound = max(INFLATION_FLOOR_BYTES, present * max_inflation)
+    if claims and sum(claims.values()) > bound:
+        biggest = max(claims, key=claims.__getitem__)
+        raise InflatedStore(f"{path}: its datasets claim {sum(claims.values()):,} bytes decoded ({biggest!r}: "
+                            f"{claims[biggest]:,}) from a file of {present:,} bytes, more than "
+                            f"max_inflation={max_inflation:g} times that (or {INFLATION_FLOOR_BYTES:,} bytes): the "
+                            "file is damaged or crafted; if it is genuine, read it with max_inflation= set higher")
+
+
+def _from_store(path: str | Path, reader, max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
+    adata = read_anndata_file(path, reader, max_inflation)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AnnDataBridgeWarning)  # a file's extras are expected, not news
@@ -127,7 +189,7 @@ H5AD_FILE = TargetKind("an AnnData .h5ad file", False, is_h5ad)
 ANNDATA_ZARR = TargetKind("an AnnData .zarr store", True, is_anndata_zarr)
 
 
-def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
+def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False, **options: Any) -> Path:
     """Write ``x`` as an ``.h5ad`` file (via :func:`cellspec_sc.to_anndata`) and return the path.
 
     Parameters
@@ -138,6 +200,8 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Pat
         The file to write; staged beside it and published at the end.
     overwrite
         Replace an existing ``.h5ad`` file (never anything else).
+    **options
+        Passed to :func:`cellspec_sc.to_anndata` (``images=``, ``verify=``).
 
     Returns
     -------
@@ -157,14 +221,14 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Pat
     require_extra("anndata", "cellspec_sc.bridges.anndata.write_h5ad")
     check_target(path, H5AD_FILE, overwrite=overwrite)
     refuse_unstorable(x, path, "an .h5ad file (h5py)", text=True, names=False)
-    adata = to_anndata(x)
+    adata = to_anndata(x, **options)
     with publishing(path, H5AD_FILE, overwrite=overwrite) as payload, \
             progress(1, f"writing {Path(path).name}", unit="file", size=adata.X.size):  # anndata shows none
         adata.write_h5ad(payload)
     return Path(path)
 
 
-def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False) -> Path:
+def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False, **options: Any) -> Path:
     """Write ``x`` as an AnnData ``.zarr`` store and return the path: as :func:`write_h5ad`, for a store (an
     existing one is replaced with ``overwrite=True`` only when it is an AnnData store).
 
@@ -173,7 +237,7 @@ def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False
     require_extra("anndata", "cellspec_sc.bridges.anndata.write_anndata_zarr")
     check_target(path, ANNDATA_ZARR, overwrite=overwrite)
     refuse_unstorable(x, path, "an AnnData .zarr store", text=False, names=True)
-    adata = to_anndata(x)
+    adata = to_anndata(x, **options)
     with publishing(path, ANNDATA_ZARR, overwrite=overwrite) as payload, \
             progress(1, f"writing {Path(path).name}", unit="file", size=adata.X.size):
         adata.write_zarr(payload)

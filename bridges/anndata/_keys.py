@@ -11,6 +11,10 @@ import os
 import warnings
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
+from cellspec_sc.errors import CellspecWarning
+
 if TYPE_CHECKING:
     import anndata
 
@@ -23,7 +27,7 @@ FUNCTION = "cellspec_sc.from_anndata"
 _BRIDGES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class AnnDataBridgeWarning(UserWarning):
+class AnnDataBridgeWarning(CellspecWarning):
     """Something in an AnnData was renamed or not carried into the cellspec."""
 
 
@@ -32,11 +36,30 @@ def warn(message: str) -> None:
     warnings.warn(message, AnnDataBridgeWarning, skip_file_prefixes=(_BRIDGES,))
 
 
+COLORS_SUFFIX = "_colors"
+
+
+def is_category_colours(adata: anndata.AnnData, key: str) -> bool:
+    """Whether ``uns[key]`` is scanpy's colours of a category column that is carried (``leiden_colors`` beside a
+    categorical ``obs["leiden"]``): those travel with the column, so they are not listed as left out.
+
+    >>> import anndata, pandas as pd
+    >>> a = anndata.AnnData(obs=pd.DataFrame({"leiden": pd.Categorical(["0", "1"]), "n": [1, 2]}, index=["a", "b"]))
+    >>> is_category_colours(a, "leiden_colors"), is_category_colours(a, "n_colors"), is_category_colours(a, "moranI")
+    (True, False, False)
+    """
+    column = key[:-len(COLORS_SUFFIX)] if key.endswith(COLORS_SUFFIX) else None
+    return column in adata.obs.columns and isinstance(adata.obs[column].dtype, pd.CategoricalDtype)
+
+
 def warn_not_carried(adata: anndata.AnnData, obsm: set[str] = frozenset(), obsp: set[str] = frozenset(),
-                     layers: set[str] = frozenset()) -> None:
-    """Warn about ``obsm``/``layers``/``obsp``/``varm`` entries that are not the given ones (the bridge's own)."""
-    own = {"obsm": obsm, "obsp": obsp, "layers": layers, "varm": set()}
+                     layers: set[str] = frozenset(), uns: set[str] = frozenset()) -> None:
+    """Warn once, listing every ``uns``/``obsm``/``obsp``/``layers``/``varm`` entry that is not the given ones (the
+    bridge's own) and not the colours of a carried category column (:func:`is_category_colours`)."""
+    own = {"uns": uns, "obsm": obsm, "obsp": obsp, "layers": layers, "varm": set()}
     left = [f"{slot}[{key!r}]" for slot, mine in own.items() for key in getattr(adata, slot).keys()
-            if key is not None and key not in mine]
+            if key is not None and key not in mine and not (slot == "uns" and is_category_colours(adata, str(key)))]
     if left:
-        warn(f"not carried into the cellspec (analysis results outside obs): {', '.join(left)}")
+        warn(f"not carried into the cellspec (analysis results outside obs, which a cellspec has no place for): "
+             f"{', '.join(left)}; to keep per-cell values, copy them into obs first, e.g. "
+             "adata.obs['umap_1'] = adata.obsm['X_umap'][:, 0]")

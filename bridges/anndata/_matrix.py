@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 MOST_ROWS = 2048
 MOST_VALUES = 1 << 19  # 4 MB of float64 in uns at most, whatever the number of features
-MODIFIED = "X no longer holds the values written by to_anndata (changed in place, e.g. by sc.pp.log1p or sc.pp.scale)"
+MODIFIED = "X no longer holds the values written by to_anndata"
 
 
 def dense(matrix: Any) -> np.ndarray:
@@ -63,6 +63,20 @@ class SampleCheck:
 
     cells: int
     differing: int
+    rows: tuple[str, ...] = ()  # obs names of the first differing cells
+    columns: tuple[str, ...] = ()  # var names of the features in which they differ
+
+    def __repr__(self) -> str:
+        return f"SampleCheck(cells={self.cells}, differing={self.differing})"
+
+    def where(self) -> str:
+        """The differing cells and features, for a message (the first few of each)."""
+        return (f"cells {_first(self.rows, self.differing)} differ in features "
+                f"{_first(self.columns, len(self.columns))}")
+
+
+def _first(names: Sequence[str], count: int) -> str:
+    return ", ".join(names[:5]) + (f" and {count - 5} more" if count > 5 else "")
 
 
 def sampled_rows(n_rows: int, n_features: int) -> np.ndarray:
@@ -107,8 +121,13 @@ def sample_check(matrix: np.ndarray, obs_names: pd.Index, var_names: pd.Index, s
         return None
     now = np.asarray(matrix[rows[kept_rows]][:, cols[kept_cols]], dtype=np.float64)
     then = np.asarray(sample.values, dtype=np.float64)[np.ix_(kept_rows, kept_cols)]
-    same = (np.ascontiguousarray(now).view(np.uint64) == np.ascontiguousarray(then).view(np.uint64)).all(axis=1)
-    return SampleCheck(cells=len(kept_rows), differing=int(np.count_nonzero(~same)))
+    equal = np.ascontiguousarray(now).view(np.uint64) == np.ascontiguousarray(then).view(np.uint64)
+    same = equal.all(axis=1)
+    differing_rows = np.flatnonzero(~same)
+    differing_cols = np.flatnonzero(~equal.all(axis=0))
+    return SampleCheck(cells=len(kept_rows), differing=int(len(differing_rows)),
+                       rows=tuple(str(sample.obs_names[kept_rows[i]]) for i in differing_rows[:5]),
+                       columns=tuple(str(feature_ids[kept_cols[j]]) for j in differing_cols))
 
 
 # -- X back as the measurements ----------------------------------------------------------------------------------
@@ -122,9 +141,9 @@ def measurements_from_x(adata: anndata.AnnData, matrix: np.ndarray, stored: Stor
     problem = None
     if np.asarray(matrix).dtype != np.float64:
         problem = f"X has dtype {np.asarray(matrix).dtype}, not the float64 measurements written by to_anndata"
-    elif _as_written(matrix, adata.var_names, stored, changes):  # the fingerprint covers X as written: every value
+    elif _as_written(matrix, var_feature_ids(adata.var), stored, changes):  # the fingerprint covers every value
         if not stored.fingerprint.matches(matrix, written):
-            problem = MODIFIED
+            problem = _described(adata, matrix, stored)
     else:  # rows or columns subset or reordered: the sample of cells in uns
         problem = _sample_problem(adata, matrix, stored)
     if problem is not None:
@@ -137,6 +156,18 @@ def measurements_from_x(adata: anndata.AnnData, matrix: np.ndarray, stored: Stor
         changes["cells_before"], changes["cells_after"] = stored.shape[0], int(matrix.shape[0])
     out = np.asarray(matrix, dtype=np.float64)
     return out if out.flags.c_contiguous or out.flags.f_contiguous else np.ascontiguousarray(out)
+
+
+def var_feature_ids(var: pd.DataFrame) -> pd.Index:
+    """The feature ids of ``var``'s rows: its ``feature_id`` column, which :func:`to_anndata` always writes (the
+    index holds marker names with ``var_names="marker"``), else the index.
+
+    >>> var_feature_ids(pd.DataFrame({"feature_id": ["cell:CD3e:mean"]}, index=["CD3e"])).tolist()
+    ['cell:CD3e:mean']
+    """
+    if "feature_id" in var.columns:
+        return pd.Index(var["feature_id"].astype(object).map(str), dtype=object)
+    return pd.Index(var.index.map(str), dtype=object)
 
 
 def x_fingerprint(matrix: np.ndarray, stored: StoredRecord) -> Fingerprinting | None:
@@ -159,16 +190,28 @@ def _sample_problem(adata: anndata.AnnData, matrix: np.ndarray, stored: StoredRe
     checked."""
     if stored.sample is None:
         return None  # written before samples were kept (or from a lazy X): as before, not checked
-    found = sample_check(matrix, adata.obs.index, adata.var_names, stored.sample, stored.feature_ids)
+    found = sample_check(matrix, adata.obs.index, var_feature_ids(adata.var), stored.sample, stored.feature_ids)
     if found is None:
         warn("X could not be checked against the values to_anndata wrote: none of the cells it sampled is left "
              "(or obs names repeat); make sure X still holds raw measurements")
         return None
     if found.differing:
         return (f"X no longer holds the values written by to_anndata: {found.differing} of the {found.cells} "
-                "sampled cells still there differ (changed in place, e.g. by sc.pp.log1p or sc.pp.scale after "
-                "subsetting)")
+                f"sampled cells still there differ ({found.where()})")
     return None
+
+
+def _described(adata: anndata.AnnData, matrix: np.ndarray, stored: StoredRecord) -> str:
+    """What changed in an X of the shape written whose fingerprint differs: the sampled cells and features that
+    differ, or that the change lies outside the sampled cells."""
+    found = None if stored.sample is None else \
+        sample_check(matrix, adata.obs.index, adata.var_names, stored.sample, stored.feature_ids)
+    if found is None:
+        return f"{MODIFIED} (its fingerprint differs; no sample of cells was recorded to say where)"
+    if found.differing:
+        return f"{MODIFIED}: {found.differing} of the {found.cells} sampled cells differ ({found.where()})"
+    return (f"{MODIFIED}: its fingerprint differs, in cells other than the {found.cells} cells to_anndata "
+            "sampled (every sampled cell holds its values as written)")
 
 
 def raw_measurements(adata: anndata.AnnData, stored: StoredRecord) -> np.ndarray | None:
@@ -180,7 +223,8 @@ def raw_measurements(adata: anndata.AnnData, stored: StoredRecord) -> np.ndarray
     matrix = dense(raw.X)
     if matrix.dtype != np.float64 or not stored.fingerprint.matches(matrix):
         return None
-    positions = pd.Index(list(map(str, raw.var_names))).get_indexer(list(map(str, adata.var_names)))
+    positions = pd.Index(list(map(str, var_feature_ids(raw.var)))).get_indexer(
+        list(map(str, var_feature_ids(adata.var))))
     if (positions < 0).any():
         return None
     return (matrix if np.array_equal(positions, np.arange(matrix.shape[1]))

@@ -19,9 +19,13 @@ Versions, and what each may hold (this module is the one place that knows them):
   ``"xxh3_128:<hex>"``, or, in the earliest records, the bare SHA-256 hex of ``measurements_sha256``; a column's
   fingerprint is ``"xxh3:<hex>"`` or, earliest, 32 bare hex digits (SHA-256 of pandas' row hashes); the sample
   may be missing.
-- **1.1**, written now: ``format_version`` first, no ``bridge_version``; ``X``'s fingerprint is
+- **1.1**: ``format_version`` first, no ``bridge_version``; ``X``'s fingerprint is
   ``"xxh3_128x<N>:<hex>"`` (N = 4 is written; any N up to :data:`MOST_PARTS` is computed by its definition) or
   ``"xxh3_128:<hex>"``, a column's ``"xxh3:<hex>"``.
+- **1.2**, written now: as 1.1, and ``meta`` also holds ``record_fingerprints`` (``{field: "xxh3:<hex>"}`` of the
+  text of ``spec_version``, ``provenance``, ``images``, ``channels`` and ``adjacency``, so that an edit of the
+  record itself is noticed) and ``spatial_fingerprint`` (``"xxh3:<hex>"`` of ``obsm["spatial"]``, or None);
+  ``meta_fingerprint`` beside ``meta`` is the ``"xxh3:<hex>"`` of its text.
 
 A record of a newer major version is refused, naming both versions.
 
@@ -40,13 +44,14 @@ threads can share the work (xxhash lets go of the GIL while it digests).
 >>> x = cs.example()
 >>> record = encode(x, Fingerprinting(x.measurements))
 >>> record["format_version"], decode(record, where="uns['cellspec']").version
-('1.1', (1, 1))
+('1.2', (1, 2))
 >>> decode_table(encode_table(x.images, "images"), "images").equals(x.images)
 True
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -71,7 +76,9 @@ if TYPE_CHECKING:
 
 UNS_KEY = "cellspec"
 SAMPLE_KEY = "measurements_sample"
-RECORD = RecordFormat("the AnnData record of cellspec_sc", "1.1")
+RECORD = RecordFormat("the AnnData record of cellspec_sc", "1.2")
+RECORD_FIELDS = ("spec_version", "provenance", "images", "channels", "adjacency")  # fingerprinted from 1.2 on
+META_FINGERPRINT = "meta_fingerprint"  # of the text of meta itself, beside it (from 1.2 on)
 LEGACY = "1.0"  # records written before format_version was
 
 FINGERPRINT = "xxh3_128x4"  # what to_anndata records: four row parts, digested by two threads as they come free
@@ -86,7 +93,8 @@ _META_KEYS = ("cells_types", "dictionary_types", "cells_fingerprints", "dictiona
 
 
 # -- encode ------------------------------------------------------------------------------------------------------
-def encode(x: CellSpec, fingerprint: Fingerprinting, sample: Sample | None = None) -> dict[str, Any]:
+def encode(x: CellSpec, fingerprint: Fingerprinting, sample: Sample | None = None,
+           spatial: np.ndarray | None = None) -> dict[str, Any]:
     """The record of ``x`` (current version, ``format_version`` first), for ``uns["cellspec"]``.
 
     Parameters
@@ -98,6 +106,8 @@ def encode(x: CellSpec, fingerprint: Fingerprinting, sample: Sample | None = Non
     sample
         Every value of a sample of cells (:func:`~cellspec_sc.bridges.anndata._matrix.take_sample`); None for a
         lazy ``X``, which is never loaded to sample it.
+    spatial
+        ``obsm["spatial"]`` as written (its fingerprint is recorded).
 
     Returns
     -------
@@ -122,9 +132,32 @@ def encode(x: CellSpec, fingerprint: Fingerprinting, sample: Sample | None = Non
     }
     if x.adjacency is not None:
         record["adjacency"] = encode_table(x.adjacency, "adjacency")
+    meta["record_fingerprints"] = {key: text_fingerprint(record[key]) for key in RECORD_FIELDS if key in record}
+    meta["spatial_fingerprint"] = None if spatial is None else array_fingerprint(spatial)
+    record["meta"] = to_json_text(meta)
+    record[META_FINGERPRINT] = text_fingerprint(record["meta"])
     if sample is not None:
         record[SAMPLE_KEY] = {"obs_names": sample.obs_names, "values": sample.values}
     return RECORD.stamp(record)
+
+
+def text_fingerprint(text: Any) -> str:
+    """``"xxh3:<hex>"`` of a record field's text (zarr gives numpy strings back: compared as text).
+
+    >>> text_fingerprint("abc") == text_fingerprint(np.str_("abc"))
+    True
+    """
+    return _COLUMN_PREFIX + xxhash.xxh3_128(str(text).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def array_fingerprint(array: Any) -> str:
+    """``"xxh3:<hex>"`` of a numeric array's shape and float64 values in C order (``obsm["spatial"]``).
+
+    >>> array_fingerprint(np.zeros((2, 2))) == array_fingerprint(np.zeros((2, 2), dtype=np.float32))
+    True
+    """
+    values = np.ascontiguousarray(np.asarray(array, dtype=np.float64))
+    return _COLUMN_PREFIX + xxhash.xxh3_128(_shape_bytes(values) + values.tobytes()).hexdigest()
 
 
 def cohort_uns(images: pd.DataFrame, channels: pd.DataFrame, provenance: Mapping[str, Any]) -> dict[str, Any]:
@@ -179,6 +212,13 @@ class StoredRecord:
     sample: Sample | None
     where: str
     raw: Mapping[str, Any]
+    record_fingerprints: dict[str, str] = dataclasses.field(default_factory=dict)
+    spatial_fingerprint: str | None = None
+
+    def changed_fields(self) -> list[str]:
+        """The record's own fields (``images``, ``provenance`` ...) whose text differs from what was written."""
+        return [key for key, recorded in self.record_fingerprints.items()
+                if key not in self.raw or text_fingerprint(self.raw[key]) != recorded]
 
     def table(self, key: str) -> pd.DataFrame:
         """The stored table ``key`` (``images``, ``channels``) with canonical dtypes."""
@@ -223,11 +263,14 @@ def decode(record: Any, *, where: str) -> StoredRecord:
     Traceback (most recent call last):
     ...
     cellspec_sc.errors.FormatError: uns['cellspec']: the AnnData record of cellspec_sc is version 2.0,
-    newer than the 1.1 this cellspec_sc reads; ...
+    newer than the 1.2 this cellspec_sc reads; ...
     """
     if not isinstance(record, Mapping):
         raise InputError(f"{where} is a {type(record).__name__}, not the dict written by cellspec_sc.to_anndata")
     version = RECORD.version_of(record, where=where, legacy=lambda _: LEGACY)
+    if version >= (1, 2) and str(record.get(META_FINGERPRINT, "")) != text_fingerprint(record.get("meta", "")):
+        raise InputError(f"{where}['meta'] does not hold the text to_anndata wrote (its fingerprint differs): the "
+                         "record is damaged")
     meta = _json_value(record, "meta", where)
     at = f"{where}['meta']"
     missing = [key for key in _META_KEYS if not isinstance(meta, dict) or key not in meta]
@@ -251,7 +294,25 @@ def decode(record: Any, *, where: str) -> StoredRecord:
         sample=_sample(record.get(SAMPLE_KEY)),
         where=where,
         raw=record,
+        record_fingerprints=_record_fingerprints(meta.get("record_fingerprints", {}), f"{at}['record_fingerprints']"),
+        spatial_fingerprint=_optional_fingerprint(meta.get("spatial_fingerprint"), f"{at}['spatial_fingerprint']"),
     )
+
+
+def _record_fingerprints(stored: Any, where: str) -> dict[str, str]:
+    if not isinstance(stored, Mapping) or not all(
+            key in RECORD_FIELDS and isinstance(value, str) and value.startswith(_COLUMN_PREFIX)
+            for key, value in stored.items()):
+        raise InputError(f"{where} is not the fingerprints of {list(RECORD_FIELDS)} written by cellspec_sc: "
+                         "the record is damaged")
+    return dict(stored)
+
+
+def _optional_fingerprint(stored: Any, where: str) -> str | None:
+    if stored is not None and not (isinstance(stored, str) and stored.startswith(_COLUMN_PREFIX)):
+        raise InputError(f"{where} is {str(stored)[:80]!r}, not a fingerprint written by cellspec_sc: the record "
+                         "is damaged")
+    return stored
 
 
 def _json_value(record: Mapping[str, Any], key: str, where: str) -> Any:
@@ -261,6 +322,9 @@ def _json_value(record: Mapping[str, Any], key: str, where: str) -> Any:
         return from_json_text(record[key])
     except ValueError as err:
         raise InputError(f"{where}[{key!r}] is not valid JSON text ({err})") from None
+    except RecursionError:
+        raise InputError(f"{where}[{key!r}] is nested deeper than Python can read: the record is damaged or "
+                         "crafted") from None
 
 
 def _feature_ids(ids: Any, where: str) -> list[str]:
@@ -575,7 +639,7 @@ def decode_table(text: Any, table: str) -> pd.DataFrame:
         n_rows = len(data[0]) if data else 0
         columns = {name: _column(values, spec_type, n_rows)
                    for name, spec_type, values in zip(names, types, data, strict=True)}
-    except (KeyError, TypeError, ValueError) as err:
+    except (KeyError, TypeError, ValueError, RecursionError) as err:
         raise InputError(f"uns['cellspec']['{table}'] is damaged or was not written by cellspec_sc ({err})") from None
     frame = pd.DataFrame(columns, index=pd.RangeIndex(n_rows), columns=names)
     return canonical_frame(frame, table, dict(zip(names, types, strict=True)))

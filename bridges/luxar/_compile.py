@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.luxar._colour import Colouring, category_colouring, feature_colouring, plain_colouring
+from cellspec_sc.bridges.luxar._image_layer import add_image_layer, check_image_layer, image_channels
 from cellspec_sc.bridges.luxar._input import SceneInput, scene_input
 from cellspec_sc.bridges.luxar._record import ATTRIBUTE, SceneRecord, encode
 from cellspec_sc.bridges.luxar._scene import (
@@ -43,12 +44,13 @@ from cellspec_sc.bridges.luxar._scene import (
     unique_node_names,
     waypoints,
 )
-from cellspec_sc.errors import InputError, require_extra
+from cellspec_sc.errors import CellspecWarning, InputError, require_extra
+from cellspec_sc.images import Image, ImageInput, checked_images
 from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
 from cellspec_sc.model import source_line
 
 NAMED_LAYERS = ("cells", "adjacency", "outlines")
-PARAMETERISED_LAYERS = ("feature", "marker", "category", "embedding")
+PARAMETERISED_LAYERS = ("feature", "marker", "category", "embedding", "image")
 DEFAULT_LAYERS = ("cells",)
 STACK_BY = ("image_id", "sample_id")
 FALLBACK_RADIUS_UM = 5.0  # radius when no cell of the object has an area
@@ -74,7 +76,7 @@ def parse_layer(text: str) -> LayerSpec:
     ----------
     text
         ``cells``, ``adjacency``, ``outlines``, ``feature:<feature_id>``, ``marker:<marker>``,
-        ``category:<column>`` or ``embedding:<obsm key>``.
+        ``category:<column>``, ``embedding:<obsm key>`` or ``image:<channel>[,<channel>...]``.
 
     Returns
     -------
@@ -100,7 +102,7 @@ def parse_layer(text: str) -> LayerSpec:
     if sep and kind in PARAMETERISED_LAYERS and argument:
         return LayerSpec(kind, argument)
     raise InputError(f"unknown layer {text!r}; use cells, adjacency, outlines, feature:<feature_id>, "
-                     "marker:<marker>, category:<column> or embedding:<obsm key>")
+                     "marker:<marker>, category:<column>, embedding:<obsm key> or image:<channel>[,<channel>]")
 
 
 def to_luxar(
@@ -116,6 +118,8 @@ def to_luxar(
     link: str | None = None,
     stack_by: str = "image_id",
     overwrite: bool = True,
+    images: Mapping[str, ImageInput] | None = None,
+    verify: bool = True,
 ) -> Path:
     """Compile a CellSpec (or an AnnData from ``to_anndata``) into a Luxar scene directory.
 
@@ -151,6 +155,12 @@ def to_luxar(
     overwrite
         Replace an existing scene at the path once the new one is complete (never anything else); ``False``
         refuses it. See :mod:`cellspec_sc.io._publish`.
+    images
+        ``{image_id: path or cs.open_image(...)}`` for ``image:`` layers, each checked against the object first
+        (``docs/images.md``): the chosen channels as a composite under the cells of that image, read from a
+        pyramid level of at most about 2,048 pixels a side.
+    verify
+        Compare each image file's SHA-256 with ``images.source_image_sha256`` where that is set.
 
     Returns
     -------
@@ -184,6 +194,7 @@ def to_luxar(
     check_link(link)
     src = scene_input(obj)
     _check_layers(src, specs)
+    opened = _images_for(src, specs, images, verify)
     group_ids = src.image_ids if stack_by == "image_id" else _sample_ids(src)
     if link is not None and stack_by == "sample_id":
         _warn_link_needs_one_image(src)
@@ -193,11 +204,12 @@ def to_luxar(
                      if layer.category_dim}
     dims = hidden_dims(geometry, [layer.colouring.title for layer in colour_layers], category_dims)
     return write_scene(Path(path), src, specs, geometry, dims, colour_layers, title or _default_title(src), link,
-                       overwrite)
+                       overwrite, opened)
 
 
 def write_scene(path: Path, src: SceneInput, specs: list[LayerSpec], geometry: Layout, dims: HiddenDims,
-                colour_layers: list[ColourLayer], title: str, link: str | None, overwrite: bool = True) -> Path:
+                colour_layers: list[ColourLayer], title: str, link: str | None, overwrite: bool = True,
+                images: Mapping[str, Image] | None = None) -> Path:
     """Compile the scene and publish it at ``path`` (the previous scene stays until the new one is complete)."""
     import luxar
 
@@ -210,6 +222,9 @@ def write_scene(path: Path, src: SceneInput, specs: list[LayerSpec], geometry: L
         warnings.filterwarnings("ignore", message=r"(?s).*Set extend_to_all explicitly")
         scene = compiler.create_scene(dimensions=dims.luxar(), viewer_config=config, citation=_citation(src.provenance))
         builder = SceneBuilder(scene, src, geometry, dims, colour_layers, cell_radii(src.cells), link)
+        for spec in specs:
+            if spec.kind == "image":
+                _add_image_layers(scene, builder, geometry, src, images or {}, image_channels(spec.argument))
         builder.add_colour_layers()
         for spec in specs:
             if spec.kind == "embedding":
@@ -278,7 +293,7 @@ def _warn_link_needs_one_image(src: SceneInput) -> None:
     if mixed:
         warnings.warn(f"link: samples {mixed[:5]} hold cells of several images, so their cells offer no 'open "
                       "link' action (the template's {image_id} is filled per node); stack by image_id to keep "
-                      "the link on every cell", UserWarning, stacklevel=3)
+                      "the link on every cell", CellspecWarning, stacklevel=3)
 
 
 def _colour_layers(src: SceneInput, specs: list[LayerSpec], colormap: str, window: tuple[float, float] | None,
@@ -356,6 +371,38 @@ def _check_layers(src: SceneInput, specs: list[LayerSpec]) -> None:
         elif spec.kind == "outlines" and not _has_geometry_refs(src):
             raise InputError("outlines layer: no image has a geometry_ref (section 5), or the input is an AnnData "
                              "(outlines are read from the cellspec directory the object came from)")
+
+
+def _images_for(src: SceneInput, specs: list[LayerSpec], images: Mapping[str, ImageInput] | None,
+                verify: bool) -> dict[str, Image]:
+    """The images of ``image:`` layers, checked against the object (none without such a layer)."""
+    image_specs = [spec for spec in specs if spec.kind == "image"]
+    if not image_specs:
+        return {}
+    if src.cellspec is None:
+        raise InputError("image layer: the input is an AnnData; images are checked against a cellspec object")
+    opened = checked_images(src.cellspec, images, verify=verify)
+    for spec in image_specs:
+        check_image_layer(spec.argument, opened)
+    return opened
+
+
+def _add_image_layers(scene: Any, builder: SceneBuilder, geometry: Layout, src: SceneInput,
+                      images: Mapping[str, Image], channels: list[str]) -> None:
+    for k, image_id in enumerate(geometry.image_ids):
+        if image_id not in images:
+            continue
+        row = src.images[src.images["image_id"].astype(str) == image_id].iloc[0]
+        ps_x = float(row["pixel_size"])
+        ps_y = ps_x if "pixel_size_y" not in src.images or pd.isna(row.get("pixel_size_y")) else \
+            float(row["pixel_size_y"])
+
+        def coordinates(rows: np.ndarray, xy: np.ndarray, k: int = k) -> tuple[np.ndarray, list[str]]:
+            positions, order, _ = builder._coordinates(rows, xy, k, {})
+            return positions, order
+
+        add_image_layer(scene, f"{geometry.node_names[k]}.image", float(geometry.offsets[k]), images[image_id],
+                        channels, (ps_x, ps_y), coordinates)
 
 
 def _has_geometry_refs(src: SceneInput) -> bool:

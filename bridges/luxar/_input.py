@@ -156,7 +156,7 @@ def _from_anndata(adata: Any) -> SceneInput:
     images, provenance = _stored_images_and_provenance(record)
     return SceneInput(
         cells=cells,
-        feature_ids=[str(v) for v in adata.var_names],
+        feature_ids=_anndata_feature_ids(adata),
         dictionary=_anndata_dictionary(adata),
         images=_images_with_cells(images, cells),
         provenance=provenance,
@@ -197,9 +197,15 @@ def _anndata_coordinates(adata: Any, key: str) -> np.ndarray:
     raise InputError(f"AnnData has neither obsm[{key!r}] nor obs columns x and y (micrometres)")
 
 
+def _anndata_feature_ids(adata: Any) -> list[str]:
+    """Feature ids: ``var["feature_id"]`` (to_anndata writes it, also with ``var_names="marker"``), else var_names."""
+    names = adata.var["feature_id"] if "feature_id" in adata.var.columns else adata.var_names
+    return [str(v) for v in names]
+
+
 def _anndata_dictionary(adata: Any) -> pd.DataFrame:
     var = adata.var.copy()
-    var["feature_id"] = [str(v) for v in adata.var_names]
+    var["feature_id"] = _anndata_feature_ids(adata)
     return var.reset_index(drop=True)
 
 

@@ -1,4 +1,11 @@
-"""Serve a compiled scene with luxar's own viewer (``luxar viewer``) on 127.0.0.1.
+"""Serve a compiled scene with luxar's own viewer page (``luxar viewer``) on 127.0.0.1, its data from a server of
+this process that only its user can read.
+
+The scene's data server is bound before anything is started (so the port printed and opened is the port bound),
+answers only under a secret token made for this start (``http://127.0.0.1:PORT/<token>/zarr.json``), echoes the
+token in a header so that the readiness check knows it reached this server and not another one on the port, and
+refuses a ``Host`` header other than a loopback name (a web page of another site resolving its name to
+127.0.0.1 cannot read the scene). The page's port is the one luxar reports it bound.
 
 Used by ``cellspec luxar ... --open`` and, in notebooks, by :func:`show_luxar`,
 which shows the scene inline in an IFrame and stops the viewer when asked.
@@ -11,7 +18,11 @@ which shows the scene inline in an IFrame and stops the viewer when asked.
 from __future__ import annotations
 
 import contextlib
+import html
+import http.server
 import os
+import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -19,13 +30,116 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
+import webbrowser
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from cellspec_sc.errors import CellspecError, InputError
 
 HOST = "127.0.0.1"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+TOKEN_HEADER = "X-Cellspec-Token"
+_PAGE_PORT = re.compile(rb"https?://127\.0\.0\.1:(\d{1,5})/")
+
+
+def loopback_host(value: str | None) -> bool:
+    """Whether a ``Host`` header names this machine's loopback interface (any port).
+
+    >>> loopback_host("127.0.0.1:8000"), loopback_host("localhost"), loopback_host("evil.example:8000")
+    (True, True, False)
+    """
+    if not value:
+        return False
+    try:
+        name = urlsplit(f"//{value}").hostname
+    except ValueError:
+        return False
+    return name is not None and name.lower() in LOOPBACK_NAMES
+
+
+class _SceneHandler(http.server.SimpleHTTPRequestHandler):
+    """Files of one scene under ``/<token>/``, to loopback ``Host`` names only, with CORS for loopback pages."""
+
+    token = ""
+
+    def _admitted(self) -> str | None:
+        """The path inside the scene, or None after refusing the request."""
+        if not loopback_host(self.headers.get("Host")):
+            self.send_error(403, "Host is not a loopback name")
+            return None
+        prefix = f"/{self.token}/"
+        path = urlsplit(self.path).path
+        if not secrets.compare_digest(path[:len(prefix)].encode(), prefix.encode()):
+            self.send_error(403, "token required")
+            return None
+        return "/" + path[len(prefix):]
+
+    def end_headers(self) -> None:
+        origin = self.headers.get("Origin") or ""
+        if loopback_host(urlsplit(origin).netloc):
+            self.send_header("Access-Control-Allow-Origin", origin)
+            self.send_header("Vary", "Origin")
+        self.send_header(TOKEN_HEADER, self.token)
+        super().end_headers()
+
+    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+        inside = self._admitted()
+        if inside is not None:
+            self.path = inside
+            super().do_GET()
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        inside = self._admitted()
+        if inside is not None:
+            self.path = inside
+            super().do_HEAD()
+
+    def do_OPTIONS(self) -> None:  # noqa: N802
+        if self._admitted() is not None:
+            self.send_response(204)
+            self.send_header("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+            self.send_header("Access-Control-Allow-Headers", "*")
+            self.end_headers()
+
+    def list_directory(self, path: str | os.PathLike[str]) -> None:
+        self.send_error(404, "no listing")
+        return None
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class SceneServer:
+    """The data server of one scene: bound on creation (``port`` is the port bound), serving in a daemon thread
+    once started, only under ``token``."""
+
+    def __init__(self, scene: Path, port: int | None = None):
+        self.token = secrets.token_urlsafe(24)
+        handler = type("SceneHandler", (_SceneHandler,), {"token": self.token})
+        directory = str(scene.resolve())
+        self._server = http.server.ThreadingHTTPServer(
+            (HOST, port or 0), lambda *a: handler(*a, directory=directory))
+        self._server.daemon_threads = True
+        self.port = int(self._server.server_address[1])
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}/{self.token}"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._server.serve_forever, name="cellspec-scene-server", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(10)
+            self._thread = None
+        self._server.server_close()
 
 
 def free_port() -> int:
@@ -47,45 +161,76 @@ class LuxarViewer:
         if not (self.scene / "zarr.json").exists() and not (self.scene / ".zattrs").exists():
             raise InputError(f"{self.scene}: not a compiled Luxar scene (no zarr.json); build it with to_luxar")
         self.port = port or free_port()
-        self.data_port = data_port or free_port()
+        self.requested_data_port = data_port
+        self.data: SceneServer | None = None
         self.open_browser = open_browser
         self.process: subprocess.Popen | None = None
         self._log = None
 
     @property
+    def data_port(self) -> int | None:
+        """The port the scene's data server bound (None before :meth:`start`)."""
+        return self.data.port if self.data is not None else None
+
+    @property
     def url(self) -> str:
-        """The viewer page with this scene as its source."""
-        return f"http://{HOST}:{self.port}/?src=http://{HOST}:{self.data_port}"
+        """The viewer page with this scene (under its secret token) as its source."""
+        return f"http://{HOST}:{self.port}/?src={self.data.url if self.data else ''}"
 
     def command(self) -> list[str]:
-        """The luxar command line that serves the scene (luxar's console script via ``python -m luxar``)."""
-        return [sys.executable, "-m", "luxar", "viewer", "--data", str(self.scene), "--host", HOST,
-                "--port", str(self.port), "--data-port", str(self.data_port),
-                "--open" if self.open_browser else "--no-open"]
+        """The luxar command line that serves the viewer page (luxar's console script via ``python -m luxar``);
+        the scene's data comes from this process's own server."""
+        return [sys.executable, "-m", "luxar", "viewer", "--host", HOST, "--port", str(self.port), "--no-open"]
 
     def start(self, timeout: float = 60.0) -> LuxarViewer:
-        """Start the viewer and wait until both the page and the scene answer."""
+        """Bind and start the scene's data server, start the viewer page, and wait until both answer (the data
+        server with this start's token, the page on the port luxar reports)."""
         self._log = tempfile.TemporaryFile()
         try:
+            try:
+                self.data = SceneServer(self.scene, self.requested_data_port)
+            except OSError as err:
+                raise CellspecError(f"cannot serve {self.scene} on {HOST}:{self.requested_data_port} "
+                                    f"({err.strerror or err})") from None
+            self.data.start()
+            self._wait_for(f"{self.data.url}/zarr.json", timeout, token=self.data.token)
             with interrupts_held():  # a signal now would leave a child that nothing knows of
                 self.process = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
                                                 start_new_session=True)
-            self._wait_for(f"http://{HOST}:{self.data_port}/zarr.json", timeout)
+            self.port = self._page_port(timeout)
             self._wait_for(f"http://{HOST}:{self.port}/", timeout)
+            if self.open_browser:
+                webbrowser.open(self.url)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _wait_for(self, url: str, timeout: float) -> None:
+    def _page_port(self, timeout: float) -> int:
+        """The port luxar reports its page is served on (it moves on when the one asked for is taken)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise CellspecError(f"luxar viewer exited with {self.process.returncode}: {self._log_tail()}")
+            self._log.seek(0)
+            found = _PAGE_PORT.search(self._log.read())
+            if found:
+                return int(found.group(1))
+            time.sleep(0.1)
+        raise CellspecError(f"luxar viewer did not say where it serves within {timeout:.0f} s: {self._log_tail()}")
+
+    def _wait_for(self, url: str, timeout: float, token: str | None = None) -> None:
+        """Until ``url`` answers (with ``token`` echoed, when given: the answer came from this server)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise CellspecError(f"luxar viewer exited with {self.process.returncode}: {self._log_tail()}")
             try:
-                with urllib.request.urlopen(url, timeout=2):
-                    return
-            except OSError:
+                with urllib.request.urlopen(url, timeout=2) as answer:
+                    if token is None or secrets.compare_digest(answer.headers.get(TOKEN_HEADER, ""), token):
+                        return
+                    raise CellspecError(f"{url} was answered by another server (without this start's token)")
+            except (urllib.error.HTTPError, OSError):
                 time.sleep(0.25)
         raise CellspecError(f"luxar viewer did not answer {url} within {timeout:.0f} s: {self._log_tail()}")
 
@@ -122,6 +267,9 @@ class LuxarViewer:
                         os.killpg(self.process.pid, signal.SIGKILL)
                     self.process.wait()
                 self.process = None  # reaped: a second stop() must not signal a process group id reused since
+            if self.data is not None:
+                self.data.stop()
+                self.data = None
             if self._log is not None:
                 self._log.close()
                 self._log = None
@@ -134,7 +282,7 @@ class LuxarViewer:
 
     def _repr_html_(self) -> str:
         if not self.running:
-            return f"<p>Luxar viewer for {self.scene.name} is stopped.</p>"
+            return f"<p>Luxar viewer for {html.escape(self.scene.name)} is stopped.</p>"
         from IPython.display import IFrame
 
         return IFrame(self.url, width=self.width, height=self.height)._repr_html_()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc._files import scratch_folder
-from cellspec_sc.bridges._zarr import bounded_string_chunks
+from cellspec_sc.bridges._zarr import bounded_string_chunks, refuse_inflated_store
 from cellspec_sc.bridges.anndata import from_anndata
 from cellspec_sc.bridges.spatialdata._foreign import FUNCTION, from_foreign_spatialdata
 from cellspec_sc.bridges.spatialdata._record import (
@@ -51,7 +51,7 @@ from cellspec_sc.bridges.spatialdata._tables import (
     same_instances,
 )
 from cellspec_sc.errors import FormatError, InputError, require_extra
-from cellspec_sc.io import TargetKind, materialise_outline_files
+from cellspec_sc.io import DEFAULT_MAX_INFLATION, INFLATION_FLOOR_BYTES, TargetKind, materialise_outline_files
 from cellspec_sc.model import CellSpec, sealed, with_history_step
 from cellspec_sc.spec import canonical_frame
 
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 
 def from_spatialdata(sdata: SpatialData, *, table_key: str | None = None, restrict_to_shapes: bool = True,
-                     allow_modified: bool = False, outline_dir: str | os.PathLike | None = None,
+                     allow_modified: bool | Collection[str] = False, outline_dir: str | os.PathLike | None = None,
                      **foreign: Any) -> CellSpec:
     """The cellspec held by a SpatialData made by :func:`to_spatialdata`, after any spatialdata
     operation that keeps the table (queries, table filtering, added images or elements).
@@ -431,6 +431,9 @@ def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:
 def _read_zarr(path: str | os.PathLike) -> SpatialData:
     import spatialdata
 
+    tables = Path(path) / "tables"
+    if tables.is_dir():  # tables are read into memory whole (images stay lazy): their claims are bounded
+        refuse_inflated_store(tables, DEFAULT_MAX_INFLATION, INFLATION_FLOOR_BYTES)
     try:
         with bounded_string_chunks():  # a damaged string chunk could claim 2**32 values (bridges/_zarr.py)
             return spatialdata.read_zarr(str(path))

@@ -42,7 +42,7 @@ import numpy as np
 from cellspec_sc._codec import RecordFormat
 from cellspec_sc.bridges.anndata import UNS_KEY as ANNDATA_UNS_KEY
 from cellspec_sc.bridges.anndata import from_json_text, to_json_text
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import CellspecWarning, InputError
 from cellspec_sc.model import package_version
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ FALLBACK_RULE = ("median radius of the image's cells with an area; one pixel (pi
                  "if no cell of the image has an area")
 
 
-class SpatialDataBridgeWarning(UserWarning):
+class SpatialDataBridgeWarning(CellspecWarning):
     """Something of a SpatialData was not carried into the cellspec, or an outline did not match."""
 
 

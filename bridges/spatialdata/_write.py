@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata import to_anndata
+from cellspec_sc.bridges.spatialdata._images import IMAGE_SUFFIX, image_elements
 from cellspec_sc.bridges.spatialdata._read import SPATIALDATA_ZARR
 from cellspec_sc.bridges.spatialdata._record import (
     ATTRS_KEY,
@@ -52,6 +53,7 @@ from cellspec_sc.bridges.spatialdata._record import (
     encode_files,
 )
 from cellspec_sc.errors import require_extra
+from cellspec_sc.images import ImageInput, checked_images
 from cellspec_sc.io import check_target, image_outlines, outline_files, publishing
 from cellspec_sc.model import CellSpec
 from cellspec_sc.progress import progress
@@ -64,7 +66,8 @@ if TYPE_CHECKING:
 
 
 def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, outlines: bool = True,
-                   outline_units: str = "px") -> SpatialData:
+                   outline_units: str = "px", images: Mapping[str, ImageInput] | None = None,
+                   verify: bool = True) -> SpatialData:
     """The cellspec as a SpatialData with one circles element (and, given outlines, one polygons
     element) per image, two coordinate systems per image and one table; ``x`` is not changed.
 
@@ -78,6 +81,12 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
         ``False`` skips the GeoJSON outline files.
     outline_units
         Whether the outlines' coordinates are full-resolution pixels (``"px"``, QuPath) or ``"um"``.
+    images
+        ``{image_id: path or cs.open_image(...)}``: each becomes a multiscale image element ``<name>_image``
+        (channel names on ``c``), lazy until written, in the image's pixel and micrometre coordinate systems;
+        each is checked against ``x`` first (``docs/images.md``).
+    verify
+        Compare each image file's SHA-256 with ``images.source_image_sha256`` where that is set.
 
     Returns
     -------
@@ -89,6 +98,8 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
     ------
     ValidationError
         ``x`` fails a structure check.
+    ImageError
+        An image does not match its row of ``x.images`` or its ``image_id`` is unknown.
 
     Examples
     --------
@@ -102,6 +113,7 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
     from spatialdata.models import TableModel
 
     x.validate().raise_if_failed("to_spatialdata")
+    opened = checked_images(x, images, verify=verify)
     names = _image_names(x)
     groups = _cell_rows_by_image(x, names)
     table = to_anndata(x)
@@ -124,7 +136,9 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
     table.uns[UNS_KEY] = encode(_bridge_record(x, names, groups, renamed, fallback, outline_record))
     regions = [names[i] for i in groups]
     table = TableModel.parse(table, region=regions, region_key=REGION_KEY, instance_key=INSTANCE_KEY)
-    sdata = spatialdata.SpatialData(shapes=shapes, tables={TABLE_KEY: table})
+    pixel_sizes = {image_id: _pixel_sizes(x.images, image_id) for image_id in opened}
+    sdata = spatialdata.SpatialData(shapes=shapes, images=image_elements(opened, names, pixel_sizes),
+                                    tables={TABLE_KEY: table})
     sdata.attrs[ATTRS_KEY] = encode_attrs(str(x.spec_version))
     return sdata
 
@@ -185,7 +199,7 @@ def _image_names(x: CellSpec) -> dict[str, str]:
     """Element / coordinate system base name of every image, in images order (validation has
     made sure that every image of a cell is there)."""
     ids = [str(i) for i in x.images["image_id"]]
-    return allocate(ids, taken=[TABLE_KEY], suffixes=("", OUTLINES_SUFFIX, PIXEL_SUFFIX))
+    return allocate(ids, taken=[TABLE_KEY], suffixes=("", OUTLINES_SUFFIX, PIXEL_SUFFIX, IMAGE_SUFFIX))
 
 
 def _cell_rows_by_image(x: CellSpec, names: Mapping[str, str]) -> dict[str, np.ndarray]:

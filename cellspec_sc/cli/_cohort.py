@@ -33,6 +33,7 @@ from typing import Any
 
 from distributed import Client, LocalCluster
 
+from cellspec_sc.cli._sources import add_storage_options, storage_options_of
 from cellspec_sc.cohort import CohortError, open_cohort
 from cellspec_sc.errors import InputError
 
@@ -57,7 +58,7 @@ def scheduler_client(scheduler: str) -> Iterator[Any]:
 
 def _open(args: argparse.Namespace) -> Any:
     paths = args.paths[0] if len(args.paths) == 1 else args.paths
-    return open_cohort(paths, features=args.features)
+    return open_cohort(paths, features=args.features, storage_options=storage_options_of(args))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -94,7 +95,8 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     cohort = _open(args)
     with scheduler_client(args.scheduler) as client:
         try:
-            written = cohort.write_dataset(out, partition_by=args.partition_by, client=client)
+            written = cohort.write_dataset(out, partition_by=args.partition_by, client=client,
+                                           storage_options=storage_options_of(args))
         except CohortError as err:
             print(f"cellspec: {err}", file=sys.stderr)
             return EXIT_FAILED
@@ -108,6 +110,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default="local", metavar="ADDRESS",
                    help="'local' (default: a LocalCluster with one worker per core), 'threads', or a dask "
                         "scheduler address such as tcp://host:8786")
+    add_storage_options(p)
 
 
 def register(p: argparse.ArgumentParser) -> None:

@@ -27,9 +27,10 @@ import argparse
 from pathlib import PurePath
 from typing import Any
 
-from cellspec_sc.cli._sources import load, resolve
+from cellspec_sc.cli._images import add_image_options, image_paths
+from cellspec_sc.cli._sources import add_storage_options, load, resolve, storage_options_of
 from cellspec_sc.errors import InputError
-from cellspec_sc.io import check_target
+from cellspec_sc.io import CELLSPEC_DIRECTORY, check_target, check_url_target, is_url
 
 # (suffix of TARGET, "module:function" writing (x, path, overwrite=...), "module:TargetKind" it publishes,
 # description); "" = a name without a suffix
@@ -58,9 +59,23 @@ def target_writer(target: str) -> tuple[Any, str, Any]:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     writer, description, kind = target_writer(args.target)
-    check_target(args.target, kind, overwrite=args.overwrite)  # before SOURCE is read, however big it is
-    x = load(args.source)
-    path = writer(x, args.target, overwrite=args.overwrite)
+    options = storage_options_of(args)
+    extra: dict[str, Any] = {"storage_options": options} if is_url(args.target) else {}
+    images, _ = image_paths(args.image)
+    if images and description == "cellspec directory":
+        raise InputError(f"{args.target}: a cellspec directory holds no images; --image goes with a .h5ad, AnnData "
+                         ".zarr or .spatialdata.zarr target")
+    if images:
+        extra.update(images=images, verify=not args.no_verify)
+    if is_url(args.target):  # before SOURCE is read, however big it is
+        if kind is not CELLSPEC_DIRECTORY:
+            raise InputError(f"{args.target}: only cellspec directories are written to object storage; write "
+                             f"the {description} locally and copy it")
+        check_url_target(args.target, options, overwrite=args.overwrite)
+    else:
+        check_target(args.target, kind, overwrite=args.overwrite)
+    x = load(args.source, options)
+    path = writer(x, args.target, overwrite=args.overwrite, **extra)
     print(f"wrote {path} ({description}): {x.n_cells} cells, {len(x.dictionary)} features")
     return 0
 
@@ -69,7 +84,9 @@ def register(p: argparse.ArgumentParser) -> None:
     kinds = ", ".join(f"{suffix or 'no suffix'}: {description}" for suffix, _, _, description in TARGETS)
     p.description = ("Read SOURCE (a cellspec directory, .h5ad, AnnData or SpatialData .zarr, or 'example') and "
                      f"write it to TARGET, whose name picks the format ({kinds}).")
-    p.add_argument("source", help="PATH or 'example'")
-    p.add_argument("target", help="output path; its suffix picks the format")
+    p.add_argument("source", help="PATH, URL (s3://, gs://, az://) or 'example'")
+    p.add_argument("target", help="output path or URL; its suffix picks the format")
+    add_storage_options(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing TARGET of the same kind")
+    add_image_options(p)
     p.set_defaults(func=cmd_convert)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cellspec_sc.images import checked_images
 from cellspec_sc.io import CELLSPEC_DIRECTORY, check_target, read, write
-from cellspec_sc.model import example
+from cellspec_sc.model import CellSpec, example
 from cellspec_sc.validation import validate
+from cellspec_sc.widgets import preview
 
 
 def run_demo(out: str | Path) -> int:
@@ -20,10 +22,13 @@ def run_demo(out: str | Path) -> int:
     ...
     read back: identical to what was written (bit for bit)
     ...
+    images: img1.ome.tiff (4 channels ..., SHA-256 checked), img2.ome.tiff (...)
+    preview with the images: ...preview.html
     0
     """
     target = check_target(Path(out) / "example.cellspec", CELLSPEC_DIRECTORY, overwrite=True)
-    x = example(adjacency=True, region_layers=("tumor",))
+    image_dir = Path(out) / "images"
+    x = example(adjacency=True, region_layers=("tumor",), image_dir=image_dir)
     path = write(x, target, overwrite=True)
     y = read(path)
     print(repr(y))
@@ -35,7 +40,19 @@ def run_demo(out: str | Path) -> int:
         print("read back: identical to what was written (bit for bit)")
     report = validate(y)
     print(report.format())
+    _show_images(y, image_dir, Path(out))
     return 0 if report.ok and not differences else 1
+
+
+def _show_images(x: CellSpec, image_dir: Path, out: Path) -> None:
+    """Open the example's images, check them against the object read back, and write a preview with them."""
+    images = {str(i): image_dir / str(name) for i, name in zip(x.images["image_id"], x.images["source_image"],
+                                                                strict=True)}
+    opened = checked_images(x, images)
+    print("images: " + ", ".join(f"{image.path.name} ({image.n_channels} channels {image.width}x{image.height} px, "
+                                 "SHA-256 checked)" for image in opened.values()))
+    page = preview(x, images=opened, channels=["CD3e", "Pan-Cytokeratin", "FOXP3"]).save_html(out / "preview.html")
+    print(f"preview with the images: {page}")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

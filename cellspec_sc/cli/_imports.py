@@ -3,11 +3,17 @@
     cellspec import qupath    FILE OUT_DIR [--pixel-size UM] [--image-id ID] [--sample-id ID] [--marker OLD=NEW]
     cellspec import mcmicro   FILE OUT_DIR (--pixel-size UM | --image IMAGE) [--markers markers.csv] ...
     cellspec import steinbock FOLDER OUT_DIR [--pixel-size UM] [--aggregation mean] [--no-neighbors] ...
+    cellspec import halo      FILE OUT_DIR --pixel-size UM [--image-id ID] [--sample-id ID] [--marker OLD=NEW]
+    cellspec import inform    FILE OUT_DIR --pixel-size UM [--position-unit pixels|microns] ...
+    cellspec import cellprofiler FILE|FOLDER OUT_DIR --pixel-size UM [--objects Cells] [--compartment cell] ...
+    cellspec import auto      PATH OUT_DIR [--pixel-size UM] [--sample-id ID] [--marker OLD=NEW] ...
 
-The target is checked first (an existing OUT_DIR needs ``--overwrite``), then the export is read through
-the reader pipeline (:func:`cellspec_sc.readers.read_export_report`), validated once, and written with
-:func:`cellspec_sc.write` (which reuses that report); a short summary and the validation verdict are
-printed. Refused input exits with status 2 and a message naming file, line and column.
+``auto`` recognises the tool from the file's header line or the folder's layout, says which reader it chose
+and refuses an export no reader knows, listing the tools they know. The target is checked first (an existing
+OUT_DIR needs ``--overwrite``), then the export is read through the reader pipeline
+(:func:`cellspec_sc.readers.read_export_report`), validated once, and written with :func:`cellspec_sc.write`
+(which reuses that report); a short summary and the validation verdict are printed. Refused input exits with
+status 2 and a message naming file, line and column.
 """
 
 from __future__ import annotations
@@ -16,7 +22,16 @@ import argparse
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.io import CELLSPEC_DIRECTORY, TargetExists, check_target, write
-from cellspec_sc.readers import McquantAdapter, QuPathAdapter, SteinbockAdapter, read_export_report
+from cellspec_sc.readers import (
+    CellProfilerAdapter,
+    HaloAdapter,
+    InformAdapter,
+    McquantAdapter,
+    QuPathAdapter,
+    SteinbockAdapter,
+    read_export_report,
+    recognised_adapter,
+)
 
 
 def _marker_map(pairs: list[str] | None) -> dict[str, str]:
@@ -73,8 +88,40 @@ def cmd_import_steinbock(args: argparse.Namespace) -> int:
     adapter = SteinbockAdapter(pixel_size=args.pixel_size, sample_id=args.sample_id,
                                marker_map=_marker_map(args.marker), aggregation=args.aggregation,
                                neighbors=not args.no_neighbors, neighbor_method=args.neighbor_method,
-                               encoding=args.encoding)
+                               encoding=args.encoding, segmentation=args.segmentation)
     return _import(adapter, args.folder, args)
+
+
+def cmd_import_halo(args: argparse.Namespace) -> int:
+    _check_target(args)
+    adapter = HaloAdapter(pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
+                          marker_map=_marker_map(args.marker), encoding=args.encoding)
+    return _import(adapter, args.file, args)
+
+
+def cmd_import_inform(args: argparse.Namespace) -> int:
+    _check_target(args)
+    adapter = InformAdapter(pixel_size=args.pixel_size, position_unit=args.position_unit, image_id=args.image_id,
+                            sample_id=args.sample_id, marker_map=_marker_map(args.marker), encoding=args.encoding)
+    return _import(adapter, args.file, args)
+
+
+def cmd_import_cellprofiler(args: argparse.Namespace) -> int:
+    _check_target(args)
+    adapter = CellProfilerAdapter(pixel_size=args.pixel_size, objects=args.objects, compartment=args.compartment,
+                                  neighbors=not args.no_neighbors, neighbors_method=args.neighbors_method,
+                                  sample_id=args.sample_id, marker_map=_marker_map(args.marker),
+                                  encoding=args.encoding)
+    return _import(adapter, args.file, args)
+
+
+def cmd_import_auto(args: argparse.Namespace) -> int:
+    _check_target(args)
+    given = {"pixel_size": args.pixel_size, "image_id": args.image_id, "sample_id": args.sample_id,
+             "marker_map": _marker_map(args.marker) or None, "encoding": args.encoding}
+    adapter, found = recognised_adapter(args.file, **{k: v for k, v in given.items() if v is not None})
+    print(f"{args.file}: recognised as {found.what}; reading with {found.reader}")
+    return _import(adapter, args.file, args)
 
 
 def _common(p: argparse.ArgumentParser, source: str = "file", image_id: bool = True) -> None:
@@ -113,10 +160,41 @@ def register(p: argparse.ArgumentParser) -> None:
     s = tools.add_parser("steinbock", help="steinbock output folder (intensities/, regionprops/, neighbors/, "
                                            "panel.csv, images.csv)")
     _common(s, source="folder", image_id=False)
-    s.add_argument("--aggregation", default="mean", choices=("mean", "median", "sum", "min", "max", "std", "var"),
-                   help="the --aggr steinbock measured intensities with (default: mean)")
-    s.add_argument("--no-neighbors", action="store_true", help="do not turn the CSV files of neighbors/ into adjacency")
-    s.add_argument("--neighbor-method", default="mask_touching",
-                   choices=("mask_touching", "polygon_intersection", "delaunay"),
-                   help="adjacency method recorded for the neighbours (default: mask_touching)")
+    s.add_argument("--aggregation", default=None, choices=("mean", "median", "sum", "min", "max", "std", "var"),
+                   help="the --aggr steinbock measured intensities with (default: mean, with a warning: the tables "
+                        "do not say)")
+    s.add_argument("--no-neighbors", action="store_true", help="do not turn neighbors/*.csv into adjacency")
+    s.add_argument("--neighbor-method", default=None,
+                   choices=("mask_touching", "polygon_intersection", "delaunay", "borders", "expansion", "centroids"),
+                   help="how the neighbours were measured: an adjacency method, or steinbock's --type (borders, "
+                        "expansion, centroids: left out); default mask_touching, with a warning")
+    s.add_argument("--segmentation", default=None, metavar="SUBFOLDER",
+                   help="the sub-folder whose tables to read when several hold them (e.g. deepcell)")
     s.set_defaults(func=cmd_import_steinbock)
+
+    h = tools.add_parser("halo", help="HALO object data table (CSV: Object Id, XMin/XMax/YMin/YMax, ...)")
+    _common(h)
+    h.set_defaults(func=cmd_import_halo)
+
+    i = tools.add_parser("inform", help="inForm cell_seg_data.txt (tab-separated, Cell X Position, ...)")
+    _common(i)
+    i.add_argument("--position-unit", choices=("pixels", "microns"), default=None,
+                   help="unit of Cell X/Y Position when no header names it")
+    i.set_defaults(func=cmd_import_inform)
+
+    c = tools.add_parser("cellprofiler", help="CellProfiler ExportToSpreadsheet object table (Cells.csv) or its "
+                                              "folder")
+    _common(c, image_id=False)
+    c.add_argument("--objects", default=None, help="object set to read when the folder has several (e.g. Cells)")
+    c.add_argument("--compartment", default=None, choices=("cell", "nucleus", "cytoplasm", "membrane"),
+                   help="compartment of the objects' measurements (default: from the object name)")
+    c.add_argument("--no-neighbors", action="store_true", help="do not turn Neighbors relationships into adjacency")
+    c.add_argument("--neighbors-method", default=None,
+                   choices=("mask_touching", "polygon_intersection", "delaunay"),
+                   help="adjacency method when the table has no Neighbors_*_<method> column to say it")
+    c.set_defaults(func=cmd_import_cellprofiler)
+
+    a = tools.add_parser("auto", help="any export the readers know: the tool is recognised from the file's header "
+                                      "line or the folder's layout")
+    _common(a)
+    a.set_defaults(func=cmd_import_auto)

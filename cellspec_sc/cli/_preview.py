@@ -17,8 +17,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cellspec_sc.cli._images import add_image_options, image_paths
 from cellspec_sc.cli._sources import load
+from cellspec_sc.errors import InputError
 from cellspec_sc.io import HTML_FILE, PNG_FILE, check_target
+from cellspec_sc.progress import step
 from cellspec_sc.widgets import preview
 
 
@@ -26,17 +29,25 @@ def cmd_preview(args: argparse.Namespace) -> int:
     check_target(args.output, HTML_FILE, overwrite=True)  # before SOURCE is read; only our kind is replaced
     if args.png:
         check_target(args.png, PNG_FILE, overwrite=True)
+    images, bare = image_paths(args.image, allow_bare=True)
+    if len(bare) > 1:
+        raise InputError(f"--image without =PATH selects the image shown; given {len(bare)}: {', '.join(bare)}")
     x = load(args.source)
-    w = preview(x, image=args.image, feature=args.feature)
+    selected = bare[0] if bare else (next(iter(images)) if images else None)
+    w = preview(x, image=selected, feature=args.feature, images=images, channels=args.channels,
+                region=args.region, verify=not args.no_verify)
     if args.colour_by:
         w.select(colour_by=args.colour_by)
     if args.log:
         w.select(scale="log")
     features = "all" if args.features == ["all"] else args.features
-    out = w.save_html(args.output, features=features, max_features=args.max_features)
+    with step(f"writing the preview {args.output}"):
+        out = w.save_html(args.output, features=features, max_features=args.max_features)
     print(f"wrote {out}", file=sys.stderr)
     if args.png:
-        print(f"wrote {w.save_png(args.png)}", file=sys.stderr)
+        with step(f"drawing the preview PNG {args.png}"):
+            png = w.save_png(args.png)
+        print(f"wrote {png}", file=sys.stderr)
     return 0
 
 
@@ -44,7 +55,11 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="a cellspec directory, a supported file, or 'example'")
     p.add_argument("-o", "--output", required=True,
                    help="HTML file to write, e.g. report.html (an HTML file there is replaced, anything else refused)")
-    p.add_argument("--image", default=None, help="image_id shown in the Space section (default: the first)")
+    add_image_options(p, also_selects=True)
+    p.add_argument("--channels", nargs="+", default=None, metavar="CHANNEL",
+                   help="channels of the composite drawn under the cells (at most six; default the first three)")
+    p.add_argument("--region", type=float, nargs=4, default=None, metavar=("X0", "Y0", "X1", "Y1"),
+                   help="zoom the image panels into this box, in micrometres")
     p.add_argument("--feature", default=None, help="feature_id selected first (default: the first)")
     p.add_argument("--features", nargs="+", default=None, metavar="FEATURE_ID",
                    help="feature ids to embed, or 'all' (default: the selected one, then dictionary order)")

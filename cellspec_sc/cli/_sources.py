@@ -11,13 +11,16 @@ SpatialData ``.zarr``) with one line.
 
 from __future__ import annotations
 
+import argparse
+import json
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.errors import InputError, MissingExtraError, needs_extra
-from cellspec_sc.io import has_markers
+from cellspec_sc.errors import InputError, MissingExtraError, MissingPath, needs_extra
+from cellspec_sc.io import has_markers, is_url, read
 from cellspec_sc.model import CellSpec, example
+from cellspec_sc.progress import step
 
 
 def is_example(source: str) -> bool:
@@ -34,7 +37,7 @@ def is_cellspec_dir(source: str) -> bool:
 
 
 # ("module:function" test, "module:function" loader, description) in the order they are tried
-__all__ = ["SOURCES", "is_cellspec_dir", "load", "resolve"]
+__all__ = ["SOURCES", "add_storage_options", "is_cellspec_dir", "load", "resolve", "storage_options_of"]
 
 SOURCES: list[tuple[str, str, str]] = [
     ("cellspec_sc.cli._sources:is_example", "cellspec_sc.cli._sources:load_example",
@@ -64,14 +67,39 @@ EXTRAS = {"cellspec_sc.bridges.anndata": "anndata", "cellspec_sc.bridges.spatial
           "cellspec_sc.cli._sources": "all"}
 
 
-def load(source: str) -> CellSpec:
-    """Load ``example`` or any path that a registered source understands.
+def add_storage_options(p: argparse.ArgumentParser) -> None:
+    """The ``--storage-options JSON`` option of commands that take URLs on object storage."""
+    p.add_argument("--storage-options", metavar="JSON", default=None,
+                   help="for s3://, gs://, az:// URLs: fsspec storage options as a JSON object, e.g. "
+                        "'{\"client_kwargs\": {\"endpoint_url\": \"http://127.0.0.1:9000\"}}' (default: the "
+                        "store's usual environment variables and credential chain)")
+
+
+def storage_options_of(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The parsed ``--storage-options`` (None when not given), or InputError naming what is wrong."""
+    text = getattr(args, "storage_options", None)
+    if text is None:
+        return None
+    try:
+        options = json.loads(text)
+    except ValueError as err:
+        raise InputError(f"--storage-options: not JSON ({err})") from None
+    if not isinstance(options, dict):
+        raise InputError("--storage-options: must be a JSON object")
+    return options
+
+
+def load(source: str, storage_options: dict[str, Any] | None = None) -> CellSpec:
+    """Load ``example``, a cellspec directory at a URL (s3://, gs://, az://; with ``storage_options``), or any
+    path that a registered source understands.
 
     A source whose module needs an extra that is not installed is passed over; when no other source opens an
     existing path, the error names the first such extra (``pip install "cellspec_sc[anndata]"``).
     """
+    if is_url(source):
+        return read(source, storage_options=storage_options)
     missing: list[MissingExtraError] = []
-    for test, loader, _ in SOURCES:
+    for test, loader, description in SOURCES:
         module = test.partition(":")[0]
         try:
             with needs_extra(EXTRAS.get(module, "all"), f"cellspec (reading {module.rpartition('.')[2]} files)"):
@@ -80,10 +108,12 @@ def load(source: str) -> CellSpec:
             missing.append(err)
             continue
         if matches:
-            return resolve(loader)(source)
+            named = description if description.startswith(source) else f"{source} ({description})"
+            with step(f"opening {named}"):
+                return resolve(loader)(source)
     known = "; ".join(description for _, _, description in SOURCES)
     if not Path(source).exists():
-        raise InputError(f"{source}: no such file or directory (expected {known})")
+        raise MissingPath(source, f"{source}: no such file or directory (expected {known})")
     if missing:
         raise missing[0]
     raise InputError(f"{source}: not a format cellspec can open (expected {known})")

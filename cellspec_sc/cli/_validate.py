@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TextIO
 
-from cellspec_sc.cli._sources import load
+from cellspec_sc.cli._sources import add_storage_options, load, storage_options_of
 from cellspec_sc.cli.main import EXIT_INVALID, EXIT_OK
 from cellspec_sc.errors import ValidationError
 from cellspec_sc.validation import ValidationReport, validate
@@ -29,14 +29,15 @@ def print_report(report: ValidationReport, *, out: TextIO | None = None, only_pr
 
 def cmd_validate(args: argparse.Namespace) -> int:
     try:
-        x = load(args.source)
+        x = load(args.source, storage_options_of(args))
     except ValidationError as err:  # a reader that refuses an invalid object hands its report over
         return print_report(err.report, only_problems=args.problems)
     return print_report(validate(x, area_range=args.area_range, na_max=args.na_max), only_problems=args.problems)
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", help="PATH or 'example'")
+    p.add_argument("source", help="PATH, URL (s3://, gs://, az://) or 'example'")
+    add_storage_options(p)
     p.add_argument("--area-range", nargs=2, type=float, metavar=("LOW", "HIGH"), default=None,
                    help="plausible whole-cell area in um2 (default 1 10000)")
     p.add_argument("--na-max", type=float, default=None, help="largest plausible NA fraction per feature (default 0.5)")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 import traceback
 import warnings
@@ -33,7 +34,7 @@ from typing import Any
 
 from cellspec_sc.errors import CellspecError, MissingExtraError, ValidationError, needs_extra
 from cellspec_sc.model import package_version
-from cellspec_sc.progress import logger, set_verbosity
+from cellspec_sc.progress import logger, settings
 from cellspec_sc.spec import SPEC_VERSION
 
 __all__ = ["COMMANDS", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "Command", "build_parser", "main", "version_line"]
@@ -62,7 +63,7 @@ COMMANDS: dict[str, Command] = {
                         "validate a cellspec (a directory, a supported file, or 'example')"),
     "info": Command("cellspec_sc.cli._info", "print the summary of a cellspec"),
     "import": Command("cellspec_sc.cli._imports",
-                      "import a QuPath, MCMICRO or steinbock export into a cellspec directory"),
+                      "import a tool export (QuPath, MCMICRO, steinbock, HALO, inForm, CellProfiler) as cellspec"),
     "convert": Command("cellspec_sc.cli._convert",
                        "convert between cellspec directories, AnnData and SpatialData files", "all"),
     "luxar": Command("cellspec_sc.cli._luxar", "compile cells into a Luxar scene for the browser viewer", "luxar"),
@@ -179,17 +180,16 @@ def verbosity(quiet: bool, verbose: int) -> Iterator[None]:
         ("verbose", logging.DEBUG if verbose > 1 else logging.INFO) if verbose else ("normal", logging.WARNING)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("cellspec: %(message)s"))
-    previous_level, previous_verbosity = logger.level, set_verbosity(level)
+    previous_level = logger.level
     logger.addHandler(handler)
     logger.setLevel(log_level)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), settings.override(verbosity=level):
             warnings.showwarning = print_warning if not quiet else _drop_warning
             yield
     finally:
         logger.removeHandler(handler)
         logger.setLevel(previous_level)
-        set_verbosity(previous_verbosity)
 
 
 def print_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file=None,
@@ -207,7 +207,7 @@ def print_warning(message: Warning | str, category: type[Warning], filename: str
     file
         Where to print (default: stderr).
     """
-    print(f"cellspec: warning: {message}", file=file or sys.stderr)
+    print(terminal_text(f"cellspec: warning: {message}"), file=file or sys.stderr)
 
 
 def _drop_warning(*args: Any, **kwargs: Any) -> None:
@@ -238,8 +238,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         code, message = failure(err)
-        print(message, file=sys.stderr)
+        print(terminal_text(message), file=sys.stderr)
         return code
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_text(text: str) -> str:
+    r"""``text`` with every control character shown as its escape.
+
+    Escape sequences, bell, carriage return and bidi overrides in names from the data cannot move the cursor,
+    recolour or rewrite the terminal; line breaks and tabs stay.
+
+    >>> terminal_text("\x1b[31mRED\x1b[0m\tok")
+    '\\x1b[31mRED\\x1b[0m\tok'
+    """
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def failure(err: BaseException) -> tuple[int, str]:

@@ -67,13 +67,20 @@ import pandas as pd
 from cellspec_sc.cohort._anndata import cohort_anndata
 from cellspec_sc.cohort._dataset import read_dataset, write_dataset
 from cellspec_sc.cohort._features import FeaturePlan, combine
-from cellspec_sc.cohort._members import Member, count_kept, find_member, load_member, open_directory
+from cellspec_sc.cohort._members import (
+    Member,
+    count_kept,
+    find_member,
+    load_member,
+    open_directory,
+    open_remote_directory,
+)
 from cellspec_sc.cohort._record import COHORT_FILE
 from cellspec_sc.cohort._run import CohortError, Failure, failure_of, guarded, run
 from cellspec_sc.cohort._summary import summarize
 from cellspec_sc.cohort._validate import CohortReport, validate_cohort
 from cellspec_sc.errors import CellspecError
-from cellspec_sc.io import DEFAULT_MAX_INFLATION
+from cellspec_sc.io import DEFAULT_MAX_INFLATION, DONE, Location, is_url, object_stamp, object_stamps, storage_call
 from cellspec_sc.model import CellSpec, provided
 
 if TYPE_CHECKING:
@@ -159,10 +166,12 @@ class Cohort:
         return cohort_anndata(self)
 
     def write_dataset(self, path: str | Path, partition_by: Sequence[str] = ("sample_id",), client: Any = None, *,
-                      progress: bool | None = None, overwrite: bool = False) -> Path:
-        """Write one hive-partitioned Parquet dataset with cohort.json, manifest and DONE; see :mod:`._dataset`."""
+                      progress: bool | None = None, overwrite: bool = False,
+                      storage_options: dict[str, Any] | None = None) -> Path | str:
+        """Write one hive-partitioned Parquet dataset with cohort.json, manifest and DONE; see :mod:`._dataset`.
+        ``path`` may be a URL on object storage (``storage_options`` for the store): the workers upload the parts."""
         return write_dataset(self, path, partition_by=partition_by, client=client, progress=progress,
-                             overwrite=overwrite)
+                             overwrite=overwrite, storage_options=storage_options)
 
     def map(self, fn: Callable[[Any], Any], client: Any = None, *, progress: bool | None = None) -> list[Any]:
         """``fn(CellSpec)`` of every directory on the workers, results in order (see above)."""
@@ -190,7 +199,7 @@ def _stacked(members: list[Member], table: str) -> pd.DataFrame:
 
 
 def open_cohort(paths: str | os.PathLike | Iterable[str | os.PathLike], *, features: str = "strict",
-                max_inflation: float = DEFAULT_MAX_INFLATION) -> Cohort:
+                max_inflation: float = DEFAULT_MAX_INFLATION, storage_options: dict[str, Any] | None = None) -> Cohort:
     """Open cellspec directories (or one written cohort dataset) as one cohort, reading metadata only.
 
     Parameters
@@ -202,6 +211,10 @@ def open_cohort(paths: str | os.PathLike | Iterable[str | os.PathLike], *, featu
         ``"strict"`` (the same dictionary everywhere), ``"intersection"`` or ``"union"`` (see docs/cohorts.md).
     max_inflation
         How many values a cells.parquet footer may claim, as in ``cs.read``.
+    storage_options
+        For URLs on object storage (``s3://bucket/cohort/*``, a prefix holding directories, or a list of
+        URLs): the store's options (endpoint, credentials), sent to the workers with each task; without
+        them the workers use the store's usual credential chain.
 
     Returns
     -------
@@ -219,6 +232,8 @@ def open_cohort(paths: str | os.PathLike | Iterable[str | os.PathLike], *, featu
     >>> cs.open_cohort(write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=10)).n_cells
     20
     """
+    if _names_urls(paths):
+        return _open_remote(paths, features, max_inflation, storage_options)
     found = resolve_paths(paths)
     datasets = [p for p in found if (p / COHORT_FILE).exists()]
     if datasets:
@@ -236,6 +251,61 @@ def open_cohort(paths: str | os.PathLike | Iterable[str | os.PathLike], *, featu
         raise CohortError(f"{len(refused)} of {len(found)} directories cannot be opened", refused)
     plan = combine({m.label: m.dictionary for m in members}, features)
     return Cohort(members, plan)
+
+
+def _names_urls(paths: Any) -> bool:
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    urls = [is_url(str(p)) for p in items]
+    if any(urls) and not all(urls):
+        raise CohortError("a cohort is either local paths or URLs on object storage, not both")
+    return bool(urls) and all(urls)
+
+
+def _open_remote(paths: Any, features: str, max_inflation: float, options: dict[str, Any] | None) -> Cohort:
+    found = resolve_urls(paths, options)
+    if len(found) == 1 and object_stamp(Location.of(found[0], options), COHORT_FILE) is not None:
+        raise CohortError(f"{found[0]} is a cohort dataset: on object storage open_cohort reads directories; read "
+                          "the dataset with pyarrow.dataset, DuckDB or Polars (docs/cohorts.md)")
+    members, refused = [], []
+    for index, url in enumerate(found):
+        try:
+            members.append(open_remote_directory(url, index, url, options, max_inflation))
+        except CellspecError as err:
+            refused.append(failure_of(url, err))
+    if refused:
+        raise CohortError(f"{len(refused)} of {len(found)} directories cannot be opened", refused)
+    return Cohort(members, combine({m.label: m.dictionary for m in members}, features))
+
+
+def resolve_urls(paths: Any, options: dict[str, Any] | None = None) -> list[str]:
+    """The directories on object storage that ``paths`` names: URLs as given; a glob (``s3://b/c/*``) or a
+    prefix (its sub-prefixes holding DONE, or itself when it holds DONE) sorted by name."""
+    if not isinstance(paths, (str, os.PathLike)):
+        found = [str(p).rstrip("/") for p in paths]
+    else:
+        location = Location.of(str(paths), options)
+        names = object_stamps(location) if not any(c in location.url for c in "*?[") else None
+        if names is None:
+            found = _globbed(location)
+        elif DONE in names:
+            found = [location.url]
+        else:
+            found = sorted({location.child(n.rsplit("/", 1)[0]) for n in names if n.endswith("/" + DONE)
+                            and n.count("/") == 1})
+    if not found:
+        raise CohortError(f"no cellspec directories found in {paths!r}")
+    duplicates = [Failure(u, "duplicate", "named twice") for k, u in enumerate(found) if u in found[:k]]
+    if duplicates:
+        raise CohortError("a directory is named twice", duplicates)
+    return found
+
+
+def _globbed(location: Location) -> list[str]:
+    fs = location.fs
+    protocol = location.protocol
+    pattern = fs._strip_protocol(location.url)
+    matches = storage_call(location.url, "listing the glob", lambda: fs.glob(pattern + "/" + DONE))
+    return sorted(f"{protocol}://{m.rsplit('/', 1)[0]}" for m in matches)
 
 
 def resolve_paths(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:

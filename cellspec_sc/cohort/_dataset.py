@@ -76,9 +76,11 @@ zero-copy slice, only scattered rows are gathered into a copy.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -99,17 +101,22 @@ from cellspec_sc.io import (
     DEFAULT_MAX_INFLATION,
     DONE,
     HashingFile,
+    Location,
+    RemoteUpload,
     TargetKind,
     UnlistedDataFile,
     column_types_of,
     dump_document,
     encoded_parquet,
+    files_lost_by_replacing,
     fsync_dir,
     fsync_file,
     fsync_tree,
+    is_url,
     publishing,
     read_manifest,
     start_writeback,
+    storage_call,
     suits_direct_io,
     verify_listed,
     write_manifest,
@@ -123,15 +130,21 @@ if TYPE_CHECKING:
 DATA_FOLDER = "cells"
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _ENCODED_NON_ASCII = re.compile(r"(?:%[89A-Fa-f][0-9A-Fa-f])+")  # a run of percent-encoded UTF-8 bytes >= 0x80
-COHORT_DATASET = TargetKind("a cohort dataset", True, lambda path: path.is_dir() and (path / COHORT_FILE).is_file())
+COHORT_DATASET = TargetKind("a cohort dataset", True,
+                            lambda path: path.is_dir() and (path / COHORT_FILE).is_file(),
+                            files_lost_by_replacing)
 
 
 def write_dataset(cohort: Cohort, path: str | Path, *, partition_by: Sequence[str] = ("sample_id",),
-                  client: Any = None, progress: bool | None = None, overwrite: bool = False) -> Path:
+                  client: Any = None, progress: bool | None = None, overwrite: bool = False,
+                  storage_options: dict[str, Any] | None = None) -> Path | str:
     """Write ``cohort`` as a dataset at ``path``; returns the path. ``overwrite=True`` replaces an existing
-    cohort dataset (never another kind of folder) once the new one is complete."""
+    cohort dataset (never another kind of folder) once the new one is complete. A URL on object storage
+    is written by :func:`write_dataset_remote`."""
     partition_by = tuple(partition_by)
     _check_partitions(cohort, partition_by)
+    if is_url(path):
+        return write_dataset_remote(cohort, str(path), partition_by, client, progress, overwrite, storage_options)
     with publishing(path, COHORT_DATASET, overwrite=overwrite) as payload:
         payload.mkdir()
         files = _write_parts(cohort, payload, partition_by, client, progress, suits_direct_io(payload))
@@ -140,6 +153,53 @@ def write_dataset(cohort: Cohort, path: str | Path, *, partition_by: Sequence[st
         fsync_tree(payload)  # the workers did not wait for the disk: everything is on it before DONE
         write_manifest(payload, {COHORT_FILE: None, **{f: digest for rows in files for f, digest in rows}})
     return Path(path)
+
+
+def write_dataset_remote(cohort: Cohort, url: str, partition_by: tuple[str, ...], client: Any,
+                         progress: bool | None, overwrite: bool, options: dict[str, Any] | None) -> str:
+    """The dataset written to a prefix on object storage: each worker checks its directory and uploads its
+    parts (hashed from the encoded bytes, never read back), then the client uploads cohort.json, the
+    manifest and DONE last, under the claim of :class:`~cellspec_sc.io.RemoteUpload` (what
+    ``overwrite=True`` may replace, and what an interrupted upload leaves, as for a directory)."""
+    location = Location.of(url, options)
+    with RemoteUpload(location, overwrite=overwrite, objects=[COHORT_FILE], folders=(f"{DATA_FOLDER}/",)) as upload:
+        task = dask.delayed(guarded(upload_member), pure=False)
+        tasks = [task(m, location.url, location.storage_options, cohort.feature_ids, partition_by)
+                 for m in cohort.members]
+        files = run(tasks, cohort.directories, "writing dataset", client=client, progress_bar=progress)
+        failures = [r for r in files if isinstance(r, Failure)]
+        if failures:
+            raise CohortError(f"write_dataset: {len(failures)} of {len(files)} directories failed; nothing was "
+                              "published", failures)
+        record = cohort_record(cohort, partition_by, files, Path(location.url))
+        document = dump_document(encode(record), location.url)
+        upload.put(COHORT_FILE, document)
+        upload.finish({COHORT_FILE: hashlib.sha256(document).hexdigest(),
+                       **{f: digest for rows in files for f, digest in rows}})
+    return location.url
+
+
+def upload_member(member: Member, url: str, options: dict[str, Any], features: list[str],
+                  partition_by: tuple[str, ...]) -> list[tuple[str, str]]:
+    """:func:`write_member` to a prefix on object storage: the member checked, then each partition file of each
+    part encoded in memory, hashed and uploaded; [(file relative to the prefix, sha256)] in part order."""
+    verify_member(member)
+    location = Location.of(url, options)
+    cells = [c for c in member.table_types if c["name"] not in partition_by]
+    written = []
+    for k, part in enumerate(member.parts):
+        table = part_table(member, part, features)
+        if table.num_rows == 0:
+            continue
+        for folder, rows in partition_groups(table, partition_by):
+            name = "/".join(filter(None, (DATA_FOLDER, folder, f"part-{member.index:05d}-{k:06d}-0.parquet")))
+            encoded = encoded_parquet(rows, **_writer_options(cells, features))
+            data = bytes(encoded)
+            encoded.release()
+            target = location.child(name)
+            storage_call(target, f"uploading {name}", lambda t=target, d=data: location.fs.pipe_file(t, d))
+            written.append((name, hashlib.sha256(data).hexdigest()))
+    return written
 
 
 def _check_partitions(cohort: Cohort, partition_by: tuple[str, ...]) -> None:
@@ -269,11 +329,13 @@ def cohort_record(cohort: Cohort, partition_by: tuple[str, ...], files: list[lis
 def read_dataset(root: Path, max_inflation: float = DEFAULT_MAX_INFLATION
                  ) -> tuple[list[Member], FeaturePlan, tuple[str, ...]]:
     """The members, feature plan and partition columns of the cohort stored in the dataset at ``root``
-    (manifest, DONE and cohort.json checked; each part file's footer read and bounded by ``max_inflation``)."""
+    (manifest, DONE and cohort.json checked; the dataset is exactly its manifest: every listed file present with
+    its hash, nothing else; each part file's footer read and bounded by ``max_inflation``)."""
     entries = read_manifest(root)
     if COHORT_FILE not in entries:
         raise UnlistedDataFile(root, COHORT_FILE, "is not listed in MANIFEST.sha256")
-    verify_listed(root, {COHORT_FILE: entries[COHORT_FILE]}).check()
+    _refuse_unlisted(root, entries)
+    verify_listed(root, entries, deferred=[f for f in entries if f != COHORT_FILE]).check()
     record = _load(root)
     done = (root / DONE).read_bytes().decode("ascii", errors="replace").strip().lower()
     tables = record.tables
@@ -299,6 +361,17 @@ def read_dataset(root: Path, max_inflation: float = DEFAULT_MAX_INFLATION
     missing = record.provenance.get("missing_features", {})
     plan = FeaturePlan(record.features, tables["dictionary"], missing)
     return members, plan, record.partition_by
+
+
+def _refuse_unlisted(root: Path, entries: Mapping[str, str]) -> None:
+    """Refuse any file of the dataset its manifest does not list (a part copied in would be read as more cells)."""
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            relative = (Path(folder) / name).relative_to(root).as_posix()
+            if relative not in entries and relative not in (DONE, "MANIFEST.sha256"):
+                raise UnlistedDataFile(root, relative, "present but not listed in MANIFEST.sha256: a cohort dataset "
+                                                       "is exactly the files its manifest lists")
 
 
 def _rows_of(frame: Any, label: str) -> Any:

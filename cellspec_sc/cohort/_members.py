@@ -60,36 +60,49 @@ from cellspec_sc.io import (
     DAMAGED_DATA_ERRORS,
     DEFAULT_MAX_INFLATION,
     DONE,
+    DONE_MAX_BYTES,
     JSON_TABLES,
     KNOWN_KEYS,
     METADATA,
     ChangedSinceRead,
+    Location,
     NotACellspecDirectory,
+    RemoteFile,
+    Transfer,
     UndecodableData,
     UnlistedDataFile,
     UnreadableFile,
     arrow_to_frame,
     check_footer,
     check_outlines_listed,
+    check_present,
     check_stored_columns,
     conform,
     damage_text,
     feature_ids_of,
+    fetch_listed,
+    fetch_small,
     fill_row_group,
     frame_of_rows,
     gather_row_group_stats,
+    is_url,
     listed_format,
     load_document,
+    object_stamp,
+    object_stamps,
     open_parquet,
+    parse_document,
     read,
+    read_entries,
     read_manifest,
     stats_for,
+    stream_checked,
     verify_listed,
 )
 from cellspec_sc.model import CellSpec, MatrixStats, empty_matrix, sealed
 from cellspec_sc.validation import validate
 
-Stamp = tuple[int, int, int]  # size, modification time (ns), inode
+Stamp = tuple[int, int, int] | tuple[int, str]  # size, modification time (ns), inode; on a store: size, ETag
 
 
 @dataclass(frozen=True)
@@ -124,6 +137,17 @@ class Member:
     parts: tuple[Part, ...]
     extensions: dict[str, Any] = field(default_factory=dict)
     image_filter: frozenset[str] | None = None
+    storage_options: dict[str, Any] | None = None  # a member on object storage: root is its URL
+
+    @property
+    def remote(self) -> bool:
+        return isinstance(self.root, str)
+
+    def file(self, name: str) -> Path | RemoteFile:
+        """A listed file of the member: a path, or an object on the store read by ranged reads."""
+        if self.remote:
+            return RemoteFile(f"{self.root}/{name}", self.stamps[name][0], self.storage_options or {})
+        return self.root / name
 
     @property
     def n_cells(self) -> int:
@@ -158,7 +182,14 @@ def stamp_of(path: Path) -> Stamp:
 
 
 def check_stamp(member: Member, file: str) -> None:
-    """Refuse a file that changed (size, time or inode) since the cohort was opened."""
+    """Refuse a file that changed (size, time or inode; on a store: size or ETag) since the cohort was opened."""
+    if member.remote:
+        now_remote = object_stamp(Location.of(member.root, member.storage_options), file)
+        if now_remote is None:
+            raise ChangedSinceRead(member.root, file, "was removed after the cohort was opened")
+        if now_remote != member.stamps[file]:
+            raise ChangedSinceRead(member.root, file, "changed after the cohort was opened; open the cohort again")
+        return
     try:
         now = stamp_of(member.root / file)
     except FileNotFoundError:
@@ -170,6 +201,9 @@ def check_stamp(member: Member, file: str) -> None:
 def verify_member(member: Member) -> None:
     """Every file the member lists still has the SHA-256 recorded when the cohort was opened (each hashed
     once) and did not change while it was hashed; DONE is unchanged. Raises the refusal naming the file."""
+    if member.remote:
+        _verify_remote(member)
+        return
     for file in member.stamps:
         check_stamp(member, file)
     if member.done is not None and _done_text(member.root) != member.done:
@@ -178,6 +212,18 @@ def verify_member(member: Member) -> None:
     verify_listed(member.root, member.entries).check()
     for file in member.stamps:
         check_stamp(member, file)
+
+
+def _verify_remote(member: Member) -> None:
+    """:func:`verify_member` on a store: the listing unchanged, each listed object streamed once and hashed."""
+    location = Location.of(member.root, member.storage_options)
+    stamps = object_stamps(location)
+    done = read_entries(location, {n: s for n, (s, _) in stamps.items()}, Transfer())
+    if done != member.entries or any(stamps.get(f) != member.stamps[f] for f in member.stamps):
+        raise ChangedSinceRead(member.root, DONE, "the directory changed after the cohort was opened; open the "
+                                                  "cohort again")
+    for name, digest in member.entries.items():
+        stream_checked(location, name, digest, member.stamps[name][0], Transfer())
 
 
 def _done_text(root: Path) -> str:
@@ -197,14 +243,16 @@ def find_member(members: list[Member], directory: str | Path) -> Member:
                       f"{', '.join(m.label for m in members[:10])}")
 
 
-def footer_parts(root: Path, file: str, types: list[dict[str, str]], feature_ids: list[str], constants: tuple = (),
-                 max_inflation: float = DEFAULT_MAX_INFLATION) -> tuple[list[dict[str, str]], tuple[Part, ...]]:
+def footer_parts(root: Path | str, file: str, types: list[dict[str, str]], feature_ids: list[str],
+                 constants: tuple = (), max_inflation: float = DEFAULT_MAX_INFLATION,
+                 located: Path | RemoteFile | None = None) -> tuple[list[dict[str, str]], tuple[Part, ...]]:
     """The cells column types of a Parquet file and one part per row group (every row kept), after checking
     its footer as ``read`` does: decodable, row counts that add up and are bounded (``max_inflation``), the
-    columns of ``types`` (cells columns, then ``feature_ids`` as double)."""
-    handle = open_parquet(root / file, root, file)
+    columns of ``types`` (cells columns, then ``feature_ids`` as double). ``located``: the file on a store."""
+    path = located if located is not None else root / file
+    handle = open_parquet(path, root, file)
     meta = handle.metadata
-    check_footer(meta, root / file, root, file, max_inflation)
+    check_footer(meta, path, root, file, max_inflation)
     table_types = check_stored_columns(handle.schema_arrow, types, feature_ids, root, file)
     return table_types, tuple(Part(file, i, meta.row_group(i).num_rows, meta.row_group(i).num_rows, constants)
                               for i in range(meta.num_row_groups))
@@ -215,6 +263,8 @@ def open_directory(path: str | Path, index: int, label: str | None = None,
     """The member for a cellspec directory: its manifest, DONE and cellspec.json checked (cellspec.json
     hashed, it is small), the Parquet footer read and bounded (``max_inflation``, as in ``read``); the
     cells are not read."""
+    if is_url(path):
+        raise InputError(f"{path}: open a directory on object storage with open_remote_directory")
     root = Path(path)
     if not root.is_dir():
         raise NotACellspecDirectory(root, None, "is not a directory")
@@ -247,12 +297,48 @@ def _open_directory(root: Path, index: int, label: str, max_inflation: float) ->
                   extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS}, **tables)
 
 
+def open_remote_directory(url: str, index: int, label: str | None = None, storage_options: dict | None = None,
+                          max_inflation: float = DEFAULT_MAX_INFLATION) -> Member:
+    """:func:`open_directory` for a directory on object storage: one listing, DONE, the manifest and
+    cellspec.json fetched and checked, the Parquet footer read by ranged reads; the cells are not read."""
+    location = Location.of(url, storage_options)
+    stamps = object_stamps(location)
+    present = {n: s for n, (s, _) in stamps.items()}
+    transfer = Transfer()
+    entries = read_entries(location, present, transfer)
+    check_present(location.url, entries, present)
+    if METADATA not in entries:
+        raise UnlistedDataFile(location.url, METADATA, "is not listed in MANIFEST.sha256")
+    document = parse_document(fetch_listed(location, METADATA, entries[METADATA], present[METADATA],
+                                           transfer).data.to_pybytes(), location.url)
+    if listed_format(location.url, entries) != "parquet":
+        raise InputError(f"{location.url}: cohorts read the Parquet variant; this directory holds cells.tsv.gz")
+    types = document["column_types"]
+    tables = {t: frame_of_rows(document[t], t, types.get(t), location.url) for t in JSON_TABLES}
+    feature_ids = feature_ids_of(tables["dictionary"], location.url)
+    listed = {name: stamps[name] for name in entries}
+    cells = RemoteFile(location.child("cells.parquet"), present["cells.parquet"], location.storage_options)
+    table_types, parts = footer_parts(location.url, "cells.parquet", types["cells"], feature_ids,
+                                      max_inflation=max_inflation, located=cells)
+    done = fetch_small_text(location)
+    return Member(label=label or location.url, root=location.url, index=index, spec_version=document["spec_version"],
+                  table_types=table_types, feature_ids=feature_ids, provenance=document["provenance"],
+                  entries=entries, done=done, stamps=listed, parts=parts,
+                  extensions={k: v for k, v in document.items() if k not in KNOWN_KEYS},
+                  storage_options=dict(location.storage_options), **tables)
+
+
+def fetch_small_text(location: Location) -> str:
+    return fetch_small(location, DONE, DONE_MAX_BYTES, Transfer()).decode("ascii", errors="replace").strip().lower()
+
+
 def _handle(member: Member, part: Part) -> pq.ParquetFile:
     # pre_buffer=False: each column chunk read into a buffer of its own size, which the memory pool reuses;
     # pre-buffering coalesces a row group into reads of tens of MB, new memory on every read (page faults and
     # zeroing of huge pages: 2-3x the CPU of the whole read on a dask worker)
     try:
-        return pq.ParquetFile(member.root / part.file, pre_buffer=False)
+        source = member.file(part.file).open() if member.remote else member.root / part.file
+        return pq.ParquetFile(source, pre_buffer=False)
     except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(member.root, part.file, f"not a readable Parquet file: {damage_text(err)}") from None
 
@@ -435,7 +521,13 @@ def lazy_measurements(member: Member, features: list[str]) -> Any:
 
 def load_member(member: Member) -> CellSpec:
     """The member as a validated CellSpec (refuses a directory that changed since the cohort was opened)."""
-    if member.image_filter is None and member.root.joinpath("cellspec.json").is_file() and member.done:
+    if member.remote and member.image_filter is None:
+        x = read(member.root, storage_options=member.storage_options)
+        for file in member.stamps:  # read() checked the files against the manifest it found: the one opened?
+            check_stamp(member, file)
+        return x
+    if not member.remote and member.image_filter is None and member.root.joinpath("cellspec.json").is_file() \
+            and member.done:
         x = read(member.root)
         for file in member.stamps:  # read() checked the files against the manifest it found: the one opened?
             check_stamp(member, file)

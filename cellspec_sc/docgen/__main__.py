@@ -2,6 +2,6 @@
 
 import sys
 
-from cellspec_sc.docgen.render import main
+from cellspec_sc.docgen._render import main
 
 sys.exit(main())

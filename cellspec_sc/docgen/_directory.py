@@ -18,6 +18,9 @@ from pathlib import Path
 from cellspec_sc.docgen._markdown import markdown_table
 from cellspec_sc.io import (
     ARROW_TYPES,
+    ATTEMPTS,
+    BACKOFF_SECONDS,
+    CONNECT_TIMEOUT_SECONDS,
     DEFAULT_MAX_INFLATION,
     DEFAULT_MAX_METADATA_BYTES,
     DONE_MAX_BYTES,
@@ -25,6 +28,8 @@ from cellspec_sc.io import (
     MANIFEST_LINE_MAX_BYTES,
     MAX_DEPTH,
     MAX_NUMBER_CHARS,
+    PIECE,
+    READ_TIMEOUT_SECONDS,
     SIGNIFICANT_DIGITS,
     UnlistedFileWarning,
     all_refusals,
@@ -109,8 +114,12 @@ _WRITING = """## Writing: crash-safe, nothing lost
   (`renameat2(RENAME_NOREPLACE)` on Linux; elsewhere `rename()`, which fails on a non-empty
   directory): when several writers race for the same new path, exactly one wins and every other gets
   `TargetExists`, with nothing of the winner's replaced or deleted (a test races real processes).
-- `overwrite=True` replaces only a cellspec directory (one holding `DONE`, `MANIFEST.sha256` or
-  `cellspec.json`) or an empty directory, never another folder, a file or a symbolic link. The old
+- `overwrite=True` replaces only a complete cellspec directory (`DONE` holds the hash of a
+  `MANIFEST.sha256` that lists exactly the files present) or an empty directory, never another folder,
+  a file or a symbolic link: a folder holding anything else is refused, naming the files replacing it
+  would lose (`cellspec_sc.io.files_lost_by_replacing`); the swapped-out directory is checked once more
+  and swapped back if a file appeared in it meanwhile. A target path that is not UTF-8 or too long for
+  the file system is refused (`InvalidTarget`) before anything is written. The old
   directory stays intact until the new one is complete; then the two are swapped atomically
   (`renameat2(RENAME_EXCHANGE)`), and the old one is removed, so the path holds one complete directory
   at every moment, also with several writers at once. Where that call is missing, the old directory is
@@ -225,6 +234,74 @@ header row, tab separated, `NA` for missing. The file has no types of its own: t
 `read(write(x, format="tsv"))` equals `x` with every double of the cells and adjacency files rounded to
 15 significant digits (JSON parts stay exact)."""
 
+_OBJECT_STORAGE = """## On object storage: s3://, gs://, az://
+
+`cs.read`, `cs.write`, `cellspec info`, `validate` and `convert` take URLs as well as paths
+(`pip install 'cellspec_sc[cloud]'`: fsspec's `s3fs`, `gcsfs` and `adlfs`). `storage_options=` (CLI:
+`--storage-options JSON`) reaches the store: an endpoint, credentials; without it the store's usual
+environment variables, configuration files and instance roles are used. Local paths never touch this
+code. The example starts a local S3 server (moto's server mode, what the tests use) and points s3fs at it:
+
+```python
+import boto3
+from moto.server import ThreadedMotoServer
+
+from cellspec_sc.io import format_header, read_header
+
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+server.start()
+host, port = server.get_host_and_port()
+endpoint = f"http://{{host}}:{{port}}"
+options = {{"key": "testing", "secret": "testing",
+           "client_kwargs": {{"endpoint_url": endpoint, "region_name": "us-east-1"}}}}
+boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
+             region_name="us-east-1").create_bucket(Bucket="lab")
+
+url = cs.write(x, "s3://lab/runs/run1", storage_options=options)   # files, MANIFEST.sha256, then DONE
+assert cs.read(url, storage_options=options).equals(x)             # bit for bit, as from disk
+print(format_header(read_header(url, options)).splitlines()[1])
+```
+
+```text
+  cells     80 in 2 images (2 samples)
+```
+
+- **Reading.** The prefix is listed once; `DONE` and `MANIFEST.sha256` are checked as on disk; every
+  listed file is fetched once, in ranged reads of {piece} MiB (four in flight), and SHA-256 is fed each piece as it
+  arrives: no second read, and nothing is written to a local disk (the files are decoded from memory by
+  the same readers, so a read holds the compressed files and the matrix at once). Every refusal of a
+  local read applies, naming the URL. `read(url, lazy=True)` is refused: open the directory with
+  `cs.open_cohort` to work on it in parts. `cellspec info URL` fetches `DONE`, the manifest,
+  `cellspec.json` and each Parquet footer (two ranged reads of its end); `cellspec -v info URL` prints
+  the bytes it transferred against the directory's size.
+- **Writing.** The directory is built and validated in a private local folder by the local writer,
+  then uploaded: first a claim, `.cellspec-upload`, written only if absent (`If-None-Match: *`, S3's
+  conditional write, which s3fs sends for `mode="create"`), listing every object the upload may leave;
+  then the files in manifest order, `MANIFEST.sha256`, and `DONE` last (again only if absent); then
+  the claim is removed. Of two writers with `overwrite=False`, one gets the claim and the other
+  `TargetExists` before it has uploaded anything. Where a store's fsspec implementation has no
+  conditional create, the claim falls back to a check that nothing is there, which two writers can
+  pass at once.
+- **`overwrite=True`** removes only a complete cellspec directory (`DONE` matches the manifest, and the
+  manifest lists exactly the objects present) or an interrupted upload (no `DONE`, and the claim names
+  every object present); any other object under the prefix makes it `TargetExists`, and nothing is
+  removed. `DONE` is removed first, so from then on readers refuse the prefix until the new `DONE` is
+  written: an object store has no atomic rename, so a replaced directory is briefly absent rather
+  than swapped in one step as on disk. A reader that raced the replacement gets `ChangedSinceRead`.
+- **An upload killed midway** leaves objects without `DONE`: `read` refuses them
+  (`IncompleteDirectory`: "an upload is in progress here or was interrupted"), `overwrite=False`
+  refuses the prefix, and the next write with `overwrite=True` removes them.
+- **Failures of the store** are `cellspec_sc.io.StorageError` subclasses naming the URL, what was being
+  done and the store's answer: `MissingCredentials`, `BucketNotFound`, `AccessDenied` (credentials not
+  accepted or not allowed), `StorageUnreachable` (connection refused or timed out). A request that
+  fails on the network is retried by the store's client with backoff, and each piece of a file
+  {attempts} times in all ({backoff:g} s, then twice as long); connections time out after
+  {connect} s, reads after {read} s (S3; set `config_kwargs` in `storage_options` to change them).
+
+```python
+server.stop()
+```"""
+
 
 def _example_listing() -> tuple[str, str]:
     with tempfile.TemporaryDirectory() as tmp:
@@ -243,7 +320,9 @@ def render_directory() -> str:
                    [(t, f"`{a}`", _TSV_TEXT[t], _JSON_VALUE[t], _memory(t)) for t, a in ARROW_TYPES.items()])
     refusals = markdown_table(("Exception", "Rule"), [(f"`{cls.__name__}`", cls.rule) for cls in all_refusals()])
     parts = [_INTRO, listing, _JSON, column_types, _TYPES, types, _WRITING,
-             _READING.format(warning=UnlistedFileWarning.__name__), refusals, _limits(), _TSV]
+             _READING.format(warning=UnlistedFileWarning.__name__), refusals, _limits(), _TSV,
+             _OBJECT_STORAGE.format(piece=PIECE >> 20, attempts=ATTEMPTS, backoff=BACKOFF_SECONDS,
+                                    connect=CONNECT_TIMEOUT_SECONDS, read=READ_TIMEOUT_SECONDS)]
     return "\n\n".join(parts) + "\n"
 
 

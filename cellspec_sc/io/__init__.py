@@ -44,6 +44,7 @@ from cellspec_sc.io._metadata import (
            dump_document,
            frame_of_rows,
            load_document,
+           parse_document,
            rows_of,
            supported_version,
 )
@@ -63,6 +64,7 @@ from cellspec_sc.io._publish import (
            PNG_FILE,
            TargetKind,
            check_target,
+           files_lost_by_replacing,
            publishing,
            zarr_root_attributes,
 )
@@ -76,7 +78,38 @@ from cellspec_sc.io._refusals import (
            UnreadableFile,
            all_refusals,
 )
+from cellspec_sc.io._remote import (
+           PIECE,
+           UPLOAD_CLAIM,
+           RemoteUpload,
+           check_present,
+           check_url_target,
+           complete_directory_objects,
+           fetch_listed,
+           fetch_small,
+           object_stamp,
+           object_stamps,
+           read_entries,
+           stream_checked,
+)
 from cellspec_sc.io._staging import fsync_dir, fsync_file, fsync_tree, start_writeback
+from cellspec_sc.io._storage import (
+           ATTEMPTS,
+           BACKOFF_SECONDS,
+           CONNECT_TIMEOUT_SECONDS,
+           READ_TIMEOUT_SECONDS,
+           AccessDenied,
+           BucketNotFound,
+           FetchedFile,
+           Location,
+           MissingCredentials,
+           RemoteFile,
+           StorageError,
+           StorageUnreachable,
+           Transfer,
+           is_url,
+           storage_call,
+)
 from cellspec_sc.io._tsv import SIGNIFICANT_DIGITS
 
 __all__ = ["ARROW_TYPES", "BLOCK", "CELLSPEC_DIRECTORY", "DAMAGED_DATA_ERRORS", "DEFAULT_MAX_INFLATION",
@@ -86,8 +119,17 @@ __all__ = ["ARROW_TYPES", "BLOCK", "CELLSPEC_DIRECTORY", "DAMAGED_DATA_ERRORS", 
            "ReadLimits", "TargetExists", "TargetKind", "UndecodableData", "UnlistedDataFile", "UnlistedFileWarning",
            "UnreadableFile", "all_refusals", "arrow_to_frame", "check_footer", "check_outlines_listed",
            "check_stored_columns", "check_target", "column_types_of", "conform", "damage_text", "dump_document",
-           "encoded_parquet", "feature_ids_of", "fill_row_group", "format_header", "frame_of_rows", "fsync_dir",
-           "fsync_file", "fsync_tree", "gather_row_group_stats", "has_markers", "image_outlines", "listed_format",
+           "encoded_parquet", "feature_ids_of", "files_lost_by_replacing", "fill_row_group", "format_header",
+           "frame_of_rows", "fsync_dir", "fsync_file", "fsync_tree", "gather_row_group_stats", "has_markers",
+           "image_outlines", "listed_format",
            "load_document", "materialise_outline_files", "open_parquet", "outline_files", "publishing", "read",
            "read_header", "read_manifest", "rows_of", "start_writeback", "stats_for", "suits_direct_io",
-           "supported_version", "verify_listed", "write", "write_manifest", "zarr_root_attributes"]
+           "supported_version", "verify_listed", "write", "write_manifest", "zarr_root_attributes",
+           # object storage
+           "ATTEMPTS", "BACKOFF_SECONDS", "CONNECT_TIMEOUT_SECONDS", "PIECE", "READ_TIMEOUT_SECONDS", "UPLOAD_CLAIM",
+           "AccessDenied", "BucketNotFound", "FetchedFile", "Location", "MissingCredentials", "RemoteFile",
+           "RemoteUpload",
+           "StorageError", "StorageUnreachable", "Transfer", "check_present", "check_url_target",
+           "complete_directory_objects", "fetch_listed", "fetch_small", "is_url", "object_stamp", "object_stamps",
+           "parse_document", "read_entries", "storage_call",
+           "stream_checked"]

@@ -37,7 +37,7 @@ decoded nor hashed, so a 16 GB slide is summarised in the time it takes to parse
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,7 +84,6 @@ from cellspec_sc.io._refusals import (
     ChangedSinceRead,
     ChecksumMismatch,
     ColumnMismatch,
-    NotACellspecDirectory,
     OutlineMissing,
     SchemaViolation,
     UndecodableData,
@@ -92,18 +91,29 @@ from cellspec_sc.io._refusals import (
     UnreadableFile,
     UnsafePath,
     UnsupportedVersion,
+    refusal_of_non_directory,
 )
 from cellspec_sc.io._staging import fsync_file, fsync_tree
+from cellspec_sc.io._storage import is_url
 from cellspec_sc.io._tsv import read_tsv, write_tsv
 from cellspec_sc.model import CellSpec, HandedOver, feature_kinds, markers_text, pixel_text, sealed, source_line
 from cellspec_sc.validation import ValidationReport, staged_validation, validate
 
 FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
+# read, write and read_header of a URL (cellspec_sc/io/_remote.py, which builds on this module and registers
+# itself here when cellspec_sc.io is imported): local paths never reach them.
+ON_OBJECT_STORAGE: dict[str, Callable[..., Any]] = {}
+
+
+def _local_only(path: str | Path, storage_options: Mapping[str, Any] | None) -> None:
+    if storage_options:
+        raise InputError(f"{path}: storage_options= applies to URLs (s3://, gs://, az://), not to local paths")
 
 
 # -- write -------------------------------------------------------------------------------------
 def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = "parquet",
-          overwrite: bool = False, report: ValidationReport | None = None) -> Path:
+          overwrite: bool = False, report: ValidationReport | None = None,
+          storage_options: Mapping[str, Any] | None = None) -> Path | str:
     """Write ``x`` as a cellspec directory at ``path`` and return the path.
 
     The directory is built under a hidden sibling name, fsynced and renamed at
@@ -115,6 +125,10 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
     ``x.source_dir``. ``report``: the validation report of ``x`` when the
     caller has just made it (``cellspec import`` validates once), so it is not
     validated again.
+
+    ``path`` may be a URL on object storage (``s3://bucket/run1``, ``gs://``, ``az://``; the ``cloud``
+    extra): ``storage_options`` then reach the store (endpoint, credentials), the files are uploaded,
+    then the manifest, then ``DONE``, and the URL is returned (docs/directory.md, "On object storage").
 
     Parameters
     ----------
@@ -128,11 +142,13 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
         Replace an existing cellspec directory at ``path`` (never another kind of folder).
     report
         The validation report of ``x``, when the caller has just made it.
+    storage_options
+        For a URL on object storage: fsspec options of the store (endpoint, credentials).
 
     Returns
     -------
-    Path
-        ``path``, holding the complete directory.
+    Path or str
+        ``path``, holding the complete directory (the URL, for object storage).
 
     Raises
     ------
@@ -151,6 +167,10 @@ def write(x: CellSpec, path: str | Path, *, format: Literal["parquet", "tsv"] = 
     """
     if format not in FORMATS:
         raise InputError(f"format must be one of {sorted(FORMATS)}, not {format!r}")
+    if is_url(path):
+        return ON_OBJECT_STORAGE["write"](x, path, storage_options, write_local=write, format=format,
+                                          overwrite=overwrite, report=report)
+    _local_only(path, storage_options)
     target = Path(path)
     reason = supported_version(x.spec_version)
     if reason:
@@ -229,11 +249,13 @@ def _outline_sources(x: CellSpec, target: Path) -> dict[str, Path]:
         checked_relative(target, ref, "images.geometry_ref", must_exist=False)
         if ref in reserved:
             raise UnsafePath(target, "images.geometry_ref", f"{ref!r} is the name of a file of the format")
-        source = Path(x.source_dir) / ref if x.source_dir is not None else None
+        # a symlink leading out of the source folder is refused as a listed path leading out of a directory is
+        source = checked_relative(Path(x.source_dir), ref, "images.geometry_ref", must_exist=False) \
+            if x.source_dir is not None else None
         if source is None or not source.is_file():
             raise OutlineMissing(target, ref, "images.geometry_ref names this file but it is not in x.source_dir "
                                               f"({x.source_dir}); set x.source_dir or drop the geometry_ref")
-        out[ref] = source
+        out[ref] = source.resolve()  # the file checked, not a link that could be pointed elsewhere meanwhile
     return out
 
 
@@ -263,7 +285,7 @@ def _write_contents(x: CellSpec, stage: Path, format: str, column_types: dict, m
 # -- read --------------------------------------------------------------------------------------
 def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C",
          max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
-         max_inflation: float = DEFAULT_MAX_INFLATION) -> CellSpec:
+         max_inflation: float = DEFAULT_MAX_INFLATION, storage_options: Mapping[str, Any] | None = None) -> CellSpec:
     """Read a cellspec directory written by this or any other implementation of the spec.
 
     ``lazy=True`` (Parquet variant only) leaves the measurements on disk: they
@@ -290,6 +312,10 @@ def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C
     how far a gzipped TSV file may inflate, and how many values a Parquet file's footer may
     claim (8 bytes each), in times the file's size (at least 64 MiB).
 
+    ``path`` may be a URL on object storage (``s3://bucket/run1``, ``gs://``, ``az://``; the ``cloud``
+    extra), with ``storage_options`` for the store: each file is fetched once, hashed as its bytes
+    arrive, and decoded from memory (docs/directory.md, "On object storage").
+
     Parameters
     ----------
     path
@@ -303,6 +329,8 @@ def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C
     max_inflation
         How far a gzipped TSV file may inflate, and how many values a Parquet footer may claim, in times the
         file's size.
+    storage_options
+        For a URL on object storage: fsspec options of the store (endpoint, credentials).
 
     Returns
     -------
@@ -329,9 +357,12 @@ def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C
     if layout not in ("C", "F") or (lazy and layout != "C"):
         raise InputError(f"layout must be 'C' or 'F' (eager reads only), not {layout!r}"
                          + (" with lazy=True" if lazy else ""))
+    if is_url(path):
+        return ON_OBJECT_STORAGE["read"](path, storage_options, lazy=lazy, layout=layout, limits=limits)
+    _local_only(path, storage_options)
     directory = Path(path)
     if not directory.is_dir():
-        raise NotACellspecDirectory(directory, None, "is not a directory")
+        raise refusal_of_non_directory(directory)
     stamp = directory_stamp(directory)
     try:
         x = _read_or_refuse(directory, lazy, limits, layout)
@@ -467,12 +498,18 @@ class DirectoryHeader:
     data_format: str
 
 
-def read_header(path: str | Path) -> DirectoryHeader:
+def read_header(path: str | Path, storage_options: Mapping[str, Any] | None = None,
+                transfer: Any = None) -> DirectoryHeader:
     """The header of the directory at ``path``; refuses what :func:`cellspec_sc.read` would refuse in
-    DONE, the manifest and cellspec.json (the same FormatError subclasses)."""
+    DONE, the manifest and cellspec.json (the same FormatError subclasses). A URL is read on object
+    storage with ``storage_options``; ``transfer`` (a :class:`~cellspec_sc.io._storage.Transfer`) then
+    counts the bytes fetched."""
+    if is_url(path):
+        return ON_OBJECT_STORAGE["read_header"](path, storage_options, transfer)
+    _local_only(path, storage_options)
     directory = Path(path)
     if not directory.is_dir():
-        raise NotACellspecDirectory(directory, None, "is not a directory")
+        raise refusal_of_non_directory(directory)
     entries = read_manifest(directory)
     if METADATA not in entries:
         raise UnlistedDataFile(directory, METADATA, "is not listed in MANIFEST.sha256")

@@ -79,17 +79,24 @@ def checked_relative(directory: Path, name: str, file: str, *, must_exist: bool 
 
     Checks the text first (absolute, ``..``, backslashes), then where symlinks lead.
     """
-    pure = PurePosixPath(name)
-    if not name or pure.is_absolute() or re.match(r"^[A-Za-z]:", name) or any(c in name for c in "\\\n\r"):
-        raise UnsafePath(directory, file, f"path {name!r} is absolute or not a plain relative path")
-    if any(part in ("..", ".") for part in name.split("/")) or name.endswith("/") or "//" in name:
-        raise UnsafePath(directory, file, f"path {name!r} leaves the directory or is not normalised")
+    pure = check_relative_name(directory, name, file)
     path = directory.joinpath(*pure.parts)
     if must_exist or os.path.lexists(path):
         resolved = path.resolve()
         if not resolved.is_relative_to(directory.resolve()):
             raise UnsafePath(directory, file, f"path {name!r} leads outside the directory (to {resolved})")
     return path
+
+
+def check_relative_name(directory: Path | str, name: str, file: str) -> PurePosixPath:
+    """``name`` if it is a plain, normalised relative path (the text checks of :func:`checked_relative`, for
+    directories on object storage, where nothing can lead elsewhere once the name is clean)."""
+    pure = PurePosixPath(name)
+    if not name or pure.is_absolute() or re.match(r"^[A-Za-z]:", name) or any(c in name for c in "\\\n\r"):
+        raise UnsafePath(directory, file, f"path {name!r} is absolute or not a plain relative path")
+    if any(part in ("..", ".") for part in name.split("/")) or name.endswith("/") or "//" in name:
+        raise UnsafePath(directory, file, f"path {name!r} leaves the directory or is not normalised")
+    return pure
 
 
 def parse_manifest_line(line: str, file: str, number: int, directory: str | Path) -> tuple[str, str]:

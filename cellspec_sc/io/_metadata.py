@@ -124,9 +124,10 @@ def schema_problem(document: Any) -> str | None:
 def supported_version(version: Any) -> str | None:
     """Why ``version`` cannot be read by this package (section 11), or None when it can."""
     ours = [int(p) for p in SPEC_VERSION.split(".")]
-    match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    # each part at most 9 digits: a 5,000-digit part would reach Python's limit on int() of long text
+    match = re.fullmatch(r"(\d{1,9})\.(\d{1,9})\.(\d{1,9})", version) if isinstance(version, str) else None
     if not match:
-        return f"spec_version {version!r} is not a MAJOR.MINOR.PATCH version"
+        return f"spec_version {str(version)[:40]!r} is not a MAJOR.MINOR.PATCH version (parts of 1 to 9 digits)"
     major, minor = int(match.group(1)), int(match.group(2))
     if major != ours[0]:
         return f"major version {major} is not supported (this reader reads {ours[0]}.x)"
@@ -217,7 +218,12 @@ def _numpy_scalar(value: Any) -> Any:
 def load_document(path: Path, directory: Path, max_bytes: int = DEFAULT_MAX_METADATA_BYTES) -> dict[str, Any]:
     """Parse cellspec.json (a regular file of at most ``max_bytes``, strict JSON: see
     :mod:`cellspec_sc.io._metadata`), check its spec_version, then validate it against the schema."""
-    raw = read_bounded(path, directory, path.name, max_bytes)
+    return parse_document(read_bounded(path, directory, path.name, max_bytes), directory, path.name)
+
+
+def parse_document(raw: bytes, directory: Path | str, name: str = "cellspec.json") -> dict[str, Any]:
+    """:func:`load_document` on the bytes of the file (already bounded by the caller)."""
+    path = Path(name)
     try:
         document = strict_loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, StrictJsonError) as err:

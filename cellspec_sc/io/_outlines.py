@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from cellspec_sc.errors import CellspecError, InputError
+from cellspec_sc.errors import CellspecError, CellspecWarning, InputError
 from cellspec_sc.io._manifest import MANIFEST, checked_relative, read_manifest
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ Units = Literal["px", "um"]
 _POLYGONAL = ("Polygon", "MultiPolygon")
 
 
-class OutlineWarning(UserWarning):
+class OutlineWarning(CellspecWarning):
     """A geometry_ref file that is missing or cannot be read; the image gets no outlines."""
 
 

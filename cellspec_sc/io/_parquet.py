@@ -90,6 +90,7 @@ from cellspec_sc.io._columns import (
 )
 from cellspec_sc.io._hashing import FollowingHash
 from cellspec_sc.io._refusals import ChangedSinceRead, ColumnMismatch, FileTooLarge, StoredNonFinite, UndecodableData
+from cellspec_sc.io._storage import readable, size_of
 from cellspec_sc.model import MatrixStats, arrow_first_seen_codes, cache_rows, empty_matrix, first_seen_codes
 from cellspec_sc.progress import progress
 from cellspec_sc.spec import spec_type_of
@@ -188,7 +189,7 @@ def _table_frame(handle: pq.ParquetFile, table_types: list[dict[str, str]], dire
 def open_parquet(path: Path, directory: Path | str, file: str) -> pq.ParquetFile:
     """``path`` opened (footer and schema decoded), or UndecodableData naming ``file``."""
     try:
-        handle = pq.ParquetFile(path)
+        handle = pq.ParquetFile(readable(path))
         handle.schema_arrow  # noqa: B018 - decodes the column names, which may not be UTF-8
     except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(directory, file, f"not a readable Parquet file: {damage_text(err)}") from None
@@ -205,7 +206,7 @@ def check_footer(meta: pq.FileMetaData, path: Path, directory: Path | str, file:
     only such bombs before a matrix is allocated for them (the bound of gzipped TSV, see ``read``).
     """
     check_row_counts(meta, directory, file)
-    size = os.stat(path).st_size
+    size = size_of(path)
     claimed = meta.num_rows * meta.num_columns * 8  # the least it takes once read: 8 bytes a value
     limit = max(INFLATION_FLOOR_BYTES, max_inflation * size)
     if claimed > limit:
@@ -405,7 +406,7 @@ class MatrixDecoding:
                 if self._stop.is_set():
                     raise CancelledError(f"decoding {self._file} was cancelled")
                 index, start, stop, first, names = piece
-                handle = handle or pq.ParquetFile(self._path, metadata=self._meta)
+                handle = handle or pq.ParquetFile(readable(self._path), metadata=self._meta)
                 decoded = handle.read_row_group(index, columns=names, use_threads=False)
                 _place(decoded, self.matrix[start:stop], first, nulls, stats, start)
                 self._progress.update((stop - start) * len(names) / len(self._feature_ids))

@@ -49,9 +49,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from cellspec_sc.errors import WriteFailed
-from cellspec_sc.io._manifest import has_markers
-from cellspec_sc.io._refusals import TargetExists
+from cellspec_sc.errors import CellspecError, WriteFailed
+from cellspec_sc.io._manifest import DONE, MANIFEST, read_manifest
+from cellspec_sc.io._refusals import InvalidTarget, TargetExists
 from cellspec_sc.io._staging import clean_stale, flushing_behind, fsync_file, fsync_tree, publish, staging_directory
 
 
@@ -59,15 +59,73 @@ from cellspec_sc.io._staging import clean_stale, flushing_behind, fsync_file, fs
 class TargetKind:
     """What a writer publishes: ``name`` for messages, ``directory`` or a single file, and
     ``replaceable(path)``: whether an existing (non-symlink) path is one of its own that
-    ``overwrite=True`` may replace."""
+    ``overwrite=True`` may replace, and for a directory ``lost(path)``: the files replacing it
+    would lose that the writer did not publish (any: the target is refused, naming them)."""
 
     name: str
     directory: bool
     replaceable: Callable[[Path], bool]
+    lost: Callable[[Path], list[str]] | None = None
 
 
-def _is_cellspec_directory_or_empty(path: Path) -> bool:
-    return path.is_dir() and (not any(path.iterdir()) or has_markers(path))
+# how many entries of a folder that is not ours are looked at: enough to name them, never a walk of a home folder
+_LOST_NAMES_LOOKED_AT = 1000
+
+
+def files_lost_by_replacing(path: str | os.PathLike) -> list[str]:
+    """The entries of the folder ``path`` that replacing it would lose although no writer of ours published them.
+
+    ``[]`` when ``path`` is an empty folder or a complete published directory: DONE holds the hash of
+    MANIFEST.sha256 and the manifest lists exactly the regular files present (a cellspec directory or a
+    cohort dataset). Otherwise the files and symbolic links present (relative POSIX paths, sorted; empty
+    folders end in ``/``) that the manifest does not list, or all of them when DONE or the manifest is
+    missing or wrong or a listed file is missing; at most the first thousand are looked at.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "DONE").write_text(""); _ = (folder / "thesis.docx").write_text("work")
+    >>> files_lost_by_replacing(folder)
+    ['DONE', 'thesis.docx']
+    """
+    folder = Path(path)
+    present, symlinks = _entries(folder)
+    if not present:
+        return []
+    try:
+        listed = set(read_manifest(folder)) | {DONE, MANIFEST}
+    except (CellspecError, OSError):
+        return present
+    if not listed <= set(present) or listed & symlinks:
+        return present
+    return [name for name in present if name not in listed]
+
+
+def _entries(folder: Path) -> tuple[list[str], set[str]]:
+    """Files, symbolic links and empty folders under ``folder`` (not following links), and which are links."""
+    found: list[str] = []
+    links: set[str] = set()
+    for parent, dirs, files in os.walk(folder):
+        relative = Path(parent).relative_to(folder).as_posix()
+        prefix = "" if relative == "." else f"{relative}/"
+        for name in list(dirs):
+            if os.path.islink(os.path.join(parent, name)):
+                dirs.remove(name)
+                files.append(name)
+        if not dirs and not files and prefix:
+            found.append(prefix)
+        for name in files:
+            found.append(prefix + name)
+            if os.path.islink(os.path.join(parent, name)):
+                links.add(prefix + name)
+        if len(found) >= _LOST_NAMES_LOOKED_AT:
+            break
+    return sorted(found), links
+
+
+def _is_directory(path: Path) -> bool:
+    return path.is_dir()
 
 
 def _regular_file_starting_with(*signatures: bytes) -> Callable[[Path], bool]:
@@ -95,7 +153,7 @@ def zarr_root_attributes(path: str | os.PathLike) -> dict:
     return {}
 
 
-CELLSPEC_DIRECTORY = TargetKind("a cellspec directory", True, _is_cellspec_directory_or_empty)
+CELLSPEC_DIRECTORY = TargetKind("a cellspec directory", True, _is_directory, files_lost_by_replacing)
 HTML_FILE = TargetKind("an HTML file", False, _regular_file_starting_with(b"<!DOCTYPE html", b"<html"))
 PNG_FILE = TargetKind("a PNG file", False, _regular_file_starting_with(b"\x89PNG\r\n\x1a\n"))
 
@@ -107,6 +165,7 @@ def check_target(path: str | os.PathLike, kind: TargetKind, *, overwrite: bool) 
     ``kind`` (never a symbolic link, never another kind of file or folder).
     """
     target = Path(path)
+    check_path_text(target)
     if not (target.exists() or target.is_symlink()):
         return target
     if not overwrite:
@@ -116,7 +175,65 @@ def check_target(path: str | os.PathLike, kind: TargetKind, *, overwrite: bool) 
         raise TargetExists(target, None, "is a symbolic link; refusing to replace it")
     if not kind.replaceable(target):
         raise TargetExists(target, None, f"exists and is not {kind.name}; refusing to replace it")
+    _refuse_losses(target, kind)
     return target
+
+
+def _refuse_losses(target: Path, kind: TargetKind, where: Path | None = None) -> None:
+    lost = kind.lost(where or target) if kind.lost else []
+    if lost:
+        shown = ", ".join(lost[:10]) + (f" and {len(lost) - 10} more" if len(lost) > 10 else "")
+        raise TargetExists(target, None, f"is not a complete {kind.name.removeprefix('a ')} (a valid DONE and "
+                                         f"a manifest listing exactly the files present); replacing it would "
+                                         f"lose {shown}; refusing to replace it")
+
+
+# room for what a writer puts below its target (staging names, files of the format, outline folders)
+_BELOW_TARGET_BYTES = 512
+
+
+def check_path_text(target: Path) -> None:
+    """Refuse (InvalidTarget) a path that is not UTF-8 text (pyarrow and JSON write UTF-8), that has a name longer
+    than the file system allows, or that is too long as a whole: before anything is written, in words, rather
+    than as the OSError or UnicodeEncodeError of whichever library meets it first.
+
+    >>> check_path_text(Path("run1"))
+    >>> try:
+    ...     check_path_text(Path("n" * 300))
+    ... except InvalidTarget as err:
+    ...     print(err.detail)
+    a name of this path is 300 bytes long, too long for the file system (at most 255)
+    """
+    text = str(target)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidTarget(text.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace"), None,
+                            "is not valid UTF-8 text; choose a name in UTF-8") from None
+    existing = next((p for p in (target.absolute(), *target.absolute().parents) if _is_dir(p)), Path("/"))
+    name_max, path_max = _limit(existing, "PC_NAME_MAX", 255), _limit(existing, "PC_PATH_MAX", 4096)
+    longest = max((len(os.fsencode(part)) for part in target.parts), default=0)
+    if longest > name_max:
+        raise InvalidTarget(target.parent, None, f"a name of this path is {longest} bytes long, too long for the "
+                                                 f"file system (at most {name_max})")
+    total = len(os.fsencode(str(target.absolute())))
+    if total + _BELOW_TARGET_BYTES > path_max:
+        raise InvalidTarget(target.parent, None, f"this path is {total} bytes long, too long for the file system "
+                                                 f"(at most {path_max - _BELOW_TARGET_BYTES} for a target)")
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def _limit(folder: Path, name: str, default: int) -> int:
+    try:
+        return int(os.pathconf(folder, name))
+    except (OSError, ValueError):
+        return default
 
 
 def _what(target: Path) -> str:
@@ -174,3 +291,15 @@ def _finish(payload: Path, target: Path, kind: TargetKind, overwrite: bool) -> N
     except FileExistsError:
         raise TargetExists(target, None, "appeared while this writer was writing; nothing was replaced, "
                                          "nothing of it was deleted") from None
+    if overwrite and kind.directory and payload.is_dir():
+        _keep_what_changed_meanwhile(payload, target, kind)
+
+
+def _keep_what_changed_meanwhile(old: Path, target: Path, kind: TargetKind) -> None:
+    """The directory swapped out (now at ``old``, removed by the caller) is checked once more: what was
+    added to it between the last check and the swap is not deleted, the old directory is swapped back."""
+    try:
+        _refuse_losses(target, kind, where=old)
+    except TargetExists:
+        publish(old, target, replace=True)
+        raise

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import warnings
 
-from cellspec_sc.errors import FormatError
+from cellspec_sc.errors import CellspecWarning, FormatError, NotFound
 from cellspec_sc.spec import SPEC_TYPES
 
 
@@ -38,6 +38,26 @@ class DirectoryRefusal(FormatError):
 
 class NotACellspecDirectory(DirectoryRefusal):
     rule = "a cellspec directory is a directory holding DONE, MANIFEST.sha256, cellspec.json and a cells file"
+
+
+class MissingDirectory(NotACellspecDirectory, NotFound):
+    """A cellspec directory that does not exist: also a :class:`FileNotFoundError`.
+
+    >>> err = MissingDirectory("/data/run1", None, "no such directory")
+    >>> isinstance(err, FileNotFoundError), isinstance(err, FormatError), err.filename
+    (True, True, '/data/run1')
+    """
+
+    def __init__(self, directory: str | os.PathLike, file: str | None, detail: str):
+        super().__init__(directory, file, detail)
+        self.filename = self.directory
+
+
+def refusal_of_non_directory(path: str | os.PathLike) -> NotACellspecDirectory:
+    """The refusal of ``path`` that is not a directory: :class:`MissingDirectory` when nothing is there."""
+    if not os.path.lexists(path):
+        return MissingDirectory(path, None, "no such directory")
+    return NotACellspecDirectory(path, None, "is not a directory")
 
 
 class IncompleteDirectory(DirectoryRefusal):
@@ -105,7 +125,12 @@ class UnreadableFile(DirectoryRefusal):
 
 class TargetExists(DirectoryRefusal):
     rule = ("a writer does not replace an existing path unless overwrite=True, and then only one of its own kind "
-            "(for write(): a cellspec directory or an empty directory)")
+            "(for write(): a complete cellspec directory or an empty directory)")
+
+
+class InvalidTarget(DirectoryRefusal):
+    rule = ("a target path is UTF-8 text, each of its names at most the file system's name length and the whole "
+            "within its path length (checked before anything is written)")
 
 
 class OutlineMissing(DirectoryRefusal):
@@ -126,7 +151,7 @@ class StoredNonFinite(DirectoryRefusal):
             "measurements_finite and are never turned into NA")
 
 
-class UnlistedFileWarning(UserWarning):
+class UnlistedFileWarning(CellspecWarning):
     """A file in a cellspec directory that MANIFEST.sha256 does not list (ignored)."""
 
 

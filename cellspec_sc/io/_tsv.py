@@ -40,6 +40,7 @@ from cellspec_sc.io._columns import (
     file_columns,
 )
 from cellspec_sc.io._refusals import UndecodableData
+from cellspec_sc.io._storage import FetchedFile
 from cellspec_sc.progress import progress
 
 SIGNIFICANT_DIGITS = 15
@@ -143,21 +144,24 @@ def _options(types: list[dict[str, str]]) -> dict:
     }
 
 
-def _inflating(path: Path, directory: Path | str, ratio: float) -> tuple[Any, InflationGuard]:
-    """The compressed file (its position drives the progress bar) and the bounded inflating stream over it."""
-    compressed = open_regular(path, directory, path.name)
-    limit = max(INFLATION_FLOOR_BYTES, int(ratio * os.fstat(compressed.fileno()).st_size))
-    return compressed, InflationGuard(gzip.GzipFile(fileobj=compressed, mode="rb"), limit, directory, path.name, ratio)
+def _inflating(path: Path | FetchedFile, directory: Path | str, ratio: float) -> tuple[Any, int, InflationGuard]:
+    """The compressed file (its position drives the progress bar), its size and the bounded inflating stream
+    over it."""
+    compressed = path.open() if isinstance(path, FetchedFile) else open_regular(path, directory, path.name)
+    size = path.size if isinstance(path, FetchedFile) else os.fstat(compressed.fileno()).st_size
+    limit = max(INFLATION_FLOOR_BYTES, int(ratio * size))
+    return compressed, size, InflationGuard(gzip.GzipFile(fileobj=compressed, mode="rb"), limit, directory, path.name,
+                                            ratio)
 
 
-def read_tsv(path: Path, types: list[dict[str, str]], feature_ids: list[str],
+def read_tsv(path: Path | FetchedFile, types: list[dict[str, str]], feature_ids: list[str],
              directory: Path | str, *, max_inflation: float = DEFAULT_MAX_INFLATION) -> Decoded:
     """The table columns as a canonical frame, the measurement matrix and stored-NaN counts per feature.
 
     The file may inflate to ``max_inflation`` times its size (at least 64 MiB), else FileTooLarge."""
     file = path.name
     try:
-        raw, stream = _inflating(path, directory, max_inflation)
+        raw, size, stream = _inflating(path, directory, max_inflation)
         reader = pacsv.open_csv(stream, **_options(types))
         stored = reader.schema.names
     except _DECODE_ERRORS as err:
@@ -169,7 +173,6 @@ def read_tsv(path: Path, types: list[dict[str, str]], feature_ids: list[str],
         batches = []
         try:
             # the row count is unknown until the end: the bar counts compressed bytes
-            size = os.fstat(raw.fileno()).st_size
             with progress(size, f"reading {file}", unit="B", size=size / _COMPRESSED_BYTES_PER_VALUE) as bar:
                 for batch in reader:
                     filler.add(batch)

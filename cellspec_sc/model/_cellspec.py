@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from cellspec_sc.model._compare import frame_differences, matrix_differences, va
 from cellspec_sc.model._from_tables import FUNCTION as FROM_TABLES
 from cellspec_sc.model._from_tables import parts_from_tables
 from cellspec_sc.model._methods import provided
-from cellspec_sc.model._ownership import guarded_view, owned_frame, owned_matrix, sealed
+from cellspec_sc.model._ownership import copied_matrix, guarded_view, owned_frame, owned_matrix, sealed
 from cellspec_sc.model._provenance import with_history_step
 from cellspec_sc.model._summary import format_html, format_text, summarise
 from cellspec_sc.spec import SPEC_VERSION
@@ -149,6 +150,65 @@ class CellSpec:
         """Number of cells (rows of cells)."""
         return len(self.cells)
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(cells, features)``, as ``AnnData.shape``.
+
+        >>> from cellspec_sc import example
+        >>> example().shape
+        (80, 19)
+        """
+        return self.n_cells, len(self.dictionary)
+
+    def __len__(self) -> int:
+        """The number of cells, as ``len(adata)``."""
+        return self.n_cells
+
+    def copy(self) -> CellSpec:
+        """An independent object with equal content: its own matrix (read-only), tables, provenance and extensions.
+
+        Nothing writable is shared with ``x``, so changing a table of the copy (or of ``x``) never reaches the
+        other; no history step is added (the content is the same).
+
+        >>> from cellspec_sc import example
+        >>> x = example()
+        >>> y = x.copy()
+        >>> y.equals(x), y.measurements is x.measurements
+        (True, False)
+        """
+        return CellSpec(
+            spec_version=self.spec_version,
+            cells=self.cells.copy(deep=True),
+            measurements=copied_matrix(self._measurements),
+            dictionary=self.dictionary.copy(deep=True),
+            images=self.images.copy(deep=True),
+            channels=self.channels.copy(deep=True),
+            provenance=copy.deepcopy(self.provenance),
+            adjacency=None if self.adjacency is None else self.adjacency.copy(deep=True),
+            source_dir=self.source_dir,
+            extensions=copy.deepcopy(self.extensions),
+        )
+
+    def __getitem__(self, key: Any) -> CellSpec:
+        """``x[cells]`` or ``x[cells, features]``, as AnnData indexing: the same selection as :meth:`subset`.
+
+        ``cells``: a slice, a boolean mask, integer positions, cell ids or ``(image_id, cell_id)`` pairs (one
+        integer or id selects one cell). ``features``: a slice, a boolean mask, positions, feature ids, or a
+        dictionary query ``{"kind": "intensity", "statistic": "mean"}`` (the arguments of :meth:`features`).
+
+        >>> from cellspec_sc import example
+        >>> x = example()
+        >>> x[:5].shape, x[x.cells["image_id"] == "img1", {"kind": "shape"}].shape
+        ((5, 19), (40, 2))
+        >>> x[["1", "2"], "cell:area"].shape
+        (4, 1)
+        """
+        cells, features = key if isinstance(key, tuple) and len(key) == 2 else (key, slice(None))
+        if isinstance(key, tuple) and len(key) != 2:
+            raise InputError(f"x[...] takes cells or (cells, features), not {len(key)} selections")
+        return self.subset(cells=None if _takes_all(cells) else cells,
+                           features=None if _takes_all(features) else features)
+
     def measurement_frame(self, features: Sequence[str] | None = None) -> pd.DataFrame:
         """Measurements as a DataFrame with feature ids as columns (a copy of the selected columns).
 
@@ -192,9 +252,10 @@ class CellSpec:
     def subset(self, cells: Any = None, features: Any = None) -> CellSpec:
         """A new object with some cells and/or features, rows kept aligned.
 
-        ``cells``: boolean mask, integer positions, ``(image_id, cell_id)`` pairs,
-        or cell_id strings (matched in every image). ``features``: boolean mask,
-        positions or feature ids. Adjacency pairs whose cells are gone are
+        ``cells``: a slice, boolean mask, integer positions, ``(image_id, cell_id)`` pairs,
+        or cell_id strings (matched in every image). ``features``: a slice, boolean mask,
+        positions, feature ids or a dictionary query (a dict of :meth:`features` arguments).
+        ``x[cells, features]`` is the same selection. Adjacency pairs whose cells are gone are
         dropped (section 7). Images and channels are all kept: they describe
         acquisition, an image without cells is valid, and dropping channels
         could break ``markers_in_channels`` for the remaining features.
@@ -225,6 +286,10 @@ class CellSpec:
         )
 
     def _cell_positions(self, cells: Any) -> np.ndarray:
+        if isinstance(cells, slice):
+            return np.arange(self.n_cells)[cells]
+        if _is_scalar(cells):
+            cells = [cells]
         sel = cells.to_numpy() if isinstance(cells, pd.Series) else np.asarray(cells, dtype=object)
         if sel.dtype == bool or (sel.size and all(isinstance(v, (bool, np.bool_)) for v in sel)):
             return _mask_positions(sel.astype(bool), self.n_cells, "cells")
@@ -240,6 +305,12 @@ class CellSpec:
         return np.flatnonzero(self.cells["cell_id"].isin(set(map(str, sel))).fillna(False).to_numpy(dtype=bool))
 
     def _feature_positions(self, features: Any) -> np.ndarray:
+        if isinstance(features, slice):
+            return np.arange(len(self.dictionary))[features]
+        if isinstance(features, Mapping):
+            features = self.features(**_query(features))
+        elif _is_scalar(features):
+            features = [features]
         sel = np.asarray(features.to_numpy() if isinstance(features, pd.Series) else features, dtype=object)
         n = len(self.dictionary)
         if sel.size and all(isinstance(v, (bool, np.bool_)) for v in sel):
@@ -293,6 +364,25 @@ class CellSpec:
 
     def _repr_html_(self) -> str:
         return format_html(self)
+
+
+def _takes_all(selection: Any) -> bool:
+    return isinstance(selection, slice) and selection == slice(None)
+
+
+def _is_scalar(selection: Any) -> bool:
+    return isinstance(selection, (str, int, np.integer)) and not isinstance(selection, (bool, np.bool_))
+
+
+_QUERY_FIELDS = ("kind", "marker", "compartment", "statistic", "unit")
+
+
+def _query(query: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(query) - set(_QUERY_FIELDS))
+    if unknown:
+        raise InputError(f"feature query has unknown dictionary column(s) {unknown}; a query names "
+                         f"{', '.join(_QUERY_FIELDS)}")
+    return dict(query)
 
 
 def _mask_positions(mask: np.ndarray, n: int, what: str) -> np.ndarray:

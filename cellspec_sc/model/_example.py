@@ -45,6 +45,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -53,8 +54,9 @@ import pyarrow.compute as pc
 from scipy import fft, ndimage
 
 from cellspec_sc._files import scratch_folder
-from cellspec_sc.errors import needs_extra
+from cellspec_sc.errors import argument_error, is_count, is_positive_number, needs_extra
 from cellspec_sc.model._cellspec import CellSpec
+from cellspec_sc.model._example_images import write_example_images
 from cellspec_sc.model._memory import empty_matrix
 from cellspec_sc.model._ownership import sealed
 from cellspec_sc.model._provenance import new_provenance
@@ -92,6 +94,7 @@ def example(
     lazy: bool = False,
     outlines: bool = False,
     outline_dir: str | os.PathLike | None = None,
+    image_dir: str | os.PathLike | None = None,
 ) -> CellSpec:
     """Simulate a valid cellspec object: a section of tissue with tumour nests, stroma and immune cells.
 
@@ -123,6 +126,11 @@ def example(
     be written (``cs.write`` streams it) without ever being held:
     ``example(n_cells=2_000_000, n_features=1000, lazy=True)`` is 16 GB of
     values in about 200 MB. Its values equal the eager ones to the bit.
+
+    ``image_dir`` also writes ``<image_id>.ome.tiff`` per image into that folder: each cell a disc of its area
+    whose pixels in each channel hold its ``cell:<marker>:mean`` (16 bits, background 0), tiled, with a pyramid
+    (:mod:`cellspec_sc.model._example_images`); ``images`` records each file's name and SHA-256. Open them with
+    ``cs.open_image`` or hand them over as ``images={image_id: path}``.
 
     Parameters
     ----------
@@ -167,6 +175,9 @@ def example(
     >>> x.n_cells, sorted(x.images["image_id"])
     (500, ['img1', 'img2', 'img3'])
     """
+    _check_arguments(seed=seed, n_cells=n_cells, n_images=n_images, n_samples=n_samples, markers=markers,
+                     n_features=n_features, pixel_size=pixel_size, region_layers=region_layers,
+                     flags={"adjacency": adjacency, "lazy": lazy, "outlines": outlines})
     rng = np.random.default_rng(seed)
     n_samples = n_images if n_samples is None else n_samples
     markers = _markers_for(list(markers), n_features)
@@ -186,6 +197,10 @@ def example(
         parameters=parameters,
     )
     provenance["created_utc"] = _CREATED_UTC
+    if image_dir is not None:
+        channels = _channels(images, markers)
+        identity = "cellspec_sc-example/" + json.dumps(parameters, sort_keys=True)
+        images = _write_images(Path(image_dir), cells, images, channels, dictionary, measurements, identity)
     source_dir = None
     if outlines:
         source_dir = _outline_folder(outline_dir)
@@ -201,6 +216,47 @@ def example(
         adjacency=_contacts(cells, tissue) if adjacency else None,
         source_dir=source_dir,
     )
+
+
+def _check_arguments(*, seed: Any, n_cells: Any, n_images: Any, n_samples: Any, markers: Any, n_features: Any,
+                     pixel_size: Any, region_layers: Any, flags: dict[str, Any]) -> None:
+    """Refuse an argument :func:`example` cannot simulate, naming it (an InputError, so also a ValueError)."""
+    bad = [(name, value, expected) for name, value, expected, ok in (
+        ("seed", seed, "an integer >= 0", is_count(seed)),
+        ("n_cells", n_cells, "an integer >= 0", is_count(n_cells)),
+        ("n_images", n_images, "an integer >= 1 (0 only with n_cells=0)",
+         is_count(n_images, 1) or (n_images == 0 and n_cells == 0 and is_count(n_images))),
+        ("n_samples", n_samples, "None or an integer from 1 to n_images",
+         n_samples is None or (is_count(n_samples, 1) and is_count(n_images) and n_samples <= n_images)),
+        ("markers", markers, "a list of distinct non-empty marker names without ':'",
+         _are_names(markers) and len(set(markers)) == len(markers) and not any(":" in m for m in markers)),
+        ("n_features", n_features, "None or an integer >= 3 (the two areas and the detection probability)",
+         n_features is None or is_count(n_features, 3)),
+        ("pixel_size", pixel_size, "a finite number of micrometres per pixel above 0", is_positive_number(pixel_size)),
+        ("region_layers", region_layers, "a list of distinct non-empty layer names",
+         _are_names(region_layers) and len(set(region_layers)) == len(region_layers)),
+        *((name, value, "True or False", isinstance(value, (bool, np.bool_))) for name, value in flags.items()),
+    ) if not ok]
+    if bad:
+        raise argument_error("example", *bad[0])
+
+
+def _are_names(values: Any) -> bool:
+    return not isinstance(values, (str, bytes)) and isinstance(values, Sequence) and \
+        all(isinstance(v, str) and v.strip() for v in values)
+
+
+def _write_images(folder: Path, cells: pd.DataFrame, images: pd.DataFrame, channels: pd.DataFrame,
+                  dictionary: pd.DataFrame, measurements: np.ndarray, identity: str) -> pd.DataFrame:
+    features = dictionary["feature_id"].tolist()
+    markers = channels.drop_duplicates("channel_index").sort_values("channel_index")["marker"].astype(str)
+    values = np.zeros((len(cells), len(markers)))
+    for k, marker in enumerate(markers):
+        if (feature := f"cell:{marker}:mean") in features:
+            values[:, k] = np.asarray(measurements[:, features.index(feature)])
+    radius = np.sqrt(cells["area"].to_numpy(np.float64) / np.pi)
+    images = write_example_images(folder, cells, images, channels, radius, values, identity)
+    return canonical_frame(images, "images")
 
 
 def _markers_for(markers: list[str], n_features: int | None) -> list[str]:

@@ -73,6 +73,19 @@ def owned_matrix(matrix: Any) -> Any:
     return matrix
 
 
+def copied_matrix(matrix: Any) -> Any:
+    """An independent read-only copy of a stored matrix (a dask array is immutable and kept as it is).
+
+    >>> kept = owned_matrix(np.zeros((2, 2)))
+    >>> again = copied_matrix(kept)
+    >>> np.shares_memory(again, kept), again.flags.writeable
+    (False, False)
+    """
+    if isinstance(matrix, np.ndarray):
+        return sealed(matrix.copy(order="K"))
+    return matrix
+
+
 def guarded_view(matrix: Any) -> Any:
     """What ``x.measurements`` gives: a read-only view of a numpy matrix (a plain ``ndarray``, so that libraries
     that dispatch on the exact type, like anndata's writers, take it; its flag cannot be turned back on, its base

@@ -23,10 +23,14 @@ Adding a tool means one folder with its plan (the tool's grammar as data), an ad
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -34,12 +38,17 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.errors import ValidationError
+from cellspec_sc.errors import InputError, ValidationError, argument_error, is_positive_number
 from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_record, new_provenance, sealed
+from cellspec_sc.progress import step
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
+from cellspec_sc.readers._recognise import is_gzip, other_tool_advice
 from cellspec_sc.readers._table import Header, Parsed, stream_columns
 from cellspec_sc.spec import SPEC_VERSION, canonical_frame
 from cellspec_sc.validation import ValidationReport, validate
+
+RECOGNISED: ContextVar[str | None] = ContextVar("recognised", default=None)
+"""Which reader :func:`~cellspec_sc.readers.read_export` chose, while it runs that reader (recorded in provenance)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,8 @@ class ColumnRoles:
     unfiltered: Sequence[str] = ()
     group: str | None = None
     """The text column that decides each row's image (None: one image), for the matrix stats' ranges."""
+    nulls: Sequence[str] = ("",)
+    """The values that are missing (the empty field; inForm also writes ``#N/A``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,6 +128,10 @@ class ToolAdapter(ABC):
     """The tool's name in messages."""
     producer: ClassVar[str] = ""
     """``provenance.producer.tool``."""
+    reads_gzip: ClassVar[bool] = False
+    """Whether the tool's exports may come gzip-compressed (decompressed once, hashed as stored)."""
+    recognised: str | None = None
+    """Set by :func:`~cellspec_sc.readers.read_export` when it chose this reader: recorded in provenance."""
 
     def __init__(self, marker_map: Mapping[str, str] | None = None, encoding: str | None = None) -> None:
         self.marker_map = dict(marker_map or {})
@@ -131,12 +146,49 @@ class ToolAdapter(ABC):
         """Parse the export as ``plan`` says (every tool so far streams it with pyarrow); the plan the parse used."""
         roles = plan.roles
         parsed = stream_columns(plan.header, text=roles.text, numbers=roles.numbers, matrix=roles.matrix,
-                                keep=roles.keep, unfiltered=roles.unfiltered, group=roles.group)
+                                keep=roles.keep, unfiltered=roles.unfiltered, group=roles.group, nulls=roles.nulls)
         return parsed, plan
 
     @abstractmethod
     def tables(self, plan: Plan, parsed: Parsed, dictionary: pd.DataFrame, applied: Mapping[str, str]) -> Tables:
         """Cells, images, channels and reader parameters from the parsed rows."""
+
+
+_ABSENT = object()
+
+
+def check_reader_arguments(function: str, path: Any, *, pixel_size: Any = None, image_id: Any = None,
+                           sample_id: Any = None, marker_map: Any = None, object_types: Any = _ABSENT,
+                           flags: Mapping[str, Any] | None = None) -> None:
+    """Refuse an argument of a reader by its type or range before any file is opened, naming the reader and the
+    argument (an InputError, so also a ValueError); what the arguments mean for the file is checked later.
+
+    >>> check_reader_arguments("read_qupath", "m.tsv", pixel_size=True)
+    Traceback (most recent call last):
+    ...
+    cellspec_sc.errors.InputError: read_qupath: pixel_size must be None, a finite number of micrometres per pixel \
+above 0 or a dict image_id -> such a number, not True
+    """
+    sizes = list(pixel_size.values()) if isinstance(pixel_size, Mapping) else [pixel_size]
+    checks = [
+        ("path", path, "a path (str or os.PathLike)", isinstance(path, (str, os.PathLike)) and str(path) != ""),
+        ("pixel_size", pixel_size, "None, a finite number of micrometres per pixel above 0 or a dict image_id -> "
+         "such a number", pixel_size is None or (bool(sizes) and all(map(is_positive_number, sizes)))),
+        ("image_id", image_id, "None or a non-empty text", image_id is None or (isinstance(image_id, str)
+                                                                                and image_id != "")),
+        ("sample_id", sample_id, "None or a non-empty text", sample_id is None or (isinstance(sample_id, str)
+                                                                                  and sample_id != "")),
+        ("marker_map", marker_map, "None or a dict tool name -> marker name",
+         marker_map is None or isinstance(marker_map, Mapping)),
+        ("object_types", object_types, "None or a list of QuPath object types",
+         object_types is _ABSENT or object_types is None or (
+             isinstance(object_types, Sequence) and not isinstance(object_types, str)
+             and all(isinstance(t, str) for t in object_types))),
+        *((name, value, "True or False", isinstance(value, (bool, np.bool_))) for name, value in (flags or {}).items()),
+    ]
+    for name, value, expected, ok in checks:
+        if not ok:
+            raise argument_error(function, name, value, expected)
 
 
 def read_export(adapter: ToolAdapter, path: str | os.PathLike) -> CellSpec:
@@ -150,13 +202,29 @@ def read_export(adapter: ToolAdapter, path: str | os.PathLike) -> CellSpec:
 
 def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[CellSpec, ValidationReport]:
     """The object read from ``path`` and the report of its one validation, which uses the matrix stats the
-    parse gathered (``cellspec import`` hands the report on to the writer; the object remembers it too)."""
+    parse gathered (``cellspec import`` hands the report on to the writer; the object remembers it too).
+
+    A gzip-compressed export of a tool that writes them (``adapter.reads_gzip``) is decompressed once into a
+    temporary file, its SHA-256 taken from the compressed bytes as they are read (provenance names the file as
+    stored). When the adapter refuses the export and the file is another tool's, the refusal names that tool."""
     path = Path(path)
-    plan = adapter.plan(path)
-    parsed, plan = adapter.parse(plan)  # hashes a single-file export from the bytes it parses
+    if adapter.reads_gzip and path.is_file() and is_gzip(path):
+        with tempfile.TemporaryDirectory(prefix="cellspec-") as folder:
+            plain, digest = decompressed(path, Path(folder))
+            return _read(adapter, plain, input_record(path, sha256=digest))
+    return _read(adapter, path, None)
+
+
+def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tuple[CellSpec, ValidationReport]:
+    with step(f"reading the header of {path.name} ({adapter.name})"):
+        plan = planned(adapter, path)
+    with step(f"parsing {path.name} ({adapter.name})"):
+        parsed, plan = adapter.parse(plan)  # hashes a single-file export from the bytes it parses
     dictionary, applied = build_dictionary(plan.features, adapter.marker_map)
     tables = adapter.tables(plan, parsed, dictionary, applied)
-    record = input_record(path, sha256=parsed.sha256) if path.is_file() else None  # a folder's tables are inputs
+    table = plan.header.path  # the export, or the table a reader chose in a folder (a steinbock folder: itself)
+    if record is None and table.is_file():  # the tables of a steinbock folder are inputs of their own
+        record = input_record(table, sha256=parsed.sha256)
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
     stats = image_stats(parsed, x.cells, tables.image_codes)
     # the cell-id codes may still be in the making on another core (and raise the adapter's refusal of repeated
@@ -167,6 +235,46 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     return x, validate(x, stats=stats)
 
 
+def planned(adapter: ToolAdapter, path: Path) -> Plan:
+    """``adapter.plan(path)``; a refusal of another tool's export names that tool and its reader instead."""
+    try:
+        return adapter.plan(path)
+    except InputError:
+        advice = other_tool_advice(path, adapter.name)
+        if advice is None:
+            raise
+    raise InputError(advice)
+
+
+# Bytes decompressed at a time.
+GZIP_BLOCK = 1 << 22
+
+
+def decompressed(path: Path, folder: Path) -> tuple[Path, str]:
+    """``path`` (gzip) decompressed into ``folder`` under its name without ``.gz``, and the SHA-256 of the
+    compressed bytes, hashed as they are read (the file is read once). A damaged file is refused."""
+    name = path.name[:-3] if path.name.lower().endswith(".gz") else path.name
+    out = folder / name
+    digest = hashlib.sha256()
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        with open(path, "rb") as source, open(out, "wb") as target:
+            while block := source.read(GZIP_BLOCK):
+                digest.update(block)
+                target.write(inflate.decompress(block))
+                while inflate.eof and inflate.unused_data:  # a file of several gzip members
+                    rest = inflate.unused_data
+                    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    target.write(inflate.decompress(rest))
+            target.write(inflate.flush())
+    except zlib.error as err:
+        raise InputError(f"{path.name}: the gzip file is damaged ({err}); decompress it with gunzip to see "
+                         "where") from None
+    if not inflate.eof:
+        raise InputError(f"{path.name}: the gzip file ends early (truncated download?)")
+    return out, digest.hexdigest()
+
+
 def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
              path_record: dict[str, Any] | None) -> CellSpec:
     """Build the object with its provenance (not validated: :func:`read_export_report` validates it once)."""
@@ -175,7 +283,9 @@ def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, 
         producer={"tool": adapter.producer, "version": None}, adapter=adapter.name, adapter_version=adapter.version,
         inputs=[*([path_record] if path_record is not None else []),
                 *(p if isinstance(p, dict) else input_record(p) for p in tables.extra_inputs)],
-        counts=counts, parameters=tables.parameters,
+        counts=counts,
+        parameters={**tables.parameters, **({"recognised_as": chosen} if (chosen := adapter.recognised or
+                                                                            RECOGNISED.get()) else {})},
     )
     return CellSpec(
         spec_version=SPEC_VERSION,

@@ -77,7 +77,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from cellspec_sc._background import ordered_map, usable_cpus
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import CellspecWarning, InputError, MissingPath
 from cellspec_sc.io import PieceHash
 from cellspec_sc.model import MatrixStats, all_distinct, arrow_code_array, empty_matrix
 from cellspec_sc.spec import vocabulary
@@ -85,7 +85,7 @@ from cellspec_sc.validation import duplicated_pairs
 
 
 # -- warnings ------------------------------------------------------------------------------------
-class ReaderWarning(UserWarning):
+class ReaderWarning(CellspecWarning):
     """A reader read the file but the user should look at what it says."""
 
 
@@ -362,14 +362,15 @@ def is_utf8_with_ascii_rows(sample: bytes) -> bool:
 HEADER_MAX_BYTES = 16 << 20
 
 
-def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: str, encoding: str | None = None
-                ) -> Header:
+def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: str, encoding: str | None = None,
+                *, index_column: bool = False) -> Header:
     """Read and check the header line: not empty, not duplicated, the expected separator. ``delimiter`` is
     the separator, or the separators the tool may use; then the header line decides (the one it holds most
     of, the first on a tie).
 
     ``encoding`` (default: detected, see :func:`detect_encoding`) is recorded on the header for the
-    parser. Raises InputError naming the file and line 1.
+    parser. ``index_column``: a first column without a name (the index pandas writes with ``to_csv``) is allowed
+    (its name stays ``""``). Raises InputError naming the file and line 1.
     """
     path = Path(path)
     check_regular_file(path)
@@ -395,7 +396,7 @@ def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: s
             raise InputError(f"{path.name}: line 1: the header has a single column but contains "
                              f"{SEPARATORS[found[0]]} characters; {tool} tables are "
                              f"{SEPARATORS[delimiter]}-separated (wrong separator?)")
-    blank = [i + 1 for i, n in enumerate(names) if not n.strip()]
+    blank = [i + 1 for i, n in enumerate(names) if not n.strip() and not (index_column and i == 0)]
     if blank:
         raise InputError(f"{path.name}: line 1, column {blank[0]}: empty column name in the header")
     dups = sorted(n for n, count in Counter(names).items() if count > 1)
@@ -463,7 +464,7 @@ def check_regular_file(path: Path) -> None:
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        raise MissingPath(path, f"{path}: no such file") from None
     except OSError as err:
         raise UnreadableText(f"{path}: cannot read the file ({err.strerror})") from None
     if not stat.S_ISREG(mode):
@@ -481,7 +482,7 @@ def check_encoding_name(encoding: str, path: Path) -> None:
 
 
 # Files people pass for an export: what they start with -> what they are and what to do.
-CONTAINERS = ((b"\x1f\x8b", "gzip-compressed (QuPath writes gzip when the name ends in .gz)",
+CONTAINERS = ((b"\x1f\x8b", "gzip-compressed (.gz)",
                "decompress it first (gunzip FILE)"),
               (b"PK\x03\x04", "a ZIP archive, e.g. an Excel workbook (.xlsx)", "save it as CSV or TSV text"),
               (b"\xd0\xcf\x11\xe0", "an old Excel workbook (.xls)", "save it as CSV or TSV text"))
@@ -856,6 +857,8 @@ class Parsed:
     """Matrix stats gathered while parsing, ranges per group (see :class:`GroupedStats`)."""
     parts: tuple[int, ...] = ()
     """Rows of each table joined into this one, in order (a folder of tables), or ``()`` for a single table."""
+    hashes: dict[Path, str] | None = None
+    """SHA-256 of each table joined into this one (a folder of tables), hashed from the bytes the parse read."""
 
     def __post_init__(self) -> None:
         self._objects: dict[str, np.ndarray] = {}
@@ -926,7 +929,7 @@ SAMPLE_BYTES = 1 << 18
 
 def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str], matrix: Sequence[str],
                    keep: tuple[str, Sequence[str]] | None = None, unfiltered: Sequence[str] = (),
-                   group: str | None = None) -> Parsed:
+                   group: str | None = None, nulls: Sequence[str] = ("",)) -> Parsed:
     """Parse the file with pyarrow's CSV reader, in pieces on every core, straight into the measurement matrix.
 
     ``text`` columns are read as strings (kept as Arrow arrays), every other column as float64 (empty
@@ -943,18 +946,19 @@ def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str
     ``nonfinite_converted`` (infinities) and ``missing_in_source`` (empty fields), all over kept rows.
     A parse failure becomes an InputError that names file, line and column. When rows are filtered,
     a value that is not a number in a row that is not kept does not matter: on such a failure the file
-    is parsed again with numbers read as text and converted after the filter. The matrix stats
+    is parsed again with numbers read as text and converted after the filter. ``nulls``: the values that are
+    missing (the empty field; inForm also writes ``#N/A``). The matrix stats
     (:attr:`Parsed.stats`) have ranges per value of the text column ``group`` (the column that decides
     each row's image; None: one image).
     """
     try:
         return _stream(header, text=text, numbers=numbers, matrix=matrix, keep=keep, unfiltered=unfiltered,
-                       group=group, numbers_as_text=False)
+                       group=group, numbers_as_text=False, nulls=nulls)
     except _ConversionFailed as failed:
         if keep is None:
             raise _located_error(header, failed.message) from None
     return _stream(header, text=text, numbers=numbers, matrix=matrix, keep=keep, unfiltered=unfiltered,
-                   group=group, numbers_as_text=True)
+                   group=group, numbers_as_text=True, nulls=nulls)
 
 
 class NotANumber(InputError):
@@ -980,10 +984,11 @@ class _ConversionFailed(Exception):
         self.message = message
 
 
-def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, numbers_as_text: bool) -> Parsed:
+def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, numbers_as_text: bool,
+            nulls: Sequence[str] = ("",)) -> Parsed:
     as_text = set(header.names) if numbers_as_text else set(text)
     types = {name: (pa.string() if name in as_text else pa.float64()) for name in header.names}
-    convert = pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
+    convert = pacsv.ConvertOptions(column_types=types, null_values=list(nulls), strings_can_be_null=True,
                                    quoted_strings_can_be_null=True)
     position = {name: i for i, name in enumerate(header.names)}
     out = empty_matrix(_estimated_rows(header.path), len(matrix))
@@ -1087,6 +1092,11 @@ def _estimated_rows(path: Path, sample: int = SAMPLE_BYTES) -> int:
     if size <= len(head):
         return max(lines, 1)
     return max(int(size / (len(head) / max(lines, 1)) * 1.1) + 1024, 1)
+
+
+def estimated_rows(path: Path) -> int:
+    """Room for the data rows of ``path`` without reading it whole (see :func:`_estimated_rows`)."""
+    return _estimated_rows(path)
 
 
 def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:

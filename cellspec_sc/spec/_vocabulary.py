@@ -61,11 +61,13 @@ class Component:
 
 @dataclass(frozen=True)
 class Check:
-    """One validation check (section 10)."""
+    """One validation check (section 10): ``rule`` in Python's words (what reports and the docs show),
+    ``spec_rule`` as the spec words it (R's: ``cells$image_id``, "double matrix")."""
 
     name: str
     level: Level
     rule: str
+    spec_rule: str
 
 
 @dataclass(frozen=True)
@@ -170,15 +172,15 @@ def _cols(*rows: tuple[str, str, str, str]) -> tuple[Column, ...]:
 
 
 _COMPONENTS = (
-    Component("spec_version", "string", "yes", '"1.0.0"'),
-    Component("cells", "data frame", "yes", "one row per cell: identity and geometry (section 2)"),
-    Component("measurements", "double matrix", "yes (may have 0 columns)",
+    Component("spec_version", "str", "yes", '"1.0.0"'),
+    Component("cells", "pandas DataFrame", "yes", "one row per cell: identity and geometry (section 2)"),
+    Component("measurements", "float64 matrix (numpy, or dask when lazy)", "yes (may have 0 columns)",
               "cells x features, rows in the order of cells (section 3)"),
-    Component("dictionary", "data frame", "yes", "one row per measurement column (section 4)"),
-    Component("images", "data frame", "yes", "one row per image (section 5)"),
-    Component("channels", "data frame", "yes", "one row per image and channel (section 5)"),
-    Component("provenance", "list", "yes", "origin of the data (section 6)"),
-    Component("adjacency", "data frame or NULL", "no", "cell-cell contacts (section 7)"),
+    Component("dictionary", "pandas DataFrame", "yes", "one row per measurement column (section 4)"),
+    Component("images", "pandas DataFrame", "yes", "one row per image (section 5)"),
+    Component("channels", "pandas DataFrame", "yes", "one row per image and channel (section 5)"),
+    Component("provenance", "dict", "yes", "origin of the data (section 6)"),
+    Component("adjacency", "pandas DataFrame or None", "no", "cell-cell contacts (section 7)"),
 )
 
 _CELLS = _cols(
@@ -250,7 +252,29 @@ _PROVENANCE = (
 )
 
 _S, _M = "structure", "semantic"
-_CHECKS = tuple(Check(n, lvl, r) for n, lvl, r in (
+
+
+def in_python_words(rule: str) -> str:
+    """A check's rule as the spec words it, in Python's terms: ``table$column`` becomes ``table['column']``,
+    R's containers become pandas' and numpy's.
+
+    >>> in_python_words("Every cells$image_id exists in images.")
+    "Every cells['image_id'] exists in images."
+    >>> in_python_words("measurements is a double matrix.")
+    'measurements is a float64 matrix.'
+    """
+    for r_words, python_words in _PYTHON_WORDS:
+        rule = rule.replace(r_words, python_words)
+    return re.sub(r"\b([a-z_]+)\$([a-z_]+)\b", r"\1['\2']", rule)
+
+
+_PYTHON_WORDS = (
+    ("The object is a list of class cellspec.", "The object is a cellspec_sc.CellSpec."),
+    ("double matrix", "float64 matrix"),
+    ("have the right container type", "have the right type (pandas DataFrame, numpy float64 matrix, dict)"),
+)
+
+_CHECKS = tuple(Check(n, lvl, in_python_words(r), r) for n, lvl, r in (
     ("object_class", _S, "The object is a list of class cellspec."),
     ("object_components", _S, "All components exist and have the right container type."),
     ("spec_version", _S, "spec_version is a version string with a supported major version."),

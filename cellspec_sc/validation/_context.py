@@ -152,7 +152,7 @@ class Context:
     def matrix(self) -> Any:
         m = self.part("measurements")
         if "measurements_type" in self.broken:
-            raise Skip("measurements is not a double matrix")
+            raise Skip("measurements is not a float64 matrix")
         return m
 
     def stats(self) -> MatrixStats:

@@ -108,7 +108,7 @@ class ValidationReport:
         c = self.counts()
         rows = "".join(
             f"<tr><td style='color:{colours[r.status]};font-weight:bold'>{r.status}</td>"
-            f"<td><code>{r.name}</code></td><td>{r.level}</td>"
+            f"<td><code>{html.escape(r.name)}</code></td><td>{html.escape(r.level)}</td>"
             f"<td style='text-align:left'>{html.escape(r.message)}</td></tr>"
             for r in self.ordered())
         return ("<div class='cellspec-validation'>"

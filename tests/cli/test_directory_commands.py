@@ -15,7 +15,9 @@ def test_demo_writes_reads_back_and_validates(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "identical to what was written" in out and "cellspec validation: OK" in out
     y = cs.read(tmp_path / "example.cellspec")
-    assert y.equals(cs.example(adjacency=True, region_layers=("tumor",)))
+    again = cs.example(adjacency=True, region_layers=("tumor",), image_dir=tmp_path / "again")
+    assert y.equals(again)  # the images' SHA-256 too: the same example writes the same files
+    assert "SHA-256 checked" in out and (tmp_path / "preview.html").read_text().count("composite of channels") == 1
     assert main(["demo", "--out", str(tmp_path)]) == 0  # again: replaces its own directory
 
 

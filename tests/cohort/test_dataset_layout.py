@@ -20,7 +20,6 @@ import cellspec_sc.cohort._dataset as dataset
 from cellspec_sc.cohort._dataset import constants_of, partition_groups
 from cellspec_sc.cohort._members import verify_member
 from cellspec_sc.cohort.example import write_example_cohort
-from cellspec_sc.io import UndecodableData
 from cellspec_sc.io._refusals import ChecksumMismatch, ColumnMismatch
 from dirhelpers import reseal
 
@@ -193,13 +192,14 @@ def test_run_hands_each_result_to_on_result_as_it_arrives_failures_included():
 
 
 def test_a_dataset_part_that_is_no_parquet_is_refused_naming_it_when_the_dataset_is_opened(tmp_path):
-    # its footer is read as the dataset opens, before any hash: pyarrow's bare OSError escaped from there
+    # pyarrow's bare OSError escaped from its footer once; the dataset is now checked against its manifest as it
+    # opens, so the part is refused by its hash first, by name
     out = cs.open_cohort(write_example_cohort(tmp_path / "slides", 1, n_cells=60)).write_dataset(
         tmp_path / "dataset", client=None, progress=False)
     part = sorted((out / "cells").rglob("*.parquet"))[0]
     part.write_bytes(b"PAR1" + bytes(100) + b"PAR1")
     name = part.relative_to(out).as_posix()
-    with pytest.raises(UndecodableData, match=f"dataset: {re.escape(name)}: not a readable Parquet file: "):
+    with pytest.raises(ChecksumMismatch, match=f"dataset: {re.escape(name)}: SHA-256 is "):
         cs.open_cohort(out)
 
 

@@ -145,8 +145,27 @@ def test_schema_accepts_provenance_written_per_the_spec_field_list():
         extra_field={"any": "thing"})
     assert schema_problem(document) is None
     for field, value in (("counts", {"rows_read": -1, "rows_kept": 0, "na_converted": 0, "nonfinite_converted": 0}),
-                         ("created_utc", "2026-01-01 00:00:00"), ("parameters", ["pixel_size"]),
-                         ("producer", "QuPath"), ("inputs", "a.tsv")):
+                         ("counts", {"rows_read": 1, "rows_kept": 0, "na_converted": 0}),
+                         ("created_utc", "2026-01-01 00:00:00"), ("history", {"step": "subset"}),
+                         ("inputs", "a.tsv"), ("counts", [1, 1, 0, 0])):
         broken = json.loads(json.dumps(document))
         broken["provenance"][field] = value
         assert schema_problem(broken) is not None, field
+
+
+def test_schema_accepts_the_loosest_document_the_spec_allows():
+    """Where section 6 names a field and gives it no type, any JSON value is valid: a writer that numbers its
+    history steps or names its producer in a string is not refused (counts are counts: integers of at least 0)."""
+    from cellspec_sc.io._metadata import schema_problem
+
+    x = cs.example()
+    document = json.loads((cs.write(x, Path(tempfile.mkdtemp()) / "d") / "cellspec.json").read_text("utf-8"))
+    document["provenance"] = {
+        "producer": "QuPath 0.5.1", "reader": ["cellspecR", "1.0.0"], "created_utc": "2026-01-01T00:00:00Z",
+        "inputs": [{"path_basename": None, "bytes": "12 kB", "sha256": 7}, {}],
+        "counts": {"rows_read": 80, "rows_kept": 80, "na_converted": 0, "nonfinite_converted": 0, "note": "x"},
+        "parameters": ["pixel_size"],
+        "history": [{"step": 1, "function": None, "time_utc": 1767225600, "details": [1, "two"]}, {}],
+    }
+    assert schema_problem(document) is None
+    assert fastjsonschema.compile(schema())(document) == document

@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, ...] | frozenset[str]] = [
     frozenset({"cellspec_sc.model"}),
     frozenset({"cellspec_sc.validation"}),
     frozenset({"cellspec_sc.io"}),
+    frozenset({"cellspec_sc.images"}),
     frozenset({"cellspec_sc.readers"}),
     frozenset({"cellspec_sc.bridges"}),
     frozenset({"cellspec_sc.cohort"}),
@@ -290,12 +291,14 @@ def test_import_linter_contracts_hold(tmp_path):
 # -- the public API is a listed set ------------------------------------------------------------------
 PUBLIC_API = {
     "cellspec_sc": {
-        "CellSpec", "CellspecError", "Cohort", "FormatError", "InputError", "SPEC_VERSION", "ValidationError",
-        "ValidationReport", "example", "from_anndata", "from_spatialdata", "open_cohort", "preview", "read",
-        "read_mcmicro", "read_qupath", "read_steinbock", "to_anndata", "to_luxar", "to_spatialdata", "validate",
-        "vocabulary", "write",
+        "CellSpec", "CellspecError", "CellspecWarning", "Cohort", "FormatError", "InputError", "MissingPath",
+        "SPEC_VERSION", "ValidationError", "ValidationReport", "example", "from_anndata", "from_spatialdata",
+        "intensity_features", "open_cohort", "open_image", "other_feature", "preview", "read", "read_cellprofiler",
+        "read_export", "read_halo", "read_inform", "read_mcmicro", "read_qupath", "read_steinbock", "settings",
+        "to_anndata", "to_luxar", "to_spatialdata", "validate", "vocabulary", "write",
     },
-    "cellspec_sc.bridges": {"from_anndata", "from_spatialdata", "to_anndata", "to_luxar", "to_spatialdata"},
+    "cellspec_sc.bridges": {"from_anndata", "from_spatialdata", "intensity_features", "other_feature", "to_anndata",
+                            "to_luxar", "to_spatialdata"},
     "cellspec_sc.widgets": {"Preview", "SpaceView", "preview"},
     "cellspec_sc.cohort": {"Cohort", "CohortError", "CohortReport", "Failure", "open_cohort"},
 }
@@ -334,4 +337,5 @@ def test_the_top_level_all_names_the_errors_and_every_lazy_name_in_order():
     it must not drift from ``_LAZY``."""
     import cellspec_sc as cs
 
-    assert cs.__all__ == ["CellspecError", "FormatError", "InputError", "ValidationError", *cs._LAZY]
+    assert cs.__all__ == ["CellspecError", "CellspecWarning", "FormatError", "InputError", "MissingPath",
+                          "ValidationError", *cs._LAZY]

@@ -131,11 +131,13 @@ HEAVY_OPTIONAL = {
     "distributed": "a dask cluster, only for cohort work",
     "scipy": "sparse graphs and Delaunay contacts only",
     "shapely": "outline geometry only",
-    "zarr": "recognising a .zarr store only",
+    "zarr": "recognising a .zarr store and reading OME-Zarr images only",
     "numcodecs": "zarr's codecs, only while a zarr store is read (bridges/_zarr.py)",
-    "tifffile": "OME-TIFF headers only (mcmicro --image)",
+    "tifffile": "OME-TIFF headers (mcmicro --image) and images (cellspec_sc.images)",
+    "h5py": "an .h5ad's dataset shapes, only while one is read (bridges/anndata/_files.py)",
     "IPython": "the notebook display of a running viewer only",
     "jsonschema": "imported once with rfc3987_syntax hidden (seconds of grammar compilation)",
+    "fsspec": "URLs on object storage only (cellspec_sc/io/_storage.py); local paths never import it",
 }
 # (module, imported module) -> why a function imports a layer above its own (would be a cycle at module level)
 LAYERS_ABOVE: dict[tuple[str, str], str] = {}  # none: upward calls go through the model's registry

@@ -159,7 +159,7 @@ def test_steinbock_images_without_neighbour_files_are_named(tmp_path):
     assert x.adjacency[["image_id", "cell_id_a", "cell_id_b"]].values.tolist() == [["img_2", "1", "2"]]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert cs.read_steinbock(folder, neighbors=False).adjacency is None
+        assert cs.read_steinbock(folder, neighbors=False, aggregation="mean").adjacency is None
 
 
 QUPATH01 = ["Image", "Name", "Class", "Parent", "ROI", "Centroid X µm", "Centroid Y µm", "Area µm^2"]
@@ -218,15 +218,16 @@ def test_steinbock_uneven_pixels_are_warned_about(tmp_path):
     assert x.images["pixel_size_y"].tolist() == [100 / 31]  # what the file says, kept as it says it
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert cs.read_steinbock(folder, pixel_size=1.0, neighbors=False).images["pixel_size"].tolist() == [1.0]
+        assert cs.read_steinbock(folder, pixel_size=1.0, neighbors=False, aggregation="mean"
+                                 ).images["pixel_size"].tolist() == [1.0]
 
 
-def test_early_steinbock_folder_names_are_named_in_the_refusal(tmp_path):
+def test_a_folder_without_tables_names_both_steinbock_layouts_in_the_refusal(tmp_path):
     folder = tmp_path / "old"
     for sub in ("cell_intensities", "cell_regionprops"):
         (folder / sub).mkdir(parents=True)
-    with pytest.raises(InputError, match=r"found cell_intensities/, cell_regionprops/: early steinbock versions' "
-                                         r"folder names, rename them to intensities/"):
+    with pytest.raises(InputError, match=r"no intensities/\*.csv; not a steinbock output folder .* or the early "
+                                         r"layout's cell_intensities/, cell_regionprops/, cell_graphs/"):
         cs.read_steinbock(folder)
 
 

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 
 from cellspec_sc.model import CellSpec
-from cellspec_sc.readers._pipeline import read_export
+from cellspec_sc.readers._pipeline import check_reader_arguments, read_export
 from cellspec_sc.readers.mcmicro import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers.mcmicro._adapter import McquantAdapter
 from cellspec_sc.readers.mcmicro._plan import SHAPES, classify_columns, mask_compartment, split_file_name
@@ -76,6 +76,8 @@ def read_mcmicro(
     >>> import cellspec_sc as cs
     >>> x = cs.read_mcmicro("exemplar-001--unmicst_cell.csv", pixel_size=0.65)  # doctest: +SKIP
     """
+    check_reader_arguments("read_mcmicro", path, pixel_size=pixel_size, image_id=image_id, sample_id=sample_id,
+                           marker_map=marker_map, flags={"strict": strict})
     adapter = McquantAdapter(pixel_size=pixel_size, image_id=image_id, sample_id=sample_id, marker_map=marker_map,
                              markers_csv=markers_csv, image=image, strict=strict, encoding=encoding)
     return read_export(adapter, path)

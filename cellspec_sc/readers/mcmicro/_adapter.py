@@ -49,6 +49,7 @@ class McquantAdapter(ToolAdapter):
     convention, the pixel size from an argument or OME-XML, channels from ``markers.csv``."""
 
     name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, "mcquant (MCMICRO)"
+    reads_gzip = True  # cycif pipelines store tables as <image>--<segmentation>_<mask>.csv.gz
 
     def __init__(self, *, pixel_size=None, image_id=None, sample_id=None, marker_map=None,
                  markers_csv: str | os.PathLike | None = None, image: str | os.PathLike | None = None,

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellspec_sc.errors import InputError, needs_extra
+from cellspec_sc.errors import InputError, MissingPath, needs_extra
 from cellspec_sc.readers._features import SKIMAGE_OTHER_PROPS, SKIMAGE_REGIONPROPS, FeatureSpec
 from cellspec_sc.readers._pipeline import ColumnRoles, Plan
 from cellspec_sc.readers._table import (
@@ -351,7 +351,7 @@ def read_ome_pixels(path: str | os.PathLike) -> OmePixels:
     """OME metadata of an OME-TIFF or a companion ``.ome.xml`` file; InputError names what is missing."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"image={str(path)!r}: no such file")
+        raise MissingPath(path, f"image={str(path)!r}: no such file")
     if path.name.lower().endswith(".xml"):
         return ome_pixels_from_xml(path.read_text(encoding="utf-8"), path.name)
     return ome_pixels_from_xml(_tiff_description(path), path.name)

@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from cellspec_sc.model import CellSpec
-from cellspec_sc.readers._pipeline import read_export
+from cellspec_sc.readers._pipeline import check_reader_arguments, read_export
 from cellspec_sc.readers.qupath import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers.qupath._adapter import QuPathAdapter
 
@@ -76,6 +76,8 @@ def read_qupath(
     >>> import cellspec_sc as cs
     >>> x = cs.read_qupath("measurements.tsv", pixel_size=0.5)  # doctest: +SKIP
     """
+    check_reader_arguments("read_qupath", path, pixel_size=pixel_size, image_id=image_id, sample_id=sample_id,
+                           marker_map=marker_map, object_types=object_types)
     adapter = QuPathAdapter(pixel_size=pixel_size, image_id=image_id, sample_id=sample_id, marker_map=marker_map,
                             object_types=object_types, encoding=encoding)
     return read_export(adapter, path)

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 
 from cellspec_sc.model import CellSpec
-from cellspec_sc.readers._pipeline import read_export
+from cellspec_sc.readers._pipeline import check_reader_arguments, read_export
 from cellspec_sc.readers.steinbock import _plan as grammar  # the tool's grammar as data (docs tables)
 from cellspec_sc.readers.steinbock._adapter import SteinbockAdapter
 
@@ -25,13 +25,16 @@ def read_steinbock(
     pixel_size: float | Mapping[str, float] | None = None,
     sample_id: str | None = None,
     marker_map: Mapping[str, str] | None = None,
-    aggregation: str = "mean",
+    aggregation: str | None = None,
     neighbors: bool = True,
-    neighbor_method: str = "mask_touching",
+    neighbor_method: str | None = None,
     encoding: str | None = None,
+    segmentation: str | None = None,
 ) -> CellSpec:
     """Read a steinbock output folder (``intensities/``, ``regionprops/``, ``neighbors/``, ``panel.csv``,
-    ``images.csv``) into a CellSpec.
+    ``images.csv``) into a CellSpec, as pipelines leave it: the tables may be in a segmentation's sub-folder
+    (``deepcell/intensities``), ``images.csv`` under ``img/``, ``panel.csv`` written with a pandas index column, or
+    in the early layout (``cell_intensities/``, ``cell_regionprops/``, ``cell_graphs/`` with ``Object1``/``Object2``).
 
     Parameters
     ----------
@@ -45,15 +48,20 @@ def read_steinbock(
     marker_map
         Renames markers (the original is kept in ``marker_source``).
     aggregation
-        The ``--aggr`` steinbock measured intensities with (the files do not say; default mean).
+        The ``--aggr`` steinbock measured intensities with. The files do not say: without it they are read as the
+        mean (steinbock's default) with a warning, and provenance records the assumption.
     neighbors
         Read ``neighbors/<image>.csv`` into the adjacency table: one row per unordered pair,
         ``shared_boundary`` 0 (steinbock does not measure it).
     neighbor_method
-        The adjacency ``method`` (one of the spec's methods; steinbock's default graph joins cells whose masks
-        touch after expansion).
+        How the neighbours were measured: an adjacency method of the spec (``"mask_touching"`` ...), or
+        steinbock's ``--type`` (``"borders"``, ``"expansion"``, ``"centroids"``: distance-limited or expanded
+        neighbours, which no method of the spec describes, so they are left out with a warning). The files do not
+        say: without it they are read as mask_touching with a warning, and provenance records the assumption.
     encoding
         Defaults to UTF-8, or the Windows code page (cp1252) with a warning when a file is not UTF-8.
+    segmentation
+        The sub-folder whose tables to read (``"deepcell"``) when several hold per-image tables.
 
     Returns
     -------
@@ -69,7 +77,9 @@ def read_steinbock(
     >>> import cellspec_sc as cs
     >>> x = cs.read_steinbock("steinbock_output/", pixel_size=1.0)  # doctest: +SKIP
     """
+    check_reader_arguments("read_steinbock", folder, pixel_size=pixel_size, sample_id=sample_id, marker_map=marker_map,
+                           flags={"neighbors": neighbors})
     adapter = SteinbockAdapter(pixel_size=pixel_size, sample_id=sample_id, marker_map=marker_map,
                                aggregation=aggregation, neighbors=neighbors, neighbor_method=neighbor_method,
-                               encoding=encoding)
+                               encoding=encoding, segmentation=segmentation)
     return read_export(adapter, folder)

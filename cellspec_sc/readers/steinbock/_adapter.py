@@ -30,7 +30,7 @@ from cellspec_sc.readers._table import (
     Parsed,
     check_finite_centroids,
     check_image_ids,
-    data_lines,
+    estimated_rows,
     listed,
     notice,
     positive_area,
@@ -42,6 +42,7 @@ from cellspec_sc.readers.steinbock._plan import (
     ADAPTER_VERSION,
     AGGREGATIONS,
     CENTROIDS,
+    NEIGHBOR_TYPES,
     OBJECT,
     TOOL,
     SteinbockPlan,
@@ -60,34 +61,39 @@ class SteinbockAdapter(ToolAdapter):
 
     name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, "steinbock"
 
-    def __init__(self, *, pixel_size=None, sample_id=None, marker_map=None, aggregation: str = "mean",
-                 neighbors: bool = True, neighbor_method: str = "mask_touching", encoding: str | None = None) -> None:
+    def __init__(self, *, pixel_size=None, sample_id=None, marker_map=None, aggregation: str | None = None,
+                 neighbors: bool = True, neighbor_method: str | None = None, encoding: str | None = None,
+                 segmentation: str | None = None) -> None:
         super().__init__(marker_map, encoding)
-        if aggregation not in AGGREGATIONS:
+        if aggregation is not None and aggregation not in AGGREGATIONS:
             raise InputError(f"aggregation={aggregation!r}: steinbock's --aggr is one of {', '.join(AGGREGATIONS)}")
-        if neighbor_method not in vocabulary().adjacency_methods:
-            raise InputError(f"neighbor_method={neighbor_method!r}: one of "
-                             f"{', '.join(vocabulary().adjacency_methods)} (spec section 7)")
+        methods = (*vocabulary().adjacency_methods, *NEIGHBOR_TYPES)
+        if neighbor_method is not None and neighbor_method not in methods:
+            raise InputError(f"neighbor_method={neighbor_method!r}: one of {', '.join(methods)} (an adjacency method "
+                             "of spec section 7, or the --type steinbock measured the neighbours with)")
         self.pixel_size, self.sample_id, self.aggregation = pixel_size, sample_id, aggregation
-        self.neighbors, self.neighbor_method = neighbors, neighbor_method
+        self.neighbors, self.neighbor_method, self.segmentation = neighbors, neighbor_method, segmentation
 
     def plan(self, path: Path) -> SteinbockPlan:
         """The plan of the folder at ``path`` (see :func:`~cellspec_sc.readers.steinbock._plan.plan_export`)."""
-        return plan_export(path, pixel_size=self.pixel_size, aggregation=self.aggregation, encoding=self.encoding)
+        return plan_export(path, pixel_size=self.pixel_size, aggregation=self.aggregation, encoding=self.encoding,
+                           segmentation=self.segmentation)
 
     def parse(self, plan: SteinbockPlan) -> tuple[Parsed, SteinbockPlan]:
         """Every image's intensities and regionprops, parsed and joined on ``Object``, one image after another,
-        each written straight into the joined matrix (allocated for the lines of the intensities files)."""
-        lines = sum(data_lines(intensities.path) for intensities, _ in plan.files)
+        each written straight into the joined matrix (allocated for the rows estimated from the start of each
+        intensities file, so that no file is read twice; grown when short)."""
+        lines = sum(estimated_rows(intensities.path) for intensities, _ in plan.files)
         matrix = empty_matrix(lines, len(plan.roles.matrix))
-        parts, start = [], 0
+        parts, start, hashes = [], 0, {}
         for stem, (intensities, regionprops) in zip(plan.stems, plan.files, strict=True):
             a = _stream(intensities)
-            if start + a.n > matrix.shape[0]:  # never with newline-ended lines; grown rather than overrun
-                grown = empty_matrix(matrix.shape[0] + a.n, matrix.shape[1])
+            hashes[intensities.path] = a.sha256
+            if start + a.n > matrix.shape[0]:  # the estimate was short: grown (doubled) rather than overrun
+                grown = empty_matrix(max(start + a.n, 2 * matrix.shape[0]), matrix.shape[1])
                 grown[:start] = matrix[:start]
                 matrix = grown
-            parts.append(self._join_image(stem, intensities, regionprops, a, matrix[start:start + a.n]))
+            parts.append(self._join_image(stem, intensities, regionprops, a, matrix[start:start + a.n], hashes))
             start += a.n
         parsed = Parsed(rows_read=start, rows=None,
                         text_columns={OBJECT: pa.chunked_array([c for p in parts for c in p.arrow(OBJECT).chunks],
@@ -95,13 +101,13 @@ class SteinbockAdapter(ToolAdapter):
                         number_columns={c: np.concatenate([p.number(c) for p in parts]) for c in CENTROIDS},
                         unfiltered={}, matrix=matrix[:start],
                         counts={k: sum(p.counts[k] for p in parts) for k in parts[0].counts},
-                        parts=tuple(p.n for p in parts))
+                        parts=tuple(p.n for p in parts), hashes=hashes)
         return parsed, plan
 
     def tables(self, plan: SteinbockPlan, parsed: Parsed, dictionary: pd.DataFrame, applied: Mapping[str, str]
                ) -> Tables:
         """Cells of every image, images with their pixel sizes, channels, adjacency and parameters."""
-        folder, stems, sizes, sizes_y = plan.header.path, plan.stems, plan.sizes, plan.sizes_y
+        stems, sizes, sizes_y = plan.stems, plan.sizes, plan.sizes_y
         rows_per_image = parsed.parts
         per_row = np.repeat([sizes[s] for s in stems], rows_per_image)
         per_row_y = np.repeat([sizes_y[s] or sizes[s] for s in stems], rows_per_image)
@@ -115,17 +121,19 @@ class SteinbockAdapter(ToolAdapter):
         if len(area):
             cells["area"] = positive_area(parsed.matrix[:, area[0]] * per_row * per_row_y)
         cells.update({"x_px": x_px, "y_px": y_px})
-        adjacency = self._adjacency(plan, parsed) if self.neighbors else None
-        inputs = input_records(folder, stems, adjacency is not None)
+        adjacency, neighbours = self._adjacency(plan, parsed) if self.neighbors else (None, None)
+        inputs = input_records(plan.tables, stems, adjacency is not None, parsed.hashes or {})
         return Tables(cells=cells, images=images_table(stems, plan.infos, sizes, sizes_y, self.sample_id),
                       channels=channels_frame(stems, *self._channels(plan)),
-                      parameters=self._parameters(plan, adjacency), extra_inputs=inputs, adjacency=adjacency)
+                      parameters=self._parameters(plan, neighbours), extra_inputs=inputs, adjacency=adjacency)
 
     @staticmethod
-    def _join_image(stem: str, intensities: Header, regionprops: Header, a: Parsed, out: np.ndarray) -> Parsed:
+    def _join_image(stem: str, intensities: Header, regionprops: Header, a: Parsed, out: np.ndarray,
+                    hashes: dict[Path, str]) -> Parsed:
         """One image's parsed intensities ``a`` joined on ``Object`` with its regionprops (rows in the order of
-        the intensities table), the measurements written into ``out``."""
+        the intensities table), the measurements written into ``out``; the regionprops' hash goes to ``hashes``."""
         b = _stream(regionprops)
+        hashes[regionprops.path] = b.sha256
         ids = a.arrow(OBJECT)
         check_image_ids(intensities.path, ids, OBJECT, stem)
         order = _aligned(stem, intensities, regionprops, ids, b)
@@ -139,38 +147,58 @@ class SteinbockAdapter(ToolAdapter):
                       number_columns={CENTROIDS[0]: x_raw, CENTROIDS[1]: y_raw}, unfiltered={}, matrix=out,
                       counts={k: a.counts[k] + b.counts[k] for k in a.counts})
 
-    def _adjacency(self, plan: SteinbockPlan, parsed: Parsed) -> pd.DataFrame | None:
-        folder, ids = plan.header.path, parsed.arrow(OBJECT)
+    def _adjacency(self, plan: SteinbockPlan, parsed: Parsed) -> tuple[pd.DataFrame | None, dict | None]:
+        """The neighbour tables as adjacency, and what was done (provenance). The tables do not say how steinbock
+        measured them: ``neighbor_method`` says, else mask_touching is assumed with a warning; a --type that no
+        method of the spec describes (distance-limited or expanded neighbours) leaves them out, with a warning."""
+        tables, ids = plan.tables, parsed.arrow(OBJECT)
+        folder = f"{tables.root.name}/{tables.where(tables.folder / tables.layout.neighbors)}"
+        if not any(tables.path(2, stem).is_file() for stem in plan.stems):
+            return None, None
+        method, source = self.neighbor_method, "argument"
+        if method in NEIGHBOR_TYPES:
+            notice(f"{folder}: neighbours measured with --type {method} ({NEIGHBOR_TYPES[method]}) are not contacts "
+                   "of any adjacency method of the spec (mask_touching, polygon_intersection, delaunay); they are "
+                   "left out")
+            return None, {"left_out": f"--type {method}"}
+        if method is None:
+            method, source = "mask_touching", "assumed (the neighbour tables do not say how they were measured)"
+            notice(f"{folder}: the neighbour tables do not say how steinbock measured them; read as mask_touching "
+                   "(masks that touch): pass neighbor_method= ('borders', 'expansion' or 'centroids' for what "
+                   "steinbock's --type was, which leaves them out; CLI --neighbor-method) if they are not")
         ends = np.cumsum([0, *parsed.parts])
-        found = {stem: neighbor_pairs(folder, stem, ids.slice(ends[k], ends[k + 1] - ends[k]), self.neighbor_method,
+        found = {stem: neighbor_pairs(tables, stem, ids.slice(ends[k], ends[k + 1] - ends[k]), method,
                                       self.encoding) for k, stem in enumerate(plan.stems)}
         lacking = [stem for stem, frame in found.items() if frame is None]
         if lacking:
-            notice(f"{folder.name}/neighbors: no <image>.csv for {len(lacking)} of {len(found)} image(s) "
+            notice(f"{folder}: no <image>.csv for {len(lacking)} of {len(found)} image(s) "
                    f"({listed(lacking, quote=False, most=5)}): their cells have no adjacency "
                    "(steinbock measure neighbors writes them; neighbors=False, CLI --no-neighbors, leaves adjacency "
                    "out without this warning)")
         frames = [frame for frame in found.values() if frame is not None]
-        if not frames:
-            return None
-        return canonical_frame(pd.concat(frames, ignore_index=True), "adjacency")
+        adjacency = canonical_frame(pd.concat(frames, ignore_index=True), "adjacency")
+        return adjacency, {"method": method, "method_source": source, "pairs": int(len(adjacency)),
+                           "shared_boundary": "0: steinbock does not measure the shared boundary"}
 
     def _channels(self, plan: SteinbockPlan) -> tuple[list[str], list[str]]:
         names = plan.panel.names if plan.panel is not None else plan.intensity_names
         channels = plan.panel.channels if plan.panel is not None else plan.intensity_names
         return list(channels), [clean_marker(n, self.marker_map)[0] for n in names]
 
-    def _parameters(self, plan: SteinbockPlan, adjacency: pd.DataFrame | None) -> dict:
+    def _parameters(self, plan: SteinbockPlan, neighbours: dict | None) -> dict:
+        tables = plan.tables
         return {
             "pixel_size": dict(plan.sizes),
             "pixel_size_y": {s: v for s, v in plan.sizes_y.items() if v is not None} or None,
             "pixel_size_source": plan.size_source, "sample_id": self.sample_id, "marker_map": dict(self.marker_map),
-            "aggregation": self.aggregation, "panel": plan.panel is not None, "images": list(plan.stems),
+            "aggregation": plan.aggregation, "aggregation_source": plan.aggregation_source,
+            "panel": plan.panel is not None, "images": list(plan.stems),
+            "layout": tables.layout.name,
+            "tables": None if tables.folder == tables.root else tables.where(tables.folder),
+            "images_csv": None if tables.images is None else tables.where(tables.images),
             "centroids": list(CENTROIDS),
             "pixel_centre": "x = (centroid-1 + 0.5) * pixel_size (regionprops puts the centre of pixel i at i)",
-            "neighbors": None if adjacency is None else {
-                "method": self.neighbor_method, "pairs": int(len(adjacency)),
-                "shared_boundary": "0: steinbock does not measure the shared boundary"},
+            "neighbors": neighbours,
         }
 
 

@@ -38,7 +38,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellspec_sc.errors import InputError
+from cellspec_sc.errors import InputError, MissingPath
 from cellspec_sc.model import input_record
 from cellspec_sc.readers._features import SKIMAGE_REGIONPROPS, FeatureSpec
 from cellspec_sc.readers._pipeline import ColumnRoles, Plan
@@ -76,6 +76,79 @@ OBJECT = "Object"
 REQUIRED = ((OBJECT,),)
 NEIGHBOR_COLUMNS = ("Object", "Neighbor", "Distance")
 FOLDERS = ("intensities", "regionprops", "neighbors")
+# What ``steinbock measure neighbors --type`` names: none is a method of the spec (section 7) unless the user says so.
+NEIGHBOR_TYPES = {"centroids": "centroid distance within --dmax",
+                  "borders": "border distance within --dmax (touching only at --dmax 0)",
+                  "expansion": "masks expanded by --dmax until they touch"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One folder layout steinbock has written: the sub-folders of the per-image tables and the neighbour table's
+    two id columns."""
+
+    name: str
+    intensities: str
+    regionprops: str
+    neighbors: str
+    neighbor_columns: tuple[str, str]
+
+    @property
+    def folders(self) -> tuple[str, str, str]:
+        return self.intensities, self.regionprops, self.neighbors
+
+
+# The current layout, then the early one (steinbock before 0.10: cell_* folders, graphs with Object1/Object2).
+LAYOUTS = (Layout("steinbock", "intensities", "regionprops", "neighbors", ("Object", "Neighbor")),
+           Layout("early steinbock", "cell_intensities", "cell_regionprops", "cell_graphs", ("Object1", "Object2")))
+# Where images.csv may be, relative to the output folder (steinbock preprocess writes it beside img/ or into it).
+IMAGES_CSV_PLACES = ("images.csv", "img/images.csv")
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Where an output folder keeps its per-image tables: the folder holding them (the output folder itself, or a
+    segmentation's sub-folder such as ``deepcell/``), in which layout, and its side files."""
+
+    root: Path
+    folder: Path
+    layout: Layout
+    panel: Path | None
+    images: Path | None
+
+    def path(self, kind: int, stem: str) -> Path:
+        """The table of ``stem`` in sub-folder ``kind`` (0 intensities, 1 regionprops, 2 neighbours)."""
+        return self.folder / self.layout.folders[kind] / f"{stem}.csv"
+
+    def where(self, path: Path) -> str:
+        """``path`` inside the output folder, for messages and provenance."""
+        return path.relative_to(self.root).as_posix()
+
+
+def find_tables(root: Path, segmentation: str | None) -> Tables:
+    """The per-image tables of the output folder ``root``: in it, or in its one sub-folder that has them (``deepcell/
+    intensities``); several candidates are refused naming them and ``segmentation=``, which chooses one."""
+    candidates = [(root, layout) for layout in LAYOUTS if (root / layout.intensities).is_dir()]
+    subfolders = sorted(c for c in root.iterdir() if c.is_dir()) if root.is_dir() else []
+    candidates += [(sub, layout) for sub in subfolders for layout in LAYOUTS if (sub / layout.intensities).is_dir()]
+    if segmentation is not None:
+        chosen = [(f, lay) for f, lay in candidates if f != root and f.name == segmentation]
+        if not chosen:
+            names = sorted({f.name for f, _ in candidates if f != root})
+            raise InputError(f"{root.name}: segmentation={segmentation!r}: no sub-folder of that name holds "
+                             f"per-image tables; found {', '.join(names) or 'none'}")
+        candidates = chosen
+    elif len(candidates) > 1:
+        named = [f"{f.relative_to(root).as_posix() + '/' if f != root else ''}{lay.intensities}/"
+                 for f, lay in candidates]
+        subs = [f.name for f, _ in candidates if f != root]
+        hint = f" choose one with segmentation= (e.g. segmentation={subs[0]!r}; CLI --segmentation)" if subs else \
+            " keep one layout"
+        raise InputError(f"{root.name}: {len(candidates)} folders of per-image tables ({', '.join(named)});{hint}")
+    folder, layout = candidates[0] if candidates else (root, LAYOUTS[0])
+    panel = next((p for p in (root / "panel.csv", folder / "panel.csv") if p.is_file()), None)
+    images = next((p for p in [*(root / n for n in IMAGES_CSV_PLACES), folder / "images.csv"] if p.is_file()), None)
+    return Tables(root, folder, layout, panel, images)
 KEEP_TRUE = ("1", "True", "true")
 KEEP_FALSE = ("0", "False", "false")
 IMAGES_CSV_NUMBERS = ("width_px", "height_px", "acquisition_width_um", "acquisition_height_um")
@@ -115,9 +188,9 @@ class Panel:
 
 def read_panel(path: Path, encoding: str | None = None) -> Panel:
     """Kept channels of a steinbock ``panel.csv`` (rows with ``keep`` 0 are left out)."""
-    header = read_header(path, ",", "steinbock panel.csv", encoding)
+    header = read_header(path, ",", "steinbock panel.csv", encoding, index_column=True)
     require_columns(header, "steinbock panel.csv", [("channel",), ("name",)])
-    table = read_as_text(header)
+    table = read_as_text(header, [n for n in header.names if n])
     keep = np.ones(table.num_rows, dtype=bool)
     if "keep" in header.names:
         flags = pc.utf8_trim_whitespace(pc.fill_null(table.column("keep"), ""))
@@ -153,10 +226,10 @@ class ImageInfo:
     pixel_size_y: float | None
 
 
-def has_images_csv(folder: Path) -> bool:
-    """Whether the folder has an ``images.csv`` to read; an empty one (0 bytes, as an interrupted steinbock run
-    leaves) is said to be ignored."""
-    path = folder / "images.csv"
+def has_images_csv(folder: Path, path: Path | None = None) -> bool:
+    """Whether the folder has an ``images.csv`` (``path``, default ``folder/images.csv``) to read; an empty one
+    (0 bytes, as an interrupted steinbock run leaves) is said to be ignored."""
+    path = path if path is not None else folder / "images.csv"
     if not path.is_file():
         return False
     if path.stat().st_size == 0:
@@ -169,7 +242,7 @@ def read_images_csv(path: Path, encoding: str | None = None) -> list[ImageInfo]:
     """Rows of a steinbock ``images.csv``; the pixel size is ``acquisition_width_um / width_px``. Only the
     columns used here are read as numbers: others (older steinbock's ``source``, a lab's own metadata) are
     left alone, whatever they hold."""
-    header = read_header(path, ",", "steinbock images.csv", encoding)
+    header = read_header(path, ",", "steinbock images.csv", encoding, index_column=True)
     require_columns(header, "steinbock images.csv", [("image",)])
     table = read_as_text(header, columns=[n for n in header.names if n == "image" or n in IMAGES_CSV_NUMBERS])
 
@@ -234,29 +307,29 @@ def _number(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def image_stems(folder: Path, infos: Sequence[ImageInfo]) -> list[str]:
+def image_stems(tables: Tables, infos: Sequence[ImageInfo]) -> list[str]:
     """The images of the folder: those of ``images.csv`` in its order, then the other ``intensities/*.csv``."""
-    files = sorted(p.name[:-4] for p in (folder / "intensities").glob("*.csv")) \
-        if (folder / "intensities").is_dir() else []
+    folder, root = tables.folder / tables.layout.intensities, tables.root
+    files = sorted(p.name[:-4] for p in folder.glob("*.csv")) if folder.is_dir() else []
     if not files:
-        old_names = [n for n in ("cell_intensities", "cell_regionprops", "cell_neighbors") if (folder / n).is_dir()]
-        hint = (f"; found {', '.join(n + '/' for n in old_names)}: early steinbock versions' folder names, rename "
-                "them to intensities/, regionprops/ and neighbors/") if old_names else ""
-        raise InputError(f"{folder.name}: no intensities/*.csv; not a steinbock output folder (expected "
-                         f"intensities/, regionprops/, and optionally neighbors/, panel.csv, images.csv){hint}")
-    empty = [f for f in files if not has_data_rows(folder / "intensities" / f"{f}.csv")]
+        raise InputError(f"{root.name}: no intensities/*.csv; not a steinbock output folder (expected "
+                         "intensities/, regionprops/, and optionally neighbors/, panel.csv, images.csv, in the folder "
+                         "or in a segmentation's sub-folder such as deepcell/; or the early layout's cell_intensities/,"
+                         " cell_regionprops/, cell_graphs/)")
+    where = tables.where(folder)
+    empty = [f for f in files if not has_data_rows(folder / f"{f}.csv")]
     if empty and len(empty) == len(files):
-        raise InputError(f"{folder.name}/intensities: every table has a header but no objects "
+        raise InputError(f"{root.name}/{where}: every table has a header but no objects "
                          f"({listed(empty, quote=False, most=5)}): no cells to import")
     if empty:
-        notice(f"{folder.name}/intensities: {listed([e + '.csv' for e in empty], quote=False, most=5)} hold(s) a "
+        notice(f"{root.name}/{where}: {listed([e + '.csv' for e in empty], quote=False, most=5)} hold(s) a "
                "header but no objects (an empty mask): "
                f"{'that image is' if len(empty) == 1 else 'those images are'} left out")
     present = set(files) - set(empty)
     described = infos_by_stem(infos, files)
     without = [info.table_stem + ".csv" for stem, info in described.items() if stem not in files]
     if without:
-        notice(f"{folder.name}/images.csv lists {len(without)} image(s) without a table in intensities/ "
+        notice(f"{root.name}/images.csv lists {len(without)} image(s) without a table in {where}/ "
                f"({listed(without, quote=False, most=5)}): left out")
     in_csv = [stem for stem in described if stem in present]
     return in_csv + sorted(present - set(in_csv))
@@ -307,22 +380,23 @@ def images_table(stems: Sequence[str], infos: Mapping[str, ImageInfo], sizes: Ma
     return table
 
 
-def neighbor_pairs(folder: Path, stem: str, ids: pa.ChunkedArray | pa.Array, method: str,
+def neighbor_pairs(tables: Tables, stem: str, ids: pa.ChunkedArray | pa.Array, method: str,
                    encoding: str | None) -> pd.DataFrame | None:
-    """``neighbors/<stem>.csv`` as adjacency rows: each unordered pair once, the smaller id (byte order)
+    """The neighbour table of ``stem`` as adjacency rows: each unordered pair once, the smaller id (byte order)
     first, self-pairs dropped; None when the file does not exist."""
-    path = folder / "neighbors" / f"{stem}.csv"
+    path = tables.path(2, stem)
     if not path.is_file():
         return None
+    first_column, second_column = tables.layout.neighbor_columns
     header = read_header(path, ",", "steinbock neighbors", encoding)
-    require_columns(header, "steinbock neighbors", [(c,) for c in NEIGHBOR_COLUMNS[:2]])
-    table = read_as_text(header, columns=NEIGHBOR_COLUMNS[:2])
-    a, b = table.column("Object"), table.column("Neighbor")
-    for values, column in ((a, "Object"), (b, "Neighbor")):
+    require_columns(header, "steinbock neighbors", [(first_column,), (second_column,)])
+    table = read_as_text(header, columns=[first_column, second_column])
+    a, b = table.column(first_column), table.column(second_column)
+    for values, column in ((a, first_column), (b, second_column)):
         i = first_unknown(values, ids)
         if i is not None:
-            raise InputError(f"{folder.name}/neighbors/{path.name}: line {i + 2}, column {column!r}: object "
-                             f"{values[i].as_py()!r} is not in intensities/{stem}.csv")
+            raise InputError(f"{tables.root.name}/{tables.where(path)}: line {i + 2}, column {column!r}: object "
+                             f"{values[i].as_py()!r} is not in {tables.where(tables.path(0, stem))}")
     distinct = pc.not_equal(a, b)
     a, b = a.filter(distinct), b.filter(distinct)
     first = pc.less(a, b)
@@ -335,15 +409,17 @@ def neighbor_pairs(folder: Path, stem: str, ids: pa.ChunkedArray | pa.Array, met
                          "method": method})
 
 
-def input_records(folder: Path, stems: Sequence[str], with_neighbors: bool) -> list[dict]:
-    """Provenance records of every file read, named by their path inside the folder."""
-    files = [folder / n for n in ("panel.csv", "images.csv") if (folder / n).is_file()]
-    for sub in FOLDERS if with_neighbors else FOLDERS[:2]:
-        files += [folder / sub / f"{s}.csv" for s in stems if (folder / sub / f"{s}.csv").is_file()]
+def input_records(tables: Tables, stems: Sequence[str], with_neighbors: bool,
+                  hashes: Mapping[Path, str | None] | None = None) -> list[dict]:
+    """Provenance records of every file read, named by their path inside the output folder (``hashes``: the
+    SHA-256 of the tables the parse hashed as it read them, which are not read again)."""
+    files = [p for p in (tables.panel, tables.images) if p is not None]
+    for kind in (0, 1, 2) if with_neighbors else (0, 1):
+        files += [tables.path(kind, s) for s in stems if tables.path(kind, s).is_file()]
     records = []
     for path in files:
-        record = input_record(path)
-        record["path_basename"] = path.relative_to(folder).as_posix()  # intensities/a.csv and regionprops/a.csv
+        record = input_record(path, sha256=(hashes or {}).get(path))
+        record["path_basename"] = tables.where(path)  # intensities/a.csv and regionprops/a.csv
         records.append(record)
     return records
 
@@ -362,33 +438,51 @@ class SteinbockPlan(Plan):
     size_source: str
     files: tuple[tuple[Header, Header], ...]
     intensity_names: tuple[str, ...]
+    tables: Tables
+    aggregation: str
+    aggregation_source: str
 
 
-def plan_export(folder: Path, *, pixel_size, aggregation: str, encoding: str | None) -> SteinbockPlan:
+def plan_export(folder: Path, *, pixel_size, aggregation: str | None, encoding: str | None,
+                segmentation: str | None = None) -> SteinbockPlan:
     """The plan of the steinbock output ``folder``: the header of the joined table of every image (``Object``,
-    intensities, regionprops), after reading ``panel.csv`` and ``images.csv`` and checking that every image has the
-    same columns; intensities are the statistic ``aggregation`` of their marker."""
+    intensities, regionprops), after finding the tables (:func:`find_tables`), reading ``panel.csv`` and
+    ``images.csv`` and checking that every image has the same columns; intensities are the statistic
+    ``aggregation`` of their marker (None: steinbock's default, mean, said in a warning since the files do not say)."""
+    if not folder.exists():
+        raise MissingPath(folder, f"{folder}: no such folder; pass the steinbock output folder holding intensities/ "
+                          "and regionprops/")
     if not folder.is_dir():
         raise InputError(f"{folder}: not a folder; pass the steinbock output folder holding intensities/ and "
                          "regionprops/")
-    panel = read_panel(folder / "panel.csv", encoding) if (folder / "panel.csv").is_file() else None
-    rows = read_images_csv(folder / "images.csv", encoding) if has_images_csv(folder) else []
-    stems = image_stems(folder, rows)
+    tables = find_tables(folder, segmentation)
+    panel = read_panel(tables.panel, encoding) if tables.panel is not None else None
+    rows = read_images_csv(tables.images, encoding) if has_images_csv(folder, tables.images) else []
+    stems = image_stems(tables, rows)
     infos = infos_by_stem(rows, stems)
     sizes, sizes_y, size_source = image_pixel_sizes(folder, stems, infos, pixel_size)
-    files = [_image_headers(folder, stem, encoding) for stem in stems]
+    files = [_image_headers(tables, stem, encoding) for stem in stems]
     for pair in files[1:]:
-        _check_same_columns(folder, files[0], pair)
+        _check_same_columns(tables, files[0], pair)
     intensities, regionprops = files[0]
     intensity_names = [n for n in intensities.names if n != OBJECT]
     header = Header(folder, ",", (OBJECT, *intensity_names, *(n for n in regionprops.names if n != OBJECT)),
                     intensities.encoding)
     roles = roles_of(header)
     n = len(intensity_names)
+    if aggregation is None:
+        aggregation, source = "mean", "assumed: steinbock's default --aggr mean (the tables do not say)"
+        if intensity_names:
+            notice(f"{folder.name}: steinbock's intensity tables do not say which --aggr measured them; read as the "
+                   "mean (steinbock's default): pass aggregation= (e.g. aggregation='median'; CLI --aggregation) "
+                   "if they were measured otherwise")
+    else:
+        source = "argument"
     features = (*classify_intensities(roles.matrix[:n], aggregation, panel), *classify_regionprops(roles.matrix[n:]))
     return SteinbockPlan(header=header, roles=roles, features=features, panel=panel, stems=tuple(stems), infos=infos,
                          sizes=sizes, sizes_y=sizes_y, size_source=size_source, files=tuple(files),
-                         intensity_names=tuple(intensity_names))
+                         intensity_names=tuple(intensity_names), tables=tables, aggregation=aggregation,
+                         aggregation_source=source)
 
 
 def roles_of(header: Header) -> ColumnRoles:
@@ -416,21 +510,22 @@ def classify_regionprops(names: Sequence[str]) -> list[FeatureSpec]:
     return out
 
 
-def _image_headers(folder: Path, stem: str, encoding: str | None) -> tuple[Header, Header]:
-    intensities = read_header(folder / "intensities" / f"{stem}.csv", ",", "steinbock intensities", encoding)
+def _image_headers(tables: Tables, stem: str, encoding: str | None) -> tuple[Header, Header]:
+    intensities = read_header(tables.path(0, stem), ",", "steinbock intensities", encoding)
     require_columns(intensities, "steinbock intensities", REQUIRED)
-    props_path = folder / "regionprops" / f"{stem}.csv"
+    props_path = tables.path(1, stem)
     if not props_path.is_file():
-        raise InputError(f"{folder.name}/regionprops/{stem}.csv: no such file; steinbock's centroids are in the "
-                         "regionprops table (`steinbock measure regionprops`)")
+        raise InputError(f"{tables.root.name}/{tables.where(props_path)}: no such file; steinbock's centroids are in "
+                         "the regionprops table (`steinbock measure regionprops`)")
     regionprops = read_header(props_path, ",", "steinbock regionprops", encoding)
     require_columns(regionprops, "steinbock regionprops", [(OBJECT,), (CENTROIDS[0],), (CENTROIDS[1],)])
     return intensities, regionprops
 
 
-def _check_same_columns(folder: Path, first: tuple[Header, Header], other: tuple[Header, Header]) -> None:
-    for kind, a, b in zip(("intensities", "regionprops"), first, other, strict=True):
+def _check_same_columns(tables: Tables, first: tuple[Header, Header], other: tuple[Header, Header]) -> None:
+    for a, b in zip(first, other, strict=True):
         if a.names != b.names:
             diff = sorted(set(a.names) ^ set(b.names)) or ["(same columns, another order)"]
-            raise InputError(f"{folder.name}/{kind}/{b.path.name}: line 1: columns differ from {kind}/{a.path.name} "
-                             f"({', '.join(map(str, diff[:6]))}); every image must have the same columns")
+            raise InputError(f"{tables.root.name}/{tables.where(b.path)}: line 1: columns differ from "
+                             f"{tables.where(a.path)} ({', '.join(map(str, diff[:6]))}); every image must have the "
+                             "same columns")

@@ -20,6 +20,7 @@ import xxhash
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.anndata import AnnDataBridgeWarning
+from cellspec_sc.bridges.anndata._record import text_fingerprint
 
 
 def shape_bytes(m: np.ndarray) -> bytes:
@@ -50,6 +51,7 @@ def with_record(adata: ad.AnnData, fingerprint: str) -> ad.AnnData:
     meta = json.loads(adata.uns["cellspec"]["meta"])
     meta["measurements_fingerprint"] = fingerprint
     adata.uns["cellspec"]["meta"] = json.dumps(meta)
+    adata.uns["cellspec"]["meta_fingerprint"] = text_fingerprint(adata.uns["cellspec"]["meta"])  # as a crafted record
     return adata
 
 

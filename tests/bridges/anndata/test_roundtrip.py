@@ -111,7 +111,9 @@ def test_unchanged_round_trip_adds_no_history_but_edits_do(x):
     adata = cs.to_anndata(x)
     assert cs.from_anndata(adata).provenance["history"] == x.provenance["history"]
     adata.obs["classification"] = adata.obs["classification"].str.lower()
-    step = cs.from_anndata(adata).provenance["history"][-1]
+    with pytest.raises(cs.CellspecError, match=r"obs columns \['classification'\]"):
+        cs.from_anndata(adata)
+    step = cs.from_anndata(adata, allow_modified=["classification"]).provenance["history"][-1]
     assert step["details"] == {"cells_columns_changed": ["classification"]}
 
 

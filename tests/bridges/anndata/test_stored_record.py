@@ -14,7 +14,7 @@ import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.anndata import read_anndata_zarr, read_h5ad, write_h5ad
-from cellspec_sc.bridges.anndata._record import MOST_PARTS, RECORD, decode, split_parts
+from cellspec_sc.bridges.anndata._record import MOST_PARTS, RECORD, decode, split_parts, text_fingerprint
 
 RECORDS = Path(__file__).resolve().parents[2] / "data" / "records"
 # stored file -> the algorithm of X's fingerprint it holds (see tests/data/records/README.md)
@@ -28,9 +28,15 @@ def stored(name: str) -> ad.AnnData:
 
 
 def with_meta(adata: ad.AnnData, **changes) -> ad.AnnData:
+    """``meta`` changed as a crafted record would be: its own fingerprint written to match (version 1.2)."""
     meta = json.loads(adata.uns["cellspec"]["meta"])
     meta.update(changes)
-    adata.uns["cellspec"]["meta"] = json.dumps({k: v for k, v in meta.items() if v is not None})
+    return with_meta_text(adata, json.dumps({k: v for k, v in meta.items() if v is not None}))
+
+
+def with_meta_text(adata: ad.AnnData, text: str) -> ad.AnnData:
+    adata.uns["cellspec"]["meta"] = text
+    adata.uns["cellspec"]["meta_fingerprint"] = text_fingerprint(text)
     return adata
 
 
@@ -54,7 +60,9 @@ def test_a_record_written_before_versions_still_notices_a_changed_x_and_a_change
         cs.from_anndata(adata)
     adata = stored(name)
     adata.obs["classification"] = adata.obs["classification"].str.lower()
-    step = cs.from_anndata(adata).provenance["history"][-1]
+    with pytest.raises(cs.CellspecError, match=r"obs columns \['classification'\]"):
+        cs.from_anndata(adata)
+    step = cs.from_anndata(adata, allow_modified=["classification"]).provenance["history"][-1]
     assert step["details"] == {"cells_columns_changed": ["classification"]}
 
 
@@ -64,20 +72,20 @@ def test_the_record_written_now_carries_its_version(x, fmt, tmp_path, write_and_
     adata = cs.to_anndata(x)
     if fmt != "memory":
         adata = write_and_read(adata, tmp_path, fmt)
-    assert str(adata.uns["cellspec"]["format_version"]) == RECORD.version == "1.1"
+    assert str(adata.uns["cellspec"]["format_version"]) == RECORD.version == "1.2"
     assert "bridge_version" not in json.loads(adata.uns["cellspec"]["meta"])  # format_version replaces it
-    assert decode(adata.uns["cellspec"], where="uns['cellspec']").version == (1, 1)
+    assert decode(adata.uns["cellspec"], where="uns['cellspec']").version == (1, 2)
     assert cs.from_anndata(adata).equals(x)
 
 
 def test_a_newer_major_version_is_refused_naming_both_versions(x, tmp_path):
     adata = cs.to_anndata(x)
     adata.uns["cellspec"]["format_version"] = "2.0"
-    with pytest.raises(cs.CellspecError, match=r"version 2\.0, newer than the 1\.1 this cellspec_sc reads"):
+    with pytest.raises(cs.CellspecError, match=r"version 2\.0, newer than the 1\.2 this cellspec_sc reads"):
         cs.from_anndata(adata)
     path = tmp_path / "x.h5ad"
     adata.write_h5ad(path)
-    with pytest.raises(cs.CellspecError, match=r"version 2\.0, newer than the 1\.1") as caught:
+    with pytest.raises(cs.CellspecError, match=r"version 2\.0, newer than the 1\.2") as caught:
         read_h5ad(path)
     assert str(path) in str(caught.value)
 
@@ -91,13 +99,13 @@ def test_a_newer_minor_version_is_read_and_a_version_that_is_no_version_refused(
         cs.from_anndata(adata)
 
 
-def test_a_record_of_version_1_1_holds_only_the_variants_of_its_version(x):
+def test_a_record_of_version_1_1_or_later_holds_only_the_variants_of_its_version(x):
     """The bare SHA-256 of X and the SHA-256 column fingerprints were written only before versions were."""
     sha = "0" * 64
     with pytest.raises(cs.CellspecError, match=r"lacks \['measurements_fingerprint'\]"):
         cs.from_anndata(with_meta(cs.to_anndata(x), measurements_fingerprint=None, measurements_sha256=sha))
     old_columns = {name: "0" * 32 for name in x.cells.columns}
-    with pytest.raises(cs.CellspecError, match="cells_fingerprints.*in no form of version 1.1"):
+    with pytest.raises(cs.CellspecError, match="cells_fingerprints.*in no form of version 1.2"):
         cs.from_anndata(with_meta(cs.to_anndata(x), cells_fingerprints=old_columns))
 
 
@@ -119,8 +127,10 @@ def test_every_part_count_up_to_the_bound_is_computed_by_its_definition():
 def test_damaged_uns_is_refused_with_a_cellspec_error(x):
     adata = cs.to_anndata(x)
     adata.uns["cellspec"]["meta"] = "{}"
-    with pytest.raises(cs.CellspecError, match="lacks"):
+    with pytest.raises(cs.CellspecError, match=r"\['meta'\] does not hold the text to_anndata wrote"):
         cs.from_anndata(adata)
+    with pytest.raises(cs.CellspecError, match="lacks"):
+        cs.from_anndata(with_meta_text(adata, "{}"))
     adata.uns["cellspec"] = "not a dict"
     with pytest.raises(cs.CellspecError, match="not the dict"):
         cs.from_anndata(adata)
@@ -135,14 +145,19 @@ def test_damaged_uns_is_refused_with_a_cellspec_error(x):
 @pytest.mark.parametrize("part", ["meta", "images", "channels"])
 def test_an_unknown_column_type_in_the_record_is_refused_by_name(x, part, tmp_path):
     """One changed byte in an .h5ad turned "character" into "ch`racter" in the record: a KeyError came out of
-    the type conversion instead of a refusal."""
+    the type conversion instead of a refusal. A table of the record is fingerprinted (version 1.2): the change
+    is refused as such, naming the table."""
     adata = cs.to_anndata(x)
     text = adata.uns["cellspec"][part]
     assert '"character"' in text
     adata.uns["cellspec"][part] = text.replace('"character"', '"ch`racter"', 1)
+    if part == "meta":  # crafted with its fingerprint: refused by the type, not only as changed text
+        with_meta_text(adata, adata.uns["cellspec"]["meta"])
     path = tmp_path / "x.h5ad"
     adata.write_h5ad(path)
-    with pytest.raises(cs.InputError, match=r"the type 'ch`racter', which the spec does not have") as caught:
+    expected = r"the type 'ch`racter', which the spec does not have" if part == "meta" else \
+        rf"uns\['cellspec'\]\['{part}'\] changed since to_anndata wrote it"
+    with pytest.raises(cs.InputError, match=expected) as caught:
         read_h5ad(path)
     assert str(path) in str(caught.value) and "uns['cellspec']" in str(caught.value)
     write_h5ad(x, path, overwrite=True)

@@ -17,6 +17,7 @@ def _served_scene(args: list[str], timeout: float = 180.0) -> tuple[dict, str]:
     data server answers and what it printed, then stop it."""
     import json
     import os
+    import re
     import select
     import signal
     import subprocess
@@ -37,7 +38,9 @@ def _served_scene(args: list[str], timeout: float = 180.0) -> tuple[dict, str]:
             assert time.monotonic() < deadline and proc.poll() is None, f"never served: {printed}"
             if select.select([proc.stdout], [], [], 1.0)[0]:
                 printed += proc.stdout.readline().decode()
-        with urllib.request.urlopen(f"http://127.0.0.1:{data_port}/zarr.json", timeout=10) as r:
+        source = re.search(r"\?src=(http://127\.0\.0\.1:(\d+)/\S+)", printed)
+        assert source and int(source.group(2)) == data_port, printed  # the port bound is the port printed
+        with urllib.request.urlopen(f"{source.group(1)}/zarr.json", timeout=10) as r:
             served = json.loads(r.read())
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -147,3 +150,45 @@ def test_cellspec_view_stops_its_viewer_when_signalled_during_start_up(tmp_path,
     for p in (port, data_port):
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", p)) != 0, f"port {p} still answers"
+
+
+def test_another_local_process_cannot_read_the_scene_without_the_token(tmp_path):
+    """The data server answers only under this start's token and only to loopback Host names; a second local
+    process that knows the port gets nothing of the scene."""
+    import subprocess
+    import sys
+
+    from cellspec_sc.bridges.luxar._viewer import TOKEN_HEADER, LuxarViewer
+
+    path = cs.to_luxar(ramp_object([1.0, 2.0]), tmp_path / "s.luxar.zarr")
+    with LuxarViewer(path) as viewer:
+        port, token = viewer.data_port, viewer.data.token
+        assert viewer.url.endswith(f"?src=http://127.0.0.1:{port}/{token}")
+        probe = (
+            "import sys, urllib.request, urllib.error\n"
+            "def get(url, host=None):\n"
+            "    request = urllib.request.Request(url, headers={'Host': host} if host else {})\n"
+            "    try:\n"
+            "        with urllib.request.urlopen(request, timeout=10) as r:\n"
+            "            return f'{r.status} {r.headers.get(\"" + TOKEN_HEADER + "\")}'\n"
+            "    except urllib.error.HTTPError as err:\n"
+            "        return str(err.code)\n"
+            "base = sys.argv[1]\n"
+            "print(get(base + '/zarr.json'), get(base + '/x/zarr.json'), get(base + '/' + sys.argv[2] + '/zarr.json',"
+            " 'rebound.example:1'), get(base + '/' + sys.argv[2] + '/zarr.json'))\n")
+        out = subprocess.run([sys.executable, "-c", probe, f"http://127.0.0.1:{port}", token], capture_output=True,
+                             text=True, timeout=60).stdout.split()
+        assert out == ["403", "403", "403", "200", token]  # no token, a wrong one, a foreign Host; then the owner
+
+
+def test_a_data_port_held_by_another_server_is_refused_not_shown(tmp_path):
+    import socket
+
+    from cellspec_sc.bridges.luxar._viewer import LuxarViewer
+
+    path = cs.to_luxar(ramp_object([1.0, 2.0]), tmp_path / "s.luxar.zarr")
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        with pytest.raises(cs.CellspecError, match="cannot serve"):
+            LuxarViewer(path, data_port=other.getsockname()[1]).start()

@@ -261,6 +261,15 @@ def test_a_file_of_another_tool_lists_the_missing_columns():
     with pytest.raises(CellspecError) as err:
         cs.read_qupath(DATA_ROOT / "mcmicro" / "exemplar-001--unmicst_cell.csv", pixel_size=1)
     message = str(err.value)
+    # the file is another tool's: the refusal names that tool and its reader instead of QuPath's missing columns
+    assert "looks like an MCMICRO mcquant table" in message and "use read_mcmicro" in message
+
+
+def test_a_table_of_no_known_tool_lists_the_missing_columns(tmp_path):
+    path = write(tmp_path, "other.tsv", "Sample\tValue\nA\t1\n")
+    with pytest.raises(CellspecError) as err:
+        cs.read_qupath(path, pixel_size=1)
+    message = str(err.value)
     assert "not a QuPath table" in message
     assert "'Centroid X µm' or 'Centroid X px'" in message and "'Image'" in message
 

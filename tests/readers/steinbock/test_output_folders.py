@@ -165,8 +165,9 @@ def test_refusals_name_file_line_column_and_what_to_pass(tmp_path):
 
 
 def test_refusals_by_name(tmp_path):
-    with pytest.raises(InputError, match="not a folder"):
+    with pytest.raises(InputError, match="no such folder") as missing:
         cs.read_steinbock(tmp_path / "nothing")
+    assert isinstance(missing.value, FileNotFoundError)
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match=r"no intensities/\*.csv; not a steinbock output folder"):
         cs.read_steinbock(tmp_path / "empty")

@@ -1,0 +1,196 @@
+"""Which tool wrote an export: the signatures of every tool the readers know, as data, and the one function that
+looks at a file's header line (or a folder's layout) and names the tool.
+
+:func:`recognise` is what :func:`~cellspec_sc.readers.read_export` uses to choose a reader, and what every
+reader asks when it refuses a file, so that a HALO table given to ``read_qupath`` is told to use ``read_halo``
+instead of being given QuPath's advice. Only the first line of a file is read (64 kB at most, gzip decompressed
+on the way), so recognising costs nothing next to a parse.
+
+>>> import tempfile, pathlib
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / "objects.csv").write_text("\\ufeffImage Location,Object Id,XMin,XMax,YMin,YMax,DAPI Intensity\\n")
+>>> recognise(folder / "objects.csv").key
+'halo'
+>>> recognise(folder / "objects.csv").reader
+'read_halo'
+>>> _ = (folder / "notes.csv").write_text("a,b\\n1,2\\n")
+>>> recognise(folder / "notes.csv") is None
+True
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cellspec_sc.readers._table import normalise_header
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What one tool's export looks like: every group of ``columns`` (alternatives, matched case-insensitively after
+    :func:`~cellspec_sc.readers._table.normalise_header`) has a column in the header line."""
+
+    key: str
+    """The reader's name without ``read_`` (``cellspec import <key>``)."""
+    tool: str
+    what: str
+    """What the file is, for messages ("a HALO object table")."""
+    columns: tuple[tuple[str, ...], ...]
+
+    @property
+    def reader(self) -> str:
+        return f"read_{self.key}"
+
+    def matches(self, names: set[str]) -> bool:
+        return all(any(_key(c) in names for c in alternatives) for alternatives in self.columns)
+
+
+def _key(name: str) -> str:
+    return normalise_header(name).lower()
+
+
+# Tried in this order: HALO's ``Object Id`` is QuPath's ``Object ID`` ignoring case, so HALO (with its bounding box)
+# comes first; a steinbock table (``Object``) last, since other tools may carry an ``Object`` column too.
+SIGNATURES: tuple[Signature, ...] = (
+    Signature("halo", "HALO", "a HALO object table", (("Object Id",), ("XMin",), ("XMax",), ("YMin",), ("YMax",))),
+    Signature("inform", "inForm", "an inForm cell_seg_data table", (("Cell X Position",), ("Cell Y Position",))),
+    Signature("cellprofiler", "CellProfiler", "a CellProfiler object table (ExportToSpreadsheet)",
+              (("ImageNumber",), ("ObjectNumber",))),
+    Signature("qupath", "QuPath", "a QuPath measurement export",
+              (("Centroid X µm", "Centroid X px"), ("Centroid Y µm", "Centroid Y px"))),
+    Signature("mcmicro", "MCMICRO", "an MCMICRO mcquant table",
+              (("CellID",), ("X_centroid", "column_centroid", "Y_position"))),
+    Signature("steinbock", "steinbock", "a table of a steinbock output folder", (("Object",),)),
+)
+BY_KEY = {s.key: s for s in SIGNATURES}
+# Sub-folders of a steinbock output folder that hold one table per image, in the layouts steinbock has written.
+STEINBOCK_TABLES = ("intensities", "cell_intensities")
+
+# Bytes read from the start of a file for its header line.
+HEADER_SAMPLE = 1 << 16
+
+
+def known_tools() -> str:
+    """The tools the readers know, for messages.
+
+    >>> known_tools()
+    'HALO (read_halo), inForm (read_inform), CellProfiler (read_cellprofiler), QuPath (read_qupath), MCMICRO \
+(read_mcmicro), steinbock (read_steinbock)'
+    """
+    return ", ".join(f"{s.tool} ({s.reader})" for s in SIGNATURES)
+
+
+def recognise(path: str | os.PathLike) -> Signature | None:
+    """The tool whose export ``path`` is (a file by its header line, a folder by its layout), or None."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            return _recognise_folder(path)
+        if path.is_file():
+            return recognise_header(header_names(path))
+    except OSError:
+        return None
+    return None
+
+
+def recognise_header(names: Sequence[str]) -> Signature | None:
+    """The tool whose header line is ``names``, or None.
+
+    >>> recognise_header(["ImageNumber", "ObjectNumber", "Location_Center_X"]).tool
+    'CellProfiler'
+    """
+    keys = {_key(n) for n in names}
+    return next((s for s in SIGNATURES if s.matches(keys)), None)
+
+
+def header_names(path: Path) -> list[str]:
+    """The column names of the first line of ``path`` (decompressed when it is gzip; UTF-8 byte order mark
+    dropped; the separator the line holds most of: tab, comma or semicolon). Empty when no line is readable."""
+    with open(path, "rb") as handle:
+        start = handle.read(HEADER_SAMPLE)
+    if start.startswith(b"\x1f\x8b"):
+        try:
+            start = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(start, HEADER_SAMPLE)
+        except zlib.error:
+            return []
+    line = start.split(b"\n", 1)[0].rstrip(b"\r")
+    if b"\x00" in line:
+        return []
+    text = line.decode("utf-8", errors="replace").lstrip("\ufeff")
+    delimiter = max("\t,;", key=text.count)
+    try:
+        return [n.strip() for n in next(csv.reader([text], delimiter=delimiter), [])]
+    except csv.Error:  # a bare carriage return inside the line: no header the readers read
+        return []
+
+
+def _recognise_folder(folder: Path) -> Signature | None:
+    if steinbock_table_folders(folder):
+        return BY_KEY["steinbock"]
+    if cellprofiler_object_tables(folder):
+        return BY_KEY["cellprofiler"]
+    return None
+
+
+def steinbock_table_folders(folder: Path) -> list[Path]:
+    """The folders of per-image tables under a steinbock output folder: ``intensities/`` (or the early layout's
+    ``cell_intensities/``) in it, or in one of its sub-folders (a segmentation's, as ``deepcell/intensities``)."""
+    direct = [folder / name for name in STEINBOCK_TABLES if (folder / name).is_dir()]
+    if direct:
+        return direct
+    try:
+        children = sorted(c for c in folder.iterdir() if c.is_dir())
+    except OSError:
+        return []
+    return [c / name for c in children for name in STEINBOCK_TABLES if (c / name).is_dir()]
+
+
+def cellprofiler_object_tables(folder: Path) -> list[Path]:
+    """The CSV files of a folder whose header is a CellProfiler object table (``ImageNumber``, ``ObjectNumber``)."""
+    out = []
+    for child in sorted(folder.glob("*.csv")):
+        try:
+            if child.is_file() and recognise_header(header_names(child)) is BY_KEY["cellprofiler"]:
+                out.append(child)
+        except OSError:
+            continue
+    return out
+
+
+def is_gzip(path: Path) -> bool:
+    """Whether the file at ``path`` starts with the gzip magic bytes."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
+
+
+def other_tool_advice(path: Path, reader_key: str) -> str | None:
+    """What to say when the reader ``reader_key`` refuses ``path`` and the file is another tool's export (None: it
+    is not, or it is this reader's own)."""
+    found = recognise(path)
+    if found is None or found.key == reader_key:
+        return None
+    if path.is_dir():
+        what = FOLDER_WHAT.get(found.key, found.what)
+    elif found.key == "steinbock":
+        return (f"{path.name}: this looks like {found.what} (one image's table): use read_steinbock on the output "
+                "folder (`cellspec import steinbock FOLDER OUT`), not on one of its files")
+    else:
+        what = found.what
+    return (f"{path.name}: this looks like {what}, not an export of {BY_KEY[reader_key].tool}: use "
+            f"{found.reader} (`cellspec import {found.key} ...`)")
+
+
+# What a folder recognised as a tool's output is, for messages.
+FOLDER_WHAT = {"steinbock": "a steinbock output folder", "cellprofiler": "a CellProfiler ExportToSpreadsheet folder"}
+
+
+__all__ = ["BY_KEY", "SIGNATURES", "Signature", "cellprofiler_object_tables", "header_names", "is_gzip",
+           "known_tools", "other_tool_advice", "recognise", "recognise_header", "steinbock_table_folders"]

@@ -1,0 +1,122 @@
+"""Which tool wrote an export: every reader given another tool's export names that tool and its reader, and
+``read_export`` / ``cellspec import auto`` pick the right reader for all six tools or refuse, listing them."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+import numpy as np
+import pytest
+
+import cellspec_sc as cs
+from cellspec_sc.cli.main import main
+from tool_layouts import OPTIONS, TOOL_NAMES, WRITERS
+
+READERS = {"halo": "read_halo", "inform": "read_inform", "cellprofiler": "read_cellprofiler",
+           "qupath": "read_qupath", "mcmicro": "read_mcmicro", "steinbock": "read_steinbock"}
+PAIRS = [(reader, export) for reader in READERS for export in WRITERS if reader != export]
+
+
+@pytest.mark.parametrize(("reader", "export"), PAIRS, ids=[f"{r}-on-{e}" for r, e in PAIRS])
+def test_a_reader_given_another_tools_export_names_that_tool(tmp_path, reader, export):
+    path = WRITERS[export](tmp_path)
+    with pytest.raises(cs.InputError) as err:
+        getattr(cs, READERS[reader])(path, **OPTIONS[reader])
+    message = str(err.value)
+    assert TOOL_NAMES[export] in message and READERS[export] in message, message
+    assert len(message) < 400  # the tool's name, not a list of garbled columns
+
+
+@pytest.mark.parametrize("export", sorted(WRITERS))
+def test_read_export_picks_the_reader_of_each_tool(tmp_path, export, caplog):
+    path = WRITERS[export](tmp_path)
+    with caplog.at_level(logging.INFO, logger="cellspec_sc.readers"):
+        x = cs.read_export(path, **OPTIONS[export])
+    assert x.provenance["reader"]["adapter"] == export
+    chosen = x.provenance["parameters"]["recognised_as"]
+    assert chosen.startswith(f"{TOOL_NAMES[export]}: {READERS[export]}")
+    assert any(READERS[export] in r.getMessage() and path.name in r.getMessage() for r in caplog.records)
+    direct = getattr(cs, READERS[export])(path, **OPTIONS[export])  # the same object as the tool's own reader
+    assert direct.cells.equals(x.cells) and np.array_equal(direct.measurements, x.measurements, equal_nan=True)
+    assert "recognised_as" not in direct.provenance["parameters"]  # said only when read_export chose the reader
+
+
+def test_read_export_refuses_an_unknown_file_listing_the_tools(tmp_path):
+    path = tmp_path / "notes.csv"
+    path.write_text("sample,value\na,1\n")
+    with pytest.raises(cs.InputError) as err:
+        cs.read_export(path)
+    assert all(f"{TOOL_NAMES[k]} ({READERS[k]})" in str(err.value) for k in READERS)
+
+
+def test_read_export_refuses_an_argument_the_chosen_reader_does_not_take(tmp_path):
+    path = WRITERS["halo"](tmp_path)
+    with pytest.raises(cs.InputError, match="read_halo takes no argument 'markers_csv'"):
+        cs.read_export(path, pixel_size=0.5, markers_csv="markers.csv")
+
+
+def test_a_gzip_mcquant_table_reads_as_the_plain_one_and_is_recorded_as_stored(tmp_path):
+    import gzip
+    gz = WRITERS["mcmicro"](tmp_path)
+    plain = tmp_path / "plain" / "exemplar-001--unmicst_cell.csv"
+    plain.parent.mkdir()
+    plain.write_bytes(gzip.decompress(gz.read_bytes()))
+    x, y = cs.read_mcmicro(gz, pixel_size=0.65), cs.read_mcmicro(plain, pixel_size=0.65)
+    assert x.cells.equals(y.cells) and np.array_equal(x.measurements, y.measurements)
+    assert x.images["image_id"].tolist() == ["exemplar-001"]
+    record = x.provenance["inputs"][0]
+    assert record == {"path_basename": gz.name, "bytes": gz.stat().st_size,
+                      "sha256": hashlib.sha256(gz.read_bytes()).hexdigest()}
+
+
+def test_a_truncated_gzip_table_is_refused(tmp_path):
+    gz = WRITERS["mcmicro"](tmp_path)
+    gz.write_bytes(gz.read_bytes()[:-12])
+    with pytest.raises(cs.InputError, match="gzip"):
+        cs.read_mcmicro(gz, pixel_size=0.65)
+
+
+@pytest.mark.parametrize("export", sorted(WRITERS))
+def test_cellspec_import_auto_writes_what_the_tools_reader_reads(tmp_path, export, capsys):
+    path = WRITERS[export](tmp_path)
+    size = OPTIONS[export].get("pixel_size")
+    code = main(["import", "auto", str(path), str(tmp_path / "out"), *(["--pixel-size", str(size)] if size else [])])
+    assert code == 0
+    assert f"reading with {READERS[export]}" in capsys.readouterr().out
+    back = cs.read(tmp_path / "out")
+    x = getattr(cs, READERS[export])(path, **OPTIONS[export])
+    assert back.cells["cell_id"].tolist() == x.cells["cell_id"].tolist() and back.feature_ids == x.feature_ids
+
+
+def test_cellspec_import_auto_refuses_an_unknown_file(tmp_path, capsys):
+    path = tmp_path / "notes.txt"
+    path.write_text("a\tb\n1\t2\n")
+    assert main(["import", "auto", str(path), str(tmp_path / "out")]) == 2
+    assert "the readers know: HALO (read_halo)" in capsys.readouterr().err
+
+
+def test_the_docs_table_of_recognised_tools_follows_the_signatures():
+    from pathlib import Path
+
+    from cellspec_sc.readers._recognise import SIGNATURES
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "readers.md").read_text(encoding="utf-8")
+    table = page.split("## One entry point", 1)[1].split("| tool | recognised by | reader |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|")[1:-1] for line in table.strip().splitlines()[1:]]
+    assert [(r[0].strip(), r[2].strip()) for r in rows] == [(s.tool, f"`{s.reader}`") for s in SIGNATURES]
+    for row, signature in zip(rows, SIGNATURES, strict=True):
+        if signature.key != "steinbock":  # a folder layout, not columns
+            assert all(f"`{group[0]}`" in row[1] for group in signature.columns), (row, signature.columns)
+
+
+@pytest.mark.parametrize("export", ["halo", "inform"])
+def test_gzip_halo_and_inform_tables_read_as_the_plain_ones(tmp_path, export):
+    import gzip
+    plain = WRITERS[export](tmp_path)
+    gz = tmp_path / "stored" / (plain.name + ".gz")
+    gz.parent.mkdir()
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    x, y = cs.read_export(gz, pixel_size=0.5), getattr(cs, READERS[export])(plain, pixel_size=0.5)
+    assert x.cells.equals(y.cells) and np.array_equal(x.measurements, y.measurements, equal_nan=True)
+    assert x.provenance["inputs"][0]["path_basename"] == gz.name
