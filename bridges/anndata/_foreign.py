@@ -341,8 +341,21 @@ DICTIONARY_FIELDS = ("kind", "marker", "compartment", "statistic", "unit")  # wh
 
 
 def other_feature(name: str) -> dict[str, Any]:
-    """The default rule: a var name becomes an ``other`` feature ``other:<name>`` in a.u.
+    """The default rule of :func:`~cellspec_sc.from_anndata` for a foreign AnnData's var names: each becomes an
+    ``other`` feature ``other:<name>`` in a.u.
 
+    Parameters
+    ----------
+    name
+        A var name of the AnnData.
+
+    Returns
+    -------
+    dict
+        The feature's dictionary fields: ``kind``, ``marker``, ``compartment``, ``statistic``, ``unit``.
+
+    Examples
+    --------
     >>> other_feature("Area")["statistic"]
     'Area'
     """
@@ -356,6 +369,24 @@ def intensity_features(compartment: str = "cell", statistic: str = "mean", unit:
     features, and scikit-image/mcquant region properties (``Area``, ``eccentricity``, ...) shape
     features of ``compartment`` in pixel units.
 
+    Parameters
+    ----------
+    compartment
+        The compartment of every feature (``cell``, ``nucleus``, ``cytoplasm``, ``membrane``).
+    statistic
+        The statistic of the intensities (``mean``, ``median``, ...).
+    unit
+        The unit of the intensities.
+    others
+        Var names that are neither markers nor region properties.
+
+    Returns
+    -------
+    Callable[[str], dict]
+        The rule to pass as ``from_anndata(adata, features=...)``: var name -> dictionary fields.
+
+    Examples
+    --------
     >>> intensity_features("nucleus")(" CD3 ")["marker"]
     'CD3'
     >>> intensity_features()("Area")["unit"]

@@ -163,7 +163,7 @@ def register(p: argparse.ArgumentParser) -> None:
     s.add_argument("--aggregation", default=None, choices=("mean", "median", "sum", "min", "max", "std", "var"),
                    help="the --aggr steinbock measured intensities with (default: mean, with a warning: the tables "
                         "do not say)")
-    s.add_argument("--no-neighbors", action="store_true", help="do not turn neighbors/*.csv into adjacency")
+    s.add_argument("--no-neighbors", action="store_true", help="do not turn the CSV files of neighbors/ into adjacency")
     s.add_argument("--neighbor-method", default=None,
                    choices=("mask_touching", "polygon_intersection", "delaunay", "borders", "expansion", "centroids"),
                    help="how the neighbours were measured: an adjacency method, or steinbock's --type (borders, "
