@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.bridges.anndata._categories import captured_styles
 from cellspec_sc.bridges.anndata._foreign import from_foreign_anndata
 from cellspec_sc.bridges.anndata._keys import (
     CONNECTIVITIES_KEY,
@@ -97,13 +98,14 @@ def to_anndata(x: CellSpec, *, copy: bool = True) -> anndata.AnnData:
     matrix = np.array(source, order="K") if copy and not is_dask(source) else source
     with progress(3, "to_anndata", unit="steps", size=matrix.size) as bar:
         names = pd.Index(obs_names(x.cells), dtype=object)
-        obs = scverse_obs(x.cells).set_axis(names, axis=0)
+        obs, colours = scverse_obs(x.cells, x.provenance)
+        obs = obs.set_axis(names, axis=0)
         var = x.dictionary.set_axis(pd.Index(x.feature_ids, dtype=object), axis=0)
         obsm = {SPATIAL_KEY: np.column_stack([double_column(x.cells, "x"), double_column(x.cells, "y")])}
         bar.update(1)
         # a lazy X is never loaded to sample it: subsets of it are not checked
         sample = None if is_dask(matrix) else take_sample(matrix, names)
-        uns = {UNS_KEY: encode(x, fingerprint, sample)}
+        uns = {UNS_KEY: encode(x, fingerprint, sample), **colours}
         adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns=uns)
         bar.update(1)
         if x.adjacency is not None:
@@ -165,13 +167,14 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     changes: dict[str, Any] = {}
     matrix = dense(adata.X) if adata.X is not None else np.zeros((adata.n_obs, adata.n_vars))
     written = x_fingerprint(matrix, stored)
-    cells = _cells_from_obs(adata.obs, stored, changes)
+    cells, carried = _cells_from_obs(adata.obs, stored, changes)
     dictionary = _dictionary_from_var(adata.var, stored, changes)
     measurements = measurements_from_x(adata, matrix, stored, allow_modified, changes, written)
     adjacency = _adjacency_from_record(stored, cells, changes)
     warn_replaced_graph(adata, cells, adjacency)
     warn_not_carried(adata, obsm={SPATIAL_KEY}, obsp={CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY})
-    provenance = stored.provenance()
+    provenance = captured_styles(adata.obs, adata.uns, carried, stored.provenance(),
+                                 stored=stored.cells_types or {})
     if changes:
         provenance = with_history_step(provenance, "from_anndata", FUNCTION, changes)
     return CellSpec(
@@ -186,19 +189,24 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool = False, **fore
     )
 
 
-def _cells_from_obs(obs: pd.DataFrame, stored: StoredRecord, changes: dict[str, Any]) -> pd.DataFrame:
+def _cells_from_obs(obs: pd.DataFrame, stored: StoredRecord, changes: dict[str, Any]
+                    ) -> tuple[pd.DataFrame, dict[Any, str]]:
+    """cells from ``obs``, and the name in cells of every obs column carried."""
     stored_types = stored.cells_types
     obs = obs.reset_index(drop=True)
     new = [name for name in obs.columns if name not in stored_types]
     converted, renamed, dropped = carry_obs_columns(obs, new, taken=set(map(str, obs.columns)))
     columns: dict[str, pd.Series] = {}
+    carried: dict[Any, str] = {}
     for name in obs.columns:
         if name in stored_types:  # a column without spec type passes through as it was
             spec_type = stored_types[name]
             columns[name] = _restore_column(obs[name], spec_type, f"obs[{name!r}]") if spec_type else obs[name]
+            carried[name] = str(name)
         elif name in converted:
             new_name, column = converted[name]
             columns[new_name] = column
+            carried[name] = new_name
     cells = pd.DataFrame(columns, index=pd.RangeIndex(len(obs)), columns=list(columns))
     same_rows = len(cells) == stored.shape[0]
     _note_table_changes("cells", cells, stored_types, stored.cells_fingerprints if same_rows else {}, changes)
@@ -208,7 +216,7 @@ def _cells_from_obs(obs: pd.DataFrame, stored: StoredRecord, changes: dict[str, 
         changes["columns_renamed"] = renamed
     if dropped:
         changes["columns_not_carried"] = dropped
-    return cells
+    return cells, carried
 
 
 def _note_table_changes(table: str, frame: pd.DataFrame, stored_types: Mapping[str, Any],

@@ -28,7 +28,7 @@ from html import escape
 
 import numpy as np
 
-from cellspec_sc.display import NA_COLOUR, UNCOLOURED, category_rgb, hex_colour, robust_window
+from cellspec_sc.display import NA_COLOUR, UNCOLOURED, CategoryStyle, hex_colour, robust_window
 from cellspec_sc.errors import InputError
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)  # luxar stores positions and scalars as float32
@@ -132,10 +132,10 @@ def stored_scalars(values: np.ndarray, window: tuple[float, float]) -> tuple[np.
 
 # -- colourings ------------------------------------------------------------------------------------
 
-def category_colouring(column: str, categories: list[str], codes: np.ndarray,
-                       palette: dict[str, str] | None = None) -> Colouring:
-    """Colours of a categorical column (code -1 = NA, grey)."""
-    colours = category_rgb(categories, palette)
+def category_colouring(column: str, style: CategoryStyle, codes: np.ndarray) -> Colouring:
+    """Colours of a categorical column in its style (:mod:`cellspec_sc.display`); code -1 = NA, grey."""
+    categories = list(style.categories)
+    colours = style.rgb()
     rgb = np.vstack([colours, np.asarray([NA_COLOUR], dtype=np.float32)])[codes]
     text = np.asarray([*categories, "NA"], dtype=object)[codes]
     return Colouring(title=column, value_text=[f"{column}: {t}" for t in text.tolist()], rgb=rgb.astype(np.float32),
@@ -190,11 +190,13 @@ def _colour_bar(colouring: Colouring) -> str:
 
 
 def _swatches(colouring: Colouring) -> str:
+    """One swatch per category with cells, in the category order (categories without cells left out)."""
     if colouring.codes is None:
         return ""
     counts = np.bincount(colouring.codes[colouring.codes >= 0], minlength=len(colouring.categories))
-    rows = [f"<div>{_swatch(c)}{escape(name)} ({int(k):,})</div>" for name, c, k in
-            zip(colouring.categories[:LEGEND_ROWS], colouring.palette[:LEGEND_ROWS], counts[:LEGEND_ROWS], strict=True)]
-    if len(colouring.categories) > LEGEND_ROWS:
-        rows.append(f"<div>... {len(colouring.categories) - LEGEND_ROWS} more</div>")
+    shown = np.flatnonzero(counts)
+    rows = [f"<div>{_swatch(colouring.palette[i])}{escape(colouring.categories[i])} ({int(counts[i]):,})</div>"
+            for i in shown[:LEGEND_ROWS]]
+    if shown.size > LEGEND_ROWS:
+        rows.append(f"<div>... {shown.size - LEGEND_ROWS} more</div>")
     return "".join(rows)

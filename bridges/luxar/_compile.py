@@ -312,8 +312,8 @@ def _colour_layers(src: SceneInput, specs: list[LayerSpec], colormap: str, windo
 
 
 def _category(src: SceneInput, column: str) -> Colouring:
-    values = src.category_column(column)
-    return category_colouring(column, list(values.categories), np.asarray(values.codes), src.palettes.get(column))
+    style, codes = src.category_column(column)
+    return category_colouring(column, style, codes)
 
 
 def _category_labels(colouring: Colouring) -> list[str]:

@@ -1,10 +1,20 @@
-"""How cells look on screen, shared by the notebook widgets and the Luxar bridge: colours, robust display
-ranges and HTML fragments.
+"""How cells look on screen, shared by the notebook widgets and the Luxar bridge: colours, the one home of a
+category column's order and colours, colour windows, number formats and HTML fragments.
 
 >>> hex_colour((1.0, 0.0, 0.0))
 '#ff0000'
 """
 
+from cellspec_sc.display._categories import (
+           STYLE_FIELD,
+           CategoryStyle,
+           category_style,
+           default_colours,
+           present_labels,
+           stored_style,
+           style_record,
+           with_styles,
+)
 from cellspec_sc.display._colors import (
            EMPTY,
            NA_COLOUR,
@@ -16,10 +26,12 @@ from cellspec_sc.display._colors import (
            category_rgb,
            hex_colour,
            image_colours,
+           natural_order,
 )
 from cellspec_sc.display._html import channels_html, overview_html, table_html
 from cellspec_sc.display._ranges import robust_range, robust_window
 
-__all__ = ["EMPTY", "NA_COLOUR", "NA_GREY", "OTHER_GREY", "UNCOLOURED", "category_colour_map", "category_order",
-           "category_rgb", "channels_html", "hex_colour", "image_colours", "overview_html", "robust_range",
-           "robust_window", "table_html"]
+__all__ = ["EMPTY", "NA_COLOUR", "NA_GREY", "OTHER_GREY", "STYLE_FIELD", "UNCOLOURED", "CategoryStyle",
+           "category_colour_map", "category_order", "category_rgb", "category_style", "channels_html",
+           "default_colours", "hex_colour", "image_colours", "natural_order", "overview_html", "present_labels",
+           "robust_range", "robust_window", "stored_style", "style_record", "table_html", "with_styles"]

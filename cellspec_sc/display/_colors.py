@@ -11,7 +11,9 @@ Colours are ``"#rrggbb"`` strings (widgets, HTML) or RGB float triples in 0..1 (
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +23,7 @@ OTHER_GREY = "#555555"  # widgets: categories pooled as "(other)"
 EMPTY = "#ffffff"  # widgets: bins without cells
 NA_COLOUR = (0.45, 0.45, 0.45)  # Luxar: neutral grey for NA values and cells without a class
 UNCOLOURED = (0.85, 0.85, 0.85)  # Luxar: cells layer of an object without classification
+_INTEGER = re.compile(r"^[+-]?[0-9]+$")
 
 
 def hex_colour(rgb: Sequence[float]) -> str:
@@ -54,16 +57,28 @@ def category_rgb(categories: Sequence[str], given: Mapping[str, str] | None = No
 
 
 def category_order(values: pd.Series) -> list[str]:
-    """The order that fixes each category's colour: a categorical's own categories, else the distinct
-    non-missing values sorted (byte order). Luxar scenes and the preview widget both colour by it, so a
-    class has one colour everywhere.
+    """The order that fixes each category's colour when nothing is stored for the column: a categorical's own
+    categories, else the distinct non-missing values in natural order (integer-like labels numerically, other
+    text by code point). See :mod:`cellspec_sc.display._categories` for stored orders.
 
-    >>> category_order(pd.Series(["b", None, "a", "b"]))
-    ['a', 'b']
+    >>> category_order(pd.Series(["b", None, "a", "b"])), category_order(pd.Series(["10", "9"]))
+    (['a', 'b'], ['9', '10'])
     """
     if isinstance(values.dtype, pd.CategoricalDtype):
         return [str(c) for c in values.cat.categories]
-    return sorted({str(v) for v in values.dropna().unique()})
+    return natural_order(values.dropna().unique())
+
+
+def natural_order(labels: Sequence[Any]) -> list[str]:
+    """Distinct labels as text in natural order: numerically when every label is an integer, else by code point.
+
+    >>> natural_order([3, 1, 20]), natural_order(["10", "2", "1"]), natural_order(["b", "a", "B"])
+    (['1', '3', '20'], ['1', '2', '10'], ['B', 'a', 'b'])
+    """
+    texts = list(dict.fromkeys(str(v) for v in labels))
+    if texts and all(_INTEGER.match(t) for t in texts):
+        return sorted(texts, key=lambda t: (int(t), t))
+    return sorted(texts)
 
 
 def category_colour_map(order: Sequence[str]) -> dict[str, str]:
