@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata import from_anndata
-from cellspec_sc.display import CategoryStyle, category_style, robust_range, stored_style
+from cellspec_sc.display import CategoryStyle, category_style, robust_window, stored_style
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import CellSpec
 from cellspec_sc.validation import ValidationReport, validate
@@ -172,7 +172,7 @@ class PreviewData:
         """Raster of one feature over one image and its robust colour range."""
         grid, index = self.bins(image_id)
         values = self.values(feature_id)[self.rows(image_id)]
-        return grid, compute.value_raster(index, values, grid), robust_range(values)
+        return grid, compute.value_raster(index, values, grid), robust_window(values)
 
     def category_map(self, column: str, image_id: str) -> tuple[compute.Grid, compute.CategoryRaster,
                                                                   list[compute.LegendEntry]]:

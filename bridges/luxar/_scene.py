@@ -203,16 +203,36 @@ def category_dim_name(column: str, taken: Sequence[str]) -> str:
     return name[:1024]
 
 
-def camera_facing(box: tuple[float, float, float, float], depth: float, zoom: float | None = None) -> object:
-    """An orthographic camera looking at the centre of ``box`` (x0, y0, x1, y1) with y downward on screen."""
+def camera_facing(box: tuple[float, float, float, float], depth: float, zoom: float | None = None,
+                  shift: float = 0.0) -> object:
+    """An orthographic camera looking at the centre of ``box`` (x0, y0, x1, y1) with y downward on screen,
+    ``shift`` (scene units) below it, so that the box shows that much higher on screen."""
     from luxar import CameraConfig
 
-    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2 + shift
     return CameraConfig(position=(cx, cy, -depth), target=(cx, cy, 0.0), up=(0.0, -1.0, 0.0), zoom=zoom)
 
 
+def framing(box: tuple[float, float, float, float], base_height: float, depth: float) -> object:
+    """A camera that shows ``box`` whole in the part of the view above the viewer's dimension panel (the
+    bottom :data:`PANEL_SHARE` of the view) and right of its control rail."""
+    zoom = _fit_zoom(box, base_height)
+    view_height = base_height / zoom
+    return camera_facing(box, depth, zoom, shift=PANEL_SHARE / 2 * view_height)
+
+
+def opening_camera(geometry: Layout, right: float) -> object:
+    """Where the viewer opens: the whole scene, above the dimension panel."""
+    whole = scene_box(geometry)
+    whole = (whole[0], whole[1], max(whole[2], right), whole[3])
+    base_height = 4.0 / 3.0 * max(whole[2] - whole[0], whole[3] - whole[1], 1e-9)
+    return framing(whole, base_height, 2.0 * base_height)
+
+
 VIEW_ASPECT = 1.4  # narrowest browser window (width / height) a waypoint frames its image for
-VIEW_MARGIN = 1.45  # room around a framed image, the viewer's dimension panel included
+VIEW_MARGIN = 1.15  # room around a framed image (its name above it is in the box)
+HOVER_TOP = 0.115  # the hover text's top edge, a fraction of the view's height below its top
+PANEL_SHARE = 0.3  # bottom of the view the viewer's dimension panel may cover (131 px of an 800 px window + margin)
 
 
 def waypoints(geometry: Layout, right: float) -> list[object]:
@@ -234,19 +254,18 @@ def waypoints(geometry: Layout, right: float) -> list[object]:
     dim = GOTO_DIM if geometry.mode == "side" else geometry.stack_dim
     out = []
     if geometry.mode == "side":
-        out.append(Waypoint(when={dim: 0}, camera=camera_facing(whole, depth, _fit_zoom(whole, base_height)),
-                            duration_ms=600))
+        out.append(Waypoint(when={dim: 0}, camera=framing(whole, base_height, depth), duration_ms=600))
     for k in range(len(geometry.image_ids)):
         box = image_box(geometry, k)
         step = k + 1 if geometry.mode == "side" else k
-        out.append(Waypoint(when={dim: step}, camera=camera_facing(box, depth, _fit_zoom(box, base_height)),
-                            duration_ms=600))
+        out.append(Waypoint(when={dim: step}, camera=framing(box, base_height, depth), duration_ms=600))
     return out
 
 
 def _fit_zoom(box: tuple[float, float, float, float], base_height: float) -> float:
-    """Orthographic zoom that fits ``box`` into a view ``base_height`` tall at zoom 1."""
-    height = max(box[3] - box[1], (box[2] - box[0]) / VIEW_ASPECT, 1e-9) * VIEW_MARGIN
+    """Orthographic zoom that fits ``box`` into the part of a view ``base_height`` tall (at zoom 1) above the
+    dimension panel."""
+    height = max(box[3] - box[1], (box[2] - box[0]) / VIEW_ASPECT, 1e-9) * VIEW_MARGIN / (1.0 - PANEL_SHARE)
     return float(base_height / height)
 
 
@@ -532,8 +551,9 @@ class SceneBuilder:
                 dim = self.geometry.stack_dim
                 scene.add_text(f"{dim}: {image}", position=(0.08, 0.07), font_size=0.022, anchor="top-left",
                                color="rgba(255,255,255,0.85)", name=f"image_name_{k}", visible_range={dim: k})
-        # the hover text sits bottom left, clear of the legend (top right) and the title (top left)
-        scene.add_text("{hover_label}", position=(0.08, 0.97), font_size=0.02, anchor="bottom-left", hover=True,
+        # the hover text sits under the title (and the stacked image's name), clear of the legend (top right),
+        # the scale bar (bottom left) and the dimension panel (bottom centre)
+        scene.add_text("{hover_label}", position=(0.08, HOVER_TOP), font_size=0.02, anchor="top-left", hover=True,
                        background="rgba(0,0,0,0.7)", name="hover")
 
 

@@ -24,14 +24,20 @@ from cellspec_sc.display._colors import (
            category_colour_map,
            category_order,
            category_rgb,
+           dark_end_lift,
            hex_colour,
            image_colours,
+           lifted,
            natural_order,
+           relative_luminance,
 )
 from cellspec_sc.display._html import channels_html, overview_html, table_html
-from cellspec_sc.display._ranges import robust_range, robust_window
+from cellspec_sc.display._numbers import format_number
+from cellspec_sc.display._ranges import WINDOW_PERCENTILES, robust_window
+from cellspec_sc.display._text import short_name, wrapped
 
-__all__ = ["EMPTY", "NA_COLOUR", "NA_GREY", "OTHER_GREY", "STYLE_FIELD", "UNCOLOURED", "CategoryStyle",
-           "category_colour_map", "category_order", "category_rgb", "category_style", "channels_html",
-           "default_colours", "hex_colour", "image_colours", "natural_order", "overview_html", "present_labels",
-           "robust_range", "robust_window", "stored_style", "style_record", "table_html", "with_styles"]
+__all__ = ["EMPTY", "NA_COLOUR", "NA_GREY", "OTHER_GREY", "STYLE_FIELD", "UNCOLOURED", "WINDOW_PERCENTILES",
+           "CategoryStyle", "category_colour_map", "category_order", "category_rgb", "category_style",
+           "channels_html", "dark_end_lift", "default_colours", "format_number", "hex_colour", "image_colours",
+           "lifted", "natural_order", "overview_html", "present_labels", "relative_luminance", "robust_window",
+           "short_name", "stored_style", "style_record", "table_html", "with_styles", "wrapped"]

@@ -101,3 +101,44 @@ def image_colours(image_ids: Sequence[str]) -> dict[str, str]:
 
     palette = colormaps["tab10"].colors
     return {image_id: to_hex(palette[i % len(palette)]) for i, image_id in enumerate(image_ids)}
+
+
+MIN_LUMINANCE = 0.1  # a colour's relative luminance on a black background: 3:1 contrast, WCAG's floor for graphics
+
+
+def relative_luminance(rgb: np.ndarray) -> np.ndarray:
+    """WCAG relative luminance of sRGB colours (0..1, last axis RGB).
+
+    >>> float(relative_luminance(np.array([1.0, 1.0, 1.0])))
+    1.0
+    """
+    c = np.asarray(rgb, dtype=np.float64)[..., :3]
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return linear @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def dark_end_lift(colormap: str, min_luminance: float = MIN_LUMINANCE) -> float:
+    """Where a colormap must start on a black background so that its darkest colour keeps 3:1 contrast: the
+    first fraction from which every colour of the map is at least ``min_luminance`` bright (0 for a map that
+    never goes that dark).
+
+    >>> round(dark_end_lift("viridis"), 2), dark_end_lift("turbo")
+    (0.28, 0.0)
+    """
+    from matplotlib import colormaps
+
+    fractions = np.linspace(0.0, 1.0, 256)
+    dark = relative_luminance(colormaps[colormap](fractions)) < min_luminance
+    if not dark.any():
+        return 0.0
+    last_dark = int(np.flatnonzero(dark)[-1])
+    return float(fractions[min(last_dark + 1, 255)]) if last_dark < 255 else 0.0
+
+
+def lifted(fractions: np.ndarray, lift: float) -> np.ndarray:
+    """Fractions of a colour window mapped onto the part of a colormap from ``lift`` to its bright end.
+
+    >>> lifted(np.array([0.0, 0.5, 1.0]), 0.5).tolist()
+    [0.5, 0.75, 1.0]
+    """
+    return lift + (1.0 - lift) * np.clip(np.asarray(fractions, dtype=np.float64), 0.0, 1.0)
