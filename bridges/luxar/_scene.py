@@ -213,24 +213,34 @@ def camera_facing(box: tuple[float, float, float, float], depth: float, zoom: fl
     return CameraConfig(position=(cx, cy, -depth), target=(cx, cy, 0.0), up=(0.0, -1.0, 0.0), zoom=zoom)
 
 
-def framing(box: tuple[float, float, float, float], base_height: float, depth: float) -> object:
-    """A camera that shows ``box`` whole in the part of the view above the viewer's dimension panel (the
-    bottom :data:`PANEL_SHARE` of the view) and right of its control rail."""
-    zoom = _fit_zoom(box, base_height)
-    view_height = base_height / zoom
-    return camera_facing(box, depth, zoom, shift=PANEL_SHARE / 2 * view_height)
+def framing(box: tuple[float, float, float, float], depth: float, view_axis: str | None = None) -> object:
+    """A camera ``depth`` away that shows ``box`` whole in the part of the view above the viewer's dimension
+    panel (the bottom :data:`PANEL_SHARE` of the view) and right of its control rail.
+
+    luxar's orthographic view is :data:`VIEW_PER_DEPTH` times the camera's distance tall, divided by its zoom
+    (measured in the viewer)."""
+    zoom = _fit_zoom(box, VIEW_PER_DEPTH * depth)
+    camera = camera_facing(box, depth, zoom, shift=PANEL_SHARE / 2 * VIEW_PER_DEPTH * depth / zoom)
+    if view_axis is not None:
+        camera.view_axis = view_axis  # Home / F re-frame facing x-y
+    return camera
+
+
+def scene_depth(whole: tuple[float, float, float, float]) -> float:
+    """A camera distance well beyond the scene (the orthographic view does not depend on it but for the zoom)."""
+    return 2.0 * 4.0 / 3.0 * max(whole[2] - whole[0], whole[3] - whole[1], 1e-9)
 
 
 def opening_camera(geometry: Layout, right: float) -> object:
-    """Where the viewer opens: the whole scene, above the dimension panel."""
+    """Where the viewer opens: the whole scene, above the dimension panel, facing x-y with y downward."""
     whole = scene_box(geometry)
     whole = (whole[0], whole[1], max(whole[2], right), whole[3])
-    base_height = 4.0 / 3.0 * max(whole[2] - whole[0], whole[3] - whole[1], 1e-9)
-    return framing(whole, base_height, 2.0 * base_height)
+    return framing(whole, scene_depth(whole), view_axis="xy")
 
 
 VIEW_ASPECT = 1.4  # narrowest browser window (width / height) a waypoint frames its image for
 VIEW_MARGIN = 1.15  # room around a framed image (its name above it is in the box)
+VIEW_PER_DEPTH = 0.87  # luxar's orthographic view height at zoom 1 per unit of camera distance (measured)
 HOVER_TOP = 0.115  # the hover text's top edge, a fraction of the view's height below its top
 PANEL_SHARE = 0.3  # bottom of the view the viewer's dimension panel may cover (131 px of an 800 px window + margin)
 
@@ -240,8 +250,7 @@ def waypoints(geometry: Layout, right: float) -> list[object]:
     back to all images, which is also where the viewer opens. ``right`` is the right edge of the scene
     (the embedding included).
 
-    Luxar's orthographic camera opens with a view 4/3 of the scene's largest extent tall (measured in the
-    viewer); a waypoint's zoom is relative to that.
+    Each frames its box above the dimension panel (:func:`framing`).
     """
     from luxar import Waypoint
 
@@ -249,16 +258,15 @@ def waypoints(geometry: Layout, right: float) -> list[object]:
         return []
     whole = scene_box(geometry)
     whole = (whole[0], whole[1], max(whole[2], right), whole[3])
-    base_height = 4.0 / 3.0 * max(whole[2] - whole[0], whole[3] - whole[1], 1e-9)
-    depth = 2.0 * base_height
+    depth = scene_depth(whole)
     dim = GOTO_DIM if geometry.mode == "side" else geometry.stack_dim
     out = []
     if geometry.mode == "side":
-        out.append(Waypoint(when={dim: 0}, camera=framing(whole, base_height, depth), duration_ms=600))
+        out.append(Waypoint(when={dim: 0}, camera=framing(whole, depth), duration_ms=600))
     for k in range(len(geometry.image_ids)):
         box = image_box(geometry, k)
         step = k + 1 if geometry.mode == "side" else k
-        out.append(Waypoint(when={dim: step}, camera=framing(box, base_height, depth), duration_ms=600))
+        out.append(Waypoint(when={dim: step}, camera=framing(box, depth), duration_ms=600))
     return out
 
 

@@ -107,7 +107,8 @@ def test_legend_follows_the_colour_layer_and_hover_and_copy_name_the_cell(tmp_pa
     assert errors == []
     assert "classification" in first and f"T cell ({x.n_cells})" in first and "CD3e" not in first
     assert f"CD3e ({FEATURE})" in second and "T cell (" not in second
-    assert re.search(r"\b0\b", second) and "1000" in second  # the colour bar's tick values
+    assert re.search(r"\b0\b", second) and "1,000" in second  # the colour bar's tick values, one number format
+    assert "a.u." in second  # and its unit
     np.testing.assert_allclose(ends, colormap_rgb("viridis", np.array([0.0, 1.0])), atol=12 / 255)
     value = x.measurements[7, 0]
     assert f"{cell['cell_id']} · ramp · T cell · CD3e ({FEATURE}) = {value:.6g}" in hover
