@@ -1,7 +1,11 @@
-"""Small CellSpec objects built for the Luxar tests, so that what they assert does not depend on cs.example(), and
-reading a compiled scene back (decoded arrays, CSR string channels, point counts)."""
+"""Small CellSpec objects built for the Luxar tests, so that what they assert does not depend on cs.example(),
+reading a compiled scene back (decoded arrays, CSR string channels, point counts), and looking at a scene in
+luxar's viewer in headless Chromium (screen colours at cell positions)."""
 
 from __future__ import annotations
+
+import contextlib
+import io
 
 import luxar
 import numpy as np
@@ -10,6 +14,8 @@ import zarr
 from luxar.encoding import ArrayDecoder
 
 import cellspec_sc as cs
+from browser import browser_page
+from cellspec_sc.bridges.luxar import LuxarViewer
 
 FEATURE = "cell:CD3e:mean"
 DECODER = ArrayDecoder()
@@ -88,3 +94,46 @@ def cells_of(x: cs.CellSpec, image_id: str) -> pd.DataFrame:
 def points_total(path) -> int:
     scene = luxar.LuxarScene.load(path)
     return sum(n["n_points"] for n in scene.nodes if n["type"] == "points")
+
+
+# -- looking at a scene in luxar's viewer ----------------------------------------------------------
+
+RAIL = 80  # the viewer's control rail on the left; compare pixels right of it
+HINT = "localStorage.setItem('luxar.controlRail.hintDismissed', '1')"
+READY = ("() => window.__luxarDebug && window.__luxarDebug.scene"
+         " && window.__luxarDebug.getPerf().timeline.milestones.initUpdateDone")
+PROJECT = """([name, points]) => {
+  const d = window.__luxarDebug; let node = null;
+  d.scene.traverse(o => { if (!node && o.name === name) node = o; });
+  if (!node) throw new Error('no node ' + name);
+  node.updateMatrixWorld(true);
+  return points.map(([x, y]) => {
+    const v = d.camera.position.clone().set(x, y, 0); node.localToWorld(v); v.project(d.camera);
+    return [(v.x + 1) / 2 * window.innerWidth, (1 - v.y) / 2 * window.innerHeight];
+  });
+}"""
+
+
+@contextlib.contextmanager
+def viewer_page(path, profile):
+    """The scene served by luxar's viewer and loaded in Chromium, ready to be looked at."""
+    with LuxarViewer(path) as viewer, browser_page(profile, init_script=HINT) as (page, errors):
+        page.goto(viewer.url + "&debug&dpr=1&renderer=webgl&noOpfs")
+        page.wait_for_function(READY, timeout=120_000)
+        page.wait_for_timeout(1500)
+        yield page, errors
+
+
+def pixels(page) -> np.ndarray:
+    from matplotlib import image as mpimg
+
+    return mpimg.imread(io.BytesIO(page.screenshot()), format="png")[:, :, :3]
+
+
+def colours_at(page, node: str, xy: np.ndarray) -> np.ndarray:
+    """sRGB colours (0-1) on screen at scene positions ``xy`` of ``node`` (an image group)."""
+    screen = np.round(page.evaluate(PROJECT, [node, np.asarray(xy).tolist()])).astype(int)
+    shot = pixels(page)
+    return np.array([shot[y, x] for x, y in screen])
+
+

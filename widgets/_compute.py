@@ -35,7 +35,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.colors import to_rgba
 
-from cellspec_sc.display import EMPTY, NA_GREY, OTHER_GREY, category_colour_map
+from cellspec_sc.display import EMPTY, NA_GREY, OTHER_GREY, natural_order
 
 __all__ = [
     "CATEGORY_FIXED", "LEVELS", "MAX_CATEGORIES", "MIN_SPAN_UM", "NA_LABEL", "NONE", "OTHER", "QUANTILES",
@@ -331,20 +331,30 @@ class CategoryRaster:
     counts: np.ndarray  # cells per category (all bins)
 
 
-def category_codes(values: pd.Series, *, max_categories: int = MAX_CATEGORIES) -> tuple[np.ndarray, list[str]]:
-    """Codes 0..k-1 for the most frequent ``max_categories - 1`` labels (by count, then name), ``(other)`` for
-    the rest and ``NA`` for missing; returns (codes, labels).
+def category_codes(values: pd.Series, order: Sequence[str] | None = None, *,
+                   max_categories: int = MAX_CATEGORIES) -> tuple[np.ndarray, list[str]]:
+    """Codes 0..k-1 of the labels in ``order`` (the column's category order; default: natural order), then
+    ``(other)`` and ``NA`` when there are such cells; returns (codes, labels). Beyond ``max_categories - 1``
+    categories the most frequent keep their own label (still in ``order``) and the rest are ``(other)``.
 
-    >>> codes, labels = category_codes(pd.Series(["b", "a", "b", None]))
+    >>> codes, labels = category_codes(pd.Series(["b", "a", "b", None]), ["b", "a"])
     >>> codes.tolist(), labels
     ([0, 1, 0, 2], ['b', 'a', 'NA'])
+    >>> category_codes(pd.Series(["10", "9", "10"]))[1]
+    ['9', '10']
     """
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
     names = [str(u) for u in uniques]
-    order = sorted(range(len(uniques)), key=lambda i: (-counts[i], names[i]))
-    keep = order if len(order) <= max_categories - 1 else order[:max_categories - 1]
-    rest = len(order) > len(keep)
+    counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+    position = {name: i for i, name in enumerate(order if order is not None else natural_order(names))}
+    ranked = sorted(range(len(names)), key=lambda i: (position.get(names[i], len(position)), names[i]))
+    if len(ranked) > max_categories - 1:
+        frequent = set(sorted(ranked, key=lambda i: (-counts[i], position.get(names[i], len(position))))
+                       [:max_categories - 1])
+        keep = [i for i in ranked if i in frequent]
+    else:
+        keep = ranked
+    rest = len(ranked) > len(keep)
     remap = np.full(len(uniques) + 1, -1, dtype=np.int64)  # last slot: NA
     remap[keep] = np.arange(len(keep))
     labels = [names[i] for i in keep]
@@ -358,7 +368,7 @@ def category_codes(values: pd.Series, *, max_categories: int = MAX_CATEGORIES) -
 
 
 def category_raster(index: np.ndarray, codes: np.ndarray, labels: Sequence[str], grid: Grid) -> CategoryRaster:
-    """Majority category per bin (ties: the smaller code, i.e. the more frequent category overall).
+    """Majority category per bin (ties: the smaller code, i.e. the earlier category in the column order).
 
     >>> r = category_raster(np.array([0, 0, 0, 1]), np.array([1, 0, 1, 0]), ["a", "b"], Grid(2.0, 1.0, 2, 1, 1.0))
     >>> r.codes.tolist(), r.counts.tolist()
@@ -382,15 +392,15 @@ class LegendEntry:
 CATEGORY_FIXED = {NA_LABEL: NA_GREY, OTHER: OTHER_GREY}  # colours of the pooled labels
 
 
-def category_colours(labels: Sequence[str], order: Sequence[str]) -> list[str]:
-    """One ``"#rrggbb"`` per map label: grey for ``NA``, a dark grey for ``(other)``; the others by their
-    position in ``order`` (the column's category order), the rule Luxar scenes colour by.
+def category_colours(labels: Sequence[str], colours: Mapping[str, str]) -> list[str]:
+    """One ``"#rrggbb"`` per map label: grey for ``NA``, a dark grey for ``(other)``; the others from the
+    column's style (``colours``: category -> colour, see :func:`cellspec_sc.display.category_style`), the
+    colours Luxar scenes and the AnnData's ``uns`` use.
 
-    >>> category_colours(["T cell", OTHER, NA_LABEL, "B cell"], order=["B cell", "T cell"])
+    >>> category_colours(["T cell", OTHER, NA_LABEL, "B cell"], {"B cell": "#1f77b4", "T cell": "#ff7f0e"})
     ['#ff7f0e', '#555555', '#b0b0b0', '#1f77b4']
     """
-    by_order = category_colour_map(order)
-    return [CATEGORY_FIXED.get(label) or by_order[label] for label in labels]
+    return [CATEGORY_FIXED.get(label) or colours[label] for label in labels]
 
 
 def legend_entries(labels: Sequence[str], counts: np.ndarray, colours: Sequence[str]) -> list[LegendEntry]:

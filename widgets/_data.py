@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata import from_anndata
-from cellspec_sc.display import category_order, robust_range
+from cellspec_sc.display import CategoryStyle, category_style, robust_window, stored_style
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import CellSpec
 from cellspec_sc.validation import ValidationReport, validate
@@ -124,12 +124,17 @@ class PreviewData:
         if column not in self._codes:
             if column not in self.categorical_columns:
                 raise InputError(f"cells has no categorical column {column!r}; choose from {self.categorical_columns}")
-            self._codes[column] = compute.category_codes(self.x.cells[column])
+            self._codes[column] = compute.category_codes(self.x.cells[column], self.style(column).categories)
         return self._codes[column]
 
+    def style(self, column: str) -> CategoryStyle:
+        """The category order and colours of ``column`` (stored in provenance, else the defaults): the same
+        every view (Luxar, the AnnData's ``uns``, spatialdata-plot) uses."""
+        return category_style(self.x.cells[column], stored_style(self.x.provenance, column))
+
     def label_colours(self, column: str, labels: list[str]) -> list[str]:
-        """The colour of each legend label of ``column``: by the column's category order, as in Luxar."""
-        return compute.category_colours(labels, category_order(self.x.cells[column]))
+        """The colour of each legend label of ``column``: from the column's style, as in Luxar."""
+        return compute.category_colours(labels, self.style(column).colour_map())
 
     # -- features ------------------------------------------------------------------------------
     def values(self, feature_id: str) -> np.ndarray:
@@ -167,7 +172,7 @@ class PreviewData:
         """Raster of one feature over one image and its robust colour range."""
         grid, index = self.bins(image_id)
         values = self.values(feature_id)[self.rows(image_id)]
-        return grid, compute.value_raster(index, values, grid), robust_range(values)
+        return grid, compute.value_raster(index, values, grid), robust_window(values)
 
     def category_map(self, column: str, image_id: str) -> tuple[compute.Grid, compute.CategoryRaster,
                                                                   list[compute.LegendEntry]]:

@@ -25,12 +25,14 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
 
-from cellspec_sc.display import NA_GREY, image_colours
+from cellspec_sc.display import NA_GREY, format_number, image_colours, short_name, wrapped
 from cellspec_sc.widgets import _compute as compute
 
 DPI = 100
+TITLE_WIDTH, LABEL_WIDTH = 60, 40  # characters per line of a title and of a colour bar's label
 _PNG_METADATA = {"Software": None}  # no tool URL inside the exported images
 MAX_LABEL = 80  # characters of a name drawn in a figure (the full name stays in the data and the page's text)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -82,10 +84,11 @@ def draw_histogram(ax, hist: compute.Histogram, *, title: str, unit: str = "") -
     colours = image_colours(list(hist.counts))
     factor = 1.0 if hist.scale == "log" else compute.display_factor(hist.edges[0], hist.edges[-1])
     for image_id, counts in hist.counts.items():
-        ax.stairs(counts, hist.edges / factor, color=colours[image_id], linewidth=1.4, label=capped_label(image_id))
+        ax.stairs(counts, hist.edges / factor, color=colours[image_id], linewidth=1.4,
+                  label=short_name(capped_label(image_id)))
     if hist.scale == "log":
         ax.set_xscale("log")
-    ax.set_title(capped_label(title), fontsize=10)
+    ax.set_title(wrapped(capped_label(title), TITLE_WIDTH), fontsize=10)
     label = capped_label(f"value ({unit})" if unit else "value")
     ax.set_xlabel(label if factor == 1.0 else f"{label} / {factor:.0e}", fontsize=9)
     ax.set_ylabel("cells", fontsize=9)
@@ -101,15 +104,17 @@ def draw_histogram(ax, hist: compute.Histogram, *, title: str, unit: str = "") -
 def draw_space(fig: Figure, ax, grid: compute.Grid, rgba: np.ndarray, *, title: str,
                colour_range: tuple[float, float, str, str] | None = None,
                legend: Sequence[compute.LegendEntry] = (),
-               colourbar_rect: tuple[float, float, float, float] | None = None) -> None:
-    """The raster in micrometres, y downward, with a colour bar (lo, hi, cmap, label) or a legend, and a scale bar."""
+               colourbar_rect: tuple[float, float, float, float] | None = None, na: bool = False) -> None:
+    """The raster in micrometres, y downward, with a colour bar (lo, hi, cmap, label; an NA swatch when ``na``:
+    some bins hold only NA) or a legend, and a scale bar. Names are shortened, titles wrapped, numbers in the
+    one number format (:func:`cellspec_sc.display.format_number`)."""
     right, bottom = grid.nx * grid.bin_um, grid.ny * grid.bin_um
     # true proportions, unless an absurd aspect ratio would squash the axes to nothing
     aspect = "equal" if 1 / 50 <= grid.width / grid.height <= 50 else "auto"
     ax.imshow(rgba, extent=(0.0, right, bottom, 0.0), origin="upper", interpolation="nearest", aspect=aspect)
     ax.set_xlim(0.0, grid.width)
     ax.set_ylim(grid.height, 0.0)  # y downward, as in the source tool
-    ax.set_title(capped_label(title), fontsize=10)
+    ax.set_title(wrapped(capped_label(title), TITLE_WIDTH), fontsize=10)
     ax.set_xlabel("x (um)", fontsize=9)
     ax.set_ylabel("y (um)", fontsize=9)
     ax.tick_params(labelsize=8)
@@ -124,12 +129,16 @@ def draw_space(fig: Figure, ax, grid: compute.Grid, rgba: np.ndarray, *, title: 
         mappable = ScalarMappable(Normalize(lo / factor, hi / factor), colormaps[cmap])
         bar = (fig.colorbar(mappable, cax=fig.add_axes(colourbar_rect), extend="both") if colourbar_rect
                else fig.colorbar(mappable, ax=ax, extend="both", shrink=0.85))
-        bar.set_label(capped_label(label), fontsize=8)
+        bar.set_label(wrapped(capped_label(label), LABEL_WIDTH), fontsize=8)
         bar.ax.tick_params(labelsize=7)
-        ax.legend(handles=[Patch(color=NA_GREY, label="NA")], loc="upper right", fontsize=7,
-                  framealpha=0.8)
+        bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_number(v)))
+        if na:
+            ax.legend(handles=[Patch(color=NA_GREY, label="NA")], loc="upper right", fontsize=7,
+                      framealpha=0.8)
     if legend:
-        ax.legend(handles=[Patch(color=e.colour, label=f"{capped_label(e.label)} ({e.cells})") for e in legend],
+        ax.legend(handles=[Patch(color=e.colour,
+                                 label=f"{short_name(capped_label(e.label))} ({format_number(e.cells)})")
+                           for e in legend],
                   loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, borderaxespad=0.0)
 
 

@@ -22,7 +22,7 @@ from matplotlib.collections import EllipseCollection
 from matplotlib.colors import to_rgba_array
 from matplotlib.figure import Figure
 
-from cellspec_sc.display import category_colour_map, category_order, robust_range
+from cellspec_sc.display import robust_window
 from cellspec_sc.errors import InputError
 from cellspec_sc.images import COMPOSITE_COLOURS, Image, composite, read_downsampled, windowed
 from cellspec_sc.widgets import _figures as figures
@@ -75,14 +75,15 @@ def channel_view(data: PreviewData, image_id: str, image: Image, channels: Seque
 
 
 def _cell_colours(data: PreviewData, rows: np.ndarray, colour_by: str, feature: str | None) -> np.ndarray:
-    """RGBA per cell: the selected feature on viridis over its robust range, a category's colours, or white."""
+    """RGBA per cell: the selected feature on viridis over its colour window, a category's colours (the column's
+    one style, as in every other view), or white."""
     if colour_by == FEATURE and feature is not None:
         values = np.asarray(data.x.measurement_frame([feature]).to_numpy()[rows, 0], dtype=np.float64)
-        lo, hi = robust_range(values)
+        lo, hi = robust_window(values)
         return colormaps["viridis"](np.clip((values - lo) / (hi - lo), 0, 1))
     if colour_by not in (FEATURE, DENSITY) and colour_by in data.x.cells:
         column = data.x.cells[colour_by].iloc[rows].astype(object)
-        colours = category_colour_map(category_order(data.x.cells[colour_by]))
+        colours = data.style(colour_by).colour_map()
         return to_rgba_array([colours.get(str(v), "#999999") for v in column])
     return np.tile(_NEUTRAL, (rows.size, 1))
 

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from cellspec_sc.display import channels_html, overview_html, robust_range, table_html
+from cellspec_sc.display import channels_html, format_number, overview_html, robust_window, table_html
 from cellspec_sc.errors import InputError
 from cellspec_sc.images import ImageInput, checked_images
 from cellspec_sc.io import PNG_FILE, check_target, publishing
@@ -55,6 +55,13 @@ class SpaceView:
     raster: compute.ValueRaster | compute.CategoryRaster
     colour_range: tuple[float, float, str, str] | None = None
     legend: tuple[compute.LegendEntry, ...] = ()
+
+    def drawing(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`~cellspec_sc.widgets._figures.draw_space` (an NA swatch only when
+        some bins hold only NA)."""
+        na = isinstance(self.raster, compute.ValueRaster) and bool(self.raster.na_only.any())
+        return {"grid": self.grid, "rgba": self.rgba, "title": self.title, "colour_range": self.colour_range,
+                "legend": self.legend, "na": na}
 
 
 def preview(obj: Any, *, image: str | None = None, feature: str | None = None,
@@ -297,15 +304,15 @@ class Preview(W.VBox):
                 grid, index = d.bins(image)
                 raster = compute.value_raster(index, np.ones(index.size), grid)
                 raster = compute.ValueRaster(raster.cells.astype(float), raster.cells, raster.finite, raster.sum)
-                lo, hi = robust_range(raster.mean[raster.cells > 0].astype(float))
+                lo, hi = robust_window(raster.mean[raster.cells > 0].astype(float))
                 label, title = "cells per bin", f"{image}: cell density"
             lo, hi = (lo, hi) if hi > lo else (lo - 0.5, lo + 0.5)
-            return SpaceView(image, colour_by, grid, compute.value_rgba(raster, lo, hi), f"{title}, {n} cells",
-                             raster, colour_range=(lo, hi, "viridis", label))
+            return SpaceView(image, colour_by, grid, compute.value_rgba(raster, lo, hi),
+                             f"{title}, {format_number(n)} cells", raster, colour_range=(lo, hi, "viridis", label))
         grid, raster, legend = d.category_map(colour_by, image)
         colours = d.label_colours(colour_by, list(raster.categories))
         return SpaceView(image, colour_by, grid, compute.category_rgba(raster, colours),
-                         f"{image}: {colour_by}, {n} cells", raster, legend=tuple(legend))
+                         f"{image}: {colour_by}, {format_number(n)} cells", raster, legend=tuple(legend))
 
     # -- drawing ---------------------------------------------------------------------------------
     def histogram_png(self) -> bytes:
@@ -318,8 +325,7 @@ class Preview(W.VBox):
         view = self.space_data()
         if view is None:
             return _message_png("this object has no images")
-        return figures.space_png(view.grid, view.rgba, title=view.title, colour_range=view.colour_range,
-                                 legend=view.legend)
+        return figures.space_png(**view.drawing())
 
     def _draw_features(self) -> None:
         self.histogram_image.value = self.histogram_png()
@@ -355,8 +361,7 @@ class Preview(W.VBox):
         it), see :mod:`cellspec_sc.io._publish`."""
         check_target(path, PNG_FILE, overwrite=overwrite)
         view = self.space_data()
-        space = None if view is None else {"grid": view.grid, "rgba": view.rgba, "title": view.title,
-                                           "colour_range": view.colour_range, "legend": view.legend}
+        space = None if view is None else view.drawing()
         png = figures.view_png(self.histogram_data(), space, title=self.feature or "",
                                unit=self.data.unit(self.feature))
         pictures = self.image_pngs()

@@ -82,8 +82,7 @@ def snapshot_state(w: Preview, features: Sequence[str]) -> dict[str, Any]:
 
 def _space_png(w: Preview, colour_by: str, feature: str | None) -> bytes:
     view = w.space_data(colour_by=colour_by, feature=feature)
-    return figures.space_png(view.grid, view.rgba, title=view.title, colour_range=view.colour_range,
-                             legend=view.legend)
+    return figures.space_png(**view.drawing())
 
 
 def _colourings(w: Preview) -> list[tuple[str, str]]:

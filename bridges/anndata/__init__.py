@@ -6,6 +6,7 @@ See ``docs/anndata.md`` for the mapping table. Beneath this face:
 - ``_convert``: :func:`to_anndata` and :func:`from_anndata` (obs and var back to cells and dictionary);
 - ``_record``: the versioned record in ``uns["cellspec"]`` (encode and decode, X's fingerprint, JSON tables);
 - ``_obs``: cells as ``obs`` (row names, categoricals, analysis columns) and contacts as ``obsp`` graphs;
+- ``_categories``: category order and colours (``obs`` categoricals, ``uns["<column>_colors"]``) both ways;
 - ``_matrix``: X as the measurements, the sample of cells, whether X still holds the values written;
 - ``_foreign``: an AnnData made elsewhere (options, feature rules, presets, which matrix is raw);
 - ``_files``: ``.h5ad`` and AnnData ``.zarr`` files, written through the publishing path;
@@ -22,6 +23,7 @@ True
 
 from __future__ import annotations
 
+from cellspec_sc.bridges.anndata._categories import colours_key, rename_colour_keys
 from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
 from cellspec_sc.bridges.anndata._files import (
     ANNDATA_ZARR,
@@ -55,4 +57,6 @@ __all__ = [
     "CONNECTIVITIES_KEY", "SHARED_BOUNDARY_KEY", "SPATIAL_KEY", "UNS_KEY", "AnnDataBridgeWarning",
     # for the cohort's AnnData and the other bridges: row names, JSON text in uns, text as Arrow
     "cohort_uns", "decode_table", "from_json_text", "obs_names", "text_array", "to_json_text",
+    # scanpy's uns["<column>_colors"] of the obs categoricals the bridge writes with their order
+    "colours_key", "rename_colour_keys",
 ]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.bridges.anndata._categories import captured_styles
 from cellspec_sc.bridges.anndata._foreign import from_foreign_anndata
 from cellspec_sc.bridges.anndata._images import spatial_uns
 from cellspec_sc.bridges.anndata._keys import (
@@ -138,13 +139,14 @@ def to_anndata(x: CellSpec, *, copy: bool = True, features: Any = None, var_name
     matrix = np.array(source, order="K") if copy and not is_dask(source) else source
     with progress(3, "to_anndata", unit="steps", size=matrix.size) as bar:
         names = pd.Index(obs_names(x.cells), dtype=object)
-        obs = scverse_obs(x.cells).set_axis(names, axis=0)
+        obs, colours = scverse_obs(x.cells, x.provenance)
+        obs = obs.set_axis(names, axis=0)
         var = x.dictionary.set_axis(pd.Index(names_of_features, dtype=object), axis=0)
         obsm = {SPATIAL_KEY: np.column_stack([double_column(x.cells, "x"), double_column(x.cells, "y")])}
         bar.update(1)
         # a lazy X is never loaded to sample it: subsets of it are not checked
         sample = None if is_dask(matrix) else take_sample(matrix, names)
-        uns = {UNS_KEY: encode(x, fingerprint, sample, obsm[SPATIAL_KEY])}
+        uns = {UNS_KEY: encode(x, fingerprint, sample, obsm[SPATIAL_KEY]), **colours}
         if opened:
             uns[SPATIAL_KEY] = spatial_uns(x, opened)
         adata = anndata.AnnData(X=matrix, obs=obs, var=var, obsm=obsm, uns=uns)
@@ -249,7 +251,7 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool | Collection[st
     _check_record_fields(adata, stored, allowed, changes)
     matrix = dense(adata.X) if adata.X is not None else np.zeros((adata.n_obs, adata.n_vars))
     written = x_fingerprint(matrix, stored)
-    cells = _cells_from_obs(adata.obs, stored, changes)
+    cells, carried = _cells_from_obs(adata.obs, stored, changes)
     dictionary = _dictionary_from_var(adata.var, stored, changes)
     allowed.refuse_unless_allowed(changes)
     _check_spatial(adata, stored, allowed, changes)
@@ -259,7 +261,8 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool | Collection[st
     # uns["spatial"] holds the images handed to to_anndata (their files, not the object, carry them)
     warn_not_carried(adata, obsm={SPATIAL_KEY}, obsp={CONNECTIVITIES_KEY, SHARED_BOUNDARY_KEY},
                      uns={UNS_KEY, SPATIAL_KEY})
-    provenance = stored.provenance()
+    provenance = captured_styles(adata.obs, adata.uns, carried, stored.provenance(),
+                                 stored=stored.cells_types or {})
     if changes:
         provenance = with_history_step(provenance, "from_anndata", FUNCTION, changes)
     return CellSpec(
@@ -331,20 +334,25 @@ def _field_name(name: str) -> str:
     return name if name.startswith("obsm") else f"uns[{UNS_KEY!r}][{name!r}]"
 
 
-def _cells_from_obs(obs: pd.DataFrame, stored: StoredRecord, changes: dict[str, Any]) -> pd.DataFrame:
+def _cells_from_obs(obs: pd.DataFrame, stored: StoredRecord, changes: dict[str, Any]
+                    ) -> tuple[pd.DataFrame, dict[Any, str]]:
+    """cells from ``obs``, and the name in cells of every obs column carried."""
     stored_types = stored.cells_types
     index = obs.index
     obs = obs.reset_index(drop=True)
     new = [name for name in obs.columns if name not in stored_types]
     converted, renamed, dropped = carry_obs_columns(obs, new, taken=set(map(str, obs.columns)))
     columns: dict[str, pd.Series] = {}
+    carried: dict[Any, str] = {}
     for name in obs.columns:
         if name in stored_types:  # a column without spec type passes through as it was
             spec_type = stored_types[name]
             columns[name] = _restore_column(obs[name], spec_type, f"obs[{name!r}]") if spec_type else obs[name]
+            carried[name] = str(name)
         elif name in converted:
             new_name, column = converted[name]
             columns[new_name] = column
+            carried[name] = new_name
     cells = pd.DataFrame(columns, index=pd.RangeIndex(len(obs)), columns=list(columns))
     same_rows = len(cells) == stored.shape[0]
     reordered = same_rows and _reordered(cells, index, stored)
@@ -358,7 +366,7 @@ def _cells_from_obs(obs: pd.DataFrame, stored: StoredRecord, changes: dict[str, 
         changes["columns_renamed"] = renamed
     if dropped:
         changes["columns_not_carried"] = dropped
-    return cells
+    return cells, carried
 
 
 def _reordered(cells: pd.DataFrame, index: pd.Index, stored: StoredRecord) -> bool:

@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.bridges.anndata._categories import captured_styles
 from cellspec_sc.bridges.anndata._keys import FUNCTION, warn, warn_not_carried
 from cellspec_sc.bridges.anndata._matrix import dense
 from cellspec_sc.bridges.anndata._obs import carry_obs_columns
@@ -167,13 +168,14 @@ def _convert(adata: anndata.AnnData, o: ForeignOptions) -> CellSpec:
         cells["area"] = pd.Series(area)
     used = {o.cell_key, o.image_key, o.sample_key, *o.obs_features, *o.drop_obs,
             *(o.coordinates if isinstance(o.coordinates, tuple) else ())}
-    cells |= _extra_columns(obs, used, set(cells))
+    extra, carried = _extra_columns(obs, used, set(cells))
+    cells |= extra
     warn_not_carried(adata, obsm={o.coordinates} if isinstance(o.coordinates, str) else set(),
                      layers={layer} if layer not in ("X", "raw") else set())
     return CellSpec(
         spec_version=SPEC_VERSION, cells=canonical_frame(pd.DataFrame(cells), "cells"), measurements=matrix,
         dictionary=dictionary, images=images, channels=_channels(images, dictionary), adjacency=None,
-        provenance=_provenance(o, layer, n, counts, len(dictionary)),
+        provenance=captured_styles(obs, adata.uns, carried, _provenance(o, layer, n, counts, len(dictionary))),
     )
 
 
@@ -264,22 +266,26 @@ def _centroids(xy: np.ndarray, scale: np.ndarray, o: ForeignOptions) -> dict[str
             "x_px": pd.Series(x_px), "y_px": pd.Series(y_px)}
 
 
-def _extra_columns(obs: pd.DataFrame, used: set[Any], taken: set[str]) -> dict[str, pd.Series]:
-    """The other obs columns as cells columns; one named like a column built from the arguments (an obs
-    ``sample_id`` when ``sample_id=`` was given) is kept beside it as ``<name>_2``, never over it."""
+def _extra_columns(obs: pd.DataFrame, used: set[Any], taken: set[str]
+                   ) -> tuple[dict[str, pd.Series], dict[Any, str]]:
+    """The other obs columns as cells columns, and the cells name of each obs column carried; one named like a
+    column built from the arguments (an obs ``sample_id`` when ``sample_id=`` was given) is kept beside it as
+    ``<name>_2``, never over it."""
     names = [name for name in obs.columns if name not in used]
     converted, _, _ = carry_obs_columns(obs, names, taken | set(map(str, obs.columns)))
     out: dict[str, pd.Series] = {}
+    carried: dict[Any, str] = {}
     moved = {}
-    for new_name, column in converted.values():
+    for obs_name, (new_name, column) in converted.items():
         if new_name in taken:
             kept_as = first_free_name(new_name, taken | set(out) | set(map(str, obs.columns)))
             moved[new_name], new_name = kept_as, kept_as
         out[new_name] = column
+        carried[obs_name] = new_name
     if moved:
         warn(f"obs columns {sorted(moved)} are kept as {[moved[k] for k in sorted(moved)]}: the cellspec's own "
              "columns of those names come from the arguments (image_id=, sample_id=, coordinates=, ...)")
-    return out
+    return out, carried
 
 
 def _dictionary(names: list[str], rule: FeatureRule) -> pd.DataFrame:

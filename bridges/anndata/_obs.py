@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellspec_sc.bridges.anndata._categories import colours_key, scverse_categorical
 from cellspec_sc.bridges.anndata._keys import CONNECTIVITIES_KEY, warn
 from cellspec_sc.model import contact_positions, first_free_name
 from cellspec_sc.spec import as_spec_type, vocabulary
@@ -30,27 +31,31 @@ if TYPE_CHECKING:
 CATEGORICAL_COLUMNS = ("image_id", "sample_id", "classification")
 
 
-def scverse_obs(cells: pd.DataFrame) -> pd.DataFrame:
+def scverse_obs(cells: pd.DataFrame, provenance: Any = None) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """``cells`` with the text columns squidpy, scimap and spatialdata-plot group by as categoricals:
     ``image_id``, ``sample_id``, ``classification``, ``region__*`` and any other text column (but
-    ``cell_id``) with at most half as many distinct values as rows. ``from_anndata`` restores them to
-    text from the stored spec types, so the round trip stays exact.
+    ``cell_id``) with at most half as many distinct values as rows; and scanpy's ``uns["<column>_colors"]`` of
+    each. Categories follow the column's stored order and colours (``provenance``, see
+    :mod:`cellspec_sc.display`), else their natural order and the default palette. ``from_anndata`` restores
+    them to text from the stored spec types, so the round trip stays exact.
 
     >>> cells = pd.DataFrame({"cell_id": ["1", "2", "3"], "image_id": ["a", "a", "b"], "note": ["x", "y", "z"]},
     ...                      dtype="string")
-    >>> scverse_obs(cells).dtypes.astype(str).tolist()
-    ['string', 'category', 'string']
+    >>> obs, colours = scverse_obs(cells)
+    >>> obs.dtypes.astype(str).tolist(), colours
+    (['string', 'category', 'string'], {'image_id_colors': ['#1f77b4', '#ff7f0e']})
     """
-    out = {}
+    out, colours = {}, {}
     for name in cells.columns:
         column = cells[name]
         if name != "cell_id" and isinstance(column.dtype, pd.StringDtype):
             encoded = text_array(column).dictionary_encode()
             if name in CATEGORICAL_COLUMNS or str(name).startswith("region__") or \
                     len(encoded.dictionary) <= len(column) // 2:
-                column = pd.Series(sorted_categorical(encoded), index=column.index, name=name)
+                column, colours[colours_key(name)] = scverse_categorical(column, str(name), provenance,
+                                                                         sorted_categorical(encoded))
         out[name] = column
-    return pd.DataFrame(out, index=cells.index, columns=cells.columns)
+    return pd.DataFrame(out, index=cells.index, columns=cells.columns), colours
 
 
 def sorted_categorical(encoded: pa.DictionaryArray) -> pd.Categorical:

@@ -28,7 +28,17 @@ from html import escape
 
 import numpy as np
 
-from cellspec_sc.display import NA_COLOUR, UNCOLOURED, category_rgb, hex_colour, robust_window
+from cellspec_sc.display import (
+    NA_COLOUR,
+    UNCOLOURED,
+    WINDOW_PERCENTILES,
+    CategoryStyle,
+    dark_end_lift,
+    format_number,
+    hex_colour,
+    lifted,
+    robust_window,
+)
 from cellspec_sc.errors import InputError
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)  # luxar stores positions and scalars as float32
@@ -50,6 +60,7 @@ class Colouring:
     colormap: str | None = None
     window: tuple[float, float] | None = None
     window_note: str = ""  # how the window was chosen
+    unit: str = ""  # the unit of continuous values (the dictionary's), shown by the colour bar
     categories: list[str] = field(default_factory=list)
     codes: np.ndarray | None = None  # category code per cell, -1 = NA
     palette: np.ndarray | None = None  # (k, 3) colour of each category
@@ -80,21 +91,28 @@ def linear_rgb(srgb: np.ndarray | Sequence[float]) -> np.ndarray:
 def linear_lut(colormap: str) -> np.ndarray:
     """(256, 3) uint8 look-up table of a matplotlib colormap in linear light, as luxar's viewer needs it.
 
-    >>> linear_lut("gray")[[0, 255]].tolist()
-    [[0, 0, 0], [255, 255, 255]]
+    >>> linear_lut("gray")[[0, 255]].tolist()  # the dark end lifted off black (see colormap_rgb)
+    [[26, 26, 26], [255, 255, 255]]
     """
     from matplotlib import colormaps
 
     if colormap not in colormaps:
         raise InputError(f"unknown colormap {colormap!r}; use a matplotlib name such as viridis, magma or cividis")
-    return np.round(linear_rgb(colormaps[colormap](np.linspace(0.0, 1.0, 256))[:, :3]) * 255).astype(np.uint8)
+    return np.round(linear_rgb(colormap_rgb(colormap, np.linspace(0.0, 1.0, 256))) * 255).astype(np.uint8)
 
 
 def colormap_rgb(colormap: str, fractions: np.ndarray) -> np.ndarray:
-    """sRGB colours (0-1) of a colormap at fractions of its range, as a legend or a test expects them."""
+    """sRGB colours (0-1) of a colormap at fractions of the colour window, as the scene, its legend and a test
+    show them: the colormap from where its dark end is lifted clear of the black background
+    (:func:`cellspec_sc.display.dark_end_lift`) to its bright end.
+
+    >>> [round(float(v), 3) for v in colormap_rgb("gray", np.array([0.0]))[0]]
+    [0.353, 0.353, 0.353]
+    """
     from matplotlib import colormaps
 
-    return np.asarray(colormaps[colormap](np.clip(fractions, 0.0, 1.0)))[..., :3]
+    shown = lifted(np.asarray(fractions, dtype=np.float64), dark_end_lift(colormap))
+    return np.asarray(colormaps[colormap](shown))[..., :3]
 
 
 def check_window(window: Sequence[float]) -> tuple[float, float]:
@@ -132,10 +150,10 @@ def stored_scalars(values: np.ndarray, window: tuple[float, float]) -> tuple[np.
 
 # -- colourings ------------------------------------------------------------------------------------
 
-def category_colouring(column: str, categories: list[str], codes: np.ndarray,
-                       palette: dict[str, str] | None = None) -> Colouring:
-    """Colours of a categorical column (code -1 = NA, grey)."""
-    colours = category_rgb(categories, palette)
+def category_colouring(column: str, style: CategoryStyle, codes: np.ndarray) -> Colouring:
+    """Colours of a categorical column in its style (:mod:`cellspec_sc.display`); code -1 = NA, grey."""
+    categories = list(style.categories)
+    colours = style.rgb()
     rgb = np.vstack([colours, np.asarray([NA_COLOUR], dtype=np.float32)])[codes]
     text = np.asarray([*categories, "NA"], dtype=object)[codes]
     return Colouring(title=column, value_text=[f"{column}: {t}" for t in text.tolist()], rgb=rgb.astype(np.float32),
@@ -144,7 +162,7 @@ def category_colouring(column: str, categories: list[str], codes: np.ndarray,
 
 def feature_colouring(values: np.ndarray, title: str, *, colormap: str = "viridis",
                       window: tuple[float, float] | None = None,
-                      percentiles: tuple[float, float] = (1.0, 99.0)) -> Colouring:
+                      percentiles: tuple[float, float] = WINDOW_PERCENTILES, unit: str = "") -> Colouring:
     """A continuous layer: the window is ``window`` when given, else the percentiles of the values."""
     linear_lut(colormap)  # refuses an unknown colormap before anything is written
     # luxar stores scalars as float32: larger magnitudes are drawn at the float32 limit (hover keeps the value)
@@ -155,7 +173,8 @@ def feature_colouring(values: np.ndarray, title: str, *, colormap: str = "viridi
     else:
         window, note = check_window(window), "fixed"
     text = [f"{title} = {v:.6g}" if v == v else f"{title} = NA" for v in values.tolist()]
-    return Colouring(title=title, value_text=text, values=shown, colormap=colormap, window=window, window_note=note)
+    return Colouring(title=title, value_text=text, values=shown, colormap=colormap, window=window, window_note=note,
+                     unit=unit)
 
 
 def plain_colouring(n: int) -> Colouring:
@@ -173,7 +192,7 @@ def legend_html(colouring: Colouring) -> str:
     """The legend of one colour layer: a colour bar with tick values, or swatches with counts."""
     body = _colour_bar(colouring) if colouring.continuous else _swatches(colouring)
     if colouring.n_na:
-        body += f"<div>{_swatch(NA_COLOUR)}NA ({colouring.n_na:,})</div>"
+        body += f"<div>{_swatch(NA_COLOUR)}NA ({format_number(colouring.n_na)})</div>"
     return (f'<div style="background:rgba(0,0,0,0.6);padding:6px 8px;font-size:12px;color:#eee">'
             f"<b>{escape(colouring.title)}</b>{body}</div>")
 
@@ -181,20 +200,23 @@ def legend_html(colouring: Colouring) -> str:
 def _colour_bar(colouring: Colouring) -> str:
     lo, hi = colouring.window
     stops = ", ".join(hex_colour(c) for c in colormap_rgb(colouring.colormap, np.linspace(0.0, 1.0, 17)))
-    ticks = "".join(f'<td style="text-align:{align}">{v:.4g}</td>'
+    ticks = "".join(f'<td style="text-align:{align}">{format_number(v)}</td>'
                     for v, align in zip((lo, (lo + hi) / 2, hi), ("left", "center", "right"), strict=True))
+    unit = f"{escape(colouring.unit)}, " if colouring.unit else ""
     return (f'<div class="colour-bar" style="height:12px;margin:4px 0 2px;background:linear-gradient(to right, '
             f'{stops})"></div><table style="width:100%;border-collapse:collapse;font-size:11px"><tr>{ticks}'
-            f"</tr></table><div style=\"font-size:10px;color:#bbb\">{escape(colouring.colormap)}, window "
+            f"</tr></table><div style=\"font-size:10px;color:#bbb\">{unit}{escape(colouring.colormap)}, window "
             f"{escape(colouring.window_note)}</div>")
 
 
 def _swatches(colouring: Colouring) -> str:
+    """One swatch per category with cells, in the category order (categories without cells left out)."""
     if colouring.codes is None:
         return ""
     counts = np.bincount(colouring.codes[colouring.codes >= 0], minlength=len(colouring.categories))
-    rows = [f"<div>{_swatch(c)}{escape(name)} ({int(k):,})</div>" for name, c, k in
-            zip(colouring.categories[:LEGEND_ROWS], colouring.palette[:LEGEND_ROWS], counts[:LEGEND_ROWS], strict=True)]
-    if len(colouring.categories) > LEGEND_ROWS:
-        rows.append(f"<div>... {len(colouring.categories) - LEGEND_ROWS} more</div>")
+    shown = np.flatnonzero(counts)
+    rows = [f"<div>{_swatch(colouring.palette[i])}{escape(colouring.categories[i])} "
+            f"({format_number(int(counts[i]))})</div>" for i in shown[:LEGEND_ROWS]]
+    if shown.size > LEGEND_ROWS:
+        rows.append(f"<div>... {shown.size - LEGEND_ROWS} more</div>")
     return "".join(rows)

@@ -17,6 +17,7 @@ records of its cellspec source: :mod:`cellspec_sc.bridges.luxar._record`.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,9 +42,11 @@ from cellspec_sc.bridges.luxar._scene import (
     embedding_x0,
     hidden_dims,
     image_layout,
+    opening_camera,
     unique_node_names,
     waypoints,
 )
+from cellspec_sc.display import WINDOW_PERCENTILES
 from cellspec_sc.errors import CellspecWarning, InputError, require_extra
 from cellspec_sc.images import Image, ImageInput, checked_images
 from cellspec_sc.io import TargetKind, check_target, publishing, zarr_root_attributes
@@ -114,7 +117,7 @@ def to_luxar(
     title: str | None = None,
     colormap: str = "viridis",
     window: tuple[float, float] | None = None,
-    percentiles: tuple[float, float] = (1.0, 99.0),
+    percentiles: tuple[float, float] = WINDOW_PERCENTILES,
     link: str | None = None,
     stack_by: str = "image_id",
     overwrite: bool = True,
@@ -214,8 +217,10 @@ def write_scene(path: Path, src: SceneInput, specs: list[LayerSpec], geometry: L
     import luxar
 
     config = _viewer_config(title, geometry, _right_edge(geometry, specs))
-    with warnings.catch_warnings(), publishing(path, LUXAR_SCENE, overwrite=overwrite) as payload, \
-            luxar.verbosity("silent"), luxar.LuxarZarrCompiler(payload, atomic=False) as compiler:
+    with warnings.catch_warnings(record=True) as caught, \
+            publishing(path, LUXAR_SCENE, overwrite=overwrite) as payload, luxar.verbosity("silent"), \
+            luxar.LuxarZarrCompiler(payload, atomic=False) as compiler:
+        warnings.simplefilter("always")  # luxar's own warnings are collected and said once, in our words, below
         # every node extends over 'go to' (it only moves the camera); luxar warns that no data sits on it
         warnings.filterwarnings("ignore", message="Dimension .* has range ending at")
         # frames, names and colour layers sit at one value of a hidden dimension on purpose
@@ -240,7 +245,36 @@ def write_scene(path: Path, src: SceneInput, specs: list[LayerSpec], geometry: L
             layers=tuple(s.text for s in specs), layout=geometry.mode, images=tuple(geometry.image_ids),
             image_nodes=tuple(geometry.node_names),
             colour_layers=tuple(layer.colouring.title for layer in colour_layers)))
+    for message in luxar_warnings([str(w.message) for w in caught]):
+        warnings.warn(message, UserWarning, stacklevel=3)
     return path
+
+
+_HEADROOM = re.compile(r"COORDINATE '.*': per-axis extent ([0-9.]+) > 2")
+_FLOAT_POSITIONS = re.compile(r"COORDINATE '.*': per-axis extent .* storing float32")
+
+
+def luxar_warnings(messages: list[str]) -> list[str]:
+    """luxar's warnings while compiling, as what they mean for the user: one line each, each said once.
+
+    luxar stores positions as 16-bit fixed point over each node's extent, and warns when an extent passes
+    4,096 units that the step grows (beyond 65,536 it stores float32 and warns again, with nothing lost).
+
+    >>> said = luxar_warnings(["COORDINATE 'positions': per-axis extent 9000 > 2¹²; uint16 fixed-point sub-unit "
+    ...     "headroom is shrinking (step ≈ 0.1373).", "COORDINATE 'positions': per-axis extent 70000 ≥ 2¹⁶; uint16 "
+    ...     "fixed-point cannot resolve a unit step — storing float32."])
+    >>> len(said), said[0]  # doctest: +ELLIPSIS
+    (1, "the scene spans up to 9,000 um along one axis, so luxar stores cell positions to within 0.14 um (far...)")
+    """
+    extents = [float(m.group(1)) for m in map(_HEADROOM.search, messages) if m]
+    out = []
+    if extents:
+        extent = max(extents)
+        out.append(f"the scene spans up to {extent:,.0f} um along one axis, so luxar stores cell positions to within "
+                   f"{extent / 65535:.2g} um (far below a cell's size; nothing to do)")
+    others = [m for m in messages if not (_HEADROOM.search(m) or _FLOAT_POSITIONS.search(m))]
+    out += [f"luxar: {' '.join(m.split())}" for m in dict.fromkeys(others)]
+    return out
 
 
 def scene_path(path: str | Path) -> Path:
@@ -314,7 +348,8 @@ def _colour_layers(src: SceneInput, specs: list[LayerSpec], colormap: str, windo
             label = feature if spec.kind == "feature" else f"{spec.argument} ({feature})"
             chosen.setdefault(spec.text, (spec, feature_colouring(src.feature_column(feature), label,
                                                                    colormap=colormap, window=window,
-                                                                   percentiles=percentiles)))
+                                                                   percentiles=percentiles,
+                                                                   unit=_unit(src, feature))))
     out: list[ColourLayer] = []
     taken: list[str] = []
     names = unique_node_names([spec.text for spec, _ in chosen.values()], "layer")
@@ -327,9 +362,18 @@ def _colour_layers(src: SceneInput, specs: list[LayerSpec], colormap: str, windo
     return out
 
 
+def _unit(src: SceneInput, feature: str) -> str:
+    """The dictionary's unit of a feature ("" when the dictionary has none)."""
+    d = src.dictionary
+    if d is None or "unit" not in d.columns or "feature_id" not in d.columns:
+        return ""
+    units = d.loc[(d["feature_id"].astype(object) == feature).to_numpy(dtype=bool), "unit"].dropna()
+    return str(units.iloc[0]) if len(units) else ""
+
+
 def _category(src: SceneInput, column: str) -> Colouring:
-    values = src.category_column(column)
-    return category_colouring(column, list(values.categories), np.asarray(values.codes), src.palettes.get(column))
+    style, codes = src.category_column(column)
+    return category_colouring(column, style, codes)
 
 
 def _category_labels(colouring: Colouring) -> list[str]:
@@ -344,10 +388,11 @@ def _embedding(src: SceneInput, key: str) -> np.ndarray:
 
 
 def _viewer_config(title: str, geometry: Layout, right: float) -> Any:
-    from luxar import CameraConfig, UIConfig, ViewerConfig
+    from luxar import UIConfig, ViewerConfig
 
-    # y downward through the camera (QuPath's view), never by a negative scale that would mirror the slide.
-    camera = CameraConfig(view_axis="xy", up=(0.0, -1.0, 0.0))
+    # y downward through the camera (QuPath's view), never by a negative scale that would mirror the slide;
+    # the whole scene above the dimension panel.
+    camera = opening_camera(geometry, right)
     # tone_mapping "None" keeps legend colours exact on screen.
     return ViewerConfig(camera=camera, control_type="ortho", title=title, tone_mapping="None",
                         bloom_enabled=False, ui=UIConfig(show_scale_bar=True),

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.bridges.anndata import CONNECTIVITIES_KEY, SPATIAL_KEY, UNS_KEY, decode_table, from_json_text
-from cellspec_sc.display import category_order
+from cellspec_sc.display import CategoryStyle, category_style, stored_style
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import CellSpec
 
@@ -41,7 +41,7 @@ class SceneInput:
     provenance: dict[str, Any]
     contacts: tuple[np.ndarray, np.ndarray] | None  # row positions (a, b) of contacting cells
     embeddings: dict[str, np.ndarray] = field(default_factory=dict)
-    palettes: dict[str, dict[str, str]] = field(default_factory=dict)  # column -> category -> hex colour
+    uns_colours: dict[str, list[str]] = field(default_factory=dict)  # column -> scanpy's uns["<column>_colors"]
     cellspec: CellSpec | None = None  # the object itself, when it is one (outlines need its directory)
     _matrix: Any = None
 
@@ -86,23 +86,20 @@ class SceneInput:
                 return str(pick["feature_id"].iloc[0])
         return str(rows["feature_id"].iloc[0])
 
-    def category_column(self, column: str) -> pd.Categorical:
-        """A cells column as a categorical in the order that fixes each category's colour, the widgets' order
-        (:func:`~cellspec_sc.display._colors.category_order`): its own category order when it has one, else the
-        values as text, sorted (byte order)."""
+    def category_style(self, column: str) -> CategoryStyle:
+        """The order and colours of a cells column, from their one home (:mod:`cellspec_sc.display`): the
+        object's stored style, or the AnnData's categorical order and ``uns["<column>_colors"]``, else the
+        natural order and default palette. The widgets and the AnnData bridge read the same."""
         if column not in self.cells.columns:
             known = [c for c in self.cells.columns if c not in ("x", "y", "x_px", "y_px", "area")]
             raise InputError(f"no cells column {column!r} to colour by; columns: {_preview(known)}")
-        series = self.cells[column]
-        if isinstance(series.dtype, pd.CategoricalDtype):
-            names = category_order(series)
-            if len(set(names)) == len(names):
-                return pd.Categorical.from_codes(series.cat.codes.to_numpy(), categories=names)
-        codes, uniques = pd.factorize(series.astype("string"))  # NA -> code -1
-        labels = [str(u) for u in uniques]
-        names = category_order(pd.Series(labels, dtype=object))
-        position = np.append(pd.Index(names, dtype=object).get_indexer(labels), -1)  # code -1 stays -1
-        return pd.Categorical.from_codes(position[codes], categories=names)
+        return category_style(self.cells[column], stored_style(self.provenance, column),
+                              colours=self.uns_colours.get(column))
+
+    def category_column(self, column: str) -> tuple[CategoryStyle, np.ndarray]:
+        """The style of a cells column and every cell's position in its categories (-1 for NA)."""
+        style = self.category_style(column)
+        return style, style.codes(self.cells[column])
 
 
 def scene_input(obj: Any) -> SceneInput:
@@ -162,7 +159,7 @@ def _from_anndata(adata: Any) -> SceneInput:
         provenance=provenance,
         contacts=_anndata_contacts(adata, cells, CONNECTIVITIES_KEY),
         embeddings={str(k): np.asarray(v) for k, v in adata.obsm.items() if k != SPATIAL_KEY},
-        palettes=_scanpy_palettes(adata),
+        uns_colours=_scanpy_colours(adata),
         _matrix=adata.X,
     )
 
@@ -222,15 +219,13 @@ def _anndata_contacts(adata: Any, cells: pd.DataFrame, key: str) -> tuple[np.nda
     return a[same], b[same]
 
 
-def _scanpy_palettes(adata: Any) -> dict[str, dict[str, str]]:
-    """scanpy's ``uns['<column>_colors']`` for categorical obs columns, so a scene matches scanpy's plots."""
-    out: dict[str, dict[str, str]] = {}
+def _scanpy_colours(adata: Any) -> dict[str, list[str]]:
+    """scanpy's ``uns['<column>_colors']`` of categorical obs columns, so a scene matches scanpy's plots."""
+    out: dict[str, list[str]] = {}
     for column in adata.obs.columns:
-        series = adata.obs[column]
         colours = adata.uns.get(f"{column}_colors") if hasattr(adata.uns, "get") else None
-        if isinstance(series.dtype, pd.CategoricalDtype) and colours is not None \
-                and len(colours) == len(series.cat.categories):
-            out[str(column)] = {str(c): str(h) for c, h in zip(series.cat.categories, colours, strict=True)}
+        if isinstance(adata.obs[column].dtype, pd.CategoricalDtype) and colours is not None:
+            out[str(column)] = [str(c) for c in list(colours)]
     return out
 
 

@@ -203,16 +203,46 @@ def category_dim_name(column: str, taken: Sequence[str]) -> str:
     return name[:1024]
 
 
-def camera_facing(box: tuple[float, float, float, float], depth: float, zoom: float | None = None) -> object:
-    """An orthographic camera looking at the centre of ``box`` (x0, y0, x1, y1) with y downward on screen."""
+def camera_facing(box: tuple[float, float, float, float], depth: float, zoom: float | None = None,
+                  shift: float = 0.0) -> object:
+    """An orthographic camera looking at the centre of ``box`` (x0, y0, x1, y1) with y downward on screen,
+    ``shift`` (scene units) below it, so that the box shows that much higher on screen."""
     from luxar import CameraConfig
 
-    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2 + shift
     return CameraConfig(position=(cx, cy, -depth), target=(cx, cy, 0.0), up=(0.0, -1.0, 0.0), zoom=zoom)
 
 
+def framing(box: tuple[float, float, float, float], depth: float, view_axis: str | None = None) -> object:
+    """A camera ``depth`` away that shows ``box`` whole in the part of the view above the viewer's dimension
+    panel (the bottom :data:`PANEL_SHARE` of the view) and right of its control rail.
+
+    luxar's orthographic view is :data:`VIEW_PER_DEPTH` times the camera's distance tall, divided by its zoom
+    (measured in the viewer)."""
+    zoom = _fit_zoom(box, VIEW_PER_DEPTH * depth)
+    camera = camera_facing(box, depth, zoom, shift=PANEL_SHARE / 2 * VIEW_PER_DEPTH * depth / zoom)
+    if view_axis is not None:
+        camera.view_axis = view_axis  # Home / F re-frame facing x-y
+    return camera
+
+
+def scene_depth(whole: tuple[float, float, float, float]) -> float:
+    """A camera distance well beyond the scene (the orthographic view does not depend on it but for the zoom)."""
+    return 2.0 * 4.0 / 3.0 * max(whole[2] - whole[0], whole[3] - whole[1], 1e-9)
+
+
+def opening_camera(geometry: Layout, right: float) -> object:
+    """Where the viewer opens: the whole scene, above the dimension panel, facing x-y with y downward."""
+    whole = scene_box(geometry)
+    whole = (whole[0], whole[1], max(whole[2], right), whole[3])
+    return framing(whole, scene_depth(whole), view_axis="xy")
+
+
 VIEW_ASPECT = 1.4  # narrowest browser window (width / height) a waypoint frames its image for
-VIEW_MARGIN = 1.45  # room around a framed image, the viewer's dimension panel included
+VIEW_MARGIN = 1.15  # room around a framed image (its name above it is in the box)
+VIEW_PER_DEPTH = 0.87  # luxar's orthographic view height at zoom 1 per unit of camera distance (measured)
+HOVER_TOP = 0.115  # the hover text's top edge, a fraction of the view's height below its top
+PANEL_SHARE = 0.3  # bottom of the view the viewer's dimension panel may cover (131 px of an 800 px window + margin)
 
 
 def waypoints(geometry: Layout, right: float) -> list[object]:
@@ -220,8 +250,7 @@ def waypoints(geometry: Layout, right: float) -> list[object]:
     back to all images, which is also where the viewer opens. ``right`` is the right edge of the scene
     (the embedding included).
 
-    Luxar's orthographic camera opens with a view 4/3 of the scene's largest extent tall (measured in the
-    viewer); a waypoint's zoom is relative to that.
+    Each frames its box above the dimension panel (:func:`framing`).
     """
     from luxar import Waypoint
 
@@ -229,24 +258,22 @@ def waypoints(geometry: Layout, right: float) -> list[object]:
         return []
     whole = scene_box(geometry)
     whole = (whole[0], whole[1], max(whole[2], right), whole[3])
-    base_height = 4.0 / 3.0 * max(whole[2] - whole[0], whole[3] - whole[1], 1e-9)
-    depth = 2.0 * base_height
+    depth = scene_depth(whole)
     dim = GOTO_DIM if geometry.mode == "side" else geometry.stack_dim
     out = []
     if geometry.mode == "side":
-        out.append(Waypoint(when={dim: 0}, camera=camera_facing(whole, depth, _fit_zoom(whole, base_height)),
-                            duration_ms=600))
+        out.append(Waypoint(when={dim: 0}, camera=framing(whole, depth), duration_ms=600))
     for k in range(len(geometry.image_ids)):
         box = image_box(geometry, k)
         step = k + 1 if geometry.mode == "side" else k
-        out.append(Waypoint(when={dim: step}, camera=camera_facing(box, depth, _fit_zoom(box, base_height)),
-                            duration_ms=600))
+        out.append(Waypoint(when={dim: step}, camera=framing(box, depth), duration_ms=600))
     return out
 
 
 def _fit_zoom(box: tuple[float, float, float, float], base_height: float) -> float:
-    """Orthographic zoom that fits ``box`` into a view ``base_height`` tall at zoom 1."""
-    height = max(box[3] - box[1], (box[2] - box[0]) / VIEW_ASPECT, 1e-9) * VIEW_MARGIN
+    """Orthographic zoom that fits ``box`` into the part of a view ``base_height`` tall (at zoom 1) above the
+    dimension panel."""
+    height = max(box[3] - box[1], (box[2] - box[0]) / VIEW_ASPECT, 1e-9) * VIEW_MARGIN / (1.0 - PANEL_SHARE)
     return float(base_height / height)
 
 
@@ -532,8 +559,9 @@ class SceneBuilder:
                 dim = self.geometry.stack_dim
                 scene.add_text(f"{dim}: {image}", position=(0.08, 0.07), font_size=0.022, anchor="top-left",
                                color="rgba(255,255,255,0.85)", name=f"image_name_{k}", visible_range={dim: k})
-        # the hover text sits bottom left, clear of the legend (top right) and the title (top left)
-        scene.add_text("{hover_label}", position=(0.08, 0.97), font_size=0.02, anchor="bottom-left", hover=True,
+        # the hover text sits under the title (and the stacked image's name), clear of the legend (top right),
+        # the scale bar (bottom left) and the dimension panel (bottom centre)
+        scene.add_text("{hover_label}", position=(0.08, HOVER_TOP), font_size=0.02, anchor="top-left", hover=True,
                        background="rgba(0,0,0,0.7)", name="hover")
 
 

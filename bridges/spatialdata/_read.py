@@ -28,7 +28,7 @@ import pandas as pd
 
 from cellspec_sc._files import scratch_folder
 from cellspec_sc.bridges._zarr import bounded_string_chunks, refuse_inflated_store
-from cellspec_sc.bridges.anndata import from_anndata
+from cellspec_sc.bridges.anndata import from_anndata, rename_colour_keys
 from cellspec_sc.bridges.spatialdata._foreign import FUNCTION, from_foreign_spatialdata
 from cellspec_sc.bridges.spatialdata._record import (
     ANNDATA_UNS_KEY,
@@ -249,6 +249,7 @@ def _plain_parts(table: anndata.AnnData, record: BridgeRecord, keep: np.ndarray 
     source = table if keep is None else table[keep]
     obs = source.obs.drop(columns=[record.region_key]).rename(columns=record.obs_columns_renamed)
     uns = {k: v for k, v in source.uns.items() if k not in (UNS_KEY, OUTLINE_FILES_KEY, "spatialdata_attrs")}
+    rename_colour_keys(uns, record.obs_columns_renamed)
     layers = {k: v for k, v in source.layers.items() if k is not None}  # a view lists X as layers[None]
     return TableParts(X=source.X, obs=obs, var=source.var, uns=uns, obsm=dict(source.obsm), obsp=dict(source.obsp),
                       layers=layers, varm=dict(source.varm), raw=source.raw)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from cellspec_sc.bridges.anndata import to_anndata
+from cellspec_sc.bridges.anndata import rename_colour_keys, to_anndata
 from cellspec_sc.bridges.spatialdata._images import IMAGE_SUFFIX, image_elements
 from cellspec_sc.bridges.spatialdata._read import SPATIALDATA_ZARR
 from cellspec_sc.bridges.spatialdata._record import (
@@ -295,12 +295,14 @@ def _add_outlines(x: CellSpec, groups: Mapping[str, np.ndarray], names: Mapping[
 
 
 def _make_obs_names_valid(table: anndata.AnnData) -> dict[str, str]:
-    """Rename obs columns SpatialData refuses; returns ``{new: original}``."""
+    """Rename obs columns SpatialData refuses, and their ``uns["<column>_colors"]`` with them; returns
+    ``{new: original}``."""
     columns = [str(c) for c in table.obs.columns]
     mapping = allocate(columns, taken=[REGION_KEY], column=True)
     renamed = {new: old for old, new in mapping.items() if new != old}
     if renamed:
         table.obs.columns = [mapping[c] for c in columns]
+        rename_colour_keys(table.uns, renamed)
     return renamed
 
 

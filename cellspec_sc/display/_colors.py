@@ -11,7 +11,9 @@ Colours are ``"#rrggbb"`` strings (widgets, HTML) or RGB float triples in 0..1 (
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +23,7 @@ OTHER_GREY = "#555555"  # widgets: categories pooled as "(other)"
 EMPTY = "#ffffff"  # widgets: bins without cells
 NA_COLOUR = (0.45, 0.45, 0.45)  # Luxar: neutral grey for NA values and cells without a class
 UNCOLOURED = (0.85, 0.85, 0.85)  # Luxar: cells layer of an object without classification
+_INTEGER = re.compile(r"^[+-]?[0-9]+$")
 
 
 def hex_colour(rgb: Sequence[float]) -> str:
@@ -54,16 +57,28 @@ def category_rgb(categories: Sequence[str], given: Mapping[str, str] | None = No
 
 
 def category_order(values: pd.Series) -> list[str]:
-    """The order that fixes each category's colour: a categorical's own categories, else the distinct
-    non-missing values sorted (byte order). Luxar scenes and the preview widget both colour by it, so a
-    class has one colour everywhere.
+    """The order that fixes each category's colour when nothing is stored for the column: a categorical's own
+    categories, else the distinct non-missing values in natural order (integer-like labels numerically, other
+    text by code point). See :mod:`cellspec_sc.display._categories` for stored orders.
 
-    >>> category_order(pd.Series(["b", None, "a", "b"]))
-    ['a', 'b']
+    >>> category_order(pd.Series(["b", None, "a", "b"])), category_order(pd.Series(["10", "9"]))
+    (['a', 'b'], ['9', '10'])
     """
     if isinstance(values.dtype, pd.CategoricalDtype):
         return [str(c) for c in values.cat.categories]
-    return sorted({str(v) for v in values.dropna().unique()})
+    return natural_order(values.dropna().unique())
+
+
+def natural_order(labels: Sequence[Any]) -> list[str]:
+    """Distinct labels as text in natural order: numerically when every label is an integer, else by code point.
+
+    >>> natural_order([3, 1, 20]), natural_order(["10", "2", "1"]), natural_order(["b", "a", "B"])
+    (['1', '3', '20'], ['1', '2', '10'], ['B', 'a', 'b'])
+    """
+    texts = list(dict.fromkeys(str(v) for v in labels))
+    if texts and all(_INTEGER.match(t) for t in texts):
+        return sorted(texts, key=lambda t: (int(t), t))
+    return sorted(texts)
 
 
 def category_colour_map(order: Sequence[str]) -> dict[str, str]:
@@ -86,3 +101,44 @@ def image_colours(image_ids: Sequence[str]) -> dict[str, str]:
 
     palette = colormaps["tab10"].colors
     return {image_id: to_hex(palette[i % len(palette)]) for i, image_id in enumerate(image_ids)}
+
+
+MIN_LUMINANCE = 0.1  # a colour's relative luminance on a black background: 3:1 contrast, WCAG's floor for graphics
+
+
+def relative_luminance(rgb: np.ndarray) -> np.ndarray:
+    """WCAG relative luminance of sRGB colours (0..1, last axis RGB).
+
+    >>> float(relative_luminance(np.array([1.0, 1.0, 1.0])))
+    1.0
+    """
+    c = np.asarray(rgb, dtype=np.float64)[..., :3]
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return linear @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def dark_end_lift(colormap: str, min_luminance: float = MIN_LUMINANCE) -> float:
+    """Where a colormap must start on a black background so that its darkest colour keeps 3:1 contrast: the
+    first fraction from which every colour of the map is at least ``min_luminance`` bright (0 for a map that
+    never goes that dark).
+
+    >>> round(dark_end_lift("viridis"), 2), dark_end_lift("turbo")
+    (0.28, 0.0)
+    """
+    from matplotlib import colormaps
+
+    fractions = np.linspace(0.0, 1.0, 256)
+    dark = relative_luminance(colormaps[colormap](fractions)) < min_luminance
+    if not dark.any():
+        return 0.0
+    last_dark = int(np.flatnonzero(dark)[-1])
+    return float(fractions[min(last_dark + 1, 255)]) if last_dark < 255 else 0.0
+
+
+def lifted(fractions: np.ndarray, lift: float) -> np.ndarray:
+    """Fractions of a colour window mapped onto the part of a colormap from ``lift`` to its bright end.
+
+    >>> lifted(np.array([0.0, 0.5, 1.0]), 0.5).tolist()
+    [0.5, 0.75, 1.0]
+    """
+    return lift + (1.0 - lift) * np.clip(np.asarray(fractions, dtype=np.float64), 0.0, 1.0)

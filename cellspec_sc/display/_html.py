@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cellspec_sc.display._numbers import format_number
+
 TABLE_STYLE = "border-collapse:collapse;font-size:12px;margin:4px 0"
 CELL_STYLE = "padding:2px 8px;border-bottom:1px solid #ddd;text-align:right"
 SELECTED_ROW = "background:#fff3c4"
@@ -22,15 +24,16 @@ UNMEASURED_ROW = "color:#888;font-style:italic"
 
 
 def format_value(value: Any) -> str:
-    """A table cell as text: yes/no for booleans, 4 significant digits for floats, NA for missing.
+    """A table cell as text: yes/no for booleans, numbers in the one number format (:func:`format_number`:
+    integers with thousands separators), NA for missing.
 
-    >>> format_value(True), format_value(2 / 3), format_value(None), format_value("CD3")
-    ('yes', '0.6667', 'NA', 'CD3')
+    >>> format_value(True), format_value(2 / 3), format_value(None), format_value("CD3"), format_value(11200.0)
+    ('yes', '0.6667', 'NA', 'CD3', '11,200')
     """
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
-    if isinstance(value, (float, np.floating)):
-        return "NA" if np.isnan(value) else f"{value:.4g}"
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return format_number(value)
     if value is None or value is pd.NA:
         return "NA"
     return str(value)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cellspec_sc.display import format_number
 from cellspec_sc.model._provenance import source_line
 
 if TYPE_CHECKING:
@@ -79,16 +80,22 @@ def markers_text(markers: list[str]) -> str:
 
 def _rows(x: CellSpec) -> list[tuple[str, str]]:
     s = summarise(x)
-    kinds = ", ".join(f"{n} {k}" for k, n in s["kinds"].items())
-    adjacency = "none" if s["contacts"] is None else f"{s['contacts']} contacts ({', '.join(s['adjacency_methods'])})"
+    kinds = ", ".join(f"{_n(n)} {k}" for k, n in s["kinds"].items())
+    adjacency = "none" if s["contacts"] is None else \
+        f"{_n(s['contacts'])} contacts ({', '.join(s['adjacency_methods'])})"
     return [
-        ("cells", f"{s['cells']} in {s['images']} images ({s['samples']} samples)"),
-        ("features", f"{s['features']}: {kinds}" if kinds else f"{s['features']}"),
+        ("cells", f"{_n(s['cells'])} in {_n(s['images'])} images ({_n(s['samples'])} samples)"),
+        ("features", f"{_n(s['features'])}: {kinds}" if kinds else f"{_n(s['features'])}"),
         ("markers", markers_text(s["markers"])),
         ("pixel", pixel_text(s["pixel_sizes"])),
         ("adjacency", adjacency),
         ("source", s["source"]),
     ]
+
+
+def _n(count: Any) -> str:
+    """A count with thousands separators (``11,200``); anything unreadable as it is."""
+    return format_number(count) if isinstance(count, (int, np.integer)) else str(count)
 
 
 def format_text(x: CellSpec) -> str:

@@ -12,8 +12,9 @@ import cellspec_sc as cs
 from cellspec_sc.model import NotProvided, _methods, provide, provided
 
 MODEL = Path(cs.__file__).parent / "model"
-BELOW_OR_SAME = ("cellspec_sc.model", "cellspec_sc.spec", "cellspec_sc.errors", "cellspec_sc.progress",
-                 "cellspec_sc._background", "cellspec_sc._codec", "cellspec_sc._files", "cellspec_sc._lazy")
+BELOW_OR_SAME = ("cellspec_sc.model", "cellspec_sc.spec", "cellspec_sc.display", "cellspec_sc.errors",
+                 "cellspec_sc.progress", "cellspec_sc._background", "cellspec_sc._codec", "cellspec_sc._files",
+                 "cellspec_sc._lazy")
 
 
 def imported_modules(path: Path) -> set[str]:

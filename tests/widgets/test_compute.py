@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from cellspec_sc.display import robust_range
+from cellspec_sc.display import robust_window
 from cellspec_sc.widgets import _compute as compute
 
 
@@ -66,11 +66,11 @@ def test_category_codes_pool_rare_labels_and_na():
     assert np.bincount(codes).tolist() == [5, 4, 4, 1]
 
 
-def test_nice_length_and_robust_range():
+def test_nice_length_and_the_colour_window():
     assert [compute.nice_length(s) for s in (1000.0, 3.0, 0.7)] == [200.0, 0.5, 0.1]
-    lo, hi = robust_range(np.r_[np.arange(101.0), np.nan, np.inf])
-    assert (lo, hi) == (2.0, 98.0)
-    assert robust_range(np.array([np.nan])) == (0.0, 1.0)
+    lo, hi = robust_window(np.r_[np.arange(101.0), np.nan, np.inf])
+    assert (lo, hi) == (1.0, 99.0)
+    assert robust_window(np.array([np.nan])) == (0.0, 1.0)
 
 
 @settings(max_examples=60)

@@ -83,7 +83,8 @@ def test_colour_layers_are_values_of_one_dimension_each_with_its_legend(tmp_path
         cls = x.cells.set_index("cell_id").loc[key, "classification"]
         assert sorted(group["category"]) == [0, codes[cls]]
     hover = dict(root["overlays/hover"].attrs)
-    assert hover["hover"] is True and hover["position"][1] > 0.9  # bottom, clear of the legend at the top
+    # top left under the title: clear of the legend (top right), the scale bar and the panel (bottom)
+    assert hover["hover"] is True and hover["position"][0] < 0.2 and 0.1 < hover["position"][1] < 0.2
 
 
 def test_colour_layers_of_the_same_cells_share_their_positions(tmp_path):

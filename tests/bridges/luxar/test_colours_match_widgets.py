@@ -14,8 +14,8 @@ from cellspec_sc.widgets._data import PreviewData
 
 def luxar_colours(x, column: str) -> dict[str, str]:
     """The colour of each category in a Luxar scene's category layer, as the bridge computes it."""
-    values = scene_input(x).category_column(column)
-    colouring = category_colouring(column, list(values.categories), np.asarray(values.codes), None)
+    style, codes = scene_input(x).category_column(column)
+    colouring = category_colouring(column, style, codes)
     return {c: to_hex(rgb) for c, rgb in zip(colouring.categories, colouring.palette, strict=True)}
 
 

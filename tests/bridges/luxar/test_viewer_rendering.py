@@ -7,8 +7,6 @@ right-click menu are read from the page.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 
 import luxar
@@ -18,26 +16,12 @@ import pytest
 
 import cellspec_sc as cs
 from browser import browser_page, screenshot_is_blank
-from cellspec_sc.bridges.luxar import LuxarViewer, show_luxar
+from cellspec_sc.bridges.luxar import show_luxar
 from cellspec_sc.bridges.luxar._colour import colormap_rgb
-from luxar_scenes import FEATURE, cells_object, ramp, ramp_object
+from luxar_scenes import FEATURE, HINT, PROJECT, RAIL, cells_object, colours_at, pixels, ramp, ramp_object, viewer_page
 
 pytestmark = pytest.mark.browser
 
-RAIL = 80  # the viewer's control rail on the left; compare pixels right of it
-HINT = "localStorage.setItem('luxar.controlRail.hintDismissed', '1')"
-READY = ("() => window.__luxarDebug && window.__luxarDebug.scene"
-         " && window.__luxarDebug.getPerf().timeline.milestones.initUpdateDone")
-PROJECT = """([name, points]) => {
-  const d = window.__luxarDebug; let node = null;
-  d.scene.traverse(o => { if (!node && o.name === name) node = o; });
-  if (!node) throw new Error('no node ' + name);
-  node.updateMatrixWorld(true);
-  return points.map(([x, y]) => {
-    const v = d.camera.position.clone().set(x, y, 0); node.localToWorld(v); v.project(d.camera);
-    return [(v.x + 1) / 2 * window.innerWidth, (1 - v.y) / 2 * window.innerHeight];
-  });
-}"""
 SET_DIMENSION = """async ([index, value]) => {
   const m = window.__luxarDebug.sceneDimsManager; m.setDimensionValue(index, value); await m.waitForUpdate();
 }"""
@@ -46,29 +30,6 @@ VISIBLE_TEXT = """() => [...document.querySelectorAll('div')]
   .filter(e => e.offsetParent !== null && getComputedStyle(e).opacity !== '0'
                && getComputedStyle(e).visibility !== 'hidden')
   .map(e => e.innerText).join('\\n')"""
-
-
-@contextlib.contextmanager
-def viewer_page(path, profile):
-    """The scene served by luxar's viewer and loaded in Chromium, ready to be looked at."""
-    with LuxarViewer(path) as viewer, browser_page(profile, init_script=HINT) as (page, errors):
-        page.goto(viewer.url + "&debug&dpr=1&renderer=webgl&noOpfs")
-        page.wait_for_function(READY, timeout=120_000)
-        page.wait_for_timeout(1500)
-        yield page, errors
-
-
-def pixels(page) -> np.ndarray:
-    from matplotlib import image as mpimg
-
-    return mpimg.imread(io.BytesIO(page.screenshot()), format="png")[:, :, :3]
-
-
-def colours_at(page, node: str, xy: np.ndarray) -> np.ndarray:
-    """sRGB colours (0-1) on screen at scene positions ``xy`` of ``node`` (an image group)."""
-    screen = np.round(page.evaluate(PROJECT, [node, np.asarray(xy).tolist()])).astype(int)
-    shot = pixels(page)
-    return np.array([shot[y, x] for x, y in screen])
 
 
 def luminance(rgb: np.ndarray) -> np.ndarray:
@@ -146,7 +107,8 @@ def test_legend_follows_the_colour_layer_and_hover_and_copy_name_the_cell(tmp_pa
     assert errors == []
     assert "classification" in first and f"T cell ({x.n_cells})" in first and "CD3e" not in first
     assert f"CD3e ({FEATURE})" in second and "T cell (" not in second
-    assert re.search(r"\b0\b", second) and "1000" in second  # the colour bar's tick values
+    assert re.search(r"\b0\b", second) and "1,000" in second  # the colour bar's tick values, one number format
+    assert "a.u." in second  # and its unit
     np.testing.assert_allclose(ends, colormap_rgb("viridis", np.array([0.0, 1.0])), atol=12 / 255)
     value = x.measurements[7, 0]
     assert f"{cell['cell_id']} · ramp · T cell · CD3e ({FEATURE}) = {value:.6g}" in hover
