@@ -108,7 +108,7 @@ def load(source: str, storage_options: dict[str, Any] | None = None) -> CellSpec
             missing.append(err)
             continue
         if matches:
-            named = description if description.startswith(source) else f"{source} ({description})"
+            named = description if description.startswith(str(source)) else f"{source} ({description})"
             with step(f"opening {named}"):
                 return resolve(loader)(source)
     known = "; ".join(description for _, _, description in SOURCES)
