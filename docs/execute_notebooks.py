@@ -27,6 +27,8 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 MACHINE_PATHS = [
     (re.compile(r"/tmp/(?P<prefix>[\w.-]*?)[a-z0-9_]{8}(?=[/'\"\s<]|$)"), r"<tmp>/\g<prefix>"),
     (re.compile(r"(?:/[\w.+-]+)+/(?P<tail>site-packages|lib/python3\.\d+)/"), r".../\g<tail>/"),
+    # the checkout itself (a warning raised inside the package names its file): relative to the repository
+    (re.compile(re.escape(str(FOLDER.parent)) + "/"), ""),
 ]
 
 
