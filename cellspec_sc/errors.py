@@ -14,8 +14,8 @@ from importlib.util import find_spec
 from typing import Any
 
 __all__ = ["CellspecError", "CellspecWarning", "FormatError", "ImageError", "InputError", "MissingExtraError",
-           "MissingPath", "NotFound", "ReadOnlyError", "Unstorable", "ValidationError", "WriteFailed", "argument_error",
-           "is_count", "is_positive_number", "needs_extra", "require_extra"]
+           "MissingImage", "MissingPath", "NotFound", "ReadOnlyError", "Unstorable", "ValidationError",
+           "WriteFailed", "argument_error", "is_count", "is_positive_number", "needs_extra", "require_extra"]
 
 
 class CellspecError(Exception):
@@ -301,3 +301,13 @@ class ImageError(InputError):
     pixel size, channel count, SHA-256) or an ``image_id`` the object does not have. The message names the
     image id (when known), the file, and both values of a mismatch.
     """
+
+
+class MissingImage(ImageError, NotFound):
+    """An image path that does not exist: an :class:`ImageError` that is also a ``FileNotFoundError``.
+
+    >>> err = MissingImage("slide.ome.tiff: cannot open the image: No such file or directory")
+    >>> isinstance(err, FileNotFoundError), isinstance(err, ImageError)
+    (True, True)
+    """
+

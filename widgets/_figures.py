@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from matplotlib import colormaps, rc_context
+from matplotlib import colormaps, rc_context, style
 from matplotlib import image as mpimg
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
@@ -50,11 +50,12 @@ def capped_label(text: object) -> str:
 
 
 def plain_text[**P, R](draw: Callable[P, R]) -> Callable[P, R]:
-    """``draw`` with matplotlib's math parsing off: a name such as ``$\\foo$`` or 400 nested braces is drawn
-    as the text it is, never parsed as mathtext (which raised, or recursed until Python gave up)."""
+    """``draw`` in matplotlib's default style with math parsing off: a name such as ``$\\foo$`` or 400 nested
+    braces is drawn as the text it is, never parsed as mathtext (which raised, or recursed until Python gave up),
+    and a style another library set (scanpy's, a notebook's ``plt.style.use``) does not change the pictures."""
     @functools.wraps(draw)
     def drawn(*args: P.args, **kwargs: P.kwargs) -> R:
-        with rc_context({"text.parse_math": False, "text.usetex": False}):
+        with style.context("default"), rc_context({"text.parse_math": False, "text.usetex": False}):
             return draw(*args, **kwargs)
     return drawn
 

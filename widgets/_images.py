@@ -88,6 +88,7 @@ def _cell_colours(data: PreviewData, rows: np.ndarray, colour_by: str, feature: 
     return np.tile(_NEUTRAL, (rows.size, 1))
 
 
+@figures.plain_text
 def thumbnails_png(view: ChannelView) -> bytes:
     """Each channel, greyscale in its window, side by side with its name."""
     count = len(view.thumbnails)
@@ -103,6 +104,7 @@ def thumbnails_png(view: ChannelView) -> bytes:
     return figures.to_png(fig)
 
 
+@figures.plain_text
 def composite_png(view: ChannelView, *, cells: bool = True) -> bytes:
     """The composite with the cells on top; the axes fill the figure (see the module's docstring)."""
     height, width = view.composite.shape[:2]

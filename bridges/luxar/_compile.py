@@ -246,7 +246,7 @@ def write_scene(path: Path, src: SceneInput, specs: list[LayerSpec], geometry: L
             image_nodes=tuple(geometry.node_names),
             colour_layers=tuple(layer.colouring.title for layer in colour_layers)))
     for message in luxar_warnings([str(w.message) for w in caught]):
-        warnings.warn(message, UserWarning, stacklevel=3)
+        warnings.warn(message, CellspecWarning, stacklevel=3)
     return path
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.errors import ImageError
+from cellspec_sc.errors import ImageError, MissingImage, require_extra
 from cellspec_sc.images._image import Image, default_names
 
 _TIFF_MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic and BigTIFF, both byte orders
@@ -55,9 +55,14 @@ def open_image(path: str | os.PathLike, *, channel_names: Sequence[str] | None =
     >>> image.shape, image.channel_names
     ((2, 8, 10), ('image_0', 'image_1'))
     """
+    require_extra("images", "cellspec_sc.open_image")
     where = Path(path)
     try:
         info = os.stat(where)
+    except FileNotFoundError as err:
+        missing = MissingImage(f"{where}: cannot open the image: {err.strerror or err}")
+        missing.filename = str(where)
+        raise missing from None
     except OSError as err:
         raise ImageError(f"{where}: cannot open the image: {err.strerror or err}") from None
     if stat.S_ISDIR(info.st_mode):

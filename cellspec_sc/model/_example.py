@@ -200,7 +200,8 @@ def example(
     if image_dir is not None:
         channels = _channels(images, markers)
         identity = "cellspec_sc-example/" + json.dumps(parameters, sort_keys=True)
-        images = _write_images(Path(image_dir), cells, images, channels, dictionary, measurements, identity)
+        with needs_extra("images", "cellspec_sc.example(image_dir=...)"):
+            images = _write_images(Path(image_dir), cells, images, channels, dictionary, measurements, identity)
     source_dir = None
     if outlines:
         source_dir = _outline_folder(outline_dir)

@@ -88,6 +88,8 @@ def test_a_file_that_is_no_image_and_a_missing_path_are_refused(tmp_path):
         cs.open_image(tmp_path / "folder")
     with pytest.raises(ImageError, match="cannot open the image"):
         cs.open_image(tmp_path / "absent.tif")
+    with pytest.raises(FileNotFoundError):
+        cs.open_image(tmp_path / "absent.tif")
 
 
 def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):

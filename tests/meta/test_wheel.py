@@ -87,6 +87,9 @@ def test_cellspec_demo_runs_in_an_empty_folder(core, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "read back: identical to what was written (bit for bit)" in done.stdout
     assert (tmp_path / "demo-output" / "example.cellspec" / "MANIFEST.sha256").is_file()
+    # the image part needs its extras, and says so instead of failing
+    assert 'images and preview: skipped (' in done.stdout and 'pip install "cellspec_sc[images]")' in done.stdout
+    assert not (tmp_path / "demo-output" / "preview.html").exists()
     version = run(core, str(core.bin / "cellspec"), "--version", cwd=tmp_path)
     assert version.stdout.strip() == f"cellspec_sc {PYPROJECT['project']['version']} (cellspec spec 1.0.0)"
 
@@ -131,6 +134,9 @@ MISSING = {
     "cs.example(n_cells=10, lazy=True)": "lazy",
     "__import__('cellspec_sc.bridges', fromlist=['x']).to_luxar(x, 's.luxar.zarr')": "luxar",
     "__import__('cellspec_sc.widgets')": "widgets",
+    "cs.open_image('slide.ome.tiff')": "images",
+    "cs.example(n_cells=10, image_dir='images')": "images",
+    "cs.read('s3://bucket/run1')": "cloud",
 }
 PROBE = """
 import json, sys
@@ -191,7 +197,8 @@ def test_the_extras_in_the_code_are_extras_of_the_distribution():
     named = {*cs._EXTRAS.values(), *bridges._EXTRAS.values(), *(c.extra for c in COMMANDS.values() if c.extra)}
     assert named <= set(PYPROJECT["project"]["optional-dependencies"])
     assert set(cs._EXTRAS) == {"to_luxar", "to_anndata", "from_anndata", "to_spatialdata", "from_spatialdata",
-                               "preview", "open_cohort", "Cohort"}
+                               "preview", "open_cohort", "Cohort", "open_image", "intensity_features",
+                               "other_feature"}
 
 
 def test_the_modules_of_each_extra_are_installed_by_that_extra():
