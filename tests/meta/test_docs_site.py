@@ -145,7 +145,7 @@ def test_every_top_level_function_has_numpydoc_sections():
 
 # classes whose public methods and properties (their own and those they inherit from the package) carry numpydoc
 # sections: module, class name
-DOCUMENTED_CLASSES = [("cellspec_sc", "CellSpec")]
+DOCUMENTED_CLASSES = [("cellspec_sc", "CellSpec"), ("cellspec_sc", "ValidationReport")]
 
 
 def package_members(cls: type) -> dict[str, object]:
@@ -211,3 +211,8 @@ def test_every_public_method_of_the_classes_has_numpydoc_sections(module, name):
             missing[member_name] = sorted(needed - found)
     assert not missing, f"{module}.{name}: {missing}"
 
+
+def test_validate_documents_what_it_raises():
+    import cellspec_sc as cs
+
+    assert "Raises" in numpydoc_sections(cs.validate)
