@@ -145,7 +145,8 @@ def test_every_top_level_function_has_numpydoc_sections():
 
 # classes whose public methods and properties (their own and those they inherit from the package) carry numpydoc
 # sections: module, class name
-DOCUMENTED_CLASSES = [("cellspec_sc", "CellSpec"), ("cellspec_sc", "ValidationReport")]
+DOCUMENTED_CLASSES = [("cellspec_sc", "CellSpec"), ("cellspec_sc", "ValidationReport"),
+                      ("cellspec_sc.cohort", "Cohort")]
 
 
 def package_members(cls: type) -> dict[str, object]:
