@@ -146,7 +146,8 @@ def test_every_top_level_function_has_numpydoc_sections():
 # classes whose public methods and properties (their own and those they inherit from the package) carry numpydoc
 # sections: module, class name
 DOCUMENTED_CLASSES = [("cellspec_sc", "CellSpec"), ("cellspec_sc", "ValidationReport"),
-                      ("cellspec_sc.cohort", "Cohort")]
+                      ("cellspec_sc.cohort", "Cohort"), ("cellspec_sc.cohort", "CohortReport"),
+                      ("cellspec_sc.cohort", "Failure")]
 
 
 def package_members(cls: type) -> dict[str, object]:
