@@ -147,7 +147,8 @@ def test_every_top_level_function_has_numpydoc_sections():
 # sections: module, class name
 DOCUMENTED_CLASSES = [("cellspec_sc", "CellSpec"), ("cellspec_sc", "ValidationReport"),
                       ("cellspec_sc.cohort", "Cohort"), ("cellspec_sc.cohort", "CohortReport"),
-                      ("cellspec_sc.cohort", "Failure")]
+                      ("cellspec_sc.cohort", "Failure"), ("cellspec_sc.widgets", "Preview"),
+                      ("cellspec_sc.widgets", "SpaceView")]
 
 
 def package_members(cls: type) -> dict[str, object]:
