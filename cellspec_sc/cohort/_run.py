@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 class Failure:
     """One directory's failure: the check (or exception class) and its message.
 
-    Attributes
+    Parameters
     ----------
     directory
         The directory as given to :func:`~cellspec_sc.open_cohort` (several, comma-separated, for a cohort check).
