@@ -58,7 +58,22 @@ class SpaceView:
 
     def drawing(self) -> dict[str, Any]:
         """The keyword arguments of :func:`~cellspec_sc.widgets._figures.draw_space` (an NA swatch only when
-        some bins hold only NA)."""
+        some bins hold only NA).
+
+        Returns
+        -------
+        dict
+            ``grid``, ``rgba``, ``title``, ``colour_range``, ``legend`` and ``na``.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> view = w.space_data(colour_by="classification")
+        >>> sorted(view.drawing()), view.drawing()["legend"][0].label
+        (['colour_range', 'grid', 'legend', 'na', 'rgba', 'title'], 'Stroma')
+        """
         na = isinstance(self.raster, compute.ValueRaster) and bool(self.raster.na_only.any())
         return {"grid": self.grid, "rgba": self.rgba, "title": self.title, "colour_range": self.colour_range,
                 "legend": self.legend, "na": na}
@@ -169,21 +184,97 @@ class Preview(W.VBox):
     # -- state -----------------------------------------------------------------------------------
     @property
     def feature(self) -> str | None:
-        """The selected feature id (None for an object without features)."""
+        """The selected feature id (None for an object without features).
+
+        Returns
+        -------
+        str or None
+            A value of ``dictionary.feature_id``.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.feature
+        'cell:area'
+        """
         return self._choice.feature_id
 
     @property
     def image_id(self) -> str | None:
+        """The selected image id (None for an object without images).
+
+        Returns
+        -------
+        str or None
+            A value of ``images.image_id``.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.image_id, preview(example(), image="img2").image_id
+        ('img1', 'img2')
+        """
         return self.image.value
 
     @property
     def panel(self) -> str:
-        """The name of the open tab."""
+        """The name of the open tab.
+
+        Returns
+        -------
+        str
+            ``"Features"``, ``"Channels"``, ``"Space"`` or ``"Validation"``.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.panel
+        'Features'
+        """
         return TABS[self.tabs.selected_index or 0]
 
     def select(self, feature: str | None = None, *, image: str | None = None, colour_by: str | None = None,
                scale: str | None = None, panel: str | None = None) -> None:
-        """Set the controls from Python (as a user would through them); redraws once."""
+        """Set the controls from Python (as a user would through them); redraws once.
+
+        Parameters
+        ----------
+        feature
+            A feature id; the kind, marker, compartment and statistic controls follow it.
+        image
+            An image id.
+        colour_by
+            What the Space panel colours by: ``"feature"``, ``"density"`` or a categorical column of cells.
+        scale
+            ``"linear"`` or ``"log"`` (the histogram's axis).
+        panel
+            The tab to open: ``"Features"``, ``"Channels"``, ``"Space"`` or ``"Validation"``.
+
+        Returns
+        -------
+        None
+            The widget changes in place.
+
+        Raises
+        ------
+        InputError
+            A value the control does not offer (unknown feature, image, column, scale or panel).
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.select("cell:CD3e:mean", image="img2", panel="Space")
+        >>> w.feature, w.image_id, w.panel
+        ('cell:CD3e:mean', 'img2', 'Space')
+        """
         if feature is not None:
             if feature not in self.data.x.feature_ids:
                 raise InputError(f"unknown feature_id {feature!r}; see x.features()")
@@ -237,7 +328,21 @@ class Preview(W.VBox):
             getattr(self, f"_draw_{visible}")()
 
     def draw(self) -> Preview:
-        """Draw the open panel now; from then on every change redraws (displaying the widget does this)."""
+        """Draw the open panel now; from then on every change redraws (displaying the widget does this).
+
+        Returns
+        -------
+        Preview
+            The widget itself.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.draw() is w, bytes(w.histogram_image.value[1:4])
+        (True, b'PNG')
+        """
         self._shown = True
         self._refresh()
         return self
@@ -247,7 +352,22 @@ class Preview(W.VBox):
         return super()._repr_mimebundle_(**kwargs)
 
     def render_all(self) -> None:
-        """Draw every panel now."""
+        """Draw every panel now.
+
+        Returns
+        -------
+        None
+            The panels' images and tables are filled in place.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.render_all()
+        >>> bytes(w.space_image.value[1:4]), "<table" in w.validation_html.value
+        (b'PNG', True)
+        """
         self._shown = True
         for part in ("features", "channels", "space", "validation"):
             self._stale.discard(part)
@@ -262,28 +382,132 @@ class Preview(W.VBox):
         return self._memo[key]
 
     def histogram_data(self) -> compute.Histogram | None:
-        """Counts per image of the selected feature on the current scale."""
+        """Counts per image of the selected feature on the current scale.
+
+        Returns
+        -------
+        Histogram or None
+            Bin edges and counts per image (None for an object without features).
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> hist = w.histogram_data()
+        >>> hist.scale, int(sum(c.sum() for c in hist.counts.values()))
+        ('linear', 80)
+        """
         f = self.feature
         return None if f is None else self._cached(("hist", f, self.scale.value),
                                                     lambda: self.data.histogram(f, scale=self.scale.value))
 
     def summary_data(self) -> pd.DataFrame | None:
+        """Summary statistics of the selected feature per image and over all images.
+
+        Returns
+        -------
+        pandas.DataFrame or None
+            One row per image and ``all``: n, na, quantiles, mean ... (None for an object without features).
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.summary_data().loc[["img1", "all"], "n"].tolist()
+        [40, 80]
+        """
         f = self.feature
         return None if f is None else self._cached(("summary", f), lambda: self.data.summary(f))
 
     def overview_data(self) -> pd.DataFrame:
+        """The features by marker (rows) and compartment (columns), as the Features panel shows them.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The statistics measured for each marker and compartment.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.overview_data().loc["FOXP3", "nucleus"]
+        'mean, median'
+        """
         return compute.marker_compartment_overview(self.data.x.dictionary)
 
     def channel_data(self) -> pd.DataFrame:
+        """The channels of the selected image, with the features measured on each marker.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per channel (empty for an object without images).
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.channel_data()["channel_name"].tolist()
+        ['DAPI', 'CD3e', 'Pan-Cytokeratin', 'FOXP3']
+        """
         return self.data.channels(self.image_id) if self.image_id is not None else pd.DataFrame()
 
     def validation_data(self) -> pd.DataFrame:
-        """The report as rows, failures first."""
+        """The report as rows, failures first.
+
+        Returns
+        -------
+        pandas.DataFrame
+            :meth:`ValidationReport.to_frame <cellspec_sc.ValidationReport.to_frame>` of the object.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.validation_data()["status"].tolist().count("fail")
+        0
+        """
         return self.data.report().to_frame()
 
     def space_data(self, colour_by: str | None = None, image: str | None = None,
                    feature: str | None = None) -> SpaceView | None:
-        """The raster, colours and colour bar or legend of the Space panel (default: the current controls)."""
+        """The raster, colours and colour bar or legend of the Space panel (default: the current controls).
+
+        Parameters
+        ----------
+        colour_by
+            A categorical column of cells (default: what the colour control shows).
+        image
+            An image id (default: the selected image).
+        feature
+            The feature to colour by when colouring by feature (default: the selected one).
+
+        Returns
+        -------
+        SpaceView or None
+            What the panel draws (None for an object without images).
+
+        Raises
+        ------
+        InputError
+            ``colour_by`` is not a categorical column of cells.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.space_data().title
+        'img1: cell:area (mean per bin), 40 cells'
+        >>> w.space_data(colour_by="classification", image="img2").title
+        'img2: classification, 40 cells'
+        """
         image = self.image_id if image is None else image
         colour_by = self.colour_by.value if colour_by is None else colour_by
         if image is None:
@@ -316,12 +540,42 @@ class Preview(W.VBox):
 
     # -- drawing ---------------------------------------------------------------------------------
     def histogram_png(self) -> bytes:
+        """The Features panel's histogram of the selected feature as PNG.
+
+        Returns
+        -------
+        bytes
+            A PNG image (a short message instead for an object without features).
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.histogram_png()[1:4]
+        b'PNG'
+        """
         hist = self.histogram_data()
         if hist is None:
             return _message_png("this object has no features")
         return figures.histogram_png(hist, title=self.feature, unit=self.data.unit(self.feature))
 
     def space_png(self) -> bytes:
+        """The Space panel's map of the selected image as PNG.
+
+        Returns
+        -------
+        bytes
+            A PNG image (a short message instead for an object without images).
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.space_png()[1:4]
+        b'PNG'
+        """
         view = self.space_data()
         if view is None:
             return _message_png("this object has no images")
@@ -344,7 +598,26 @@ class Preview(W.VBox):
 
     def image_pngs(self, *, cells: bool = True) -> tuple[bytes, bytes] | None:
         """(thumbnails, composite with the cells on top unless ``cells=False``) of the selected image as PNG;
-        None without an image for it."""
+        None without an image for it.
+
+        Parameters
+        ----------
+        cells
+            Draw the cells on top of the composite.
+
+        Returns
+        -------
+        tuple of bytes or None
+            The two PNG images; None when the preview was made without ``images`` for the selected image.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+
+        >>> w.image_pngs() is None  # made without images=
+        True
+        """
         if self.channel_images is None:
             return None
         view = self.channel_images.view(self.image_id, self.colour_by.value, self.feature)
@@ -358,7 +631,33 @@ class Preview(W.VBox):
         """Write the current view (histogram of the selected feature next to the map of the image) as PNG.
 
         An existing PNG file at ``path`` is replaced (never any other file; ``overwrite=False`` refuses
-        it), see :mod:`cellspec_sc.io._publish`."""
+        it), see :mod:`cellspec_sc.io._publish`.
+
+        Parameters
+        ----------
+        path
+            The PNG file to write.
+        overwrite
+            Replace an existing PNG file at ``path``.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        TargetExists
+            ``path`` exists and ``overwrite`` is false, or it is not a PNG file.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+        >>> import pathlib, tempfile
+        >>> w.save_png(pathlib.Path(tempfile.mkdtemp()) / "view.png").read_bytes()[1:4]
+        b'PNG'
+        """
         check_target(path, PNG_FILE, overwrite=overwrite)
         view = self.space_data()
         space = None if view is None else view.drawing()
@@ -374,7 +673,38 @@ class Preview(W.VBox):
     def save_html(self, path: str | Path, *, features: Any = None, max_features: int = 24,
                   overwrite: bool = True) -> Path:
         """Write a standalone HTML snapshot (no kernel, no internet); see :mod:`cellspec_sc.widgets._snapshot`.
-        An existing HTML file at ``path`` is replaced (never any other file; ``overwrite=False`` refuses it)."""
+        An existing HTML file at ``path`` is replaced (never any other file; ``overwrite=False`` refuses it).
+
+        Parameters
+        ----------
+        path
+            The HTML file to write.
+        features
+            The features the snapshot offers (ids, or a dictionary query; default: a choice of them).
+        max_features
+            At most this many features.
+        overwrite
+            Replace an existing HTML file at ``path``.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        TargetExists
+            ``path`` exists and ``overwrite`` is false, or it is not an HTML file.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> w = preview(example(), feature="cell:area")
+        >>> import pathlib, tempfile
+        >>> page = w.save_html(pathlib.Path(tempfile.mkdtemp()) / "view.html", max_features=2)
+        >>> page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+        True
+        """
         return write_snapshot(self, path, features=features, max_features=max_features, overwrite=overwrite)
 
 

@@ -107,74 +107,398 @@ class Cohort:
 
     @property
     def directories(self) -> list[str]:
-        """The directories, as given to :func:`open_cohort`, in cohort order."""
+        """The directories, as given to :func:`open_cohort`, in cohort order.
+
+        Returns
+        -------
+        list of str
+            One label per directory (the path as given).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+
+        >>> [pathlib.Path(d).name for d in cohort.directories]
+        ['slide01', 'slide02']
+        """
         return [m.label for m in self.members]
 
     @property
     def n_cells(self) -> int:
-        """Cells of every directory."""
+        """Cells of every directory.
+
+        Returns
+        -------
+        int
+            The number of cells of the whole cohort.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+
+        >>> cohort.n_cells
+        40
+        """
         return sum(m.n_cells for m in self.members)
 
     @property
     def dictionary(self) -> pd.DataFrame:
-        """The cohort's dictionary (see ``features`` of :func:`open_cohort`)."""
+        """The cohort's dictionary (see ``features`` of :func:`open_cohort`).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per feature of the cohort, as the dictionary of a cellspec directory.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+
+        >>> cohort.dictionary.loc[16, ["feature_id", "kind"]].tolist()
+        ['cell:area', 'shape']
+        """
         return self.plan.dictionary
 
     @property
     def feature_ids(self) -> list[str]:
-        """The cohort's features, in dictionary order."""
+        """The cohort's features, in dictionary order.
+
+        Returns
+        -------
+        list of str
+            The feature ids, one per row of :attr:`dictionary`.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+
+        >>> len(cohort.feature_ids), cohort.feature_ids[0]
+        (19, 'cell:DAPI:mean')
+        """
         return self.plan.feature_ids
 
     @property
     def images(self) -> pd.DataFrame:
-        """Every image of every directory, with a ``directory`` column."""
+        """Every image of every directory, with a ``directory`` column.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The images tables of the directories, stacked in cohort order.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+
+        >>> cohort.images["image_id"].tolist()
+        ['slide01_img1', 'slide01_img2', 'slide02_img1', 'slide02_img2']
+        """
         return _stacked(self.members, "images")
 
     @property
     def channels(self) -> pd.DataFrame:
-        """Every channel of every image, with a ``directory`` column."""
+        """Every channel of every image, with a ``directory`` column.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The channels tables of the directories, stacked in cohort order.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+
+        >>> len(cohort.channels), cohort.channels.loc[0, ["image_id", "marker"]].tolist()
+        (16, ['slide01_img1', 'DAPI'])
+        """
         return _stacked(self.members, "channels")
 
     @property
     def provenance(self) -> dict[str, Any]:
         """How the cohort was assembled: features mode, features each directory lacks (NA in its rows),
-        and every directory's own provenance."""
+        and every directory's own provenance.
+
+        Returns
+        -------
+        dict
+            ``features`` (the mode), ``missing_features`` and ``sources`` (one record per directory).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+        >>> cohort.provenance["features"], len(cohort.provenance["sources"])
+        ('strict', 2)
+        """
         return {"features": self.plan.mode, "missing_features": self.plan.missing,
                 "sources": [{"directory": m.label, "spec_version": m.spec_version, "n_cells": m.n_cells,
                              "done": m.done, "provenance": m.provenance} for m in self.members]}
 
     def member(self, directory: str | Path) -> Member:
-        """The member for ``directory`` (as given, or any path to the same folder)."""
+        """The member for ``directory`` (as given, or any path to the same folder).
+
+        Parameters
+        ----------
+        directory
+            A directory of the cohort: the path as given or any path to the same folder.
+
+        Returns
+        -------
+        Member
+            What the cohort knows of that directory (its tables of metadata, files and cell count).
+
+        Raises
+        ------
+        CohortError
+            ``directory`` is not one of the cohort.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+
+        >>> cohort.member(paths[1]).n_cells
+        20
+        """
         return find_member(self.members, directory)
 
     # -- operations ----------------------------------------------------------------------------
     def select(self, *, images: Iterable[str] | None = None, samples: Iterable[str] | None = None) -> Cohort:
-        """The sub-cohort of the given images and/or samples (directories left without one are dropped)."""
+        """The sub-cohort of the given images and/or samples (directories left without one are dropped).
+
+        Parameters
+        ----------
+        images
+            Image ids to keep (default: all).
+        samples
+            Sample ids to keep (default: all); with ``images`` too, the images of those samples.
+
+        Returns
+        -------
+        Cohort
+            The cohort of the selected images; the files are not read.
+
+        Raises
+        ------
+        CohortError
+            An image or sample id is not in the cohort.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+
+        >>> cohort.select(images=["slide02_img1"])
+        Cohort: 1 directories, 10 cells, 1 images, 19 features (features='strict')
+        """
         return Cohort(selected_members(self, images=images, samples=samples), self.plan,
                       partition_by=self.partition_by)
 
     def validate(self, client: Any = None, *, progress: bool | None = None) -> CohortReport:
-        """Validate every directory on the workers, plus the cohort checks; see :mod:`._validate`."""
+        """Validate every directory on the workers, plus the cohort checks; see :mod:`._validate`.
+
+        A directory refused while it is read is a failure in the report, not an exception.
+
+        Parameters
+        ----------
+        client
+            A ``dask.distributed`` client (default: the current one, else dask's threads).
+        progress
+            Show a progress bar (default: the package setting).
+
+        Returns
+        -------
+        CohortReport
+            The report of each directory and the cohort checks.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+
+        >>> report = cohort.validate(progress=False)
+        >>> report.ok, [c.name for c in report.checks][:2]
+        (True, ['cohort_image_id_unique', 'cohort_sample_consistent'])
+        """
         return validate_cohort(self, client=client, progress=progress)
 
     def summary(self, client: Any = None, *, progress: bool | None = None) -> pd.DataFrame:
-        """One row per (image_id, feature_id): n, na, mean, sd, min, quantiles, max; see :mod:`._summary`."""
+        """One row per (image_id, feature_id): n, na, mean, sd, min, quantiles, max; see :mod:`._summary`.
+
+        Parameters
+        ----------
+        client
+            A ``dask.distributed`` client (default: the current one, else dask's threads).
+        progress
+            Show a progress bar (default: the package setting).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``directory``, ``image_id``, ``feature_id``, ``n``, ``na``, ``mean``, ``sd``, ``min``, ``q01``,
+            ``q25``, ``median``, ``q75``, ``q99``, ``max``.
+
+        Raises
+        ------
+        CohortError
+            Some directories failed; the error names them and holds the others' summary.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+
+        >>> table = cohort.summary(progress=False)
+        >>> table.shape, table.loc[0, ["image_id", "feature_id"]].tolist(), int(table.loc[0, "n"])
+        ((76, 14), ['slide01_img1', 'cell:DAPI:mean'], 10)
+        """
         return summarize(self, client=client, progress=progress)
 
     def to_anndata(self) -> anndata.AnnData:
-        """An AnnData whose X is a dask array with one chunk per row group; see :mod:`.anndata`."""
+        """An AnnData whose X is a dask array with one chunk per row group; see :mod:`.anndata`.
+
+        Returns
+        -------
+        anndata.AnnData
+            One observation per cell of the cohort, one variable per feature; nothing is read until computed.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+
+        >>> adata = cohort.to_anndata()
+        >>> adata.shape, type(adata.X).__module__.split(".")[0]
+        ((40, 19), 'dask')
+        """
         return cohort_anndata(self)
 
     def write_dataset(self, path: str | Path, partition_by: Sequence[str] = ("sample_id",), client: Any = None, *,
                       progress: bool | None = None, overwrite: bool = False,
                       storage_options: dict[str, Any] | None = None) -> Path | str:
         """Write one hive-partitioned Parquet dataset with cohort.json, manifest and DONE; see :mod:`._dataset`.
-        ``path`` may be a URL on object storage (``storage_options`` for the store): the workers upload the parts."""
+
+        ``path`` may be a URL on object storage (``storage_options`` for the store): the workers upload the parts.
+
+        Parameters
+        ----------
+        path
+            The dataset directory to make (or a URL on object storage).
+        partition_by
+            The cells columns whose values name the partition folders.
+        client
+            A ``dask.distributed`` client (default: the current one, else dask's threads).
+        progress
+            Show a progress bar (default: the package setting).
+        overwrite
+            Replace an existing cohort dataset at ``path`` (never another kind of folder) once the new one is
+            complete.
+        storage_options
+            For a URL on object storage: fsspec options of the store.
+
+        Returns
+        -------
+        pathlib.Path or str
+            ``path``, holding the complete dataset (the URL, for object storage).
+
+        Raises
+        ------
+        CohortError
+            A directory failed, or a partition column is missing or differs between directories; nothing is
+            published.
+        TargetExists
+            ``path`` exists and ``overwrite`` is false, or it is not a cohort dataset.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+        >>> out = cohort.write_dataset(pathlib.Path(tempfile.mkdtemp()) / "dataset", progress=False)
+        >>> sorted(f.name for f in out.iterdir())
+        ['DONE', 'MANIFEST.sha256', 'cells', 'cohort.json']
+        """
         return write_dataset(self, path, partition_by=partition_by, client=client, progress=progress,
                              overwrite=overwrite, storage_options=storage_options)
 
     def map(self, fn: Callable[[Any], Any], client: Any = None, *, progress: bool | None = None) -> list[Any]:
-        """``fn(CellSpec)`` of every directory on the workers, results in order (see above)."""
+        """``fn(CellSpec)`` of every directory on the workers, results in order (see above).
+
+        Parameters
+        ----------
+        fn
+            A function of one :class:`~cellspec_sc.CellSpec` (it must pickle, for a distributed client).
+        client
+            A ``dask.distributed`` client (default: the current one, else dask's threads).
+        progress
+            Show a progress bar (default: the package setting).
+
+        Returns
+        -------
+        list
+            ``fn`` of each directory's object, in cohort order.
+
+        Raises
+        ------
+        CohortError
+            ``fn`` failed for some directories; the error names them and its ``result`` holds the others'
+            values (``None`` for the failed).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+
+        >>> cohort.map(lambda x: x.n_cells, progress=False)
+        [20, 20]
+        """
         return map_cohort(self, fn, client=client, progress=progress)
 
     def preview(self, summary: pd.DataFrame | None = None, client: Any = None) -> Any:
@@ -182,6 +506,29 @@ class Cohort:
 
         The widget is provided by the layer above (``cellspec_sc.widgets``), through the registry of
         :mod:`cellspec_sc.model`.
+
+        Parameters
+        ----------
+        summary
+            The table of :meth:`summary`, when already made (else it is computed).
+        client
+            A ``dask.distributed`` client for computing the summary.
+
+        Returns
+        -------
+        ipywidgets.VBox
+            The widget (it displays itself as the last value of a notebook cell).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+        >>> widget = cohort.preview(cohort.summary(progress=False))
+        >>> widget.medians().shape
+        (4, 4)
         """
         return provided("cohort_preview")(self, summary=summary, client=client)
 

@@ -45,7 +45,25 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Failure:
-    """One directory's failure: the check (or exception class) and its message."""
+    """One directory's failure: the check (or exception class) and its message.
+
+    Parameters
+    ----------
+    directory
+        The directory as given to :func:`~cellspec_sc.open_cohort` (several, comma-separated, for a cohort check).
+    check
+        The check that failed, or the class of the refusal.
+    message
+        What failed, naming file, column, rows and rule.
+    detail
+        The traceback of an unexpected exception (empty for refusals).
+
+    Examples
+    --------
+    >>> from cellspec_sc.cohort import Failure
+    >>> str(Failure("run1", "cells_key_unique", "2 duplicated keys"))
+    'run1: cells_key_unique: 2 duplicated keys'
+    """
 
     directory: str
     check: str

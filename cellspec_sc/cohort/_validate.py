@@ -63,12 +63,50 @@ class CohortReport:
 
     @property
     def ok(self) -> bool:
-        """True when every directory passed structure validation and every cohort check passed."""
+        """True when every directory passed structure validation and every cohort check passed.
+
+        Returns
+        -------
+        bool
+            False when :attr:`failures` holds anything.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+        >>> _ = (paths[1] / "cells.parquet").write_bytes(b"changed")  # refused: changed after opening
+        >>> report = cohort.validate(progress=False)
+
+        >>> report.ok
+        False
+        """
         return not self.failures
 
     @property
     def failures(self) -> list[Failure]:
-        """(directory, check, message) of every failure: refusals, failed checks, failed cohort checks."""
+        """(directory, check, message) of every failure: refusals, failed checks, failed cohort checks.
+
+        Returns
+        -------
+        list of Failure
+            Refusals of directories first (in cohort order), then failed cohort checks.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+        >>> _ = (paths[1] / "cells.parquet").write_bytes(b"changed")  # refused: changed after opening
+        >>> report = cohort.validate(progress=False)
+
+        >>> [(pathlib.Path(f.directory).name, f.check) for f in report.failures]
+        [('slide02', 'ChangedSinceRead')]
+        """
         out = []
         for label, report in self.reports.items():
             if isinstance(report, Failure):
@@ -82,7 +120,41 @@ class CohortReport:
 
     def directory(self, path: str | Path) -> ValidationReport:
         """The ValidationReport of one directory; a directory refused before validation raises its refusal
-        as a :class:`CohortError`."""
+        as a :class:`CohortError`.
+
+        Parameters
+        ----------
+        path
+            A directory of the cohort: the path as given or any path to the same folder.
+
+        Returns
+        -------
+        ValidationReport
+            The checks of section 10 on that directory.
+
+        Raises
+        ------
+        CohortError
+            The directory was refused before it could be validated, or is not one of the cohort.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+        >>> _ = (paths[1] / "cells.parquet").write_bytes(b"changed")  # refused: changed after opening
+        >>> report = cohort.validate(progress=False)
+
+        >>> report.directory(paths[0]).ok
+        True
+        >>> report.directory(paths[1])
+        Traceback (most recent call last):
+        ...
+        cellspec_sc.cohort._run.CohortError: ...slide02 was not validated
+        ...
+        """
         label = find_member(self.members, path).label if self.members else str(path)
         report = self.reports[label]
         if isinstance(report, Failure):
@@ -90,11 +162,52 @@ class CohortReport:
         return report
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per failure: directory, check, message."""
+        """One row per failure: directory, check, message.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The columns ``directory``, ``check`` and ``message`` (no row when :attr:`ok`).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+        >>> _ = (paths[1] / "cells.parquet").write_bytes(b"changed")  # refused: changed after opening
+        >>> report = cohort.validate(progress=False)
+
+        >>> report.to_frame()["check"].tolist()
+        ['ChangedSinceRead']
+        """
         return pd.DataFrame([{"directory": f.directory, "check": f.check, "message": f.message}
                              for f in self.failures], columns=["directory", "check", "message"])
 
     def format(self) -> str:
+        """Plain-text report: a heading with the counts, the failures, then the cohort checks that passed.
+
+        Returns
+        -------
+        str
+            One line per failure and per passed cohort check.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import cellspec_sc as cs
+        >>> from cellspec_sc.cohort.example import write_example_cohort
+        >>> paths = write_example_cohort(pathlib.Path(tempfile.mkdtemp()), 2, n_cells=20)
+        >>> cohort = cs.open_cohort(paths)
+        >>> _ = (paths[1] / "cells.parquet").write_bytes(b"changed")  # refused: changed after opening
+        >>> report = cohort.validate(progress=False)
+        >>> print(report.format())
+        cohort validation: FAILED (2 directories, 1 failures)
+          FAIL  ...slide02: ChangedSinceRead: ...
+          PASS  cohort_image_id_unique: 4 image ids, each in one directory
+        ...
+        """
         failures = self.failures
         head = (f"cohort validation: {'OK' if not failures else 'FAILED'} ({len(self.reports)} directories, "
                 f"{len(failures)} failures)")

@@ -83,6 +83,16 @@ class CellSpec:
     def measurements(self) -> np.ndarray:
         """The float64 measurement matrix (cells x features), read-only.
 
+        Setting it raises :class:`~cellspec_sc.errors.ReadOnlyError`: make a changed object with
+        :meth:`replace` instead.
+
+        Returns
+        -------
+        numpy.ndarray
+            A read-only view of the matrix, one row per cell and one column per feature.
+
+        Examples
+        --------
         >>> import cellspec_sc as cs
         >>> x = cs.example()
         >>> x.measurements.flags.writeable
@@ -108,8 +118,47 @@ class CellSpec:
         rows without ``source_name`` the measurement column's name; provenance is filled (``reader`` is this
         package, ``created_utc`` now, counts, a ``from_tables`` history step). ``producer``: your tool, a name
         or ``{"tool": ..., "version": ...}``; ``**provenance``: ``inputs`` (paths or records), ``parameters``,
-        ``counts``, ``created_utc`` or other fields. See docs/object.md and
-        :mod:`cellspec_sc.model._from_tables` for an example.
+        ``counts``, ``created_utc`` or other fields. See docs/object.md.
+
+        Parameters
+        ----------
+        cells
+            One row per cell: ``image_id``, ``cell_id``, ``x``, ``y`` and optional columns.
+        measurements
+            The cells x features matrix (any numeric array; stored as float64).
+        dictionary
+            One row per measurement column: ``kind``, ``marker``, ``compartment``, ``statistic``, ``unit`` ...
+        images
+            One row per image.
+        channels
+            One row per channel of each image.
+        adjacency
+            Optional cell contacts (``image_id``, ``cell_id_a``, ``cell_id_b``).
+        producer
+            The tool that made the tables: a name or ``{"tool": ..., "version": ...}``.
+        **provenance
+            Further provenance fields (``inputs``, ``parameters``, ``counts``, ``created_utc`` ...).
+
+        Returns
+        -------
+        CellSpec
+            A valid object whose provenance records a ``from_tables`` step.
+
+        Raises
+        ------
+        ValidationError
+            The tables, once coerced, fail a structure rule; the message names each rule to satisfy.
+        InputError
+            A table cannot be coerced to the spec types.
+
+        Examples
+        --------
+        >>> import cellspec_sc as cs
+        >>> x = cs.example()
+        >>> y = cs.CellSpec.from_tables(cells=x.cells, measurements=x.measurements, dictionary=x.dictionary,
+        ...                             images=x.images, channels=x.channels, producer="my-pipeline")
+        >>> y.shape, y.provenance["history"][-1]["step"]
+        ((80, 19), 'from_tables')
         """
         x = cls(**parts_from_tables(cells=cells, measurements=measurements, dictionary=dictionary, images=images,
                                     channels=channels, adjacency=adjacency, producer=producer, **provenance))
@@ -118,7 +167,20 @@ class CellSpec:
 
     # -- parts ---------------------------------------------------------------------------------
     def parts(self) -> dict[str, Any]:
-        """The components as a dict (no copies), e.g. to build a modified object."""
+        """The components as a dict (no copies), e.g. to build a modified object.
+
+        Returns
+        -------
+        dict
+            ``{name: component}`` for ``spec_version``, ``cells``, ``measurements``, ``dictionary``, ``images``,
+            ``channels``, ``provenance`` and ``adjacency``.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> list(example().parts())[:3]
+        ['spec_version', 'cells', 'measurements']
+        """
         return {name: getattr(self, name) for name in COMPONENTS}
 
     def replace(self, **changes: Any) -> CellSpec:
@@ -128,6 +190,18 @@ class CellSpec:
         ``replace`` step naming the components to ``provenance["history"]``, unless ``provenance`` is given too
         (the caller then writes the history).
 
+        Parameters
+        ----------
+        **changes
+            Components by name (``cells=``, ``measurements=`` ...) and ``source_dir`` or ``extensions``.
+
+        Returns
+        -------
+        CellSpec
+            The new object; ``x`` itself is unchanged. It is not validated: call :meth:`validate`.
+
+        Examples
+        --------
         >>> from cellspec_sc import example
         >>> x = example()
         >>> y = x.replace(adjacency=None)
@@ -142,18 +216,49 @@ class CellSpec:
 
     @property
     def feature_ids(self) -> list[str]:
-        """Measurement column names: ``dictionary.feature_id`` by position."""
+        """Measurement column names: ``dictionary.feature_id`` by position.
+
+        Returns
+        -------
+        list of str
+            One id per column of :attr:`measurements`.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> example().feature_ids[:2]
+        ['cell:DAPI:mean', 'cell:DAPI:median']
+        """
         return [str(f) for f in self.dictionary["feature_id"]]
 
     @property
     def n_cells(self) -> int:
-        """Number of cells (rows of cells)."""
+        """Number of cells (rows of cells).
+
+        Returns
+        -------
+        int
+            ``len(x.cells)``, also ``len(x)``.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> example().n_cells
+        80
+        """
         return len(self.cells)
 
     @property
     def shape(self) -> tuple[int, int]:
         """``(cells, features)``, as ``AnnData.shape``.
 
+        Returns
+        -------
+        tuple of int
+            The number of cells and the number of features.
+
+        Examples
+        --------
         >>> from cellspec_sc import example
         >>> example().shape
         (80, 19)
@@ -170,6 +275,13 @@ class CellSpec:
         Nothing writable is shared with ``x``, so changing a table of the copy (or of ``x``) never reaches the
         other; no history step is added (the content is the same).
 
+        Returns
+        -------
+        CellSpec
+            The copy, equal to ``x`` by :meth:`equals`.
+
+        Examples
+        --------
         >>> from cellspec_sc import example
         >>> x = example()
         >>> y = x.copy()
@@ -196,6 +308,24 @@ class CellSpec:
         integer or id selects one cell). ``features``: a slice, a boolean mask, positions, feature ids, or a
         dictionary query ``{"kind": "intensity", "statistic": "mean"}`` (the arguments of :meth:`features`).
 
+        Parameters
+        ----------
+        key
+            ``cells`` or ``(cells, features)``.
+
+        Returns
+        -------
+        CellSpec
+            The selection, with a ``subset`` history step.
+
+        Raises
+        ------
+        InputError
+            More than two selections, a mask of the wrong length, a position out of range or an unknown
+            feature id.
+
+        Examples
+        --------
         >>> from cellspec_sc import example
         >>> x = example()
         >>> x[:5].shape, x[x.cells["image_id"] == "img1", {"kind": "shape"}].shape
@@ -212,6 +342,23 @@ class CellSpec:
     def measurement_frame(self, features: Sequence[str] | None = None) -> pd.DataFrame:
         """Measurements as a DataFrame with feature ids as columns (a copy of the selected columns).
 
+        Parameters
+        ----------
+        features
+            Feature ids of the columns to take, in this order (default: every feature).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per cell (a ``RangeIndex``), one float64 column per feature.
+
+        Raises
+        ------
+        InputError
+            A feature id is not in the dictionary.
+
+        Examples
+        --------
         >>> from cellspec_sc import example
         >>> example().measurement_frame(["cell:area"]).shape
         (80, 1)
@@ -223,6 +370,23 @@ class CellSpec:
     def feature_position(self, feature_id: str) -> int:
         """Column of ``feature_id`` in the measurement matrix (InputError when unknown).
 
+        Parameters
+        ----------
+        feature_id
+            A value of ``dictionary.feature_id``.
+
+        Returns
+        -------
+        int
+            The 0-based column position.
+
+        Raises
+        ------
+        InputError
+            ``feature_id`` is not in the dictionary.
+
+        Examples
+        --------
         >>> from cellspec_sc import example
         >>> example().feature_position("cell:area")
         16
@@ -237,6 +401,18 @@ class CellSpec:
                  statistic: str | None = None, unit: str | None = None) -> list[str]:
         """Feature ids selected through the dictionary columns (never by splitting ids).
 
+        Parameters
+        ----------
+        kind, marker, compartment, statistic, unit
+            Wanted values of these dictionary columns; ``None`` does not filter on that column.
+
+        Returns
+        -------
+        list of str
+            The feature ids whose dictionary rows match every given value, in column order.
+
+        Examples
+        --------
         >>> from cellspec_sc import example
         >>> example().features(kind="shape")
         ['cell:area', 'nucleus:area']
@@ -261,6 +437,26 @@ class CellSpec:
         could break ``markers_in_channels`` for the remaining features.
         A step is appended to ``provenance["history"]``.
 
+        Parameters
+        ----------
+        cells
+            The cells to keep (default: all).
+        features
+            The features to keep (default: all).
+
+        Returns
+        -------
+        CellSpec
+            The selection, with a ``subset`` history step giving the counts before and after.
+
+        Raises
+        ------
+        InputError
+            A mask of the wrong length, a position out of range, an unknown feature id or an unknown
+            dictionary column in a query.
+
+        Examples
+        --------
         >>> from cellspec_sc import example
         >>> x = example()
         >>> x.subset(cells=x.cells["image_id"] == "img1").n_cells
@@ -321,7 +517,25 @@ class CellSpec:
 
     # -- comparison ----------------------------------------------------------------------------
     def differences(self, other: Any) -> list[str]:
-        """Human-readable list of every way ``other`` differs from this object (empty if equal)."""
+        """Human-readable list of every way ``other`` differs from this object (empty if equal).
+
+        Parameters
+        ----------
+        other
+            The object to compare with (anything; a non-CellSpec differs by its type).
+
+        Returns
+        -------
+        list of str
+            One line per difference, naming the component, column and rows.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> x = example()
+        >>> x.differences(x.copy()), x.differences(x[:3])[:1]
+        ([], ['cells: 80 rows != 3 rows'])
+        """
         if not isinstance(other, CellSpec):
             return [f"other is a {type(other).__name__}, not a CellSpec"]
         out = value_differences("spec_version", self.spec_version, other.spec_version)
@@ -335,6 +549,18 @@ class CellSpec:
         """Bit-exact equality: measurements by their 64 bits (NaN equals NaN, -0.0 differs from 0.0),
         tables by column order, spec types and values, provenance by value.
 
+        Parameters
+        ----------
+        other
+            The object to compare with.
+
+        Returns
+        -------
+        bool
+            True iff :meth:`differences` finds none.
+
+        Examples
+        --------
         >>> from cellspec_sc import example
         >>> example().equals(example())
         True
@@ -344,19 +570,99 @@ class CellSpec:
     # -- delegations: validation, io and the widgets sit above the model (see model/_methods.py) ---------
     def validate(self, **options: Any) -> Any:
         """Run every check of section 10 and return the :class:`~cellspec_sc.ValidationReport`; see
-        :func:`cellspec_sc.validate`."""
+        :func:`cellspec_sc.validate`.
+
+        Parameters
+        ----------
+        **options
+            The options of :func:`cellspec_sc.validate` (``area_range``, ``na_max`` ...).
+
+        Returns
+        -------
+        ValidationReport
+            One result per check; an invalid object gives failures in the report, not an exception.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> example().validate().ok
+        True
+        """
         return provided("validate")(self, **options)
 
     def preview(self, *, image: str | None = None, feature: str | None = None) -> Any:
-        """An interactive notebook preview; see :func:`cellspec_sc.widgets.preview`."""
+        """An interactive notebook preview; see :func:`cellspec_sc.widgets.preview`.
+
+        Parameters
+        ----------
+        image
+            The image shown first (default: the first image).
+        feature
+            The feature shown first (default: the first feature).
+
+        Returns
+        -------
+        cellspec_sc.widgets.Preview
+            The widget (it displays itself as the last value of a notebook cell).
+
+        Raises
+        ------
+        InputError
+            ``image`` or ``feature`` is not in the object.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> example().preview(feature="cell:area").feature
+        'cell:area'
+        """
         return provided("preview")(self, image=image, feature=feature)
 
     def write(self, path: str | Path, **options: Any) -> Path:
-        """Write a cellspec directory; see :func:`cellspec_sc.write`."""
+        """Write a cellspec directory; see :func:`cellspec_sc.write`.
+
+        Parameters
+        ----------
+        path
+            The directory to make (or a URL on object storage).
+        **options
+            The options of :func:`cellspec_sc.write` (``format``, ``overwrite`` ...).
+
+        Returns
+        -------
+        pathlib.Path or str
+            ``path``, holding the complete directory (the URL, for object storage).
+
+        Raises
+        ------
+        ValidationError
+            The object fails structure validation; nothing is written.
+        WriteFailed
+            The operating system refused a write; nothing was published.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> from cellspec_sc import example
+        >>> example().write(pathlib.Path(tempfile.mkdtemp()) / "run1", format="tsv").name
+        'run1'
+        """
         return provided("write")(self, path, **options)
 
     def summary(self) -> dict[str, Any]:
-        """The facts printed by ``repr`` as a dict."""
+        """The facts printed by ``repr`` as a dict.
+
+        Returns
+        -------
+        dict
+            Counts of cells, features, images and channels, and the other facts ``repr`` prints.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> example().summary()["cells"]
+        80
+        """
         return summarise(self)
 
     def __repr__(self) -> str:

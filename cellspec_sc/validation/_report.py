@@ -49,47 +49,222 @@ class ValidationReport:
 
     @property
     def ok(self) -> bool:
-        """False iff a structure check failed."""
+        """False iff a structure check failed.
+
+        Returns
+        -------
+        bool
+            True when no check has the status ``"fail"`` (warnings do not count).
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> rep = example().validate(area_range=(1, 50))
+        >>> rep.ok
+        True
+        """
         return not self.failures
 
     @property
     def failures(self) -> list[CheckResult]:
+        """The results of the checks that failed, in spec order.
+
+        Returns
+        -------
+        list of CheckResult
+            Each failed check, with its message, rule, column and first offending rows.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> rep = example().validate(area_range=(1, 50))
+        >>> rep.failures
+        []
+        """
         return [r for r in self.results if r.status == "fail"]
 
     @property
     def warnings(self) -> list[CheckResult]:
+        """The results of the checks that warned, in spec order.
+
+        Returns
+        -------
+        list of CheckResult
+            Each check with the status ``"warn"``.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> rep = example().validate(area_range=(1, 50))
+        >>> [r.name for r in rep.warnings]
+        ['area_range']
+        """
         return [r for r in self.results if r.status == "warn"]
 
     def result(self, name: str) -> CheckResult:
+        """The result of the check called ``name``.
+
+        Parameters
+        ----------
+        name
+            A check name of section 10 (``"cells_key_unique"``, ``"area_range"`` ...).
+
+        Returns
+        -------
+        CheckResult
+            Its status, message, rule, column, first offending rows and count.
+
+        Raises
+        ------
+        KeyError
+            No check has that name.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> rep = example().validate(area_range=(1, 50))
+        >>> rep.result("area_range").status
+        'warn'
+        """
         for r in self.results:
             if r.name == name:
                 return r
         raise KeyError(f"no check named {name!r}")
 
     def status(self, name: str) -> str:
-        """``"pass"``, ``"fail"``, ``"warn"`` or ``"skip"`` for the named check."""
+        """``"pass"``, ``"fail"``, ``"warn"`` or ``"skip"`` for the named check.
+
+        Parameters
+        ----------
+        name
+            A check name of section 10.
+
+        Returns
+        -------
+        str
+            The status of that check.
+
+        Raises
+        ------
+        KeyError
+            No check has that name.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> rep = example().validate(area_range=(1, 50))
+        >>> rep.status("area_range"), rep.status("cells_key_unique")
+        ('warn', 'pass')
+        """
         return self.result(name).status
 
     def ordered(self) -> list[CheckResult]:
-        """Results with failures first, then warnings, skips, passes (spec order within each)."""
+        """Results with failures first, then warnings, skips, passes (spec order within each).
+
+        Returns
+        -------
+        list of CheckResult
+            Every result, problems first.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> rep = example().validate(area_range=(1, 50))
+        >>> rep.ordered()[0].name
+        'area_range'
+        """
         return sorted(self.results, key=lambda r: STATUS_ORDER[r.status])
 
     def counts(self) -> dict[str, int]:
+        """How many checks have each status.
+
+        Returns
+        -------
+        dict
+            ``{"fail": n, "warn": n, "skip": n, "pass": n}``.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> rep = example().validate(area_range=(1, 50))
+        >>> rep.counts()["warn"], rep.counts()["fail"]
+        (1, 0)
+        """
         return {s: sum(r.status == s for r in self.results) for s in STATUS_ORDER}
 
     def raise_if_failed(self, context: str | None = None) -> ValidationReport:
-        """Raise :class:`cellspec_sc.ValidationError` if a structure check failed; else return self."""
+        """Raise :class:`cellspec_sc.ValidationError` if a structure check failed; else return self.
+
+        Parameters
+        ----------
+        context
+            A sentence put before the failures in the error's message (what the caller was doing).
+
+        Returns
+        -------
+        ValidationReport
+            This report, when :attr:`ok`.
+
+        Raises
+        ------
+        ValidationError
+            A structure check failed; the message names each failed rule, column and rows.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> x = example()
+        >>> x.validate().raise_if_failed().ok
+        True
+        >>> broken = x.replace(cells=x.cells.assign(cell_id="1"))
+        >>> broken.validate().raise_if_failed("reading run1")
+        Traceback (most recent call last):
+        ...
+        cellspec_sc.errors.ValidationError: reading run1...
+        """
         if not self.ok:
             raise ValidationError(self, context)
         return self
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per check: name, level, status, message, column, count."""
+        """One row per check: name, level, status, message, column, count.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The results in the order of :meth:`ordered`.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> rep = example().validate(area_range=(1, 50))
+        >>> rep.to_frame().loc[0, ["name", "status"]].tolist()
+        ['area_range', 'warn']
+        """
         return pd.DataFrame([{"name": r.name, "level": r.level, "status": r.status, "message": r.message,
                               "column": r.column, "count": r.count} for r in self.ordered()])
 
     def format(self, *, only_problems: bool = False) -> str:
-        """Plain-text report, failures first."""
+        """Plain-text report, failures first.
+
+        Parameters
+        ----------
+        only_problems
+            List only the failures and warnings.
+
+        Returns
+        -------
+        str
+            A heading with the counts, then one line per check.
+
+        Examples
+        --------
+        >>> from cellspec_sc import example
+        >>> rep = example().validate(area_range=(1, 50))
+        >>> print(rep.format(only_problems=True))  # doctest: +NORMALIZE_WHITESPACE
+        cellspec validation: OK (... pass, 0 fail, 1 warn, ... skip)
+          WARN  area_range  ...
+        """
         c = self.counts()
         head = (f"cellspec validation: {'OK' if self.ok else 'FAILED'} "
                 f"({c['pass']} pass, {c['fail']} fail, {c['warn']} warn, {c['skip']} skip)")

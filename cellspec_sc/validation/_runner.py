@@ -85,11 +85,22 @@ def validate(
     ValidationReport
         One result per check, in the vocabulary's order, then the portability note.
 
+    Raises
+    ------
+    ValidationError
+        Not from this call: an invalid object (or anything that is not a CellSpec) gives a report with
+        failures, and a check that breaks on a malformed object gives a ``fail`` result, never a traceback.
+        :meth:`ValidationReport.raise_if_failed` raises it when a structure check failed.
+
     Examples
     --------
     >>> from cellspec_sc import example
     >>> validate(example(), area_range=(1, 50)).status("area_range")
     'warn'
+    >>> validate("not an object").raise_if_failed()
+    Traceback (most recent call last):
+    ...
+    cellspec_sc.errors.ValidationError: ...
     """
     options = _options(area_range, na_max)
     fresh = stats is None and not source_nonfinite  # else a reader's facts complete the object's own

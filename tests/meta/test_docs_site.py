@@ -141,3 +141,81 @@ def test_every_top_level_function_has_numpydoc_sections():
         if needed - numpydoc_sections(obj):
             missing[name] = sorted(needed - numpydoc_sections(obj))
     assert not missing, missing
+
+
+# classes whose public methods and properties (their own and those they inherit from the package) carry numpydoc
+# sections: module, class name
+DOCUMENTED_CLASSES = [("cellspec_sc", "CellSpec"), ("cellspec_sc", "ValidationReport"),
+                      ("cellspec_sc.cohort", "Cohort"), ("cellspec_sc.cohort", "CohortReport"),
+                      ("cellspec_sc.cohort", "Failure"), ("cellspec_sc.widgets", "Preview"),
+                      ("cellspec_sc.widgets", "SpaceView")]
+
+
+def package_members(cls: type) -> dict[str, object]:
+    """The public methods, properties, classmethods and staticmethods ``cls`` has from classes of the package
+    (not those of a library base such as ipywidgets' ``VBox``), nearest definition first."""
+    members: dict[str, object] = {}
+    for klass in cls.__mro__:
+        if not klass.__module__.startswith("cellspec_sc"):
+            continue
+        for name, value in vars(klass).items():
+            if name.startswith("_") or name in members:
+                continue
+            if inspect.isfunction(value) or isinstance(value, (property, classmethod, staticmethod)):
+                members[name] = value
+    return members
+
+
+def takes_parameters(member: object) -> bool:
+    """Whether a method takes an argument besides ``self``/``cls`` (a property never does)."""
+    if isinstance(member, property):
+        return False
+    function = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
+    names = list(inspect.signature(function).parameters)
+    return len(names) > (0 if isinstance(member, staticmethod) else 1)
+
+
+def test_method_sections_are_found_only_where_written():
+    """The helpers above: a method with an argument needs Parameters, a property never does."""
+    class Probe:
+        def with_argument(self, value: int) -> int:
+            """Twice ``value``.
+
+            Returns
+            -------
+            int
+                The double.
+            """
+            return 2 * value
+
+        @property
+        def size(self) -> int:
+            """One."""
+            return 1
+
+    assert takes_parameters(vars(Probe)["with_argument"]) and not takes_parameters(vars(Probe)["size"])
+    assert numpydoc_sections(Probe.with_argument) == {"Returns"}
+    assert numpydoc_sections(vars(Probe)["size"]) == set()
+
+
+@pytest.mark.parametrize(("module", "name"), DOCUMENTED_CLASSES, ids=[n for _, n in DOCUMENTED_CLASSES])
+def test_every_public_method_of_the_classes_has_numpydoc_sections(module, name):
+    """Parameters (when it takes any besides ``self``), Returns and Examples on each public method and property
+    of the package's classes, so that each entry of their API pages says what it takes, gives and how it is
+    used."""
+    import importlib
+
+    cls = getattr(importlib.import_module(module), name)
+    missing = {}
+    for member_name, member in sorted(package_members(cls).items()):
+        needed = {"Returns", "Examples"} | ({"Parameters"} if takes_parameters(member) else set())
+        found = numpydoc_sections(member.__func__ if isinstance(member, (classmethod, staticmethod)) else member)
+        if needed - found:
+            missing[member_name] = sorted(needed - found)
+    assert not missing, f"{module}.{name}: {missing}"
+
+
+def test_validate_documents_what_it_raises():
+    import cellspec_sc as cs
+
+    assert "Raises" in numpydoc_sections(cs.validate)
