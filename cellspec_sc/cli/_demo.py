@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from cellspec_sc.errors import MissingExtraError, require_extra
+from cellspec_sc.images import checked_images
 from cellspec_sc.io import CELLSPEC_DIRECTORY, check_target, read, write
 from cellspec_sc.model import CellSpec, example
 from cellspec_sc.validation import validate
@@ -64,15 +65,12 @@ def _missing_image_extra() -> str | None:
 
 def _show_images(x: CellSpec, image_dir: Path, out: Path) -> None:
     """Open the example's images, check them against the object read back, and write a preview with them."""
-    from cellspec_sc.images import checked_images
-    from cellspec_sc.widgets import preview
-
     images = {str(i): image_dir / str(name) for i, name in zip(x.images["image_id"], x.images["source_image"],
                                                                 strict=True)}
     opened = checked_images(x, images)
     print("images: " + ", ".join(f"{image.path.name} ({image.n_channels} channels {image.width}x{image.height} px, "
                                  "SHA-256 checked)" for image in opened.values()))
-    page = preview(x, images=opened, channels=["CD3e", "Pan-Cytokeratin", "FOXP3"]).save_html(out / "preview.html")
+    page = x.preview(images=opened, channels=["CD3e", "Pan-Cytokeratin", "FOXP3"]).save_html(out / "preview.html")
     print(f"preview with the images: {page}")
 
 

@@ -590,7 +590,7 @@ class CellSpec:
         """
         return provided("validate")(self, **options)
 
-    def preview(self, *, image: str | None = None, feature: str | None = None) -> Any:
+    def preview(self, *, image: str | None = None, feature: str | None = None, **options: Any) -> Any:
         """An interactive notebook preview; see :func:`cellspec_sc.widgets.preview`.
 
         Parameters
@@ -599,6 +599,8 @@ class CellSpec:
             The image shown first (default: the first image).
         feature
             The feature shown first (default: the first feature).
+        **options
+            The image options of :func:`cellspec_sc.preview`: ``images``, ``channels``, ``region``, ``verify``.
 
         Returns
         -------
@@ -616,7 +618,7 @@ class CellSpec:
         >>> example().preview(feature="cell:area").feature
         'cell:area'
         """
-        return provided("preview")(self, image=image, feature=feature)
+        return provided("preview")(self, image=image, feature=feature, **options)
 
     def write(self, path: str | Path, **options: Any) -> Path:
         """Write a cellspec directory; see :func:`cellspec_sc.write`.
