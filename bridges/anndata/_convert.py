@@ -212,7 +212,8 @@ def from_anndata(adata: anndata.AnnData, *, allow_modified: bool | Collection[st
         that changed is refused, naming it. ``True``: anything; or the names of what may have changed: cells
         columns that were written (``"x"``, ``"classification"`` ...), dictionary columns, ``"X"``,
         ``"obsm['spatial']"`` and the record's fields (``"images"``, ``"channels"``, ``"provenance"``,
-        ``"adjacency"``, ``"spec_version"``). New ``obs`` columns need no permission.
+        ``"adjacency"``, ``"spec_version"``), ``"var_names"`` (features named other than written). New ``obs``
+        columns, and a subset or new order of the features written, need no permission.
     **foreign
         Only for an AnnData without ``uns["cellspec"]`` (from scimap, spatialdata-io, ...): the keyword arguments
         of :func:`cellspec_sc.bridges.anndata.from_foreign_anndata` (``preset=``, ``pixel_size=``, ...).
@@ -299,6 +300,13 @@ class _Allowed:
                     "damaged); new analysis results belong in new columns. If the change is intended, pass "
                     f"allow_modified={refused!r} (or allow_modified=True) to keep it (recorded in provenance "
                     "history)")
+        unknown = changes.get("features_not_written", [])
+        if unknown and not self("var_names"):
+            shown = unknown[:10]
+            raise InputError(
+                f"var names {shown}{' ...' if len(unknown) > 10 else ''} are not features to_anndata wrote (renamed, "
+                "or the store is damaged). If the change is intended, pass allow_modified=['var_names'] (or "
+                "allow_modified=True) to keep it (recorded in provenance history)")
 
 
 def _check_record_fields(adata: anndata.AnnData, stored: StoredRecord, allowed: _Allowed,
@@ -410,6 +418,10 @@ def _dictionary_from_var(var: pd.DataFrame, stored: StoredRecord, changes: dict[
     ids = [str(f) for f in dictionary["feature_id"]]
     if ids != stored.feature_ids:
         changes["features_before"], changes["features_after"] = len(stored.feature_ids), len(ids)
+        written = set(stored.feature_ids)
+        unknown = [i for i in ids if i not in written]
+        if unknown:  # a subset or a new order of the features written is analysis; a name never written is not
+            changes["features_not_written"] = unknown
         _note_table_changes("dictionary", dictionary, stored_types, {}, changes)
     else:
         _note_table_changes("dictionary", dictionary, stored_types, stored.dictionary_fingerprints, changes)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +52,7 @@ from cellspec_sc.bridges.spatialdata._record import (
     encode_attrs,
     encode_files,
 )
-from cellspec_sc.errors import require_extra
+from cellspec_sc.errors import Unstorable, require_extra
 from cellspec_sc.images import ImageInput, checked_images
 from cellspec_sc.io import check_target, image_outlines, outline_files, publishing
 from cellspec_sc.model import CellSpec
@@ -140,6 +140,7 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
     sdata = spatialdata.SpatialData(shapes=shapes, images=image_elements(opened, names, pixel_sizes),
                                     tables={TABLE_KEY: table})
     sdata.attrs[ATTRS_KEY] = encode_attrs(str(x.spec_version))
+    refuse_long_file_names(sdata)
     return sdata
 
 
@@ -193,6 +194,44 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
             progress(1, f"writing {Path(path).name}", unit="file", size=np.size(x.measurements)):
         sdata.write(str(payload))  # spatialdata writes only to a path that does not exist yet
     return Path(path)
+
+
+# zarr makes every element, table column and uns key a folder name; no common file system takes a longer one
+FILE_NAME_MAX_BYTES = 255
+
+
+def refuse_long_file_names(sdata: SpatialData) -> None:
+    """Raise Unstorable when a name ``sdata`` would write as a file or folder name of its zarr store (element
+    names, table keys, obs/var columns, obsm/layers/... keys, uns keys at any depth) is longer than
+    :data:`FILE_NAME_MAX_BYTES`: refused here, before ``sdata.write`` has written anything, rather than as an
+    OSError half way through the store."""
+    for where, name in _file_names(sdata):
+        size = len(str(name).encode("utf-8", "surrogatepass"))
+        if size > FILE_NAME_MAX_BYTES:
+            raise Unstorable(f"{where} {str(name)[:40]!r}... is {size} bytes long: a SpatialData .zarr store makes it "
+                             f"a file name, and file names are at most {FILE_NAME_MAX_BYTES} bytes; nothing was "
+                             "written (shorten the image id or column name; a cellspec directory can hold it)")
+
+
+def _file_names(sdata: SpatialData) -> Iterator[tuple[str, Any]]:
+    for kind in ("images", "labels", "points", "shapes", "tables"):
+        for name in getattr(sdata, kind):
+            yield f"{kind} element", name
+    for key, table in sdata.tables.items():
+        for frame in ("obs", "var"):
+            for column in getattr(table, frame).columns:
+                yield f"table {key!r} {frame} column", column
+        for part in ("obsm", "varm", "obsp", "varp", "layers"):
+            for name in getattr(table, part).keys():
+                yield f"table {key!r} {part} key", name
+        yield from _uns_names(f"table {key!r} uns key", table.uns)
+
+
+def _uns_names(where: str, uns: Mapping[Any, Any]) -> Iterator[tuple[str, Any]]:
+    for name, value in uns.items():
+        yield where, name
+        if isinstance(value, Mapping):
+            yield from _uns_names(where, value)
 
 
 def _image_names(x: CellSpec) -> dict[str, str]:

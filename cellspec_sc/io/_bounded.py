@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import pyarrow as pa
+
 from cellspec_sc.io._refusals import FileTooLarge, NotARegularFile
 
 DONE_MAX_BYTES = 1024  # 64 hex digits and a newline
@@ -84,7 +86,9 @@ def _too_large(size: int, limit: int) -> str:
 
 
 class InflationGuard:
-    """A binary stream that refuses to deliver more than ``limit`` bytes (for gzip bombs).
+    """A binary stream that refuses to deliver more than ``limit`` bytes (for gzip bombs), and refuses to go on
+    once the bytes delivered plus what Arrow allocated since the stream was opened (what its reader made of them:
+    a file of empty lines parses into many rows) pass ``limit``.
 
     Wraps a decompressing stream; ``limit`` is usually ``max(INFLATION_FLOOR_BYTES,
     ratio * compressed size)``.
@@ -94,8 +98,20 @@ class InflationGuard:
         self.stream, self.limit, self.directory, self.file, self.ratio = stream, limit, directory, file, ratio
         self.delivered = 0
         self.closed = False
+        self.arrow_at_start = pa.total_allocated_bytes()
+
+    def check_decoded(self) -> None:
+        """Raise FileTooLarge when the bytes delivered and the Arrow memory allocated since the stream was opened
+        pass ``limit``."""
+        grown = pa.total_allocated_bytes() - self.arrow_at_start
+        if self.delivered + grown > self.limit:
+            raise FileTooLarge(self.directory, self.file,
+                               f"inflates and decodes to more than {self.limit} bytes in memory (over "
+                               f"{self.ratio:g} times its compressed size); if the file is genuine, read it with "
+                               "max_inflation= set higher")
 
     def read(self, size: int = -1) -> bytes:
+        self.check_decoded()
         wanted = (self.limit + 1 - self.delivered if size is None or size < 0
                   else min(size, self.limit + 1 - self.delivered))
         data = self.stream.read(max(wanted, 1))

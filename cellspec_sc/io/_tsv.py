@@ -134,7 +134,7 @@ def write_tsv(path: Path, frame: pd.DataFrame, types: list[dict[str, str]], matr
 
 def _options(types: list[dict[str, str]]) -> dict:
     return {
-        "read_options": pacsv.ReadOptions(block_size=1 << 24),
+        "read_options": pacsv.ReadOptions(block_size=1 << 22, use_threads=False),
         "parse_options": pacsv.ParseOptions(delimiter="\t", quote_char='"', double_quote=True, escape_char=False,
                                             newlines_in_values=True, ignore_empty_lines=False),
         "convert_options": pacsv.ConvertOptions(
@@ -160,13 +160,14 @@ def read_tsv(path: Path | FetchedFile, types: list[dict[str, str]], feature_ids:
 
     The file may inflate to ``max_inflation`` times its size (at least 64 MiB), else FileTooLarge."""
     file = path.name
-    try:
-        raw, size, stream = _inflating(path, directory, max_inflation)
-        reader = pacsv.open_csv(stream, **_options(types))
-        stored = reader.schema.names
-    except _DECODE_ERRORS as err:
-        raise UndecodableData(directory, file, f"not a readable gzipped TSV file: {err}") from None
-    with raw:
+    raw, size, stream = _inflating(path, directory, max_inflation)
+    # both closed on every way out, so that a reader thread still reading from them stops at once
+    with raw, stream:
+        try:
+            reader = pacsv.open_csv(stream, **_options(types))
+            stored = reader.schema.names
+        except _DECODE_ERRORS as err:
+            raise UndecodableData(directory, file, f"not a readable gzipped TSV file: {err}") from None
         table_types = check_file_columns(stored, types, feature_ids, directory, file)
         names = [c["name"] for c in table_types]
         filler = MatrixFiller(feature_ids)
@@ -175,11 +176,14 @@ def read_tsv(path: Path | FetchedFile, types: list[dict[str, str]], feature_ids:
             # the row count is unknown until the end: the bar counts compressed bytes
             with progress(size, f"reading {file}", unit="B", size=size / _COMPRESSED_BYTES_PER_VALUE) as bar:
                 for batch in reader:
+                    stream.check_decoded()
                     filler.add(batch)
                     batches.append(batch.select(names))
                     bar.update(raw.tell() - bar.n)
         except _DECODE_ERRORS as err:
             raise UndecodableData(directory, file, f"TSV data cannot be decoded: {err}") from None
+        finally:
+            reader.close()  # a refused read must not leave the reader's thread running into interpreter exit
     schema = pa.schema([pa.field(c["name"], ARROW_TYPES[c["type"]]) for c in table_types])
     columns = pa.Table.from_batches(batches, schema=schema)
     return Decoded(arrow_to_frame(columns, table_types), filler.finish(), filler.stored_nan)

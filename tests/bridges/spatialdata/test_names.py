@@ -57,3 +57,40 @@ def test_obs_columns_that_spatialdata_refuses_are_renamed_and_restored(tmp_path,
     assert uns_record(sdata)["obs_columns_renamed"] == {"Area-2": "Area", "my_score____": "my score (%)",
                                                     "x_index": "_index"}
     assert cs.from_spatialdata(through_zarr(sdata, tmp_path / "c.zarr")).equals(x)
+
+
+def test_element_name_too_long_for_a_file_name_is_refused_before_anything_is_written(tmp_path):
+    # ".a...a" (255 bytes) is a storable image id, but its element name "x.a...a" is 256 bytes: a folder
+    # name no file system takes
+    import pytest
+
+    from cellspec_sc.errors import Unstorable
+
+    image_id = "." + "a" * 254
+    x = renamed_images(cs.example(), {"img1": image_id, "img2": "b"})
+    target = tmp_path / "t.spatialdata.zarr"
+    with pytest.raises(Unstorable) as refused:
+        cs.to_spatialdata(x).write(str(target))
+    assert "shapes element 'x.aaaa" in str(refused.value)
+    assert "256 bytes long" in str(refused.value)
+    assert "at most 255 bytes" in str(refused.value)
+    assert not target.exists()
+
+
+def test_obs_column_renamed_beyond_a_file_name_is_refused(tmp_path):
+    import pytest
+
+    from cellspec_sc.bridges.spatialdata import write_spatialdata
+    from cellspec_sc.errors import Unstorable
+
+    x = cs.example()
+    cells = x.cells.copy()
+    column = "__" + "c" * 253  # storable (255 bytes), but renamed to "x__c...c" (256 bytes)
+    cells[column] = pd.Categorical(["p", "q"] * 40)
+    x = x.replace(cells=cells)
+    target = tmp_path / "c.spatialdata.zarr"
+    with pytest.raises(Unstorable) as refused:
+        write_spatialdata(x, target)
+    assert f"table 'table' obs column {('x' + column)[:40]!r}..." in str(refused.value)
+    assert "256 bytes long" in str(refused.value)
+    assert not target.exists()
