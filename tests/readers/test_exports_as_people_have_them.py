@@ -1,4 +1,4 @@
-"""Issue 20, points 1-10: exports as people really have them, each on a minimal file the test writes."""
+"""Exports as people really have them, each on a minimal file the test writes."""
 
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ INTENSITY_PROPS = {
 MASKS = {"cell": "cell", "nuclei": "nucleus", "nucleus": "nucleus", "cyto": "cytoplasm", "cytoplasm": "cytoplasm",
          "nucleiring": "cytoplasm", "cellring": "membrane", "cytoring": "membrane"}
 _PROPS_LONGEST_FIRST = sorted(INTENSITY_PROPS, key=len, reverse=True)
-# What pandas' to_csv writes for an unnamed index (scimap issue 16): the row number, not a marker.
+# What pandas' to_csv writes for an unnamed index: the row number, not a marker.
 PANDAS_INDEX = re.compile(r"Unnamed: \d+")
 _MASK_SUFFIX = re.compile(r"^(?P<base>.+)_(?P<mask>[A-Za-z]+Mask)$")
 
