@@ -28,13 +28,13 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
 
-from cellspec_sc.display import NA_GREY, format_number, image_colours, short_name, wrapped
+from cellspec_sc.display import LABEL_LIMIT, NA_GREY, format_number, image_colours, short_name, wrapped
 from cellspec_sc.widgets import _compute as compute
 
 DPI = 100
 TITLE_WIDTH, LABEL_WIDTH = 60, 40  # characters per line of a title and of a colour bar's label
 _PNG_METADATA = {"Software": None}  # no tool URL inside the exported images
-MAX_LABEL = 80  # characters of a name drawn in a figure (the full name stays in the data and the page's text)
+MAX_LABEL = LABEL_LIMIT  # characters of a name drawn (the full name stays in the data and the page's text)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 

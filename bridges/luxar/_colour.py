@@ -29,6 +29,7 @@ from html import escape
 import numpy as np
 
 from cellspec_sc.display import (
+    LABEL_LIMIT,
     NA_COLOUR,
     UNCOLOURED,
     WINDOW_PERCENTILES,
@@ -38,6 +39,7 @@ from cellspec_sc.display import (
     hex_colour,
     lifted,
     robust_window,
+    short_name,
 )
 from cellspec_sc.errors import InputError
 
@@ -194,7 +196,23 @@ def legend_html(colouring: Colouring) -> str:
     if colouring.n_na:
         body += f"<div>{_swatch(NA_COLOUR)}NA ({format_number(colouring.n_na)})</div>"
     return (f'<div style="background:rgba(0,0,0,0.6);padding:6px 8px;font-size:12px;color:#eee">'
-            f"<b>{escape(colouring.title)}</b>{body}</div>")
+            f"<b>{drawn_name(colouring.title)}</b>{body}</div>")
+
+
+def drawn_name(text: str) -> str:
+    """``text`` as HTML, at most :data:`~cellspec_sc.display.LABEL_LIMIT` characters shown (shortened in the
+    middle) with the whole text as its tooltip.
+
+    >>> drawn_name("CD3e")
+    'CD3e'
+    >>> shown = drawn_name("m" * 100_000)
+    >>> len(shown) < 100_200 and shown.count("…") == 1 and shown.startswith('<span title="mmm')
+    True
+    """
+    text = str(text)
+    if len(text) <= LABEL_LIMIT:
+        return escape(text)
+    return f'<span title="{escape(text, quote=True)}">{escape(short_name(text, LABEL_LIMIT))}</span>'
 
 
 def _colour_bar(colouring: Colouring) -> str:
@@ -202,7 +220,7 @@ def _colour_bar(colouring: Colouring) -> str:
     stops = ", ".join(hex_colour(c) for c in colormap_rgb(colouring.colormap, np.linspace(0.0, 1.0, 17)))
     ticks = "".join(f'<td style="text-align:{align}">{format_number(v)}</td>'
                     for v, align in zip((lo, (lo + hi) / 2, hi), ("left", "center", "right"), strict=True))
-    unit = f"{escape(colouring.unit)}, " if colouring.unit else ""
+    unit = f"{drawn_name(colouring.unit)}, " if colouring.unit else ""
     return (f'<div class="colour-bar" style="height:12px;margin:4px 0 2px;background:linear-gradient(to right, '
             f'{stops})"></div><table style="width:100%;border-collapse:collapse;font-size:11px"><tr>{ticks}'
             f"</tr></table><div style=\"font-size:10px;color:#bbb\">{unit}{escape(colouring.colormap)}, window "
@@ -215,7 +233,7 @@ def _swatches(colouring: Colouring) -> str:
         return ""
     counts = np.bincount(colouring.codes[colouring.codes >= 0], minlength=len(colouring.categories))
     shown = np.flatnonzero(counts)
-    rows = [f"<div>{_swatch(colouring.palette[i])}{escape(colouring.categories[i])} "
+    rows = [f"<div>{_swatch(colouring.palette[i])}{drawn_name(colouring.categories[i])} "
             f"({format_number(int(counts[i]))})</div>" for i in shown[:LEGEND_ROWS]]
     if shown.size > LEGEND_ROWS:
         rows.append(f"<div>... {shown.size - LEGEND_ROWS} more</div>")

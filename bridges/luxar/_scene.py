@@ -48,6 +48,7 @@ from cellspec_sc.bridges.luxar._colour import (
     stored_scalars,
 )
 from cellspec_sc.bridges.luxar._input import SceneInput
+from cellspec_sc.display import LABEL_LIMIT, short_name
 from cellspec_sc.errors import InputError
 from cellspec_sc.io import image_outlines
 
@@ -180,8 +181,30 @@ class HiddenDims:
         from luxar import Dimension, Dimensions
 
         dims = [Dimension("x", unit="um", display=True), Dimension("y", unit="um", display=True)]
-        dims += [Dimension(name, unit="", categories=labels, display=False) for name, labels in self.categories.items()]
+        dims += [Dimension(name, unit="", categories=panel_labels(labels), display=False)
+                 for name, labels in self.categories.items()]
         return Dimensions(dims)
+
+
+def panel_labels(labels: list[str]) -> list[str]:
+    """Category labels as the viewer's panel shows them: at most ``LABEL_LIMIT`` characters (luxar refuses
+    longer than 1,024), shortened in the middle and kept distinct (the hover labels keep the whole text).
+
+    >>> panel_labels(["all", "a" * 100 + "1", "a" * 100 + "1b"])[1:] == ["a" * 39 + "…" + "a" * 39 + "1",
+    ...                                                                  "a" * 39 + "…" + "a" * 38 + "1b"]
+    True
+    >>> len(set(panel_labels(["x" * 90 + "1" + "y" * 40, "x" * 90 + "2" + "y" * 40])))
+    2
+    """
+    shown: list[str] = []
+    for label in labels:
+        short = short_name(label, LABEL_LIMIT)
+        k = 1
+        while short in shown:  # two long labels that differ only in their middle
+            k += 1
+            short = short_name(label, LABEL_LIMIT - len(f" ({k})")) + f" ({k})"
+        shown.append(short)
+    return shown
 
 
 def hidden_dims(geometry: Layout, colour_titles: list[str], category_dims: dict[str, list[str]]) -> HiddenDims:
@@ -548,7 +571,7 @@ class SceneBuilder:
     # -- overlays
     def add_overlays(self, title: str) -> None:
         scene = self.scene
-        scene.add_text(title, position=(0.08, 0.02), font_size=0.03, anchor="top-left",
+        scene.add_text(short_name(title, LABEL_LIMIT), position=(0.08, 0.02), font_size=0.03, anchor="top-left",
                        color="rgba(255,255,255,0.85)", name="title")
         for layer in self.layers:
             visible = {COLOUR_DIM: layer.index} if COLOUR_DIM in self.dims.categories else None
@@ -557,8 +580,9 @@ class SceneBuilder:
         if self.geometry.mode == "stack":
             for k, image in enumerate(self.geometry.image_ids):
                 dim = self.geometry.stack_dim
-                scene.add_text(f"{dim}: {image}", position=(0.08, 0.07), font_size=0.022, anchor="top-left",
-                               color="rgba(255,255,255,0.85)", name=f"image_name_{k}", visible_range={dim: k})
+                scene.add_text(short_name(f"{dim}: {image}", LABEL_LIMIT), position=(0.08, 0.07), font_size=0.022,
+                               anchor="top-left", color="rgba(255,255,255,0.85)", name=f"image_name_{k}",
+                               visible_range={dim: k})
         # the hover text sits under the title (and the stacked image's name), clear of the legend (top right),
         # the scale bar (bottom left) and the dimension panel (bottom centre)
         scene.add_text("{hover_label}", position=(0.08, HOVER_TOP), font_size=0.02, anchor="top-left", hover=True,

@@ -34,9 +34,10 @@ from cellspec_sc.display._colors import (
 from cellspec_sc.display._html import channels_html, overview_html, table_html
 from cellspec_sc.display._numbers import format_number
 from cellspec_sc.display._ranges import WINDOW_PERCENTILES, robust_window
-from cellspec_sc.display._text import short_name, wrapped
+from cellspec_sc.display._text import LABEL_LIMIT, short_name, wrapped
 
-__all__ = ["EMPTY", "NA_COLOUR", "NA_GREY", "OTHER_GREY", "STYLE_FIELD", "UNCOLOURED", "WINDOW_PERCENTILES",
+__all__ = ["EMPTY", "LABEL_LIMIT", "NA_COLOUR", "NA_GREY", "OTHER_GREY", "STYLE_FIELD", "UNCOLOURED",
+           "WINDOW_PERCENTILES",
            "CategoryStyle", "category_colour_map", "category_order", "category_rgb", "category_style",
            "channels_html", "dark_end_lift", "default_colours", "format_number", "hex_colour", "image_colours",
            "lifted", "natural_order", "overview_html", "present_labels", "relative_luminance", "robust_window",

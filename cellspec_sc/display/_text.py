@@ -15,6 +15,9 @@ from __future__ import annotations
 import textwrap
 
 NAME_LIMIT = 28  # characters of a name in a figure legend
+# characters of any name drawn (figure titles, Luxar legends and titles); the full text stays in the data and in
+# tooltips. Drawing every character of a 100,000-character marker name took minutes.
+LABEL_LIMIT = 80
 
 
 def short_name(name: str, limit: int = NAME_LIMIT) -> str:

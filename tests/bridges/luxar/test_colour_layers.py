@@ -3,6 +3,8 @@ linear light, NA in grey, one 'colour by' dimension with a legend per layer."""
 
 from __future__ import annotations
 
+import re
+
 import luxar
 import numpy as np
 import pandas as pd
@@ -129,3 +131,20 @@ def test_missing_classification_is_shown_as_na(tmp_path, x):
     na = [i for i, k in enumerate(node["keys"]) if k in (str(cells.loc[0, "cell_id"]), str(cells.loc[1, "cell_id"]))]
     assert [node["labels"][i].endswith("classification: NA") for i in na] == [True, True]
     np.testing.assert_allclose(node["colors"][na], [linear_rgb(NA_COLOUR)] * 2, atol=1 / 255)
+
+
+def test_long_names_are_shortened_in_the_legend_and_title_with_the_whole_name_in_the_tooltip(tmp_path):
+    long_class = "Tumour " + "x" * 100_000
+    x = cs.example(n_cells=60, n_images=1)
+    cells = x.cells.copy()
+    cells["classification"] = ["T cell" if i % 2 else long_class for i in range(len(cells))]
+    path = cs.to_luxar(x.replace(cells=cells), tmp_path / "s.luxar.zarr", layers=["category:classification"],
+                       title="slide " + "y" * 5_000)
+    root = zarr.open_group(str(path), mode="r")
+    html = dict(root["overlays/legend_category_classification"].attrs)["html"]
+    shown = re.sub(r"<[^>]*>", "\n", html)  # the text a reader sees, without the tags and their attributes
+    assert max(len(line) for line in shown.splitlines()) <= 80 + len(" (30)")
+    assert f'title="{long_class}"' in html  # the whole name, on hover
+    assert "T cell (30)" in shown
+    title = dict(root["overlays/title"].attrs)["text"]
+    assert len(title) == 80 and title.startswith("slide yyy") and "\u2026" in title
