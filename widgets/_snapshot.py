@@ -168,7 +168,7 @@ _SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\
 
 def _json_for_script(state: dict[str, Any]) -> str:
     r"""JSON text that cannot end or change its ``<script>`` element (``</script>``, ``<!--``) nor break a
-    JavaScript string (U+2028/2029): those characters as ``\uXXXX`` escapes, which JSON reads back as themselves.
+    JavaScript string (U+2028/2029): those characters as ``\u003c``-style escapes, which JSON reads back as themselves.
 
     >>> _json_for_script({"a": "</script><!--&\u2028"})
     '{"a": "\\u003c/script\\u003e\\u003c!--\\u0026\\u2028"}'

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from cellspec_sc._files import sha256_file
@@ -119,25 +119,35 @@ def read_manifest(directory: Path) -> dict[str, str]:
         raise ManifestInvalid(directory, MANIFEST, "file is missing")
     checked_relative(directory, DONE, DONE)
     checked_relative(directory, MANIFEST, MANIFEST)
-    recorded = read_bounded(done, directory, DONE, DONE_MAX_BYTES).decode("ascii", errors="replace").strip().lower()
+    done_text = read_bounded(done, directory, DONE, DONE_MAX_BYTES)
     raw = read_bounded(manifest, directory, MANIFEST, _manifest_bound(directory, manifest))
+    return manifest_entries(directory, done_text, raw,
+                            lambda name: checked_relative(directory, name, MANIFEST, must_exist=False))
+
+
+def manifest_entries(where: str | Path, done_text: bytes, raw: bytes,
+                     check_name: Callable[[str], object]) -> dict[str, str]:
+    """The entries {relative path: sha256} of the manifest bytes ``raw`` of the directory at ``where`` (a path or
+    a URL), after checking that ``done_text`` (DONE's bytes) holds their SHA-256; ``check_name`` refuses an
+    unsafe listed name. One reading of the format for local directories and object storage."""
+    recorded = done_text.decode("ascii", errors="replace").strip().lower()
     actual = hashlib.sha256(raw).hexdigest()
     if recorded != actual:
-        raise DoneMismatch(directory, DONE, f"holds {recorded[:64]!r} but MANIFEST.sha256 hashes to {actual}")
+        raise DoneMismatch(where, DONE, f"holds {recorded[:64]!r} but MANIFEST.sha256 hashes to {actual}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ManifestInvalid(directory, MANIFEST, f"not UTF-8 ({err})") from None
+        raise ManifestInvalid(where, MANIFEST, f"not UTF-8 ({err})") from None
     entries: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        name, digest = parse_manifest_line(line, MANIFEST, number, directory)
+        name, digest = parse_manifest_line(line, MANIFEST, number, where)
         if name in entries:
-            raise ManifestInvalid(directory, MANIFEST, f"line {number} lists {name!r} a second time")
+            raise ManifestInvalid(where, MANIFEST, f"line {number} lists {name!r} a second time")
         if name in (DONE, MANIFEST):
-            raise ManifestInvalid(directory, MANIFEST, f"line {number} lists {name!r}, which cannot list itself")
-        checked_relative(directory, name, MANIFEST, must_exist=False)
+            raise ManifestInvalid(where, MANIFEST, f"line {number} lists {name!r}, which cannot list itself")
+        check_name(name)
         entries[name] = digest
     return entries
 

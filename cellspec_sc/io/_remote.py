@@ -55,7 +55,7 @@ from cellspec_sc.io._manifest import (
     MANIFEST,
     METADATA,
     check_relative_name,
-    parse_manifest_line,
+    manifest_entries,
     read_manifest,
 )
 from cellspec_sc.io._metadata import JSON_TABLES, KNOWN_KEYS, frame_of_rows, parse_document
@@ -63,7 +63,6 @@ from cellspec_sc.io._parquet import check_row_counts
 from cellspec_sc.io._refusals import (
     ChangedSinceRead,
     ChecksumMismatch,
-    DoneMismatch,
     FileTooLarge,
     IncompleteDirectory,
     ListedFileMissing,
@@ -134,27 +133,9 @@ def read_entries(location: Location, present: Mapping[str, int], transfer: Trans
         raise IncompleteDirectory(url, DONE, detail)
     if MANIFEST not in present:
         raise ManifestInvalid(url, MANIFEST, "file is missing")
-    recorded = fetch_small(location, DONE, DONE_MAX_BYTES, transfer).decode("ascii", errors="replace").strip().lower()
+    done_text = fetch_small(location, DONE, DONE_MAX_BYTES, transfer)
     raw = fetch_small(location, MANIFEST, max(1, len(present)) * MANIFEST_LINE_MAX_BYTES, transfer)
-    actual = hashlib.sha256(raw).hexdigest()
-    if recorded != actual:
-        raise DoneMismatch(url, DONE, f"holds {recorded[:64]!r} but MANIFEST.sha256 hashes to {actual}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ManifestInvalid(url, MANIFEST, f"not UTF-8 ({err})") from None
-    entries: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        name, digest = parse_manifest_line(line, MANIFEST, number, url)
-        if name in entries:
-            raise ManifestInvalid(url, MANIFEST, f"line {number} lists {name!r} a second time")
-        if name in (DONE, MANIFEST):
-            raise ManifestInvalid(url, MANIFEST, f"line {number} lists {name!r}, which cannot list itself")
-        check_relative_name(url, name, MANIFEST)
-        entries[name] = digest
-    return entries
+    return manifest_entries(url, done_text, raw, lambda name: check_relative_name(url, name, MANIFEST))
 
 
 def check_present(url: str, entries: Mapping[str, str], present: Mapping[str, int]) -> None:

@@ -14,23 +14,9 @@ import cellspec_sc as cs
 from browser import browser_page
 from cellspec_sc.bridges.luxar import LuxarViewer
 from cellspec_sc.errors import CellspecError, ImageError
-from luxar_scenes import DECODER
+from luxar_scenes import DECODER, HINT, PROJECT, READY
 
 CD3 = "cell:CD3e:mean"
-HINT = "localStorage.setItem('luxar.controlRail.hintDismissed', '1')"
-READY = ("() => window.__luxarDebug && window.__luxarDebug.scene"
-         " && window.__luxarDebug.getPerf().timeline.milestones.initUpdateDone")
-# a scene position of a node -> its screen pixel, through the viewer's own camera
-PROJECT = """([name, points]) => {
-  const d = window.__luxarDebug; let node = null;
-  d.scene.traverse(o => { if (!node && o.name === name) node = o; });
-  if (!node) throw new Error('no node ' + name);
-  node.updateMatrixWorld(true);
-  return points.map(([x, y]) => {
-    const v = d.camera.position.clone().set(x, y, 0); node.localToWorld(v); v.project(d.camera);
-    return [(v.x + 1) / 2 * window.innerWidth, (1 - v.y) / 2 * window.innerHeight];
-  });
-}"""
 
 
 @pytest.fixture(scope="module")
