@@ -13,6 +13,7 @@ core-install test (tests/meta/test_wheel.py).
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import subprocess
@@ -116,7 +117,8 @@ def weight_table(extras: list[str], python: str = sys.executable) -> str:
             print(rows[-1], file=sys.stderr, flush=True)
     version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
                              text=True, check=True).stdout.strip()
-    head = (f"| install (Python {version}, Linux x86-64 wheels) | packages | MB on disk | of which it names |\n"
+    head = (f"| install (Python {version}, Linux x86-64 wheels, measured {datetime.date.today().isoformat()}) "
+            "| packages | MB on disk | of which it names |\n"
             "|---|---|---|---|")
     return "\n".join([head, *rows])
 
