@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import cellspec_sc as cs
-from cellspec_sc import docgen, errors
+from cellspec_sc import errors
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -199,6 +199,8 @@ def test_vocabulary_tables_follow_the_spec_text():
 
 
 def test_docs_tables_are_generated_from_the_vocabulary():
+    # docgen writes the checkout's docs tables: a checkout tool, left out of the installed package
+    docgen = pytest.importorskip("cellspec_sc.docgen", reason="docgen is a checkout tool, not installed")
     for name, text in docgen.render_all().items():
         on_disk = (ROOT / "docs" / name).read_text(encoding="utf-8")
         assert on_disk == text, f"docs/{name} is stale: run `python -m cellspec_sc.docgen`"
