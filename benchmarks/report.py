@@ -180,6 +180,9 @@ def _cohort_rows(documents: list[dict[str, Any]]) -> list[str]:
         for (one, two), document in ((p, d) for p, d in pairs if p[0]["step"] == step):
             goal = "information: the disk's ceiling" if step in ("bare_copy", "hashed_copy") else f">= {COHORT_GOAL}x"
             met = "—" if goal.startswith("information") else _met(two["speedup"] >= COHORT_GOAL)
+            if "server_cpu_s" in two:  # the local S3 server shares the cores with the workers
+                goal += (f" (S3 server CPU s, 1 / 2 workers: {_number(one.get('server_cpu_s'))} / "
+                         f"{_number(two['server_cpu_s'])})")
             if one["workers_restarted"] or two["workers_restarted"] or two.get("error"):
                 met = f"error: {two.get('error') or 'a worker restarted'}"[:100]
             lines.append(
