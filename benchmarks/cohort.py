@@ -2,7 +2,7 @@
 
     python -m benchmarks.cohort                     # 40 directories x 250,000 cells x 100 features (8 GB of float64)
     python -m benchmarks.cohort --quick --data DATA     # seconds; what the test suite runs
-    python -m benchmarks.cohort --steps summary,summary_from_bucket --data DATA   # from a local S3 server too
+    python -m benchmarks.cohort --directories 4 --steps summary,summary_from_bucket --data DATA  # and from S3
 
 Each step runs on a LocalCluster of 1 and on one of 2 single-threaded worker
 processes with ``--memory-limit`` each (3 GB by default: a worker holds far
