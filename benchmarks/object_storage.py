@@ -147,7 +147,7 @@ def info_ours(env: Env) -> Op:
         return {"transferred_bytes": transfer.bytes, "directory_bytes": transfer.total,
                 "transferred_share": transfer.bytes / transfer.total}
 
-    return Op(run, inspect=inspect)
+    return with_server_cpu(run, inspect)
 
 
 CASES = [

@@ -153,8 +153,26 @@ def _run_rows(documents: list[dict[str, Any]]) -> list[str]:
             f"| {_seconds(row.get('ours_min_s'), row.get('ours_median_s'))} | {row['baseline']} "
             f"| {_seconds(row.get('baseline_min_s'), row.get('baseline_median_s'))} "
             f"| {_mb(row.get('ours_peak_growth_bytes'))} / {_mb(row.get('baseline_peak_growth_bytes'))} "
-            f"| {row['goal']} | {met} | {' | '.join(_run_facts(document))} |")
+            f"| {row['goal']}{_run_extras(row)} | {met} | {' | '.join(_run_facts(document))} |")
     return lines
+
+
+def _run_extras(row: dict[str, Any]) -> str:
+    """What a row measured beside time and memory: the share of a directory transferred, a local server's CPU.
+
+    >>> _run_extras({"transferred_bytes": 61_457, "directory_bytes": 166_037_383, "transferred_share": 0.00037})
+    ' (transferred 61,457 of 166,037,383 bytes: 0.037%)'
+    >>> _run_extras({"ours_server_cpu_s": 8.9, "baseline_server_cpu_s": 10.8})
+    ' (S3 server CPU s, ours / baseline: 8.9 / 10.8)'
+    """
+    extras = []
+    if row.get("transferred_share") is not None:
+        extras.append(f"transferred {row['transferred_bytes']:,} of {row['directory_bytes']:,} bytes: "
+                      f"{100 * row['transferred_share']:.2g}%")
+    if "ours_server_cpu_s" in row or "baseline_server_cpu_s" in row:
+        extras.append(f"S3 server CPU s, ours / baseline: {_number(row.get('ours_server_cpu_s'))} / "
+                      f"{_number(row.get('baseline_server_cpu_s'))}")
+    return f" ({'; '.join(extras)})" if extras else ""
 
 
 def _cohort_pairs(document: dict[str, Any]) -> Iterable[tuple[dict[str, Any], dict[str, Any]]]:
