@@ -2,6 +2,7 @@
 
     python -m benchmarks.cohort                     # 40 directories x 250,000 cells x 100 features (8 GB of float64)
     python -m benchmarks.cohort --quick --data DATA     # seconds; what the test suite runs
+    python -m benchmarks.cohort --directories 4 --steps summary,summary_from_bucket --data DATA  # and from S3
 
 Each step runs on a LocalCluster of 1 and on one of 2 single-threaded worker
 processes with ``--memory-limit`` each (3 GB by default: a worker holds far
@@ -31,6 +32,15 @@ the peak RSS of every worker process and of the client (sampled every 20 ms in
 a thread), whether a worker was restarted or killed (its pid or address
 changed) and, on the 2-worker rows, the speedup over 1 worker (goal >= 1.7).
 The cohort is written once under ``--data`` and reused.
+
+The step ``summary_from_bucket`` (not run by default: it needs s3fs and moto) is ``summary`` on the same cohort
+uploaded (once, untimed) to a bucket of a local S3 server, moto's server mode in a process of its own
+(:func:`benchmarks.object_storage.start_server`), opened from its URLs with ``storage_options``: the workers
+fetch every member from the server (each file streamed and hashed once, the row groups by ranged reads).
+The server runs on the same cores as the workers, so its row also records the CPU seconds the server
+process spent during the step (``server_cpu_s``, also in the machine's): on a 2-core machine 2 workers and
+the server share two cores, where 1 worker and the server have one each, so the speedup is judged beside
+``summary``'s on the local disk in the same run (``--steps summary,summary_from_bucket``).
 
 The last step, ``bare_copy``, is the machine's ceiling for write_dataset's
 speedup: the same source row groups copied to new Parquet files with pyarrow
@@ -74,8 +84,10 @@ from .machine import cpu_seconds_since_boot, steal_seconds
 ROOT = Path(__file__).resolve().parent.parent
 FULL = {"directories": 40, "cells": 250_000, "features": 100, "memory_limit": "3GB"}
 QUICK = {"directories": 4, "cells": 3_000, "features": 12, "memory_limit": "1GB"}
-STEPS = ("validate", "summary", "write_dataset", "bare_copy", "hashed_copy")
-GOAL_STEPS = ("validate", "summary", "write_dataset")  # the copies are ceilings, not goals
+STEPS = ("validate", "summary", "write_dataset", "bare_copy", "hashed_copy", "summary_from_bucket")
+DEFAULT_STEPS = STEPS[:-1]  # the bucket's step needs s3fs and moto: asked for by name
+GOAL_STEPS = ("validate", "summary", "write_dataset", "summary_from_bucket")  # the copies are ceilings, not goals
+BUCKET_STEPS = ("summary_from_bucket",)
 COPIES = ("bare_copy", "hashed_copy")
 SPEEDUP_GOAL = 1.7
 
@@ -91,7 +103,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="set in every worker process before it starts (dask's nanny pre-spawn environment), for "
                         "both worker counts alike; repeatable. E.g. MIMALLOC_PURGE_DECOMMITS=0")
     p.add_argument("--workers", default="1,2", help="worker counts to compare, comma separated")
-    p.add_argument("--steps", default=",".join(STEPS), help="steps to time, comma separated (default: all)")
+    p.add_argument("--steps", default=",".join(DEFAULT_STEPS),
+                   help=f"steps to time, comma separated (default: all but {', '.join(BUCKET_STEPS)})")
     p.add_argument("--repeat", type=int, default=1, help="runs per (step, workers), in turn; the fastest is kept")
     p.add_argument("--data", type=Path, default=ROOT / "benchmarks" / ".data", help="where the cohort is written")
     p.add_argument("--json", type=Path, default=None, help="JSON output (default: DATA/cohort-results.json)")
@@ -122,6 +135,43 @@ def prepare(data: Path, directories: int, cells: int, features: int) -> list[Pat
     write_example_cohort(root, directories, n_cells=cells, n_features=features, n_images=2)
     (root / "COMPLETE").write_text("")
     return paths
+
+
+class Bucket:
+    """The cohort in a bucket of a local S3 server started by this process (uploaded once): its URLs and
+    storage options, and the server's CPU seconds so far."""
+
+    def __init__(self, paths: list[Path]):
+        import boto3
+        import fsspec
+
+        from .object_storage import start_server
+
+        self.options = start_server()
+        endpoint = self.options["client_kwargs"]["endpoint_url"]
+        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=self.options["key"],
+                     aws_secret_access_key=self.options["secret"]).create_bucket(Bucket="cohort")
+        fs = fsspec.filesystem("s3", **self.options)
+        self.urls = [f"s3://cohort/{folder.name}" for folder in paths]
+        for folder, url in zip(paths, self.urls, strict=True):
+            for path in sorted(folder.iterdir()):
+                _put_with_retries(fs, path, f"{url}/{path.name}")
+
+    @staticmethod
+    def server_cpu_seconds() -> float:
+        from .object_storage import server_cpu_seconds
+
+        return server_cpu_seconds()
+
+
+def _put_with_retries(fs: Any, path: Path, url: str) -> None:
+    for attempt in range(3):  # moto's server loses a multipart upload now and then under load
+        try:
+            fs.put_file(str(path), url)
+            return
+        except FileNotFoundError:
+            if attempt == 2:
+                raise
 
 
 class PeakRss:
@@ -179,6 +229,13 @@ def _warm_up() -> bool:
     from cellspec_sc.cohort import _dataset, _summary, _validate  # noqa: F401
 
     return cs.validate(cs.example()).ok
+
+
+def _warm_up_store(url: str, storage_options: dict[str, Any]) -> int:
+    """Run on each worker: import the store's client and open a connection to it (lists a prefix)."""
+    import fsspec
+
+    return len(fsspec.filesystem("s3", **storage_options).ls(url, refresh=True))
 
 
 def _cpu_seconds() -> float:
@@ -328,7 +385,7 @@ def disk_floor(scratch: Path, size: int, writers: int) -> dict[str, Any]:
 
 
 def timed_run(workers: int, memory_limit: str, cohort: Any, step: str, paths: list[Path],
-              data: Path, worker_env: dict[str, str] | None = None) -> dict[str, Any]:
+              data: Path, worker_env: dict[str, str] | None = None, server: Any = None) -> dict[str, Any]:
     """One timed run of ``step`` on a LocalCluster of its own (started and warmed up before the clock starts,
     closed after; ``worker_env`` added to the environment its worker processes start with), the disk settled
     first (:func:`settle`)."""
@@ -341,15 +398,19 @@ def timed_run(workers: int, memory_limit: str, cohort: Any, step: str, paths: li
                        dashboard_address=None) as cluster,
           Client(cluster, set_as_default=False) as client):
         client.run(_warm_up)  # imports and first-call caches of every worker, untimed
+        if server is not None:
+            client.run(_warm_up_store, server.urls[0], server.options)
         waited = settle(paths, data)
-        row = run_step(client, cohort, step, data / "cohort-scratch")
+        row = run_step(client, cohort, step, data / "cohort-scratch", server)
     row["disk_wait_s"] = waited
     return row
 
 
-def run_step(client: Any, cohort: Any, step: str, scratch: Path) -> dict[str, Any]:
-    """Time one step on ``client``; peaks of every worker and of the client; CPU of the workers; restarts."""
+def run_step(client: Any, cohort: Any, step: str, scratch: Path, server: Any = None) -> dict[str, Any]:
+    """Time one step on ``client``; peaks of every worker and of the client; CPU of the workers (and of the
+    local S3 server, when ``server`` is the :class:`Bucket` the step reads from); restarts."""
     before = client.run(_start_sampler)
+    server_before = server.server_cpu_seconds() if server is not None else math.nan
     cpu_before = client.run(_cpu_seconds)
     client_peak = PeakRss()
     machine_before, stolen_before = _machine_cpu_seconds(), steal_seconds()
@@ -359,7 +420,7 @@ def run_step(client: Any, cohort: Any, step: str, scratch: Path) -> dict[str, An
         if step == "validate":
             report = cohort.validate(client, progress=False)
             error = None if report.ok else report.format()[:300]
-        elif step == "summary":
+        elif step in ("summary", *BUCKET_STEPS):
             cohort.summary(client, progress=False)
         elif step in COPIES:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -371,6 +432,7 @@ def run_step(client: Any, cohort: Any, step: str, scratch: Path) -> dict[str, An
         error = f"{type(err).__name__}: {str(err)[:300]}"
     seconds = time.perf_counter() - started
     machine, stolen = _machine_cpu_seconds() - machine_before, steal_seconds() - stolen_before
+    server_cpu = server.server_cpu_seconds() - server_before if server is not None else None
     cpu = sum(client.run(_cpu_seconds).values()) - sum(cpu_before.values())
     peaks = client.run(_read_sampler)
     written = sum(f.stat().st_size for f in scratch.rglob("*") if f.is_file()) if scratch.is_dir() else 0
@@ -382,6 +444,8 @@ def run_step(client: Any, cohort: Any, step: str, scratch: Path) -> dict[str, An
            "workers_restarted": len(restarted) // 2}
     if step in ("write_dataset", *COPIES):
         row["bytes_written"] = written
+    if server_cpu is not None:
+        row["server_cpu_s"] = server_cpu
     if error:
         row["error"] = error
     return row
@@ -390,15 +454,21 @@ def run_step(client: Any, cohort: Any, step: str, scratch: Path) -> dict[str, An
 def run_all(args: argparse.Namespace, paths: list[Path]) -> list[dict[str, Any]]:
     import cellspec_sc as cs
 
+    steps = args.steps.split(",")
     cohort = cs.open_cohort(paths)
+    bucket = Bucket(paths) if set(steps) & set(BUCKET_STEPS) else None
+    from_bucket = cs.open_cohort(bucket.urls, storage_options=bucket.options) if bucket else None
     counts = [int(w) for w in args.workers.split(",")]
     rows = []
-    for step in args.steps.split(","):
+    for step in steps:
+        on_bucket = step in BUCKET_STEPS
         runs: dict[int, list[dict[str, Any]]] = {w: [] for w in counts}
         for _ in range(args.repeat):
             for workers in counts:  # 1 worker, then 2, then (with --repeat) 1 again...
-                runs[workers].append(timed_run(workers, args.memory_limit, cohort, step, paths, args.data,
-                                               dict(item.split("=", 1) for item in args.worker_env)))
+                runs[workers].append(timed_run(workers, args.memory_limit, from_bucket if on_bucket else cohort,
+                                               step, paths, args.data,
+                                               dict(item.split("=", 1) for item in args.worker_env),
+                                               bucket if on_bucket else None))
         for workers in counts:
             row = min(runs[workers], key=lambda r: (bool(r.get("error")), r["seconds"]))
             row.update(workers=workers, directories=len(paths), cells=cohort.n_cells,
@@ -422,8 +492,13 @@ def _mb(value: float) -> str:
     return f"{value / 2**20:,.0f}"
 
 
+def _server_cpu(row: dict[str, Any]) -> str:
+    return f"{row['server_cpu_s']:.3g}" if "server_cpu_s" in row else "—"
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     head = ("| step | workers | directories x cells x features | s | worker CPU s | machine CPU s | stolen CPU s "
+            "| S3 server CPU s "
             "| cells/s "
             "| peak MB per worker "
             "| peak MB client "
@@ -436,7 +511,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['step']} | {r['workers']} | {r['directories']} x {r['cells'] // r['directories']:,} x "
                      f"{r['features']} | {r['seconds']:.3g} | {r.get('worker_cpu_s', math.nan):.3g} | "
                      f"{r.get('machine_cpu_s', math.nan):.3g} | {r.get('stolen_cpu_s', math.nan):.3g} | "
-                     f"{r['cells_per_s']:,.0f} | "
+                     f"{_server_cpu(r)} | {r['cells_per_s']:,.0f} | "
                      f"{' / '.join(_mb(p) for p in r['worker_peak_bytes'])} | {_mb(r['client_peak_bytes'])} | "
                      f"{r['workers_restarted']} | {speedup} |")
     return "\n".join(lines)

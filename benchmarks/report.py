@@ -153,8 +153,26 @@ def _run_rows(documents: list[dict[str, Any]]) -> list[str]:
             f"| {_seconds(row.get('ours_min_s'), row.get('ours_median_s'))} | {row['baseline']} "
             f"| {_seconds(row.get('baseline_min_s'), row.get('baseline_median_s'))} "
             f"| {_mb(row.get('ours_peak_growth_bytes'))} / {_mb(row.get('baseline_peak_growth_bytes'))} "
-            f"| {row['goal']} | {met} | {' | '.join(_run_facts(document))} |")
+            f"| {row['goal']}{_run_extras(row)} | {met} | {' | '.join(_run_facts(document))} |")
     return lines
+
+
+def _run_extras(row: dict[str, Any]) -> str:
+    """What a row measured beside time and memory: the share of a directory transferred, a local server's CPU.
+
+    >>> _run_extras({"transferred_bytes": 61_457, "directory_bytes": 166_037_383, "transferred_share": 0.00037})
+    ' (transferred 61,457 of 166,037,383 bytes: 0.037%)'
+    >>> _run_extras({"ours_server_cpu_s": 8.9, "baseline_server_cpu_s": 10.8})
+    ' (S3 server CPU s, ours / baseline: 8.9 / 10.8)'
+    """
+    extras = []
+    if row.get("transferred_share") is not None:
+        extras.append(f"transferred {row['transferred_bytes']:,} of {row['directory_bytes']:,} bytes: "
+                      f"{100 * row['transferred_share']:.2g}%")
+    if "ours_server_cpu_s" in row or "baseline_server_cpu_s" in row:
+        extras.append(f"S3 server CPU s, ours / baseline: {_number(row.get('ours_server_cpu_s'))} / "
+                      f"{_number(row.get('baseline_server_cpu_s'))}")
+    return f" ({'; '.join(extras)})" if extras else ""
 
 
 def _cohort_pairs(document: dict[str, Any]) -> Iterable[tuple[dict[str, Any], dict[str, Any]]]:
@@ -180,6 +198,9 @@ def _cohort_rows(documents: list[dict[str, Any]]) -> list[str]:
         for (one, two), document in ((p, d) for p, d in pairs if p[0]["step"] == step):
             goal = "information: the disk's ceiling" if step in ("bare_copy", "hashed_copy") else f">= {COHORT_GOAL}x"
             met = "—" if goal.startswith("information") else _met(two["speedup"] >= COHORT_GOAL)
+            if "server_cpu_s" in two:  # the local S3 server shares the cores with the workers
+                goal += (f" (S3 server CPU s, 1 / 2 workers: {_number(one.get('server_cpu_s'))} / "
+                         f"{_number(two['server_cpu_s'])})")
             if one["workers_restarted"] or two["workers_restarted"] or two.get("error"):
                 met = f"error: {two.get('error') or 'a worker restarted'}"[:100]
             lines.append(

@@ -94,6 +94,8 @@ def make_row(case: Case, n: int, f: int, big: bool, ours: dict[str, Any], base: 
         row[f"{side}_cpu_times_s"] = r.get("cpu_times") or []
         row[f"{side}_load_before"] = r.get("load_before") or []
         row[f"{side}_free_gb_before"] = [round(b / 2**30, 2) for b in r.get("free_bytes_before") or []]
+        if "server_cpu_s" in r:  # a case against a local server: the server's CPU seconds (first repetition)
+            row[f"{side}_server_cpu_s"] = r["server_cpu_s"]
     for key in ("object_bytes", "matrix_bytes", "scene_bytes", "transferred_bytes", "directory_bytes",
                 "transferred_share"):
         row[key] = ours.get(key) or base.get(key)

@@ -267,7 +267,9 @@ print(format_header(read_header(url, options)).splitlines()[1])
 ```
 
 - **Reading.** The prefix is listed once; `DONE` and `MANIFEST.sha256` are checked as on disk; every
-  listed file is fetched once, in ranged reads of {piece} MiB (four in flight), and SHA-256 is fed each piece as it
+  listed file is fetched once, in the ranged reads the store client fetches a whole object with (s3fs: its
+  `default_block_size` of 50 MiB, `max_concurrency` 10 in flight, both settable in `storage_options`;
+  else {piece} MiB, four in flight), and SHA-256 is fed each piece as it
   arrives: no second read, and nothing is written to a local disk (the files are decoded from memory by
   the same readers, so a read holds the compressed files and the matrix at once). Every refusal of a
   local read applies, naming the URL. `read(url, lazy=True)` is refused: open the directory with

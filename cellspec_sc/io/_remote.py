@@ -28,8 +28,9 @@ import contextlib
 import hashlib
 import json
 import shutil
+from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,9 @@ from cellspec_sc.io._storage import FetchedFile, Location, Transfer, storage_cal
 from cellspec_sc.model import CellSpec, HandedOver, sealed
 
 UPLOAD_CLAIM = ".cellspec-upload"  # the claim of an upload in progress: the JSON list of what it may leave
-PIECE = 32 << 20  # bytes per ranged read while streaming a file
-PIECES_IN_FLIGHT = 4
+PIECE = 32 << 20  # bytes per ranged read while streaming a file, for a store client that names no block size
+PIECES_IN_FLIGHT = 4  # ranged reads in flight per file, for a store client that names no concurrency
+IN_FLIGHT_BYTES = 512 << 20  # at most this much of one file fetched ahead of the hashing
 FETCH_THREADS = 4
 
 
@@ -187,35 +189,76 @@ def fetch_listed(location: Location, name: str, digest: str, size: int, transfer
     pieces before it are not)."""
     if max_bytes is not None and size > max_bytes:
         raise FileTooLarge(location.url, name, f"is {size} bytes; the limit for this file is {max_bytes} bytes")
-    buffer = bytearray(size)
+    kept: dict[str, Any] = {}
 
     def keep(start: int, piece: bytes) -> None:
-        buffer[start:start + len(piece)] = piece
+        if start == 0 and len(piece) == size:  # fetched in one piece: kept as it came, not copied
+            kept["data"] = piece
+            return
+        if "data" not in kept:
+            kept["data"] = bytearray(size)
+        kept["data"][start:start + len(piece)] = piece
 
     stream_checked(location, name, digest, size, transfer, keep)
-    return FetchedFile(name, pa.py_buffer(buffer))
+    return FetchedFile(name, pa.py_buffer(kept.get("data", b"")))
 
 
 def stream_checked(location: Location, name: str, digest: str, size: int, transfer: Transfer,
                    each: Callable[[int, bytes], None] | None = None) -> None:
     """Fetch the object ``name`` of ``size`` bytes in ranged pieces, hash each as it arrives and hand it to
-    ``each(offset, piece)``; ChecksumMismatch when the whole does not hash to ``digest``."""
+    ``each(offset, piece)``; ChecksumMismatch when the whole does not hash to ``digest``.
+
+    The pieces are the store client's own transfer plan (:func:`piece_plan`), a bounded window of them in
+    flight, hashed in file order as they come."""
     url, fs = location.child(name), location.fs
     hasher = hashlib.sha256()
+    piece, in_flight = piece_plan(fs)
 
     def fetch(start: int) -> tuple[int, int, bytes]:
-        end = min(size, start + PIECE)
-        piece = storage_call(url, f"reading {name} (bytes {start}-{end})", lambda: _range(fs, url, start, end))
-        return start, end, piece
+        end = min(size, start + piece)
+        data = storage_call(url, f"reading {name} (bytes {start}-{end})", lambda: _range(fs, url, start, end))
+        return start, end, data
 
-    # a few ranged reads in flight (what gives a store its throughput), hashed in file order as they come
-    with ThreadPoolExecutor(PIECES_IN_FLIGHT, thread_name_prefix="cellspec-piece") as pool:
-        pieces = pool.map(fetch, range(0, size, PIECE)) if size > PIECE else map(fetch, range(0, size, PIECE))
-        for start, end, piece in pieces:
-            _take_piece(location, name, size, start, end, piece, hasher, transfer, each)
+    starts = range(0, size, piece)
+    if len(starts) <= 1 or in_flight <= 1:
+        for start in starts:
+            _take_piece(location, name, size, *fetch(start), hasher, transfer, each)
+    else:
+        with ThreadPoolExecutor(min(in_flight, len(starts)), thread_name_prefix="cellspec-piece") as pool:
+            window: deque[Future[tuple[int, int, bytes]]] = deque()
+            try:
+                for start in starts:
+                    window.append(pool.submit(fetch, start))
+                    if len(window) >= in_flight:
+                        _take_piece(location, name, size, *window.popleft().result(), hasher, transfer, each)
+                while window:
+                    _take_piece(location, name, size, *window.popleft().result(), hasher, transfer, each)
+            except BaseException:
+                for future in window:
+                    future.cancel()
+                raise
     actual = hasher.hexdigest()
     if actual != digest:
         raise ChecksumMismatch(location.url, name, f"SHA-256 is {actual}, MANIFEST.sha256 records {digest}")
+
+
+def piece_plan(fs: Any) -> tuple[int, int]:
+    """(bytes per ranged read, reads in flight) when streaming one file from ``fs``: the store client's own
+    block size and concurrency where it names them (s3fs: ``default_block_size`` 50 MiB and
+    ``max_concurrency`` 10, what its ``cat_file`` fetches a whole object with; both can be set in
+    ``storage_options``), else :data:`PIECE` and :data:`PIECES_IN_FLIGHT`; at most
+    :data:`IN_FLIGHT_BYTES` in flight.
+
+    >>> class Store:
+    ...     default_block_size, max_concurrency = 50 << 20, 10
+    >>> piece_plan(Store())
+    (52428800, 10)
+    >>> piece_plan(object()) == (PIECE, PIECES_IN_FLIGHT)
+    True
+    """
+    piece = int(getattr(fs, "default_block_size", None) or PIECE)
+    in_flight = int(getattr(fs, "max_concurrency", None) or PIECES_IN_FLIGHT)
+    return piece, max(1, min(in_flight, IN_FLIGHT_BYTES // piece))
 
 
 def _take_piece(location: Location, name: str, size: int, start: int, end: int, piece: bytes, hasher: Any,

@@ -66,7 +66,7 @@ def test_the_bucket_holds_exactly_the_files_of_the_local_directory_with_the_same
 
 
 def test_each_file_is_fetched_once_and_hashed_as_it_streams(s3, monkeypatch):
-    monkeypatch.setattr("cellspec_sc.io._remote.PIECE", 4096)  # many pieces per file
+    monkeypatch.setattr("cellspec_sc.io._remote.piece_plan", lambda fs: (4096, 4))  # many pieces per file
     x = cs.example(2, n_cells=2000)
     url = url_in(s3)
     cs.write(x, url, storage_options=s3.options)
@@ -79,6 +79,37 @@ def test_each_file_is_fetched_once_and_hashed_as_it_streams(s3, monkeypatch):
     once = sum(sizes.values())
     assert transfer.bytes == once
     assert transfer.requests > sizes["cells.parquet"] // 4096
+
+
+def test_the_pieces_follow_the_store_clients_block_size_and_concurrency_from_storage_options(s3, monkeypatch):
+    import cellspec_sc.io._remote as remote
+
+    x = cs.example(2, n_cells=2000)
+    url = url_in(s3)
+    cs.write(x, url, storage_options=s3.options)
+    bucket, key = bucket_and_key(url)
+    sizes = {o["Key"].rsplit("/", 1)[1]: o["Size"]
+             for o in s3.client().list_objects_v2(Bucket=bucket, Prefix=key + "/")["Contents"]}
+    fetching, most, lock, fetch = [0], [0], threading.Lock(), remote._range
+
+    def counted(*args):
+        with lock:
+            fetching[0] += 1
+            most[0] = max(most[0], fetching[0])
+        try:
+            return fetch(*args)
+        finally:
+            with lock:
+                fetching[0] -= 1
+
+    monkeypatch.setattr(remote, "_range", counted)
+    monkeypatch.setattr(remote, "FETCH_THREADS", 1)  # one file at a time: what is in flight is one file's
+    transfer = Transfer()
+    options = {**s3.options, "default_block_size": 4096, "max_concurrency": 3}
+    assert read_remote(url, options, transfer=transfer).equals(x)
+    listed = [n for n in sizes if n not in ("DONE", "MANIFEST.sha256")]
+    assert transfer.requests == 2 + sum(-(-sizes[n] // 4096) for n in listed)  # DONE and the manifest: one each
+    assert transfer.bytes == sum(sizes.values()) and 1 <= most[0] <= 3
 
 
 def test_a_changed_byte_in_the_bucket_is_refused_naming_the_file(s3):
@@ -271,7 +302,7 @@ def test_a_server_stopped_mid_read_fails_within_bounded_time():
 
         import cellspec_sc.io._remote as remote
 
-        remote_piece, remote.PIECE = remote.PIECE, 64 * 1024
+        plan, remote.piece_plan = remote.piece_plan, lambda fs: (64 * 1024, 4)
         try:
             reader = threading.Thread(target=read)
             reader.start()
@@ -279,7 +310,7 @@ def test_a_server_stopped_mid_read_fails_within_bounded_time():
                 time.sleep(0.001)
         finally:
             server.stop()
-            remote.PIECE = remote_piece
+            remote.piece_plan = plan
         started = time.monotonic()
         reader.join(120)
         assert not reader.is_alive()

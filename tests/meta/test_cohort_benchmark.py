@@ -77,7 +77,7 @@ def test_disk_idle_waits_at_most_its_limit_and_not_at_all_without_device_statist
 def test_worker_env_reaches_every_worker_before_it_starts_beside_dasks_own(monkeypatch, tmp_path):
     import benchmarks.cohort as bench
 
-    def environment(client, cohort, step, scratch):
+    def environment(client, cohort, step, scratch, server=None):
         return {"seen": sorted(client.run(lambda: (os.environ.get("CELLSPEC_BENCH_PROBE"),
                                                    os.environ.get("MALLOC_TRIM_THRESHOLD_"))).values())}
 
@@ -87,3 +87,20 @@ def test_worker_env_reaches_every_worker_before_it_starts_beside_dasks_own(monke
     assert bench.parse_args(["--worker-env", "X=1=2"]).worker_env == ["X=1=2"]
     with pytest.raises(SystemExit):
         bench.parse_args(["--worker-env", "NOEQUALS"])
+
+
+def test_quick_summary_from_a_bucket_reports_the_local_s3_servers_cpu_beside_the_workers(tmp_path):
+    pytest.importorskip("moto")
+    out = tmp_path / "cohort.json"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.cohort", "--quick", "--steps", "summary_from_bucket",
+                           "--data", str(tmp_path / "data"), "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["step"], r["workers"]) for r in rows] == [("summary_from_bucket", 1), ("summary_from_bucket", 2)]
+    for row in rows:
+        assert "error" not in row and row["workers_restarted"] == 0 and row["cells"] == 4 * 3_000
+        # the server answered every member's requests: it spent CPU, counted among the machine's
+        assert 0 < row["server_cpu_s"] <= row["machine_cpu_s"] + 0.1
+    assert rows[1]["goal_met"] in (True, False) and math.isfinite(rows[1]["speedup"])
+    assert_renders_in_results_page(out, "| summary_from_bucket |", "S3 server CPU s, 1 / 2 workers")

@@ -37,6 +37,8 @@ def test_quick_run_writes_every_row_with_finite_times_and_ratios(tmp_path):
         assert math.isclose(row["ratio"], row["ours_min_s"] / row["baseline_min_s"])
         assert row["ours_peak_bytes"] > 0 and row["baseline_peak_bytes"] > 0
         assert row["goal_met"] in (True, False, None) and row["goal"]
+    for row in (r for r in rows if "from S3" in r["operation"]):  # the local server's CPU, each side
+        assert row["ours_server_cpu_s"] > 0 and row["baseline_server_cpu_s"] > 0, row
     read = next(r for r in rows if r["operation"] == "directory read")
     assert read["object_bytes"] >= 2000 * 24 * 8 and read["matrix_bytes"] == 2000 * 24 * 8
     table = (tmp_path / "table.md").read_text()
