@@ -253,9 +253,10 @@ class RemoteFile:
     def name(self) -> str:
         return self.url.rsplit("/", 1)[-1]
 
-    def open(self) -> Any:
+    def open(self, **options: Any) -> Any:
+        """A file object for ranged reads; ``options`` go to the store's ``open`` (e.g. ``cache_type``)."""
         location = Location.of(self.url, self.storage_options)
-        return storage_call(self.url, "opening", lambda: location.fs.open(self.url, "rb"))
+        return storage_call(self.url, "opening", lambda: location.fs.open(self.url, "rb", **options))
 
 
 def readable(path: Any) -> Any:

@@ -124,3 +124,4 @@ def test_write_dataset_to_a_bucket_read_by_duckdb_and_polars_from_the_same_url(s
     assert frame.row(0) == (len(truth), pytest.approx(float(np.nansum(truth["v"])), rel=1e-12))
     with pytest.raises(CohortError, match="is a cohort dataset"):
         cs.open_cohort(url, storage_options=s3.options)
+
