@@ -95,7 +95,7 @@ def make_row(case: Case, n: int, f: int, big: bool, ours: dict[str, Any], base: 
         row[f"{side}_load_before"] = r.get("load_before") or []
         row[f"{side}_free_gb_before"] = [round(b / 2**30, 2) for b in r.get("free_bytes_before") or []]
     for key in ("object_bytes", "matrix_bytes", "scene_bytes", "transferred_bytes", "directory_bytes",
-                "transferred_share"):
+                "transferred_share", "image_bytes"):
         row[key] = ours.get(key) or base.get(key)
     row["ratio"] = row["ours_min_s"] / row["baseline_min_s"] if row["baseline_min_s"] else math.nan
     row["cpu_ratio"] = row["ours_cpu_min_s"] / row["baseline_cpu_min_s"] if row["baseline_cpu_min_s"] else math.nan

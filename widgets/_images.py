@@ -63,8 +63,8 @@ def channel_view(data: PreviewData, image_id: str, image: Image, channels: Seque
     small, _ = read_downsampled(image, THUMBNAIL_SIDE, region_px)
     thumbnails = tuple((name, windowed(plane)) for name, plane in zip(image.channel_names, small, strict=True))
     chosen = [image.channel(c) for c in channels]
-    pixels, covered = read_downsampled(image, COMPOSITE_SIDE, region_px)
-    rgb = composite(pixels[chosen])
+    pixels, covered = read_downsampled(image, COMPOSITE_SIDE, region_px, channels=chosen)
+    rgb = composite(pixels)
     box = (covered[0] * ps_x, covered[1] * ps_y, covered[2] * ps_x, covered[3] * ps_y)
     rows = data.rows(image_id)
     cells = x.cells.iloc[rows]
