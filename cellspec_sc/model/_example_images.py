@@ -139,7 +139,7 @@ class LevelFiles:
     top level, are halved on their way down, and each level's rows are appended to a scratch file of its own
     (``<folder>/c<channel>-l<level>.raw``), read back a strip at a time when that level is written."""
 
-    def __init__(self, folder: Path, shapes: list[tuple[int, int]], channels: int):
+    def __init__(self, folder: Path, shapes: list[tuple[int, int]]):
         self.folder, self.shapes = folder, shapes
         folder.mkdir(parents=True, exist_ok=True)
         self._channel = -1
@@ -209,7 +209,7 @@ def write_ome_tiff(path: Path, discs: Discs, shape: tuple[int, int, int], channe
                 "Channel": {"Name": list(channel_names)}, "PhysicalSizeX": discs.pixel_size,
                 "PhysicalSizeXUnit": "µm", "PhysicalSizeY": discs.pixel_size, "PhysicalSizeYUnit": "µm"}
     partial = path.with_name(f".{path.name}.partial")
-    levels = LevelFiles(path.with_name(f".{path.name}.levels"), shapes, channels)
+    levels = LevelFiles(path.with_name(f".{path.name}.levels"), shapes)
     pixels = channels * sum(h * w for h, w in shapes)
     try:
         with progress(pixels, f"drawing {path.name}", unit="px", size=pixels) as bar, \
