@@ -1,5 +1,5 @@
 """Images beside the cells: opening a slide-size OME-TIFF, the preview, a Luxar image layer and the SpatialData
-image element, each beside the same work without the image.
+image element, each beside the same work without the image (``python -m benchmarks.run --only image:``).
 
 The input is its own slide: ``example(n_cells=n, n_images=1, image_dir=..., image_compression=None)``, all cells
 in one image with its four channels (DAPI, CD3e, Pan-Cytokeratin, FOXP3) as an uncompressed, tiled, pyramidal
@@ -173,19 +173,19 @@ def verify_baseline(env: Env) -> Op:
 
 
 CASES = [
-    Case("open_image (pyramidal OME-TIFF)", "tifffile.TiffFile + OME-XML parsed", open_ours, open_baseline,
+    Case("image: open_image (pyramidal OME-TIFF)", "tifffile.TiffFile + OME-XML parsed", open_ours, open_baseline,
          "< 0.5 s", lambda row: row["ours_min_s"] < 0.5, requires=REQUIRES, needs_slide=False,
          extra=SLIDE),
-    Case("preview with the image (Channels tab drawn)", "the same preview without the image", preview_ours,
+    Case("image: preview with it (Channels tab drawn)", "the same preview without the image", preview_ours,
          preview_baseline, "< 5 s, peak growth < 500 MB", preview_goal,
          requires=(*REQUIRES, "cellspec_sc.widgets"), needs_slide=False, extra=SLIDE),
-    Case("to_luxar with an image layer", "the same scene without the image layer", luxar_ours, luxar_baseline,
+    Case("image: to_luxar with an image layer", "the same scene without the image layer", luxar_ours, luxar_baseline,
          "peak growth < 2 GB", luxar_goal, requires=(*REQUIRES, "cellspec_sc.bridges.luxar"), needs_slide=False,
          extra=SLIDE),
-    Case("to_spatialdata with the image (lazy)", "to_spatialdata without the image", spatialdata_ours,
+    Case("image: to_spatialdata with it (lazy)", "to_spatialdata without the image", spatialdata_ours,
          spatialdata_baseline, "the image adds < 1 s", image_adds_under(1.0),
          requires=(*REQUIRES, "cellspec_sc.bridges.spatialdata"), needs_slide=False, extra=SLIDE),
-    Case("image SHA-256 check (verify=True)", "hashlib SHA-256 of the file", verify_ours, verify_baseline,
+    Case("image: SHA-256 check (verify=True)", "hashlib SHA-256 of the file", verify_ours, verify_baseline,
          "information", requires=REQUIRES, needs_slide=False,
          extra=SLIDE),
 ]
