@@ -299,7 +299,8 @@ DIRECTORY_CASES = [
 def all_cases() -> list[Case]:
     """Every case, in report order; cases of capabilities not on this branch are left out."""
     cases = list(DIRECTORY_CASES)
-    for module in ("benchmarks.bridges", "benchmarks.readers", "benchmarks.widgets", "benchmarks.object_storage"):
+    for module in ("benchmarks.bridges", "benchmarks.readers", "benchmarks.widgets", "benchmarks.images",
+                   "benchmarks.object_storage"):
         if importlib.util.find_spec(module) is not None:
             cases += importlib.import_module(module).CASES
     return [c for c in cases if c.available()]

@@ -97,7 +97,7 @@ def make_row(case: Case, n: int, f: int, big: bool, ours: dict[str, Any], base: 
         if "server_cpu_s" in r:  # a case against a local server: the server's CPU seconds (first repetition)
             row[f"{side}_server_cpu_s"] = r["server_cpu_s"]
     for key in ("object_bytes", "matrix_bytes", "scene_bytes", "transferred_bytes", "directory_bytes",
-                "transferred_share"):
+                "transferred_share", "image_bytes"):
         row[key] = ours.get(key) or base.get(key)
     row["ratio"] = row["ours_min_s"] / row["baseline_min_s"] if row["baseline_min_s"] else math.nan
     row["cpu_ratio"] = row["ours_cpu_min_s"] / row["baseline_cpu_min_s"] if row["baseline_cpu_min_s"] else math.nan

@@ -1,6 +1,7 @@
 """The preview's images: each channel of the selected image as a thumbnail, a composite of up to six chosen
 channels in their colours with the cells drawn on top (rings of their true size where ``area`` is known,
-coloured by the selected feature or category), and a region to zoom into (micrometres).
+coloured by the selected feature or category; on a whole slide, where they are a few screen pixels across, the pixel
+under each centroid in its colour), and a region to zoom into (micrometres).
 
 Only the pyramid level the drawing needs is read (:func:`cellspec_sc.images.read_downsampled`); every channel
 gets its contrast window from the shared display rule (:func:`cellspec_sc.display.robust_window`). In the
@@ -32,6 +33,8 @@ MAX_COMPOSITE = len(COMPOSITE_COLOURS)
 THUMBNAIL_SIDE = 160
 COMPOSITE_SIDE = 720
 _NEUTRAL = (1.0, 1.0, 1.0, 0.9)
+RING_MIN_PX = 4.0  # cells narrower than this on screen are painted as a pixel each, not drawn as rings
+RINGS_AT_MOST = 50_000
 
 
 @dataclass(frozen=True)
@@ -60,8 +63,8 @@ def channel_view(data: PreviewData, image_id: str, image: Image, channels: Seque
     small, _ = read_downsampled(image, THUMBNAIL_SIDE, region_px)
     thumbnails = tuple((name, windowed(plane)) for name, plane in zip(image.channel_names, small, strict=True))
     chosen = [image.channel(c) for c in channels]
-    pixels, covered = read_downsampled(image, COMPOSITE_SIDE, region_px)
-    rgb = composite(pixels[chosen])
+    pixels, covered = read_downsampled(image, COMPOSITE_SIDE, region_px, channels=chosen)
+    rgb = composite(pixels)
     box = (covered[0] * ps_x, covered[1] * ps_y, covered[2] * ps_x, covered[3] * ps_y)
     rows = data.rows(image_id)
     cells = x.cells.iloc[rows]
@@ -106,14 +109,21 @@ def thumbnails_png(view: ChannelView) -> bytes:
 
 @figures.plain_text
 def composite_png(view: ChannelView, *, cells: bool = True) -> bytes:
-    """The composite with the cells on top; the axes fill the figure (see the module's docstring)."""
+    """The composite with the cells on top; the axes fill the figure (see the module's docstring).
+
+    Cells drawn narrower than :data:`RING_MIN_PX` screen pixels across, or more than :data:`RINGS_AT_MOST` of them,
+    are not drawn as rings (which would blur into each other, and take matplotlib seconds for a slide): each is
+    the composite pixel under its centroid, painted in its colour."""
     height, width = view.composite.shape[:2]
     scale = max(1, round(COMPOSITE_SIDE / max(height, width)))  # small images are shown larger, pixel for pixel
+    x0, y0, x1, y1 = view.box_um
+    shown = cells and len(view.cell_xy) > 0
+    rings = shown and _as_rings(view, width * scale / (x1 - x0))
     fig = Figure(figsize=(width * scale / figures.DPI, height * scale / figures.DPI))
     ax = fig.add_axes((0, 0, 1, 1))
-    x0, y0, x1, y1 = view.box_um
-    ax.imshow(view.composite, extent=(x0, x1, y1, y0), interpolation="nearest", aspect="auto")
-    if cells and len(view.cell_xy):
+    pixels = _painted_cells(view) if shown and not rings else view.composite
+    ax.imshow(pixels, extent=(x0, x1, y1, y0), interpolation="nearest", aspect="auto")
+    if rings:
         sized = np.isfinite(view.cell_radius) & (view.cell_radius > 0)
         if sized.any():
             diameters = 2 * view.cell_radius[sized]
@@ -126,6 +136,25 @@ def composite_png(view: ChannelView, *, cells: bool = True) -> bytes:
     ax.set_ylim(y1, y0)
     ax.set_axis_off()
     return figures.to_png(fig)
+
+
+def _as_rings(view: ChannelView, screen_px_per_um: float) -> bool:
+    """Whether the cells are few and big enough on screen to be drawn as rings (or dots where area is unknown)."""
+    if len(view.cell_xy) > RINGS_AT_MOST:
+        return False
+    sized = view.cell_radius[np.isfinite(view.cell_radius) & (view.cell_radius > 0)]
+    return not sized.size or float(np.median(2 * sized)) * screen_px_per_um >= RING_MIN_PX
+
+
+def _painted_cells(view: ChannelView) -> np.ndarray:
+    """The composite with the pixel under each cell's centroid in the cell's colour (a later cell wins a pixel)."""
+    height, width = view.composite.shape[:2]
+    x0, y0, x1, y1 = view.box_um
+    u = np.clip(np.floor((view.cell_xy[:, 0] - x0) / (x1 - x0) * width), 0, width - 1).astype(np.int64)
+    v = np.clip(np.floor((view.cell_xy[:, 1] - y0) / (y1 - y0) * height), 0, height - 1).astype(np.int64)
+    painted = view.composite.copy()
+    painted[v, u] = view.cell_rgba[:, :3]
+    return painted
 
 
 def legend_html(view: ChannelView) -> str:

@@ -3,8 +3,9 @@
 image's frame.
 
 The texture is read from the pyramid level closest to :data:`TEXTURE_SIDE` pixels on the longest side, never from
-full resolution when a coarser level will do. The rectangle spans the pixels it shows in micrometres (pixel ``i``
-covers ``[i, i + 1) * pixel_size``), so the cells sit on their pixels to within one texture pixel.
+full resolution when a coarser level will do, and only the chosen channels are read. The rectangle spans the pixels
+it shows in micrometres (pixel ``i`` covers ``[i, i + 1) * pixel_size``), so the cells sit on their pixels to within
+one texture pixel.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ def check_image_layer(argument: str, opened: Mapping[str, Image]) -> None:
 
 def texture(image: Image, channels: list[str]) -> tuple[np.ndarray, tuple[float, float, float, float]]:
     """(y, x, 3) uint8 composite of ``channels`` and the full-resolution pixel box it covers."""
-    pixels, covered = read_downsampled(image, TEXTURE_SIDE)
-    rgb = composite(pixels[[image.channel(c) for c in channels]])
+    pixels, covered = read_downsampled(image, TEXTURE_SIDE, channels=[image.channel(c) for c in channels])
+    rgb = composite(pixels)
     return np.round(rgb * 255).astype(np.uint8), covered
 
 

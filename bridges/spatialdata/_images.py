@@ -3,8 +3,9 @@ channel names on ``c``, lazy from the file until written, registered in the imag
 (``<name>_px``, identity) and its micrometre system (``<name>``, scaled by the pixel size).
 
 SpatialData puts the centre of pixel ``i`` at ``i + 0.5`` and the spec at ``(i + 0.5) * pixel_size`` um, so a pure
-scale aligns the image with the circles. The levels below full resolution are those of the file's pyramid in
-number (halving at each level), computed lazily from full resolution by spatialdata.
+scale aligns the image with the circles. The scales are the file's own pyramid levels, each lazy over the file's
+tiles, so making the element costs no work on the pixels whatever the slide's size; a file without a pyramid gets
+halvings computed lazily from full resolution by spatialdata.
 """
 
 from __future__ import annotations
@@ -36,10 +37,32 @@ def _element(image: Image, name: str, pixel_size: tuple[float, float]) -> Any:
     transformations: dict[str, Any] = {name + PIXEL_SUFFIX: Identity()}
     if all(np.isfinite(pixel_size)) and min(pixel_size) > 0:
         transformations[name] = Scale([pixel_size[1], pixel_size[0]], axes=("y", "x"))
+    if len(image.levels) > 1:
+        return _file_levels(image, transformations)
     level = image.levels[0]
     return Image2DModel.parse(level, dims=("c", "y", "x"), c_coords=list(image.channel_names),
                               transformations=transformations, scale_factors=_scale_factors(image),
                               chunks=_chunks(level))
+
+
+def _file_levels(image: Image, transformations: dict[str, Any]) -> Any:
+    """The multiscale element of the file's levels (``scale0`` full resolution), each a lazy (c, y, x) array with
+    the coordinates spatialdata gives a level: the centre of its pixel ``i`` at ``(i + 0.5) * full / size``."""
+    from spatialdata.models import Image2DModel
+    from spatialdata.transformations import set_transformation
+    from xarray import DataArray, Dataset, DataTree
+
+    scales = {}
+    for number, level in enumerate(image.levels):
+        _, height, width = level.shape
+        coords = {"c": list(image.channel_names), "y": (np.arange(height) + 0.5) * (image.height / height),
+                  "x": (np.arange(width) + 0.5) * (image.width / width)}
+        scales[f"scale{number}"] = Dataset({"image": DataArray(level.rechunk(_chunks(level)), dims=("c", "y", "x"),
+                                                               coords=coords)})
+    tree = DataTree.from_dict(scales)
+    set_transformation(tree, transformations, set_all=True)
+    Image2DModel.validate(tree)
+    return tree
 
 
 def _scale_factors(image: Image) -> list[int] | None:

@@ -14,11 +14,13 @@ from cellspec_sc.images._image import Image
 COMPOSITE_COLOURS = ("#00ffff", "#ff00ff", "#ffff00", "#00ff00", "#ff4040", "#4080ff")
 
 
-def read_downsampled(image: Image, longest_side: int, region_px: tuple[float, float, float, float] | None = None
+def read_downsampled(image: Image, longest_side: int, region_px: tuple[float, float, float, float] | None = None,
+                     channels: Sequence[int] | None = None
                      ) -> tuple[np.ndarray, tuple[float, float, float, float]]:
     """The image (or a region of it, in full-resolution pixels x0, y0, x1, y1) from the coarsest level that
     still gives ``longest_side`` pixels, decimated to at most that; returns (c, y, x) float32 pixels and the
-    full-resolution box they cover (x0, y0, x1, y1)."""
+    full-resolution box they cover (x0, y0, x1, y1). ``channels`` (positions) reads only those, in that order
+    (default: every channel)."""
     x0, y0, x1, y1 = region_px if region_px is not None else (0.0, 0.0, float(image.width), float(image.height))
     x0, y0 = max(0.0, x0), max(0.0, y0)
     x1, y1 = min(float(image.width), x1), min(float(image.height), y1)
@@ -29,7 +31,8 @@ def read_downsampled(image: Image, longest_side: int, region_px: tuple[float, fl
     a, b = int(np.floor(y0 / fy)), max(int(np.ceil(y1 / fy)), int(np.floor(y0 / fy)) + 1)
     c, d = int(np.floor(x0 / fx)), max(int(np.ceil(x1 / fx)), int(np.floor(x0 / fx)) + 1)
     step = max(1, int(np.ceil(max(b - a, d - c) / longest_side)))
-    pixels = np.asarray(image.levels[level][:, a:b:step, c:d:step].compute(), dtype=np.float32)
+    chosen = list(range(image.n_channels)) if channels is None else [int(k) for k in channels]
+    pixels = np.asarray(image.levels[level][chosen, a:b:step, c:d:step].compute(), dtype=np.float32)
     covered = (c * fx, a * fy, min(d * fx, image.width), min(b * fy, image.height))
     return pixels, covered
 

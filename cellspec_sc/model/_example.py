@@ -56,6 +56,7 @@ from scipy import fft, ndimage
 from cellspec_sc._files import scratch_folder
 from cellspec_sc.errors import argument_error, is_count, is_positive_number, needs_extra
 from cellspec_sc.model._cellspec import CellSpec
+from cellspec_sc.model._example_images import COMPRESSIONS as IMAGE_COMPRESSIONS
 from cellspec_sc.model._example_images import write_example_images
 from cellspec_sc.model._memory import empty_matrix
 from cellspec_sc.model._ownership import sealed
@@ -95,6 +96,7 @@ def example(
     outlines: bool = False,
     outline_dir: str | os.PathLike | None = None,
     image_dir: str | os.PathLike | None = None,
+    image_compression: str | None = "zlib",
 ) -> CellSpec:
     """Simulate a valid cellspec object: a section of tissue with tumour nests, stroma and immune cells.
 
@@ -130,7 +132,10 @@ def example(
     ``image_dir`` also writes ``<image_id>.ome.tiff`` per image into that folder: each cell a disc of its area
     whose pixels in each channel hold its ``cell:<marker>:mean`` (16 bits, background 0), tiled, with a pyramid
     (:mod:`cellspec_sc.model._example_images`); ``images`` records each file's name and SHA-256. Open them with
-    ``cs.open_image`` or hand them over as ``images={image_id: path}``.
+    ``cs.open_image`` or hand them over as ``images={image_id: path}``. The files are drawn a strip at a time
+    (memory stays at a few hundred MB whatever their size, with a progress bar on big ones);
+    ``image_compression=None`` stores the pixels uncompressed, as many scanners do: a million cells in one
+    image, ``example(n_cells=1_000_000, n_images=1, image_dir=..., image_compression=None)``, is an 8 GB slide.
 
     Parameters
     ----------
@@ -158,6 +163,10 @@ def example(
         Write each image's cell outlines as GeoJSON and name them in ``images.geometry_ref``.
     outline_dir
         Where the outlines go (default: a temporary folder removed when Python exits).
+    image_dir
+        Also write an OME-TIFF per image into this folder (needs the ``[images]`` extra).
+    image_compression
+        ``"zlib"`` (the default) or None: how the image files store their tiles.
 
     Returns
     -------
@@ -177,7 +186,8 @@ def example(
     """
     _check_arguments(seed=seed, n_cells=n_cells, n_images=n_images, n_samples=n_samples, markers=markers,
                      n_features=n_features, pixel_size=pixel_size, region_layers=region_layers,
-                     flags={"adjacency": adjacency, "lazy": lazy, "outlines": outlines})
+                     flags={"adjacency": adjacency, "lazy": lazy, "outlines": outlines},
+                     image_compression=image_compression)
     rng = np.random.default_rng(seed)
     n_samples = n_images if n_samples is None else n_samples
     markers = _markers_for(list(markers), n_features)
@@ -201,7 +211,8 @@ def example(
         channels = _channels(images, markers)
         identity = "cellspec_sc-example/" + json.dumps(parameters, sort_keys=True)
         with needs_extra("images", "cellspec_sc.example(image_dir=...)"):
-            images = _write_images(Path(image_dir), cells, images, channels, dictionary, measurements, identity)
+            images = _write_images(Path(image_dir), cells, images, channels, dictionary, measurements, identity,
+                                   image_compression)
     source_dir = None
     if outlines:
         source_dir = _outline_folder(outline_dir)
@@ -220,7 +231,7 @@ def example(
 
 
 def _check_arguments(*, seed: Any, n_cells: Any, n_images: Any, n_samples: Any, markers: Any, n_features: Any,
-                     pixel_size: Any, region_layers: Any, flags: dict[str, Any]) -> None:
+                     pixel_size: Any, region_layers: Any, flags: dict[str, Any], image_compression: Any) -> None:
     """Refuse an argument :func:`example` cannot simulate, naming it (an InputError, so also a ValueError)."""
     bad = [(name, value, expected) for name, value, expected, ok in (
         ("seed", seed, "an integer >= 0", is_count(seed)),
@@ -237,6 +248,7 @@ def _check_arguments(*, seed: Any, n_cells: Any, n_images: Any, n_samples: Any, 
         ("region_layers", region_layers, "a list of distinct non-empty layer names",
          _are_names(region_layers) and len(set(region_layers)) == len(region_layers)),
         *((name, value, "True or False", isinstance(value, (bool, np.bool_))) for name, value in flags.items()),
+        ("image_compression", image_compression, "'zlib' or None", image_compression in IMAGE_COMPRESSIONS),
     ) if not ok]
     if bad:
         raise argument_error("example", *bad[0])
@@ -248,7 +260,8 @@ def _are_names(values: Any) -> bool:
 
 
 def _write_images(folder: Path, cells: pd.DataFrame, images: pd.DataFrame, channels: pd.DataFrame,
-                  dictionary: pd.DataFrame, measurements: np.ndarray, identity: str) -> pd.DataFrame:
+                  dictionary: pd.DataFrame, measurements: np.ndarray, identity: str,
+                  image_compression: str | None) -> pd.DataFrame:
     features = dictionary["feature_id"].tolist()
     markers = channels.drop_duplicates("channel_index").sort_values("channel_index")["marker"].astype(str)
     values = np.zeros((len(cells), len(markers)))
@@ -256,7 +269,7 @@ def _write_images(folder: Path, cells: pd.DataFrame, images: pd.DataFrame, chann
         if (feature := f"cell:{marker}:mean") in features:
             values[:, k] = np.asarray(measurements[:, features.index(feature)])
     radius = np.sqrt(cells["area"].to_numpy(np.float64) / np.pi)
-    images = write_example_images(folder, cells, images, channels, radius, values, identity)
+    images = write_example_images(folder, cells, images, channels, radius, values, identity, image_compression)
     return canonical_frame(images, "images")
 
 

@@ -156,3 +156,14 @@ def test_drawing_reads_the_coarsest_level_that_still_gives_the_size_asked(tmp_pa
     # a region of a quarter of the width needs four times the resolution: the full-resolution level
     pixels, covered = read_downsampled(image, 60, region_px=(0, 0, 64, 64))
     assert pixels.max() == 0 and covered == (0, 0, 64, 64)
+
+
+def test_drawing_reads_only_the_channels_asked_in_their_order(tmp_path):
+    from cellspec_sc.images import read_downsampled
+
+    data = np.stack([np.full((40, 60), 10 * (k + 1), np.uint16) for k in range(5)])  # channel k holds 10 (k + 1)
+    tifffile.imwrite(tmp_path / "five.ome.tif", data, metadata={"axes": "CYX"})
+    image = cs.open_image(tmp_path / "five.ome.tif")
+    pixels, _ = read_downsampled(image, 30, channels=[3, 0])
+    assert pixels.shape == (2, 20, 30) and pixels[:, 0, 0].tolist() == [40.0, 10.0]
+    assert read_downsampled(image, 30)[0][:, 0, 0].tolist() == [10.0, 20.0, 30.0, 40.0, 50.0]

@@ -143,6 +143,7 @@ HEAVY_OPTIONAL = {
     "IPython": "the notebook display of a running viewer only",
     "jsonschema": "imported once with rfc3987_syntax hidden (seconds of grammar compilation)",
     "fsspec": "URLs on object storage only (cellspec_sc/io/_storage.py); local paths never import it",
+    "xarray": "an image file's levels as a SpatialData multiscale element (bridges/spatialdata/_images.py)",
 }
 # (module, imported module) -> why a function imports a layer above its own (would be a cycle at module level)
 LAYERS_ABOVE: dict[tuple[str, str], str] = {}  # none: upward calls go through the model's registry

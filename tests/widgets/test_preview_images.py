@@ -107,3 +107,22 @@ def test_images_that_do_not_fit_are_refused_by_the_preview(imaged):
     x, folder = imaged
     with pytest.raises(ImageError, match="no such image_id; its images are img1, img2"):
         cs.preview(x, images={"img3": folder / "img1.ome.tiff"})
+
+
+def test_on_a_whole_slide_each_cell_is_the_pixel_under_its_centroid_in_its_colour(tmp_path):
+    # 20,000 cells at 2 um a pixel: about 3 screen pixels across in the composite, too small for rings
+    x = cs.example(n_cells=20_000, n_images=1, pixel_size=2.0, image_dir=tmp_path)
+    w = cs.preview(x, images={"img1": tmp_path / "img1.ome.tiff"}, channels=["DAPI"], feature="cell:CD3e:mean")
+    view = w.channel_images.view("img1", w.colour_by.value, w.feature)
+    assert len(view.cell_xy) == 20_000
+    with_cells, without = (_pixels(p) for p in (w.image_pngs()[1], w.image_pngs(cells=False)[1]))
+    assert with_cells.shape[:2] == view.composite.shape[:2]  # one PNG pixel per composite pixel
+    x0, y0, x1, y1 = view.box_um
+    u = np.floor((view.cell_xy[:, 0] - x0) / (x1 - x0) * with_cells.shape[1]).astype(int)
+    v = np.floor((view.cell_xy[:, 1] - y0) / (y1 - y0) * with_cells.shape[0]).astype(int)
+    alone = np.bincount(v * with_cells.shape[1] + u)[v * with_cells.shape[1] + u] == 1
+    found = with_cells[v[alone], u[alone]]
+    assert np.abs(found - view.cell_rgba[alone, :3]).max() < 1 / 255 + 1e-6  # the cell's viridis colour
+    under_no_cell = np.ones(with_cells.shape[:2], bool)
+    under_no_cell[v, u] = False
+    np.testing.assert_array_equal(with_cells[under_no_cell], without[under_no_cell])  # the image elsewhere

@@ -102,3 +102,21 @@ def test_an_image_that_does_not_fit_is_refused_before_anything_is_built(imaged):
     x, folder = imaged
     with pytest.raises(ImageError, match="image 'img2'.*img1.ome.tiff.*source_image_sha256"):
         cs.to_spatialdata(x, images={"img2": folder / "img1.ome.tiff"})
+
+
+def test_a_pyramidal_file_gives_its_own_levels_as_the_scales(tmp_path):
+    x = cs.example(n_cells=2_000, n_images=1, image_dir=tmp_path)
+    image = cs.open_image(tmp_path / "img1.ome.tiff")
+    sdata = cs.to_spatialdata(x, images={"img1": tmp_path / "img1.ome.tiff"})
+    sdata.write(str(tmp_path / "x.spatialdata.zarr"))
+    element = sd.read_zarr(str(tmp_path / "x.spatialdata.zarr")).images["img1_image"]
+    assert list(element) == [f"scale{k}" for k in range(len(image.levels))] and len(image.levels) == 4
+    for k, level in enumerate(image.levels):
+        stored = element[f"scale{k}"]["image"]
+        assert stored.dtype == np.uint16  # the file's 2 x 2 means as stored, not means computed again
+        np.testing.assert_array_equal(stored.values, level.compute())
+    scale = get_transformation(element["scale3"]["image"], "img1").to_affine_matrix(("x", "y"), ("x", "y"))
+    assert scale[0, 0] == pytest.approx(0.5 * image.width / image.levels[3].shape[2])
+    found = correlations(x, "img1", element["scale1"]["image"].values, CHANNELS,
+                         (0.5 * image.height / image.levels[1].shape[1], 0.5 * image.width / image.levels[1].shape[2]))
+    assert min(found.values()) > 0.9, found
