@@ -74,7 +74,7 @@ from cellspec_sc.io._refusals import (
     UnlistedDataFile,
     warn_unlisted,
 )
-from cellspec_sc.io._storage import FetchedFile, Location, Transfer, storage_call
+from cellspec_sc.io._storage import BucketNotFound, FetchedFile, Location, Transfer, storage_call
 from cellspec_sc.model import CellSpec, HandedOver, sealed
 
 UPLOAD_CLAIM = ".cellspec-upload"  # the claim of an upload in progress: the JSON list of what it may leave
@@ -94,7 +94,10 @@ def object_stamps(location: Location) -> dict[str, tuple[int, str]]:
     a rewritten object from the one listed."""
     fs = location.fs
     fs.invalidate_cache()
-    found = storage_call(location.url, "listing the prefix", lambda: fs.find(location.url, detail=True))
+    try:
+        found = storage_call(location.url, "listing the prefix", lambda: fs.find(location.url, detail=True))
+    except FileNotFoundError:  # gcsfs: the bucket itself is missing (a missing prefix lists as empty)
+        raise BucketNotFound(location.url, "listing the prefix", "not found") from None
     return {location.relative(path): (int(info.get("size") or 0),
                                       str(info.get("ETag") or info.get("etag") or info.get("mtime") or ""))
             for path, info in found.items() if info.get("type", "file") != "directory"}
@@ -126,6 +129,8 @@ def read_entries(location: Location, present: Mapping[str, int], transfer: Trans
     manifest, every line well formed, every name a plain relative path."""
     url = location.url
     if not present:
+        if location.bucket_missing():  # adlfs lists a missing container as empty
+            raise BucketNotFound(url, "listing the prefix", "not found")
         raise NotACellspecDirectory(url, None, "no object is stored below this prefix")
     if DONE not in present:
         detail = ("is missing: an upload is in progress here or was interrupted" if UPLOAD_CLAIM in present
