@@ -55,6 +55,7 @@ from cellspec_sc.io._manifest import (
     MANIFEST,
     METADATA,
     check_relative_name,
+    lost_by_replacing,
     manifest_entries,
     read_manifest,
 )
@@ -159,12 +160,12 @@ def check_present(url: str, entries: Mapping[str, str], present: Mapping[str, in
 def complete_directory_objects(location: Location, present: Mapping[str, int]) -> list[str] | None:
     """The objects of a complete cellspec directory at ``location`` (DONE matches the manifest, and the
     manifest lists exactly the objects present, DONE and the manifest aside), DONE first; None when the
-    prefix holds anything else. The rule ``overwrite=True`` replaces by, as for a local directory."""
+    prefix holds anything else: the rule of a local directory, :func:`~cellspec_sc.io._manifest.lost_by_replacing`."""
     try:
         entries = read_entries(location, present, Transfer())
     except FormatError:
         return None
-    if set(present) != {*entries, DONE, MANIFEST}:
+    if lost_by_replacing(list(present), entries):
         return None
     return [DONE, MANIFEST, *entries]
 
