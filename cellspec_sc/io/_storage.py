@@ -270,6 +270,12 @@ class FetchedFile:
         return pa.BufferReader(self.data)
 
 
+def info_stamp(info: Mapping[str, Any]) -> tuple[int, str]:
+    """(size, ETag or modification time) of an object from fsspec's ``info``: what tells a rewritten object from
+    the one listed."""
+    return int(info.get("size") or 0), str(info.get("ETag") or info.get("etag") or info.get("mtime") or "")
+
+
 @dataclass(frozen=True)
 class RemoteFile:
     """An object on a store opened for ranged reads (a Parquet footer, one row group): only the bytes read are
@@ -286,6 +292,15 @@ class RemoteFile:
     def open(self) -> Any:
         location = Location.of(self.url, self.storage_options)
         return storage_call(self.url, "opening", lambda: location.fs.open(self.url, "rb"))
+
+    def stamp(self) -> tuple[int, str] | None:
+        """(size, ETag or modification time) of the object now (one request); None when it is gone."""
+        fs = Location.of(self.url, self.storage_options).fs
+        fs.invalidate_cache(self.url)
+        try:
+            return info_stamp(storage_call(self.url, f"looking at {self.name}", lambda: fs.info(self.url)))
+        except FileNotFoundError:
+            return None
 
 
 def readable(path: Any) -> Any:

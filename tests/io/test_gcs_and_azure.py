@@ -49,6 +49,7 @@ def test_a_directory_written_to_the_store_reads_back_bit_for_bit_as_from_disk(st
     assert np.array_equal(from_bucket.measurements, cs.read(local).measurements, equal_nan=True)
     if format == "parquet":
         assert from_bucket.equals(x)
+        assert cs.read(url, lazy=True, storage_options=store.options).equals(x)  # row groups fetched on compute
     assert names_below(store, bucket, key) == sorted(p.name for p in local.iterdir())  # no claim left
     for name in ("MANIFEST.sha256", "DONE", "cellspec.json"):
         assert store.get(bucket, f"{key}/{name}") == (local / name).read_bytes()
