@@ -244,11 +244,11 @@ def _range(fs: Any, url: str, start: int, end: int) -> bytes:
 
 def read_remote(url: str, storage_options: Mapping[str, Any] | None = None, *, lazy: bool = False,
                 layout: str = "C", limits: ReadLimits = DEFAULT_LIMITS, transfer: Transfer | None = None) -> CellSpec:
-    """:func:`cellspec_sc.read` of a directory on object storage (see the module docstring)."""
-    location = Location.of(url, storage_options)
+    """:func:`cellspec_sc.read` of a directory on object storage (see the module docstring); ``lazy=True`` is
+    :func:`cellspec_sc.io._remote_lazy.read_remote_lazy`."""
     if lazy:
-        raise InputError(f"{location.url}: read(lazy=True) reads local directories; a directory on object storage "
-                         "is read whole (or open it with cs.open_cohort to work on it in parts on workers)")
+        return ON_OBJECT_STORAGE["read_lazy"](url, storage_options, limits=limits, transfer=transfer)
+    location = Location.of(url, storage_options)
     transfer = transfer if transfer is not None else Transfer()
     present = listing(location)
     entries = read_entries(location, present, transfer)
