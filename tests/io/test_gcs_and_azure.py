@@ -184,3 +184,27 @@ def test_a_wrong_azure_account_key_is_access_denied(azure):
     assert caught.value.url == url and "access denied" in str(caught.value)
     with pytest.raises(AccessDenied):
         cs.write(cs.example(), url + "-copy", storage_options=wrong)
+
+
+def zarr_store(store, url: str):
+    """A read-only zarr store of ``url`` through the store's fsspec implementation (for gs://, gcsfs's plain
+    class, in the asynchronous mode zarr needs: tests/stores.py)."""
+    import zarr
+
+    if store.scheme != "gs":
+        return zarr.storage.FsspecStore.from_url(url, storage_options=store.options, read_only=True)
+    from gcsfs.core import GCSFileSystem
+
+    return zarr.storage.FsspecStore(GCSFileSystem(asynchronous=True, **store.options),
+                                    path=url.removeprefix("gs://"), read_only=True)
+
+
+def test_an_anndata_zarr_store_written_to_the_store_reads_back_in_anndata(store):
+    import anndata
+
+    from cellspec_sc.bridges.anndata import write_anndata_zarr
+
+    x = cs.example(2)
+    url, _, _ = new_prefix(store, "x.zarr")
+    assert write_anndata_zarr(x, url, storage_options=store.options) == url
+    assert cs.from_anndata(anndata.read_zarr(zarr_store(store, url))).equals(x)
