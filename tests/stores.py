@@ -14,9 +14,12 @@ so that what a test looks at or changes does not go through the code under test.
 
 from __future__ import annotations
 
+import ctypes
 import secrets
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -101,7 +104,8 @@ class LocalAzure:
         process = subprocess.Popen(
             ["node", str(AZURITE), "--blobHost", "127.0.0.1", "--blobPort", "0", "--location", str(folder),
              "--silent", "--disableTelemetry", "--skipApiVersionCheck", "--loose"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         try:
             endpoint = f"{_listening_address(process)}/{AZURE_ACCOUNT}"
         except BaseException:
@@ -160,3 +164,8 @@ def _listening_address(process: subprocess.Popen) -> str:
     if not found or not found[0]:
         raise RuntimeError(f"Azurite did not start within {START_SECONDS} s")
     return found[0]
+
+
+def _die_with_parent() -> None:
+    """In the Azurite child, before it starts: the kernel ends it when the test process ends, even killed."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
