@@ -31,3 +31,27 @@ def s3():
     server = LocalS3.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def gcs():
+    """Google Cloud Storage's JSON API on 127.0.0.1 (gcp-storage-emulator, tests/stores.py), shared by the
+    session; each test makes its own bucket with ``gcs.bucket()``."""
+    from stores import LocalGCS
+
+    server = LocalGCS.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def azure():
+    """Azure Blob Storage on 127.0.0.1 (Azurite, tests/stores.py), shared by the session; each test makes its
+    own container with ``azure.bucket()``."""
+    from stores import AZURITE_INSTALL, LocalAzure
+
+    if not LocalAzure.installed():
+        pytest.skip(f"Azurite is not installed (node and `{AZURITE_INSTALL}`; .ci/run installs it)")
+    server = LocalAzure.start()
+    yield server
+    server.stop()

@@ -13,10 +13,13 @@ True
 
 from __future__ import annotations
 
+import shutil
 import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cellspec_sc._files import scratch_folder
 from cellspec_sc.bridges._zarr import OBJECT_VALUE_BYTES, InflatedStore, bounded_string_chunks, refuse_inflated_store
 from cellspec_sc.bridges.anndata._convert import from_anndata, to_anndata
 from cellspec_sc.bridges.anndata._keys import AnnDataBridgeWarning
@@ -26,7 +29,11 @@ from cellspec_sc.io import (
     INFLATION_FLOOR_BYTES,
     TargetKind,
     check_target,
+    is_url,
     publishing,
+    root_attributes,
+    upload_file,
+    upload_store,
     zarr_root_attributes,
 )
 from cellspec_sc.progress import progress
@@ -189,8 +196,13 @@ H5AD_FILE = TargetKind("an AnnData .h5ad file", False, is_h5ad)
 ANNDATA_ZARR = TargetKind("an AnnData .zarr store", True, is_anndata_zarr)
 
 
-def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False, **options: Any) -> Path:
+def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False,
+               storage_options: Mapping[str, Any] | None = None, **options: Any) -> Path | str:
     """Write ``x`` as an ``.h5ad`` file (via :func:`cellspec_sc.to_anndata`) and return the path.
+
+    ``path`` may be a URL on object storage (``s3://bucket/x.h5ad``; the ``cloud`` extra): h5py writes only
+    local files, so the file is written in a private local folder and uploaded as one object (a store shows
+    the old object or the whole new one), which needs local disk space for one copy.
 
     Parameters
     ----------
@@ -200,13 +212,15 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False, **opti
         The file to write; staged beside it and published at the end.
     overwrite
         Replace an existing ``.h5ad`` file (never anything else).
+    storage_options
+        For a URL on object storage: fsspec options of the store (endpoint, credentials).
     **options
         Passed to :func:`cellspec_sc.to_anndata` (``images=``, ``verify=``).
 
     Returns
     -------
-    Path
-        ``path``.
+    Path or str
+        ``path`` (the URL, for object storage).
 
     Raises
     ------
@@ -219,6 +233,9 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False, **opti
     See the module docstring.
     """
     require_extra("anndata", "cellspec_sc.bridges.anndata.write_h5ad")
+    if is_url(path):
+        return _written_then_uploaded(write_h5ad, x, str(path), ".h5ad", options, lambda local: upload_file(
+            local, str(path), storage_options, overwrite=overwrite, ours=_is_hdf5, what="an .h5ad file"))
     check_target(path, H5AD_FILE, overwrite=overwrite)
     refuse_unstorable(x, path, "an .h5ad file (h5py)", text=True, names=False)
     adata = to_anndata(x, **options)
@@ -228,13 +245,21 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False, **opti
     return Path(path)
 
 
-def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False, **options: Any) -> Path:
+def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False,
+                       storage_options: Mapping[str, Any] | None = None, **options: Any) -> Path | str:
     """Write ``x`` as an AnnData ``.zarr`` store and return the path: as :func:`write_h5ad`, for a store (an
     existing one is replaced with ``overwrite=True`` only when it is an AnnData store).
+
+    ``path`` may be a URL on object storage: the store is written locally by anndata, then uploaded with its
+    root ``zarr.json`` last, so that no reader opens it before it is complete (``anndata.read_zarr`` reads
+    it back through ``zarr.storage.FsspecStore``).
 
     See :func:`read_anndata_zarr` for an example.
     """
     require_extra("anndata", "cellspec_sc.bridges.anndata.write_anndata_zarr")
+    if is_url(path):
+        return _written_then_uploaded(write_anndata_zarr, x, str(path), ".zarr", options, lambda local: upload_store(
+            local, str(path), storage_options, overwrite=overwrite, ours=_holds_anndata, what="an AnnData store"))
     check_target(path, ANNDATA_ZARR, overwrite=overwrite)
     refuse_unstorable(x, path, "an AnnData .zarr store", text=False, names=True)
     adata = to_anndata(x, **options)
@@ -242,3 +267,21 @@ def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False
             progress(1, f"writing {Path(path).name}", unit="file", size=adata.X.size):
         adata.write_zarr(payload)
     return Path(path)
+
+
+def _written_then_uploaded(write: Callable[..., Any], x: CellSpec, url: str, suffix: str, options: Mapping[str, Any],
+                           upload: Callable[[Path], str]) -> str:
+    """``write(x)`` into a private local folder, then ``upload`` of what it wrote; the folder is removed."""
+    folder = scratch_folder("upload")
+    try:
+        return upload(write(x, folder / f"payload{suffix}", **options))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _is_hdf5(head: bytes) -> bool:
+    return head.startswith(b"\x89HDF\r\n\x1a\n")
+
+
+def _holds_anndata(location: Any, present: Mapping[str, int]) -> bool:
+    return root_attributes(location, present).get("encoding-type") == "anndata"

@@ -68,10 +68,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if images:
         extra.update(images=images, verify=not args.no_verify)
     if is_url(args.target):  # before SOURCE is read, however big it is
-        if kind is not CELLSPEC_DIRECTORY:
-            raise InputError(f"{args.target}: only cellspec directories are written to object storage; write "
-                             f"the {description} locally and copy it")
-        check_url_target(args.target, options, overwrite=args.overwrite)
+        if kind is CELLSPEC_DIRECTORY:
+            check_url_target(args.target, options, overwrite=args.overwrite)
     else:
         check_target(args.target, kind, overwrite=args.overwrite)
     x = load(args.source, options)

@@ -92,6 +92,8 @@ from cellspec_sc.io._remote import (
            read_entries,
            stream_checked,
 )
+from cellspec_sc.io._remote_files import root_attributes, upload_file, upload_store
+from cellspec_sc.io._remote_lazy import read_remote_lazy
 from cellspec_sc.io._staging import fsync_dir, fsync_file, fsync_tree, start_writeback
 from cellspec_sc.io._storage import (
            ATTEMPTS,
@@ -131,5 +133,6 @@ __all__ = ["ARROW_TYPES", "BLOCK", "CELLSPEC_DIRECTORY", "DAMAGED_DATA_ERRORS", 
            "RemoteUpload",
            "StorageError", "StorageUnreachable", "Transfer", "check_present", "check_url_target",
            "complete_directory_objects", "fetch_listed", "fetch_small", "is_url", "object_stamp", "object_stamps",
-           "parse_document", "read_entries", "storage_call",
+           "parse_document", "read_entries", "read_remote_lazy", "root_attributes", "storage_call",
+           "upload_file", "upload_store",
            "stream_checked"]

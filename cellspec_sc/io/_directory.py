@@ -100,8 +100,8 @@ from cellspec_sc.model import CellSpec, HandedOver, feature_kinds, markers_text,
 from cellspec_sc.validation import ValidationReport, staged_validation, validate
 
 FORMATS = {"parquet": (".parquet", write_parquet, read_parquet), "tsv": (".tsv.gz", write_tsv, read_tsv)}
-# read, write and read_header of a URL (cellspec_sc/io/_remote.py, which builds on this module and registers
-# itself here when cellspec_sc.io is imported): local paths never reach them.
+# read, read_lazy, write and read_header of a URL (cellspec_sc/io/_remote.py and _remote_lazy.py, which build on
+# this module and register themselves here when cellspec_sc.io is imported): local paths never reach them.
 ON_OBJECT_STORAGE: dict[str, Callable[..., Any]] = {}
 
 
@@ -314,7 +314,8 @@ def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C
 
     ``path`` may be a URL on object storage (``s3://bucket/run1``, ``gs://``, ``az://``; the ``cloud``
     extra), with ``storage_options`` for the store: each file is fetched once, hashed as its bytes
-    arrive, and decoded from memory (docs/directory.md, "On object storage").
+    arrive, and decoded from memory (docs/directory.md, "On object storage"); with ``lazy=True`` the
+    cells file is only hashed as it streams, and each row group is fetched by ranged reads when computed.
 
     Parameters
     ----------
@@ -358,7 +359,9 @@ def read(path: str | Path, *, lazy: bool = False, layout: Literal["C", "F"] = "C
         raise InputError(f"layout must be 'C' or 'F' (eager reads only), not {layout!r}"
                          + (" with lazy=True" if lazy else ""))
     if is_url(path):
-        return ON_OBJECT_STORAGE["read"](path, storage_options, lazy=lazy, layout=layout, limits=limits)
+        if lazy:
+            return ON_OBJECT_STORAGE["read_lazy"](path, storage_options, limits=limits)
+        return ON_OBJECT_STORAGE["read"](path, storage_options, layout=layout, limits=limits)
     _local_only(path, storage_options)
     directory = Path(path)
     if not directory.is_dir():

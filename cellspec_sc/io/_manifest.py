@@ -152,6 +152,29 @@ def manifest_entries(where: str | Path, done_text: bytes, raw: bytes,
     return entries
 
 
+def lost_by_replacing(present: Sequence[str], entries: Mapping[str, str] | None,
+                      unsafe: Collection[str] = ()) -> list[str]:
+    """The names among ``present`` (what a directory or prefix holds) that replacing it would lose although its
+    writer did not publish them: the rule of ``overwrite=True`` for local directories and object storage alike.
+
+    ``entries`` is the manifest as read after checking DONE, None when it could not be read. ``[]`` for a
+    complete published directory (the manifest lists every name present, DONE and itself aside, and nothing
+    listed is missing or among ``unsafe``, e.g. symbolic links); otherwise the names its manifest does not
+    list, or all of them when the manifest is unreadable, a listed name is missing or one is unsafe.
+
+    >>> lost_by_replacing(["DONE", "MANIFEST.sha256", "cells.parquet", "notes.txt"], {"cells.parquet": "ab"})
+    ['notes.txt']
+    >>> lost_by_replacing(["DONE", "cells.parquet"], None)
+    ['DONE', 'cells.parquet']
+    """
+    if entries is None:
+        return list(present)
+    listed = {*entries, DONE, MANIFEST}
+    if not listed <= set(present) or listed & set(unsafe):
+        return list(present)
+    return [name for name in present if name not in listed]
+
+
 def _manifest_bound(directory: Path, manifest: Path) -> int:
     """MANIFEST.sha256 may hold one line of at most MANIFEST_LINE_MAX_BYTES per file in the directory: the
     files are counted only as far as needed to cover the manifest's size."""

@@ -90,7 +90,7 @@ from cellspec_sc.io._columns import (
 )
 from cellspec_sc.io._hashing import FollowingHash
 from cellspec_sc.io._refusals import ChangedSinceRead, ColumnMismatch, FileTooLarge, StoredNonFinite, UndecodableData
-from cellspec_sc.io._storage import readable, size_of
+from cellspec_sc.io._storage import RemoteFile, readable, size_of
 from cellspec_sc.model import MatrixStats, arrow_first_seen_codes, cache_rows, empty_matrix, first_seen_codes
 from cellspec_sc.progress import progress
 from cellspec_sc.spec import spec_type_of
@@ -275,12 +275,15 @@ def lazy_matrix(path: Path, feature_ids: list[str], directory: Path | str) -> An
         import dask
         import dask.array as da
 
-    meta = pq.ParquetFile(path).metadata
-    stamp = _file_stamp(path)
+    remote = isinstance(path, RemoteFile)
+    meta = pq.ParquetFile(readable(path)).metadata
+    stamp = path.stamp() if remote else _file_stamp(path)
     blocks = []
     for index in range(meta.num_row_groups):
         rows = meta.row_group(index).num_rows
-        load = dask.delayed(_row_group_matrix, pure=True)(str(path), index, tuple(feature_ids), stamp, str(directory))
+        load = dask.delayed(_remote_row_group_matrix, pure=True)(path, index, tuple(feature_ids), stamp,
+                                                                  str(directory)) if remote else \
+            dask.delayed(_row_group_matrix, pure=True)(str(path), index, tuple(feature_ids), stamp, str(directory))
         blocks.append(da.from_delayed(load, shape=(rows, len(feature_ids)), dtype=np.float64))
     if not blocks:
         return da.from_array(np.empty((0, len(feature_ids)), dtype=np.float64))
@@ -304,6 +307,22 @@ def _row_group_matrix(path: str, index: int, feature_ids: tuple[str, ...], stamp
         if _file_stamp(opened.fileno()) != stamp:
             raise ChangedSinceRead(directory, file, "changed after read(lazy=True); read the directory again")
         return _decode_block(opened, index, feature_ids, directory, file)
+
+
+def _remote_row_group_matrix(remote: RemoteFile, index: int, feature_ids: tuple[str, ...],
+                             stamp: tuple[int, str] | None, directory: str) -> np.ndarray:
+    """:func:`_row_group_matrix` of an object on a store: ranged reads of the row group, refused when the object's
+    size or ETag is not the one read (hashed) when the directory was opened, before or after."""
+    def check() -> None:
+        if remote.stamp() != stamp:
+            raise ChangedSinceRead(directory, remote.name, "changed or was removed after read(lazy=True); read the "
+                                                           "directory again")
+
+    check()
+    with remote.open() as opened:
+        block = _decode_block(opened, index, feature_ids, directory, remote.name)
+    check()
+    return block
 
 
 def _decode_block(opened: Any, index: int, feature_ids: tuple[str, ...], directory: str, file: str) -> np.ndarray:

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cellspec_sc.errors import CellspecError, WriteFailed
-from cellspec_sc.io._manifest import DONE, MANIFEST, read_manifest
+from cellspec_sc.io._manifest import lost_by_replacing, read_manifest
 from cellspec_sc.io._refusals import InvalidTarget, TargetExists
 from cellspec_sc.io._staging import clean_stale, flushing_behind, fsync_file, fsync_tree, publish, staging_directory
 
@@ -94,12 +94,10 @@ def files_lost_by_replacing(path: str | os.PathLike) -> list[str]:
     if not present:
         return []
     try:
-        listed = set(read_manifest(folder)) | {DONE, MANIFEST}
+        entries = read_manifest(folder)
     except (CellspecError, OSError):
-        return present
-    if not listed <= set(present) or listed & symlinks:
-        return present
-    return [name for name in present if name not in listed]
+        entries = None
+    return lost_by_replacing(present, entries, unsafe=symlinks)
 
 
 def _entries(folder: Path) -> tuple[list[str], set[str]]:

@@ -56,6 +56,7 @@ from cellspec_sc.io._manifest import (
     MANIFEST,
     METADATA,
     check_relative_name,
+    lost_by_replacing,
     manifest_entries,
     read_manifest,
 )
@@ -75,7 +76,7 @@ from cellspec_sc.io._refusals import (
     UnlistedDataFile,
     warn_unlisted,
 )
-from cellspec_sc.io._storage import FetchedFile, Location, Transfer, storage_call
+from cellspec_sc.io._storage import BucketNotFound, FetchedFile, Location, Transfer, storage_call
 from cellspec_sc.model import CellSpec, HandedOver, sealed
 
 UPLOAD_CLAIM = ".cellspec-upload"  # the claim of an upload in progress: the JSON list of what it may leave
@@ -96,7 +97,10 @@ def object_stamps(location: Location) -> dict[str, tuple[int, str]]:
     a rewritten object from the one listed."""
     fs = location.fs
     fs.invalidate_cache()
-    found = storage_call(location.url, "listing the prefix", lambda: fs.find(location.url, detail=True))
+    try:
+        found = storage_call(location.url, "listing the prefix", lambda: fs.find(location.url, detail=True))
+    except FileNotFoundError:  # gcsfs: the bucket itself is missing (a missing prefix lists as empty)
+        raise BucketNotFound(location.url, "listing the prefix", "not found") from None
     return {location.relative(path): (int(info.get("size") or 0),
                                       str(info.get("ETag") or info.get("etag") or info.get("mtime") or ""))
             for path, info in found.items() if info.get("type", "file") != "directory"}
@@ -128,6 +132,8 @@ def read_entries(location: Location, present: Mapping[str, int], transfer: Trans
     manifest, every line well formed, every name a plain relative path."""
     url = location.url
     if not present:
+        if location.bucket_missing():  # adlfs lists a missing container as empty
+            raise BucketNotFound(url, "listing the prefix", "not found")
         raise NotACellspecDirectory(url, None, "no object is stored below this prefix")
     if DONE not in present:
         detail = ("is missing: an upload is in progress here or was interrupted" if UPLOAD_CLAIM in present
@@ -156,12 +162,12 @@ def check_present(url: str, entries: Mapping[str, str], present: Mapping[str, in
 def complete_directory_objects(location: Location, present: Mapping[str, int]) -> list[str] | None:
     """The objects of a complete cellspec directory at ``location`` (DONE matches the manifest, and the
     manifest lists exactly the objects present, DONE and the manifest aside), DONE first; None when the
-    prefix holds anything else. The rule ``overwrite=True`` replaces by, as for a local directory."""
+    prefix holds anything else: the rule of a local directory, :func:`~cellspec_sc.io._manifest.lost_by_replacing`."""
     try:
         entries = read_entries(location, present, Transfer())
     except FormatError:
         return None
-    if set(present) != {*entries, DONE, MANIFEST}:
+    if lost_by_replacing(list(present), entries):
         return None
     return [DONE, MANIFEST, *entries]
 
@@ -281,11 +287,11 @@ def _range(fs: Any, url: str, start: int, end: int) -> bytes:
 
 def read_remote(url: str, storage_options: Mapping[str, Any] | None = None, *, lazy: bool = False,
                 layout: str = "C", limits: ReadLimits = DEFAULT_LIMITS, transfer: Transfer | None = None) -> CellSpec:
-    """:func:`cellspec_sc.read` of a directory on object storage (see the module docstring)."""
-    location = Location.of(url, storage_options)
+    """:func:`cellspec_sc.read` of a directory on object storage (see the module docstring); ``lazy=True`` is
+    :func:`cellspec_sc.io._remote_lazy.read_remote_lazy`."""
     if lazy:
-        raise InputError(f"{location.url}: read(lazy=True) reads local directories; a directory on object storage "
-                         "is read whole (or open it with cs.open_cohort to work on it in parts on workers)")
+        return ON_OBJECT_STORAGE["read_lazy"](url, storage_options, limits=limits, transfer=transfer)
+    location = Location.of(url, storage_options)
     transfer = transfer if transfer is not None else Transfer()
     present = listing(location)
     entries = read_entries(location, present, transfer)

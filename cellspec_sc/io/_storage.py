@@ -99,6 +99,24 @@ def _default_options(protocol: str, options: Mapping[str, Any]) -> dict[str, Any
     return merged
 
 
+def _own_gcs_endpoint(protocol: str, options: Mapping[str, Any]) -> bool:
+    """A gs:// URL served by another endpoint than Google's (an emulator, a GCS-compatible server)."""
+    return protocol in ("gs", "gcs") and bool(options.get("endpoint_url") or os.environ.get("STORAGE_EMULATOR_HOST"))
+
+
+def _filesystem(protocol: str, options: Mapping[str, Any]) -> Any:
+    import fsspec
+
+    if _own_gcs_endpoint(protocol, options):
+        # gcsfs's default class first asks Google's Storage Control API (gRPC) for the bucket's layout,
+        # retrying for a minute before every operation: an endpoint of one's own has no such API, so
+        # its plain JSON-API class is used
+        from gcsfs.core import GCSFileSystem
+
+        return GCSFileSystem(**options)
+    return fsspec.filesystem(protocol, **options)
+
+
 @dataclass(frozen=True)
 class Location:
     """A directory (prefix) on object storage and the options to reach it.
@@ -124,14 +142,24 @@ class Location:
     @property
     def fs(self) -> Any:
         try:
-            import fsspec
-
-            return fsspec.filesystem(self.protocol, **_default_options(self.protocol, self.storage_options))
+            return _filesystem(self.protocol, _default_options(self.protocol, self.storage_options))
         except ImportError as err:
             package = _EXTRA.get(self.protocol, getattr(err, "name", None) or "fsspec")
             raise MissingExtraError(f"cellspec_sc ({self.protocol}:// URLs)", "cloud", package) from None
         except ValueError as err:
             raise InputError(f"{self.url}: {err}") from None
+
+    @property
+    def bucket(self) -> str:
+        """The bucket (or container) of the URL."""
+        return self.url.split("://", 1)[1].split("/", 1)[0]
+
+    def bucket_missing(self) -> bool:
+        """Whether the store says the bucket does not exist (False when it cannot tell)."""
+        try:
+            return not self.fs.exists(self.bucket)
+        except Exception:  # noqa: BLE001 - only the explanation of a refusal depends on it
+            return False
 
     def child(self, name: str) -> str:
         return f"{self.url}/{name}"
@@ -162,10 +190,12 @@ def _chain(err: BaseException) -> list[BaseException]:
 
 
 def _code(err: BaseException) -> str | None:
+    """The store's error code: botocore's ``response["Error"]["Code"]``, the Azure SDK's ``error_code``."""
     response = getattr(err, "response", None)
-    if isinstance(response, dict):
-        return str(response.get("Error", {}).get("Code") or "") or None
-    return None
+    if isinstance(response, dict) and response.get("Error", {}).get("Code"):
+        return str(response["Error"]["Code"])
+    azure = getattr(err, "error_code", None)
+    return str(getattr(azure, "value", azure)) if azure else None
 
 
 def _cause_text(err: BaseException) -> str:
@@ -240,6 +270,12 @@ class FetchedFile:
         return pa.BufferReader(self.data)
 
 
+def info_stamp(info: Mapping[str, Any]) -> tuple[int, str]:
+    """(size, ETag or modification time) of an object from fsspec's ``info``: what tells a rewritten object from
+    the one listed."""
+    return int(info.get("size") or 0), str(info.get("ETag") or info.get("etag") or info.get("mtime") or "")
+
+
 @dataclass(frozen=True)
 class RemoteFile:
     """An object on a store opened for ranged reads (a Parquet footer, one row group): only the bytes read are
@@ -257,6 +293,15 @@ class RemoteFile:
         """A file object for ranged reads; ``options`` go to the store's ``open`` (e.g. ``cache_type``)."""
         location = Location.of(self.url, self.storage_options)
         return storage_call(self.url, "opening", lambda: location.fs.open(self.url, "rb", **options))
+
+    def stamp(self) -> tuple[int, str] | None:
+        """(size, ETag or modification time) of the object now (one request); None when it is gone."""
+        fs = Location.of(self.url, self.storage_options).fs
+        fs.invalidate_cache(self.url)
+        try:
+            return info_stamp(storage_call(self.url, f"looking at {self.name}", lambda: fs.info(self.url)))
+        except FileNotFoundError:
+            return None
 
 
 def readable(path: Any) -> Any:

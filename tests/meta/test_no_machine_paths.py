@@ -13,9 +13,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("README.md", "Makefile", "pyproject.toml", "docs", "benchmarks", "notebooks", ".ci", "cellspec_sc",
            "bridges", "widgets")
 SUFFIXES = {".md", ".py", ".ipynb", ".json", ".js", ".css", ".toml", ".txt", ".yaml", ".yml", ".cfg", ".sh", ""}
-# the last four: the docs site's build and the copies it makes (docs/conf.py), ignored by git
+# "tutorials", "repository": the docs site's build and the copies it makes (docs/conf.py), ignored by git;
+# node_modules: Azurite installed by npm (.ci/azurite), ignored by git
 SKIPPED_FOLDERS = {".data", "results", "__pycache__", ".ipynb_checkpoints", "demo-output", "_build", "generated",
-                   "tutorials", "repository"}
+                   "tutorials", "repository", "node_modules"}
 # upstream projects whose issue trackers may be cited by number ("scimap issue 16")
 UPSTREAM = ("scimap", "anndata", "spatialdata", "spatialdata-io", "numcodecs", "zarr", "pandas", "pyarrow", "dask",
             "luxar", "scanpy", "squidpy", "numpy", "scipy", "pyspark", "polars", "duckdb", "pynndescent")
