@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import hashlib
 import mmap
 import os
 import re
@@ -65,7 +66,9 @@ import stat
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -550,8 +553,9 @@ def _where(path: Path, position: int, delimiter: str, names: Sequence[str]) -> s
 # Bytes of text per piece: big enough that the per-piece Python work (a few calls per column) is small
 # beside the parse, small enough that the pieces in flight cost little memory and both cores get work.
 PIECE_BYTES = 1 << 23
-# A file smaller than PIECE_BYTES x threads is cut into one piece per thread, none below this: a 4 MB export is
-# parsed on both cores (half its wall time), while a tiny file stays one piece parsed in the caller's thread.
+# A file smaller than PIECE_BYTES x threads is cut into one piece per thread, none below this (a file of one to two
+# such pieces into two halves): a 4 MB export is parsed on both cores (half its wall time), while a tiny file stays
+# one piece parsed in the caller's thread.
 MIN_PIECE_BYTES = 1 << 20
 
 
@@ -577,13 +581,14 @@ def data_lines(path: Path) -> int:
 def line_pieces(path: Path, start: int, piece_bytes: int | None = None) -> list[tuple[int, int]]:
     """Byte ranges ``[a, b)`` covering ``start`` to the end of the file, each ending just after a newline
     (the last one at the end of the file), about ``piece_bytes`` long (default :data:`PIECE_BYTES`, or for a
-    smaller file an equal share per thread of :func:`workers`, at least :data:`MIN_PIECE_BYTES`)."""
+    smaller file an equal share per thread of :func:`workers`, at least :data:`MIN_PIECE_BYTES`); a file shorter
+    than two pieces is one piece, or two halves when longer than one."""
     size = path.stat().st_size
     if size <= start:
         return []
     piece_bytes = piece_bytes or min(PIECE_BYTES, max(MIN_PIECE_BYTES, -(-(size - start) // workers())))
-    if size - start <= piece_bytes:
-        return [(start, size)]
+    if size - start < 2 * piece_bytes:
+        return [(start, size)] if size - start <= piece_bytes else _halves(path, start, size)
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
         pieces, a = [], start
         while a < size:
@@ -592,6 +597,14 @@ def line_pieces(path: Path, start: int, piece_bytes: int | None = None) -> list[
             pieces.append((a, b))
             a = b
     return pieces
+
+
+def _halves(path: Path, start: int, size: int) -> list[tuple[int, int]]:
+    """Two pieces of about equal size (a file a little over one piece is not cut into a piece and a sliver, whose
+    thread would cost more than it parses)."""
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        newline = view.find(b"\n", start + (size - start) // 2 - 1)
+    return [(start, size)] if newline < 0 or newline + 1 >= size else [(start, newline + 1), (newline + 1, size)]
 
 
 def piece_bytes(path: Path, span: tuple[int, int]) -> bytes:
@@ -1105,14 +1118,65 @@ def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
     return np.concatenate(parts).astype(dtype, copy=False)
 
 
+# Side files (panel.csv, neighbour tables, markers.csv, Image.csv ...) up to this size are read whole once: parsed
+# from those bytes and hashed from them for provenance, instead of being read a second time to hash them.
+SIDE_FILE_BYTES = 1 << 24
+
+_DIGESTS: ContextVar[dict[str, str] | None] = ContextVar("cellspec_side_file_digests", default=None)
+
+
+@contextmanager
+def recorded_digests() -> Iterator[dict[str, str]]:
+    """Within the block, the SHA-256 of every file :func:`read_as_text` reads whole is kept (see
+    :func:`recorded_digest`), so that provenance does not read the file again to hash it.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "panel.csv"
+    >>> _ = path.write_bytes(b"channel,name\\nX1,CD3\\n")
+    >>> with recorded_digests():
+    ...     names = read_as_text(read_header(path, ",", "steinbock panel.csv")).column("name").to_pylist()
+    ...     digest = recorded_digest(path)
+    >>> names, digest == hashlib.sha256(path.read_bytes()).hexdigest(), recorded_digest(path)
+    (['CD3'], True, None)
+    """
+    token = _DIGESTS.set({})
+    try:
+        yield _DIGESTS.get()
+    finally:
+        _DIGESTS.reset(token)
+
+
+def recorded_digest(path: str | os.PathLike) -> str | None:
+    """The SHA-256 of ``path`` taken from the bytes a read inside :func:`recorded_digests` parsed (else None)."""
+    digests = _DIGESTS.get()
+    return None if digests is None else digests.get(os.path.abspath(path))
+
+
+def _whole_file(path: Path) -> bytes | None:
+    """The bytes of a side file of at most :data:`SIDE_FILE_BYTES`, read once and their digest recorded (None:
+    a bigger file, read by pyarrow from disk; or no :func:`recorded_digests` block to keep the digest in)."""
+    digests = _DIGESTS.get()
+    if digests is None or path.stat().st_size > SIDE_FILE_BYTES:
+        return None
+    with open(path, "rb") as handle:
+        data = handle.read(SIDE_FILE_BYTES + 1)
+    if len(data) > SIDE_FILE_BYTES:  # grew meanwhile
+        return None
+    digests[os.path.abspath(path)] = hashlib.sha256(data).hexdigest()
+    return data
+
+
 def read_as_text(header: Header, columns: Sequence[str] | None = None, *, nulls: bool = True,
                  one_column: bool = False) -> pa.Table:
     """Every column of ``header``'s file (or only ``columns``) as Arrow strings, empty fields null (``nulls``)
     or ``""``; ``one_column``: a file without a header line, its lines the values of column ``f0``. A file
-    pyarrow cannot parse is refused as an InputError naming file and line, never pyarrow's own error."""
+    pyarrow cannot parse is refused as an InputError naming file and line, never pyarrow's own error. Inside
+    :func:`recorded_digests` a small file is parsed from the bytes its digest is taken from (read once)."""
     names = ["f0"] if one_column else list(header.names)
+    data = _whole_file(header.path)
+    source = header.path if data is None else pa.BufferReader(data)
     try:
-        return pacsv.read_csv(header.path, read_options=read_options(header, autogenerate_column_names=one_column),
+        return pacsv.read_csv(source, read_options=read_options(header, autogenerate_column_names=one_column),
                               parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
                               convert_options=pacsv.ConvertOptions(
                                   column_types={n: pa.string() for n in names}, strings_can_be_null=nulls,

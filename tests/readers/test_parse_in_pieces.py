@@ -74,6 +74,19 @@ def test_line_pieces_cover_the_data_and_end_at_newlines(tmp_path):
     assert data_lines(path) == 1001  # the last line has no newline
 
 
+def test_a_file_a_little_over_one_piece_is_cut_in_two_halves_not_a_piece_and_a_sliver(tmp_path, monkeypatch):
+    monkeypatch.setattr(pieces, "workers", lambda: 2)
+    path = tmp_path / "t.csv"
+    rows = b"".join(b"%06d,%06d\n" % (i, i) for i in range(8000))  # 14 bytes a line
+    path.write_bytes(b"a,b\n" + rows + b"1,2")
+    start = data_start(path)
+    size = len(rows) + 3
+    spans = line_pieces(path, start, piece_bytes=size * 2 // 3)  # one piece and a half
+    assert [a for a, _ in spans] == [start, start + size // 2 // 14 * 14 + 14] and spans[-1][1] == start + size
+    assert line_pieces(path, start, piece_bytes=size) == [(start, start + size)]
+    assert len(line_pieces(path, start, piece_bytes=size // 2)) == 2  # two whole pieces
+
+
 def test_ordered_map_keeps_order_and_stops_on_the_first_error():
     assert list(_background.ordered_map(lambda i: i * i, range(50), threads=2)) == [i * i for i in range(50)]
     started = []
