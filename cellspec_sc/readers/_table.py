@@ -641,6 +641,8 @@ class ParseJob:
     numbers_as_text: bool
     slots: RowSlots
     hasher: PieceHash | None
+    whole: bytes | None = None
+    """The whole file when it was read at once (a small file: its one piece is cut from these bytes)."""
 
 
 @dataclass
@@ -714,7 +716,7 @@ def parse_piece(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
 def _parse(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
     header = job.header
     try:
-        data = piece_bytes(header.path, span)
+        data = job.whole[span[0]:span[1]] if job.whole is not None else piece_bytes(header.path, span)
     except BaseException:
         if job.hasher is not None:
             job.hasher.fail()
@@ -793,19 +795,20 @@ def fill_rows(table: pa.Table, positions: Sequence[int], sel: np.ndarray | None,
     ([1.0, nan, nan], [2], [0])
     """
     nulls = 0
-    columns = table.columns
     stats = MatrixStats(len(positions), codes, groups)
     if sel is None and positions:
         at = 0
-        for batch in table.select(list(positions)).to_batches():
+        selected = table.select(list(positions))
+        for batch in selected.to_batches():
             if batch.num_rows:
                 values = batch.to_tensor(null_to_nan=True, row_major=True).to_numpy()
                 rows[at:at + batch.num_rows] = values
                 stats.add(at, values)
                 at += batch.num_rows
-        nulls = sum(columns[p].null_count for p in positions)
+        nulls = sum(column.null_count for column in selected.columns)
     else:
         if sel is not None:
+            columns = table.columns
             for j, position in enumerate(positions):
                 column = columns[position]
                 rows[:, j] = column.to_numpy()[sel]
@@ -1004,10 +1007,17 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     convert = pacsv.ConvertOptions(column_types=types, null_values=list(nulls), strings_can_be_null=True,
                                    quoted_strings_can_be_null=True)
     position = {name: i for i, name in enumerate(header.names)}
-    out = empty_matrix(_estimated_rows(header.path), len(matrix))
-    start = data_start(header.path)
+    contents = _small_file(header.path)
+    if contents is not None:  # read once: its rows counted, its one piece cut and its SHA-256 taken from these bytes
+        start = contents.find(b"\n") + 1 or len(contents)
+        rows = contents.count(b"\n", start) + (not contents.endswith(b"\n") and len(contents) > start)
+        out, hasher = empty_matrix(max(rows, 1), len(matrix)), None
+    else:
+        out = empty_matrix(_estimated_rows(header.path), len(matrix))
+        start = data_start(header.path)
+        hasher = PieceHash(header.path, start)
     job = ParseJob(header, convert, [position[name] for name in matrix], text, numbers, unfiltered, keep,
-                   group if group in text else None, numbers_as_text, RowSlots(out), PieceHash(header.path, start))
+                   group if group in text else None, numbers_as_text, RowSlots(out), hasher, contents)
     counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
     parts: dict[str, list[pa.Array]] = {name: [] for name in text}
     number_parts: dict[str, list[np.ndarray]] = {name: [] for name in numbers}
@@ -1016,7 +1026,9 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     stats = _GroupStats(len(matrix))
     overflow: list[np.ndarray] = []  # blocks of the pieces beyond the estimated rows, in order
     read = filled = 0
-    items = list(enumerate(line_pieces(header.path, start)))
+    spans = line_pieces(header.path, start) if contents is None else \
+        ([(start, len(contents))] if len(contents) > start else [])
+    items = list(enumerate(spans))
     try:
         for piece in ordered_map(lambda item: parse_piece(job, *item), items, threads=min(workers(), len(items)),
                                  name="cellspec-parse"):
@@ -1051,7 +1063,7 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
         unfiltered={n: pa.chunked_array(whole[n], type=pa.string()) for n in unfiltered},
         matrix=_with_overflow(out, filled, overflow),
         counts=counts,
-        sha256=job.hasher.result(),
+        sha256=hashlib.sha256(contents).hexdigest() if contents is not None else hasher.result(),
         stats=stats.result(),
     )
 
@@ -1075,6 +1087,17 @@ class _GroupStats:
         for piece_stats, images in self.pieces:
             total.merge(piece_stats, images=images)
         return GroupedStats(total, list(self.index))
+
+
+def _small_file(path: Path) -> bytes | None:
+    """The bytes of a file that is parsed as one piece (at most :data:`MIN_PIECE_BYTES` and :data:`PIECE_BYTES`),
+    read at once; None for a bigger one, read in pieces."""
+    most = min(MIN_PIECE_BYTES, PIECE_BYTES)
+    if path.stat().st_size > most:
+        return None
+    with open(path, "rb") as handle:
+        data = handle.read(most + 1)
+    return data if len(data) <= most else None  # grown meanwhile: read in pieces
 
 
 def _with_overflow(out: np.ndarray, filled: int, overflow: list[np.ndarray]) -> np.ndarray:
