@@ -3,10 +3,11 @@ checks of the parsed values.
 
 **Header.** Headers are matched after :func:`normalise_header` (every micro-sign variant of the vocabulary read as
 ``u``, spaces collapsed); the header as written is kept in ``source_name``. The readers read UTF-8 or a
-single-byte Windows code page with LF or CRLF line endings, from a regular file (they open it several times:
-encoding, header, pieces, hash). Everything else gets an :class:`UnreadableText` naming file, line, column and
-the rule, instead of a traceback from the csv module, a read that silently splits rows at a bare carriage return,
-or a wait on a pipe.
+single-byte Windows code page with LF or CRLF line endings, from a regular file (they open it more than once: the
+header line, the encoding sample, then the pieces; a file under 1 MB is parsed from its encoding sample, and every
+file is hashed from the bytes its parse reads). Everything else gets an :class:`UnreadableText` naming file, line,
+column and the rule, instead of a traceback from the csv module, a read that silently splits rows at a bare carriage
+return, or a wait on a pipe.
 
 **Parse.** pyarrow's streaming CSV reader parses one block after another, so it keeps one core busy. A file cut at
 newlines (the readers, like pyarrow with ``newlines_in_values=False``, allow no line break inside a value) can be
@@ -69,7 +70,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -289,6 +290,9 @@ class Header:
     delimiter: str
     names: tuple[str, ...]
     encoding: str = "utf-8"
+    contents: bytes | None = field(default=None, compare=False, repr=False)
+    """The whole file, when reading its encoding sample read all of it (a file under 1 MB): the parse takes its
+    bytes from here instead of reading the file again."""
 
     @cached_property
     def normalised(self) -> dict[str, str]:
@@ -321,6 +325,11 @@ def detect_encoding(path: Path, encoding: str | None = None) -> str:
         return name
     with open(path, "rb") as handle:
         sample = handle.read(ENCODING_SAMPLE)
+    return sample_encoding(path, sample)
+
+
+def sample_encoding(path: Path, sample: bytes) -> str:
+    """The encoding of the file at ``path`` whose first bytes are ``sample`` (see :func:`detect_encoding`)."""
     if is_utf8_with_ascii_rows(sample):
         return "utf-8"
     try:
@@ -388,7 +397,14 @@ def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: s
     if endless:
         raise UnreadableText(f"{path.name}: line 1 runs past {HEADER_MAX_BYTES >> 20} MiB without a line end: not "
                              f"the header line of a {tool} table (a binary file, or text without line ends?)")
-    encoding = detect_encoding(path, encoding)
+    contents = None
+    if encoding is None:  # the encoding sample: the whole file when it is small, kept for the parse
+        with open(path, "rb") as handle:
+            sample = handle.read(ENCODING_SAMPLE)
+        encoding = sample_encoding(path, sample)
+        contents = sample if len(sample) < ENCODING_SAMPLE else None
+    else:
+        encoding = detect_encoding(path, encoding)
     text = first.decode("utf-8-sig" if encoding == "utf-8" else encoding, errors="replace").rstrip("\r\n")
     if not text.strip():
         raise InputError(f"{path.name}: line 1: the file is empty; expected a {tool} table with a header line")
@@ -406,7 +422,7 @@ def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: s
     if dups:
         raise InputError(f"{path.name}: line 1: duplicated column name(s) {', '.join(map(repr, dups))}"
                          f"{_quote_note(text, delimiter, names, dups)}")
-    return Header(path, delimiter, names, encoding)
+    return Header(path, delimiter, names, encoding, contents)
 
 
 def _quote_note(text: str, delimiter: str, names: tuple[str, ...], dups: list[str]) -> str:
@@ -1007,7 +1023,8 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     convert = pacsv.ConvertOptions(column_types=types, null_values=list(nulls), strings_can_be_null=True,
                                    quoted_strings_can_be_null=True)
     position = {name: i for i, name in enumerate(header.names)}
-    contents = _small_file(header.path)
+    contents = header.contents if header.contents is not None and len(header.contents) <= min(
+        MIN_PIECE_BYTES, PIECE_BYTES) else _small_file(header.path)
     if contents is not None:  # read once: its rows counted, its one piece cut and its SHA-256 taken from these bytes
         start = contents.find(b"\n") + 1 or len(contents)
         rows = contents.count(b"\n", start) + (not contents.endswith(b"\n") and len(contents) > start)
