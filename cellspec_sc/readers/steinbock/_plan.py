@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -523,7 +523,9 @@ def _image_headers(tables: Tables, stem: str, encoding: str | None) -> tuple[Hea
                          "the regionprops table (`steinbock measure regionprops`)")
     regionprops = read_header(props_path, ",", "steinbock regionprops", encoding)
     require_columns(regionprops, "steinbock regionprops", [(OBJECT,), (CENTROIDS[0],), (CENTROIDS[1],)])
-    return intensities, regionprops
+    # the plan holds every image's headers at once: without the bytes a small file's header keeps for its parse
+    # (hundreds of images would hold hundreds of MB); each table is parsed and hashed from one read of its own
+    return replace(intensities, contents=None), replace(regionprops, contents=None)
 
 
 def _check_same_columns(tables: Tables, first: tuple[Header, Header], other: tuple[Header, Header]) -> None:
