@@ -13,6 +13,11 @@ The files imitate what the tools write, 120 columns each:
   ``ObjectNumber``, ``Intensity_MeanIntensity_<marker>``), 40 markers each, and ``read_export`` of the HALO table
   (the recognition's cost).
 
+``python -m benchmarks.readers`` times small exports (one, several hundred and a few thousand rows, and the
+fifteen-image steinbock folder) of all six readers against ``pandas.read_csv`` of the same files in the same process,
+the two sides in turn (:func:`small_rows`): at that size the fixed cost of a call is what matters, and a fresh
+process per side would time its first imports and caches instead.
+
 ``*_1core`` cases pin both sides to one CPU (``os.sched_setaffinity``) and pyarrow to one thread: pandas then
 reads in one thread as well (it sizes its thread pool by the CPUs the process may use).
 
@@ -25,13 +30,22 @@ with pandas' own parallel read.
 
 from __future__ import annotations
 
+import argparse
+import datetime as dt
+import json
 import os
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .cases import Case, Env, Op, describe_object, memory_goal
+from .host import describe_machine
 
 COLUMNS = 120
 FIXED = ["Image", "Object ID", "Object type", "Name", "Classification", "Parent", "ROI",
@@ -438,3 +452,118 @@ def _cases() -> list[Case]:
 
 
 CASES = _cases()
+
+
+# -- small exports: every reader beside pandas in the same process -----------------------------------------------
+SMALL_ROWS = (1, 300, 3000)
+SMALL_RATIO = 1.5
+SMALL_EXTRA_S = 0.020
+FEW_HUNDRED = 1000  # rows up to which a file counts as "a few hundred rows" (the goal in milliseconds)
+SMALL_GOAL = f"<= {SMALL_RATIO}x pandas; up to {FEW_HUNDRED:,} rows <= pandas + {SMALL_EXTRA_S * 1e3:.0f} ms"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def small_exports(data: Path, rows: int) -> list[tuple[str, Callable[[], Any], list[Path], str, int, int]]:
+    """(case, the read, the files pandas reads, their separator, cells, columns) of every reader's export of
+    ``rows`` rows under ``data`` (written once, kept between runs; a steinbock folder has a row per image at least)."""
+    import cellspec_sc as cs
+
+    env = Env(n=rows, f=COLUMNS, data=data, work=data / "scratch")
+    out: list[tuple[str, Callable[[], Any], list[Path], str, int, int]] = []
+    qupath, mcquant = _qupath(env), _mcquant(env)
+    out.append(("read_qupath", lambda: cs.read_qupath(qupath, pixel_size=0.5), [qupath], "\t", rows, COLUMNS))
+    out.append(("read_mcmicro", lambda: cs.read_mcmicro(mcquant, pixel_size=0.65), [mcquant], ",", rows, COLUMNS))
+    for kind, sep in (("halo", ","), ("inform", "\t"), ("cellprofiler", ",")):
+        path = _tool_file(kind, env)
+        read = getattr(cs, f"read_{kind}")
+        out.append((f"read_{kind}", (lambda r, p: lambda: r(p, pixel_size=0.5))(read, path), [path], sep, rows,
+                    TOOL_MARKERS + 5))
+    halo = _tool_file("halo", env)
+    out.append(("read_export_halo", lambda: cs.read_export(halo, pixel_size=0.5), [halo], ",", rows, TOOL_MARKERS + 5))
+    for case, images, folder_of in (("read_steinbock", STEINBOCK_IMAGES, _steinbock),
+                                    ("read_steinbock_15_images", 15, _steinbock_15)):
+        folder = folder_of(Env(n=max(rows, images), f=COLUMNS, data=data, work=data / "scratch"))
+        out.append((case, (lambda f: lambda: cs.read_steinbock(f, aggregation="mean",
+                                                                neighbor_method="mask_touching"))(folder),
+                     _tables_of(folder), ",", max(rows, images), STEINBOCK_CHANNELS + 5))
+    return out
+
+
+def small_rows(data: Path, rows: int, repeat: int, only: list[str]) -> list[dict[str, Any]]:
+    """A result row per reader at ``rows`` rows: the reader and ``pandas.read_csv`` of the same files, in one
+    process, in turn ``repeat`` times (each once untimed first); wall and CPU seconds, min and median."""
+    import pandas as pd
+
+    found = []
+    for case, read, files, sep, cells, columns in small_exports(data, rows):
+        if only and not any(w in case.lower() for w in only):
+            continue
+        baseline = (lambda fs, s: lambda: [pd.read_csv(f, sep=s) for f in fs])(files, sep)
+        times: dict[str, list[float]] = {"ours": [], "baseline": []}
+        cpu: dict[str, list[float]] = {"ours": [], "baseline": []}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the readers' notes (assumed aggregation ...) once per call
+            read(), baseline()
+            for _ in range(repeat):
+                for side, call in (("ours", read), ("baseline", baseline)):
+                    wall, process = time.perf_counter(), time.process_time()
+                    call()
+                    times[side].append(time.perf_counter() - wall)
+                    cpu[side].append(time.process_time() - process)
+        found.append(_small_row(case, cells, columns, sum(f.stat().st_size for f in files), times, cpu))
+    return found
+
+
+def _small_row(case: str, cells: int, columns: int, size: int, times: dict[str, list[float]],
+               cpu: dict[str, list[float]]) -> dict[str, Any]:
+    ours, base = min(times["ours"]), min(times["baseline"])
+    extra = ours - base
+    met = extra <= SMALL_EXTRA_S if cells <= FEW_HUNDRED else ours / base <= SMALL_RATIO
+    return {"operation": case, "baseline": "pandas.read_csv of the same files, same process", "n_cells": cells,
+            "n_features": columns, "big": False, "goal": SMALL_GOAL, "file_bytes": size,
+            "ours_min_s": ours, "ours_median_s": statistics.median(times["ours"]), "ours_times_s": times["ours"],
+            "baseline_min_s": base, "baseline_median_s": statistics.median(times["baseline"]),
+            "baseline_times_s": times["baseline"], "ours_cpu_min_s": min(cpu["ours"]),
+            "baseline_cpu_min_s": min(cpu["baseline"]), "ratio": ours / base,
+            "cpu_ratio": min(cpu["ours"]) / min(cpu["baseline"]), "extra_s": extra, "goal_met": bool(met)}
+
+
+def _small_line(row: dict[str, Any]) -> str:
+    return (f"| {row['operation']} | {row['n_cells']:,} x {row['n_features']} | {row['file_bytes'] / 1e6:.2f} MB "
+            f"| {row['ours_min_s'] * 1e3:.2f} ({row['ours_median_s'] * 1e3:.2f}) "
+            f"| {row['baseline_min_s'] * 1e3:.2f} ({row['baseline_median_s'] * 1e3:.2f}) | {row['ratio']:.2f}x "
+            f"| {row['extra_s'] * 1e3:+.1f} | {'yes' if row['goal_met'] else 'no'} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.readers``: the small-export rows (see the module docstring); JSON in the format of
+    ``benchmarks.run`` (``benchmarks.report`` renders it)."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks.readers",
+                                description="every reader beside pandas.read_csv on small exports, in one process")
+    p.add_argument("--rows", default=",".join(map(str, SMALL_ROWS)), help="rows per export, comma separated")
+    p.add_argument("--repeat", type=int, default=30)
+    p.add_argument("--only", default="", help="cases whose name contains one of these texts (comma separated)")
+    p.add_argument("--data", type=Path, default=ROOT / "benchmarks" / ".data", help="where the exports are written")
+    p.add_argument("--json", type=Path, default=None, help="JSON output (default: DATA/readers-small.json)")
+    args = p.parse_args(argv)
+    args.data.mkdir(parents=True, exist_ok=True)
+    only = [w.strip().lower() for w in args.only.split(",") if w.strip()]
+    info, rows = describe_machine(), []
+    print("| case | cells x columns | files | ours ms, min (median) | pandas ms, min (median) | ratio | extra ms "
+          "| goal met |\n|---|---|---|---|---|---|---|---|", flush=True)
+    for n in (int(r) for r in args.rows.split(",") if r.strip()):
+        for row in small_rows(args.data, n, args.repeat, only):
+            rows.append(row)
+            print(_small_line(row), flush=True)
+    info["load_average_at_end"] = os.getloadavg()
+    out = args.json or args.data / "readers-small.json"
+    command = " ".join(["python -m benchmarks.readers", *(argv if argv is not None else sys.argv[1:])])
+    document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command,
+                "repeat": args.repeat, "one_worker_per_size": True, "machine": info, "rows": rows}
+    out.write_text(json.dumps(document, indent=1, default=str))
+    print(f"\nJSON: {out}  (goal: {SMALL_GOAL})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

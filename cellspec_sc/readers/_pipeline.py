@@ -43,7 +43,7 @@ from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_rec
 from cellspec_sc.progress import step
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
 from cellspec_sc.readers._recognise import is_gzip, other_tool_advice
-from cellspec_sc.readers._table import Header, Parsed, stream_columns
+from cellspec_sc.readers._table import Header, Parsed, recorded_digest, recorded_digests, stream_columns
 from cellspec_sc.spec import SPEC_VERSION, canonical_frame
 from cellspec_sc.validation import ValidationReport, validate
 
@@ -208,11 +208,12 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     temporary file, its SHA-256 taken from the compressed bytes as they are read (provenance names the file as
     stored). When the adapter refuses the export and the file is another tool's, the refusal names that tool."""
     path = Path(path)
-    if adapter.reads_gzip and path.is_file() and is_gzip(path):
-        with tempfile.TemporaryDirectory(prefix="cellspec-") as folder:
-            plain, digest = decompressed(path, Path(folder))
-            return _read(adapter, plain, input_record(path, sha256=digest))
-    return _read(adapter, path, None)
+    with recorded_digests():  # side files are hashed from the bytes their parse reads
+        if adapter.reads_gzip and path.is_file() and is_gzip(path):
+            with tempfile.TemporaryDirectory(prefix="cellspec-") as folder:
+                plain, digest = decompressed(path, Path(folder))
+                return _read(adapter, plain, input_record(path, sha256=digest))
+        return _read(adapter, path, None)
 
 
 def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tuple[CellSpec, ValidationReport]:
@@ -282,7 +283,8 @@ def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, 
     provenance = new_provenance(
         producer={"tool": adapter.producer, "version": None}, adapter=adapter.name, adapter_version=adapter.version,
         inputs=[*([path_record] if path_record is not None else []),
-                *(p if isinstance(p, dict) else input_record(p) for p in tables.extra_inputs)],
+                *(p if isinstance(p, dict) else input_record(p, sha256=recorded_digest(p))
+                  for p in tables.extra_inputs)],
         counts=counts,
         parameters={**tables.parameters, **({"recognised_as": chosen} if (chosen := adapter.recognised or
                                                                             RECOGNISED.get()) else {})},

@@ -41,13 +41,23 @@ class Signature:
     what: str
     """What the file is, for messages ("a HALO object table")."""
     columns: tuple[tuple[str, ...], ...]
+    also: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    """Other sets of column groups that name the tool too: an export its reader refuses with advice of its own (a
+    QuPath export without centroid columns is told to export them, not that no reader knows it)."""
 
     @property
     def reader(self) -> str:
         return f"read_{self.key}"
 
     def matches(self, names: set[str]) -> bool:
-        return all(any(_key(c) in names for c in alternatives) for alternatives in self.columns)
+        """Whether the header (``names``: its columns as :func:`_key` writes them) has a column of every group of
+        ``columns``, or of every group of one of the sets in ``also``.
+
+        >>> BY_KEY["qupath"].matches({"image", "name", "class", "parent", "roi", "nucleus: dapi mean"})
+        True
+        """
+        return any(all(any(_key(c) in names for c in alternatives) for alternatives in groups)
+                   for groups in (self.columns, *self.also))
 
 
 def _key(name: str) -> str:
@@ -62,7 +72,8 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature("cellprofiler", "CellProfiler", "a CellProfiler object table (ExportToSpreadsheet)",
               (("ImageNumber",), ("ObjectNumber",))),
     Signature("qupath", "QuPath", "a QuPath measurement export",
-              (("Centroid X µm", "Centroid X px"), ("Centroid Y µm", "Centroid Y px"))),
+              (("Centroid X µm", "Centroid X px"), ("Centroid Y µm", "Centroid Y px")),
+              also=((("Image",), ("Name",), ("Classification", "Class"), ("Parent",), ("ROI",)),)),
     Signature("mcmicro", "MCMICRO", "an MCMICRO mcquant table",
               (("CellID",), ("X_centroid", "column_centroid", "Y_position"))),
     Signature("steinbock", "steinbock", "a table of a steinbock output folder", (("Object",),)),

@@ -3,10 +3,11 @@ checks of the parsed values.
 
 **Header.** Headers are matched after :func:`normalise_header` (every micro-sign variant of the vocabulary read as
 ``u``, spaces collapsed); the header as written is kept in ``source_name``. The readers read UTF-8 or a
-single-byte Windows code page with LF or CRLF line endings, from a regular file (they open it several times:
-encoding, header, pieces, hash). Everything else gets an :class:`UnreadableText` naming file, line, column and
-the rule, instead of a traceback from the csv module, a read that silently splits rows at a bare carriage return,
-or a wait on a pipe.
+single-byte Windows code page with LF or CRLF line endings, from a regular file (they open it more than once: the
+header line, the encoding sample, then the pieces; a file under 1 MB is parsed from its encoding sample, and every
+file is hashed from the bytes its parse reads). Everything else gets an :class:`UnreadableText` naming file, line,
+column and the rule, instead of a traceback from the csv module, a read that silently splits rows at a bare carriage
+return, or a wait on a pipe.
 
 **Parse.** pyarrow's streaming CSV reader parses one block after another, so it keeps one core busy. A file cut at
 newlines (the readers, like pyarrow with ``newlines_in_values=False``, allow no line break inside a value) can be
@@ -58,6 +59,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import hashlib
 import mmap
 import os
 import re
@@ -65,8 +67,10 @@ import stat
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -286,6 +290,9 @@ class Header:
     delimiter: str
     names: tuple[str, ...]
     encoding: str = "utf-8"
+    contents: bytes | None = field(default=None, compare=False, repr=False)
+    """The whole file, when reading its encoding sample read all of it (a file under 1 MB): the parse takes its
+    bytes from here instead of reading the file again."""
 
     @cached_property
     def normalised(self) -> dict[str, str]:
@@ -318,6 +325,11 @@ def detect_encoding(path: Path, encoding: str | None = None) -> str:
         return name
     with open(path, "rb") as handle:
         sample = handle.read(ENCODING_SAMPLE)
+    return sample_encoding(path, sample)
+
+
+def sample_encoding(path: Path, sample: bytes) -> str:
+    """The encoding of the file at ``path`` whose first bytes are ``sample`` (see :func:`detect_encoding`)."""
     if is_utf8_with_ascii_rows(sample):
         return "utf-8"
     try:
@@ -385,7 +397,14 @@ def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: s
     if endless:
         raise UnreadableText(f"{path.name}: line 1 runs past {HEADER_MAX_BYTES >> 20} MiB without a line end: not "
                              f"the header line of a {tool} table (a binary file, or text without line ends?)")
-    encoding = detect_encoding(path, encoding)
+    contents = None
+    if encoding is None:  # the encoding sample: the whole file when it is small, kept for the parse
+        with open(path, "rb") as handle:
+            sample = handle.read(ENCODING_SAMPLE)
+        encoding = sample_encoding(path, sample)
+        contents = sample if len(sample) < ENCODING_SAMPLE else None
+    else:
+        encoding = detect_encoding(path, encoding)
     text = first.decode("utf-8-sig" if encoding == "utf-8" else encoding, errors="replace").rstrip("\r\n")
     if not text.strip():
         raise InputError(f"{path.name}: line 1: the file is empty; expected a {tool} table with a header line")
@@ -403,7 +422,7 @@ def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: s
     if dups:
         raise InputError(f"{path.name}: line 1: duplicated column name(s) {', '.join(map(repr, dups))}"
                          f"{_quote_note(text, delimiter, names, dups)}")
-    return Header(path, delimiter, names, encoding)
+    return Header(path, delimiter, names, encoding, contents)
 
 
 def _quote_note(text: str, delimiter: str, names: tuple[str, ...], dups: list[str]) -> str:
@@ -550,8 +569,9 @@ def _where(path: Path, position: int, delimiter: str, names: Sequence[str]) -> s
 # Bytes of text per piece: big enough that the per-piece Python work (a few calls per column) is small
 # beside the parse, small enough that the pieces in flight cost little memory and both cores get work.
 PIECE_BYTES = 1 << 23
-# A file smaller than PIECE_BYTES x threads is cut into one piece per thread, none below this: a 4 MB export is
-# parsed on both cores (half its wall time), while a tiny file stays one piece parsed in the caller's thread.
+# A file smaller than PIECE_BYTES x threads is cut into one piece per thread, none below this (a file of one to two
+# such pieces into two halves): a 4 MB export is parsed on both cores (half its wall time), while a tiny file stays
+# one piece parsed in the caller's thread.
 MIN_PIECE_BYTES = 1 << 20
 
 
@@ -577,13 +597,14 @@ def data_lines(path: Path) -> int:
 def line_pieces(path: Path, start: int, piece_bytes: int | None = None) -> list[tuple[int, int]]:
     """Byte ranges ``[a, b)`` covering ``start`` to the end of the file, each ending just after a newline
     (the last one at the end of the file), about ``piece_bytes`` long (default :data:`PIECE_BYTES`, or for a
-    smaller file an equal share per thread of :func:`workers`, at least :data:`MIN_PIECE_BYTES`)."""
+    smaller file an equal share per thread of :func:`workers`, at least :data:`MIN_PIECE_BYTES`); a file shorter
+    than two pieces is one piece, or two halves when longer than one."""
     size = path.stat().st_size
     if size <= start:
         return []
     piece_bytes = piece_bytes or min(PIECE_BYTES, max(MIN_PIECE_BYTES, -(-(size - start) // workers())))
-    if size - start <= piece_bytes:
-        return [(start, size)]
+    if size - start < 2 * piece_bytes:
+        return [(start, size)] if size - start <= piece_bytes else _halves(path, start, size)
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
         pieces, a = [], start
         while a < size:
@@ -592,6 +613,14 @@ def line_pieces(path: Path, start: int, piece_bytes: int | None = None) -> list[
             pieces.append((a, b))
             a = b
     return pieces
+
+
+def _halves(path: Path, start: int, size: int) -> list[tuple[int, int]]:
+    """Two pieces of about equal size (a file a little over one piece is not cut into a piece and a sliver, whose
+    thread would cost more than it parses)."""
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        newline = view.find(b"\n", start + (size - start) // 2 - 1)
+    return [(start, size)] if newline < 0 or newline + 1 >= size else [(start, newline + 1), (newline + 1, size)]
 
 
 def piece_bytes(path: Path, span: tuple[int, int]) -> bytes:
@@ -628,6 +657,8 @@ class ParseJob:
     numbers_as_text: bool
     slots: RowSlots
     hasher: PieceHash | None
+    whole: bytes | None = None
+    """The whole file when it was read at once (a small file: its one piece is cut from these bytes)."""
 
 
 @dataclass
@@ -701,7 +732,7 @@ def parse_piece(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
 def _parse(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
     header = job.header
     try:
-        data = piece_bytes(header.path, span)
+        data = job.whole[span[0]:span[1]] if job.whole is not None else piece_bytes(header.path, span)
     except BaseException:
         if job.hasher is not None:
             job.hasher.fail()
@@ -780,19 +811,20 @@ def fill_rows(table: pa.Table, positions: Sequence[int], sel: np.ndarray | None,
     ([1.0, nan, nan], [2], [0])
     """
     nulls = 0
-    columns = table.columns
     stats = MatrixStats(len(positions), codes, groups)
     if sel is None and positions:
         at = 0
-        for batch in table.select(list(positions)).to_batches():
+        selected = table.select(list(positions))
+        for batch in selected.to_batches():
             if batch.num_rows:
                 values = batch.to_tensor(null_to_nan=True, row_major=True).to_numpy()
                 rows[at:at + batch.num_rows] = values
                 stats.add(at, values)
                 at += batch.num_rows
-        nulls = sum(columns[p].null_count for p in positions)
+        nulls = sum(column.null_count for column in selected.columns)
     else:
         if sel is not None:
+            columns = table.columns
             for j, position in enumerate(positions):
                 column = columns[position]
                 rows[:, j] = column.to_numpy()[sel]
@@ -991,10 +1023,18 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     convert = pacsv.ConvertOptions(column_types=types, null_values=list(nulls), strings_can_be_null=True,
                                    quoted_strings_can_be_null=True)
     position = {name: i for i, name in enumerate(header.names)}
-    out = empty_matrix(_estimated_rows(header.path), len(matrix))
-    start = data_start(header.path)
+    contents = header.contents if header.contents is not None and len(header.contents) <= min(
+        MIN_PIECE_BYTES, PIECE_BYTES) else _small_file(header.path)
+    if contents is not None:  # read once: its rows counted, its one piece cut and its SHA-256 taken from these bytes
+        start = contents.find(b"\n") + 1 or len(contents)
+        rows = contents.count(b"\n", start) + (not contents.endswith(b"\n") and len(contents) > start)
+        out, hasher = empty_matrix(max(rows, 1), len(matrix)), None
+    else:
+        out = empty_matrix(_estimated_rows(header.path), len(matrix))
+        start = data_start(header.path)
+        hasher = PieceHash(header.path, start)
     job = ParseJob(header, convert, [position[name] for name in matrix], text, numbers, unfiltered, keep,
-                   group if group in text else None, numbers_as_text, RowSlots(out), PieceHash(header.path, start))
+                   group if group in text else None, numbers_as_text, RowSlots(out), hasher, contents)
     counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
     parts: dict[str, list[pa.Array]] = {name: [] for name in text}
     number_parts: dict[str, list[np.ndarray]] = {name: [] for name in numbers}
@@ -1003,7 +1043,9 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     stats = _GroupStats(len(matrix))
     overflow: list[np.ndarray] = []  # blocks of the pieces beyond the estimated rows, in order
     read = filled = 0
-    items = list(enumerate(line_pieces(header.path, start)))
+    spans = line_pieces(header.path, start) if contents is None else \
+        ([(start, len(contents))] if len(contents) > start else [])
+    items = list(enumerate(spans))
     try:
         for piece in ordered_map(lambda item: parse_piece(job, *item), items, threads=min(workers(), len(items)),
                                  name="cellspec-parse"):
@@ -1038,7 +1080,7 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
         unfiltered={n: pa.chunked_array(whole[n], type=pa.string()) for n in unfiltered},
         matrix=_with_overflow(out, filled, overflow),
         counts=counts,
-        sha256=job.hasher.result(),
+        sha256=hashlib.sha256(contents).hexdigest() if contents is not None else hasher.result(),
         stats=stats.result(),
     )
 
@@ -1062,6 +1104,17 @@ class _GroupStats:
         for piece_stats, images in self.pieces:
             total.merge(piece_stats, images=images)
         return GroupedStats(total, list(self.index))
+
+
+def _small_file(path: Path) -> bytes | None:
+    """The bytes of a file that is parsed as one piece (at most :data:`MIN_PIECE_BYTES` and :data:`PIECE_BYTES`),
+    read at once; None for a bigger one, read in pieces."""
+    most = min(MIN_PIECE_BYTES, PIECE_BYTES)
+    if path.stat().st_size > most:
+        return None
+    with open(path, "rb") as handle:
+        data = handle.read(most + 1)
+    return data if len(data) <= most else None  # grown meanwhile: read in pieces
 
 
 def _with_overflow(out: np.ndarray, filled: int, overflow: list[np.ndarray]) -> np.ndarray:
@@ -1105,14 +1158,65 @@ def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
     return np.concatenate(parts).astype(dtype, copy=False)
 
 
+# Side files (panel.csv, neighbour tables, markers.csv, Image.csv ...) up to this size are read whole once: parsed
+# from those bytes and hashed from them for provenance, instead of being read a second time to hash them.
+SIDE_FILE_BYTES = 1 << 24
+
+_DIGESTS: ContextVar[dict[str, str] | None] = ContextVar("cellspec_side_file_digests", default=None)
+
+
+@contextmanager
+def recorded_digests() -> Iterator[dict[str, str]]:
+    """Within the block, the SHA-256 of every file :func:`read_as_text` reads whole is kept (see
+    :func:`recorded_digest`), so that provenance does not read the file again to hash it.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "panel.csv"
+    >>> _ = path.write_bytes(b"channel,name\\nX1,CD3\\n")
+    >>> with recorded_digests():
+    ...     names = read_as_text(read_header(path, ",", "steinbock panel.csv")).column("name").to_pylist()
+    ...     digest = recorded_digest(path)
+    >>> names, digest == hashlib.sha256(path.read_bytes()).hexdigest(), recorded_digest(path)
+    (['CD3'], True, None)
+    """
+    token = _DIGESTS.set({})
+    try:
+        yield _DIGESTS.get()
+    finally:
+        _DIGESTS.reset(token)
+
+
+def recorded_digest(path: str | os.PathLike) -> str | None:
+    """The SHA-256 of ``path`` taken from the bytes a read inside :func:`recorded_digests` parsed (else None)."""
+    digests = _DIGESTS.get()
+    return None if digests is None else digests.get(os.path.abspath(path))
+
+
+def _whole_file(path: Path) -> bytes | None:
+    """The bytes of a side file of at most :data:`SIDE_FILE_BYTES`, read once and their digest recorded (None:
+    a bigger file, read by pyarrow from disk; or no :func:`recorded_digests` block to keep the digest in)."""
+    digests = _DIGESTS.get()
+    if digests is None or path.stat().st_size > SIDE_FILE_BYTES:
+        return None
+    with open(path, "rb") as handle:
+        data = handle.read(SIDE_FILE_BYTES + 1)
+    if len(data) > SIDE_FILE_BYTES:  # grew meanwhile
+        return None
+    digests[os.path.abspath(path)] = hashlib.sha256(data).hexdigest()
+    return data
+
+
 def read_as_text(header: Header, columns: Sequence[str] | None = None, *, nulls: bool = True,
                  one_column: bool = False) -> pa.Table:
     """Every column of ``header``'s file (or only ``columns``) as Arrow strings, empty fields null (``nulls``)
     or ``""``; ``one_column``: a file without a header line, its lines the values of column ``f0``. A file
-    pyarrow cannot parse is refused as an InputError naming file and line, never pyarrow's own error."""
+    pyarrow cannot parse is refused as an InputError naming file and line, never pyarrow's own error. Inside
+    :func:`recorded_digests` a small file is parsed from the bytes its digest is taken from (read once)."""
     names = ["f0"] if one_column else list(header.names)
+    data = _whole_file(header.path)
+    source = header.path if data is None else pa.BufferReader(data)
     try:
-        return pacsv.read_csv(header.path, read_options=read_options(header, autogenerate_column_names=one_column),
+        return pacsv.read_csv(source, read_options=read_options(header, autogenerate_column_names=one_column),
                               parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
                               convert_options=pacsv.ConvertOptions(
                                   column_types={n: pa.string() for n in names}, strings_can_be_null=nulls,

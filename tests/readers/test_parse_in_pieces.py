@@ -3,6 +3,7 @@ a late piece name the line of the whole file."""
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 
 import numpy as np
@@ -72,6 +73,33 @@ def test_line_pieces_cover_the_data_and_end_at_newlines(tmp_path):
     assert b"".join(data[a:b] for a, b in spans).count(b"\n") == 1000
     assert line_pieces(path, len(data)) == []
     assert data_lines(path) == 1001  # the last line has no newline
+
+
+def test_a_file_a_little_over_one_piece_is_cut_in_two_halves_not_a_piece_and_a_sliver(tmp_path, monkeypatch):
+    monkeypatch.setattr(pieces, "workers", lambda: 2)
+    path = tmp_path / "t.csv"
+    rows = b"".join(b"%06d,%06d\n" % (i, i) for i in range(8000))  # 14 bytes a line
+    path.write_bytes(b"a,b\n" + rows + b"1,2")
+    start = data_start(path)
+    size = len(rows) + 3
+    spans = line_pieces(path, start, piece_bytes=size * 2 // 3)  # one piece and a half
+    assert [a for a, _ in spans] == [start, start + size // 2 // 14 * 14 + 14] and spans[-1][1] == start + size
+    assert line_pieces(path, start, piece_bytes=size) == [(start, start + size)]
+    assert len(line_pieces(path, start, piece_bytes=size // 2)) == 2  # two whole pieces
+
+
+def test_a_small_export_is_parsed_and_hashed_from_the_bytes_its_header_read_took(tmp_path, monkeypatch):
+    path = write(tmp_path / "cells.tsv", qupath_rows(200, np.random.default_rng(4)))
+    one = cs.read_qupath(path)
+
+    def read_again(*args, **kwargs):
+        raise AssertionError("the file was read a second time")
+    for name in ("piece_bytes", "_small_file", "data_start", "_estimated_rows"):
+        monkeypatch.setattr(pieces, name, read_again)
+    again = cs.read_qupath(path)
+    assert again.equals(one.replace(provenance=again.provenance)), again.differences(one)
+    record = again.provenance["inputs"][0]
+    assert record["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest() == one.provenance["inputs"][0]["sha256"]
 
 
 def test_ordered_map_keeps_order_and_stops_on_the_first_error():

@@ -96,6 +96,34 @@ def test_cellspec_import_auto_refuses_an_unknown_file(tmp_path, capsys):
     assert "the readers know: HALO (read_halo)" in capsys.readouterr().err
 
 
+# QuPath's "Export measurements" without the centroid columns (a script's columnsToInclude that leaves them out):
+# QuPath 0.2-0.3 names (Class, "Nucleus: DAPI mean") and 0.4+ names (Object ID, Classification, "Nucleus: DAPI: Mean").
+QUPATH_WITHOUT_CENTROIDS = {
+    "0.3": (["Image", "Name", "Class", "Parent", "ROI", "Nucleus: Area", "Nucleus: DAPI mean", "Cell: CD3 mean"],
+            ["slide.svs", "", "Tumor", "Annotation", "Polygon", "31.5", "120.25", "8.5"]),
+    "0.6": (["Image", "Object ID", "Object type", "Name", "Classification", "Parent", "ROI", "Nucleus: Area µm^2",
+             "Nucleus: DAPI: Mean", "Cell: CD3: Mean"],
+            ["slide.svs", "8f4b2c1e-5d6a-4b7c-9e0f-1a2b3c4d5e6f", "Cell", "", "Tumor", "Annotation", "Polygon", "31.5",
+             "120.25", "8.5"]),
+}
+
+
+@pytest.mark.parametrize("version", sorted(QUPATH_WITHOUT_CENTROIDS))
+def test_a_qupath_export_without_centroids_is_recognised_and_told_to_export_them(tmp_path, capsys, version):
+    names, row = QUPATH_WITHOUT_CENTROIDS[version]
+    path = tmp_path / "measurements.tsv"
+    path.write_text("\t".join(names) + "\n" + "\t".join(row) + "\n", encoding="utf-8")
+    advice = "a QuPath export without centroid columns"
+    for read in (cs.read_export, cs.read_qupath):
+        with pytest.raises(cs.InputError, match=f"{advice}.*export the measurements again with 'Centroid X µm'"):
+            read(path, pixel_size=0.5)
+    assert main(["import", "auto", str(path), str(tmp_path / "out"), "--pixel-size", "0.5"]) == 2
+    out = capsys.readouterr()
+    assert "reading with read_qupath" in out.out and advice in out.err
+    with pytest.raises(cs.InputError, match=r"this looks like a QuPath measurement export.*use read_qupath"):
+        cs.read_mcmicro(path, pixel_size=0.5)
+
+
 def test_the_docs_table_of_recognised_tools_follows_the_signatures():
     from pathlib import Path
 
@@ -107,7 +135,8 @@ def test_the_docs_table_of_recognised_tools_follows_the_signatures():
     assert [(r[0].strip(), r[2].strip()) for r in rows] == [(s.tool, f"`{s.reader}`") for s in SIGNATURES]
     for row, signature in zip(rows, SIGNATURES, strict=True):
         if signature.key != "steinbock":  # a folder layout, not columns
-            assert all(f"`{group[0]}`" in row[1] for group in signature.columns), (row, signature.columns)
+            groups = [group for groups in (signature.columns, *signature.also) for group in groups]
+            assert all(f"`{group[0]}`" in row[1] for group in groups), (row, groups)
 
 
 @pytest.mark.parametrize("export", ["halo", "inform"])

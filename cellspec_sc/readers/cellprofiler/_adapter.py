@@ -95,8 +95,7 @@ class CellProfilerAdapter(ToolAdapter):
             if area:
                 cells["area"] = positive_area(parsed.matrix[:, area[0]] * per_row * per_row)
         cells.update({target: string_column(parsed.arrow(name)) for name, target in plan.metadata.items()})
-        known = pd.MultiIndex.from_arrays([rows.ids.to_numpy(zero_copy_only=False), ids.to_numpy(zero_copy_only=False)])
-        adjacency, neighbours = self._adjacency(plan, names, known) if self.neighbors else (None, None)
+        adjacency, neighbours = self._adjacency(plan, names, rows, ids) if self.neighbors else (None, None)
         channel_names, markers = intensity_channels(dictionary, applied)
         parameters = {
             "pixel_size": dict(sizes), "pixel_size_source": "argument", "objects": plan.object_name,
@@ -114,10 +113,10 @@ class CellProfilerAdapter(ToolAdapter):
                       channels=channels_frame(order, channel_names, markers), parameters=parameters,
                       extra_inputs=inputs, adjacency=adjacency, cell_codes=codes, image_codes=(rows.index, order))
 
-    def _adjacency(self, plan: CellProfilerPlan, names: Mapping[str, str], known: pd.MultiIndex
+    def _adjacency(self, plan: CellProfilerPlan, names: Mapping[str, str], rows: ImageRows, ids: pa.Array
                    ) -> tuple[pd.DataFrame | None, dict | None]:
-        """The touching neighbours of the table's objects, and what was done (provenance); other neighbours are
-        left out with a warning that says why."""
+        """The touching neighbours of the table's objects (``rows``: their images, ``ids``: their ids), and what was
+        done (provenance); other neighbours are left out with a warning that says why."""
         if plan.relationships is None:
             return None, None
         name = plan.header.path.name
@@ -138,6 +137,7 @@ class CellProfilerAdapter(ToolAdapter):
                    f"{plan.relationships.name} were measured; they are left out: pass neighbors_method= (e.g. "
                    "'mask_touching' for MeasureObjectNeighbors' Adjacent) to keep them")
             return None, {"left_out": "method unknown"}
+        known = pd.MultiIndex.from_arrays([rows.ids.to_numpy(zero_copy_only=False), ids.to_numpy(zero_copy_only=False)])
         frame = neighbour_pairs(plan.relationships, plan.object_name, names, method, self.encoding, known)
         if frame is None:
             return None, None

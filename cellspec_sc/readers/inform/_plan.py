@@ -193,11 +193,12 @@ SAMPLE_BYTES = 1 << 16
 def _percent_columns(header: Header) -> list[str]:
     """The columns named as percentages (:data:`PERCENT_COLUMNS`) and those holding percentages as text in the
     first :data:`SAMPLE_BYTES` of the file."""
-    named = [n for n in header.names if header.find(*PERCENT_COLUMNS) == n]
+    named_column = header.find(*PERCENT_COLUMNS)
+    named = [n for n in header.names if n == named_column]
     with open(header.path, "rb") as handle:
         data = handle.read(SAMPLE_BYTES)
     end = data.rfind(b"\n")
-    if end < 0:
+    if end < 0 or b"%" not in data:  # a percentage written as text holds a per cent sign
         return named
     try:
         table = pacsv.read_csv(io.BytesIO(data[: end + 1]), read_options=read_options(header, use_threads=False),
@@ -206,6 +207,8 @@ def _percent_columns(header: Header) -> list[str]:
                                    column_types={n: pa.string() for n in header.names}, strings_can_be_null=True))
     except (pa.ArrowInvalid, UnicodeDecodeError):
         return named  # the parse itself names what is wrong, with its line
+    # the regular expression only where a per cent sign is (compiling it for every column costs more than the parse)
     found = [n for n in header.names if n in table.column_names
+             and pc.any(pc.match_substring(table.column(n), "%")).as_py()
              and pc.any(pc.match_substring_regex(table.column(n), PERCENT)).as_py()]
     return list(dict.fromkeys([*named, *found]))

@@ -167,16 +167,23 @@ class SteinbockAdapter(ToolAdapter):
                    "(masks that touch): pass neighbor_method= ('borders', 'expansion' or 'centroids' for what "
                    "steinbock's --type was, which leaves them out; CLI --neighbor-method) if they are not")
         ends = np.cumsum([0, *parsed.parts])
-        found = {stem: neighbor_pairs(tables, stem, ids.slice(ends[k], ends[k + 1] - ends[k]), method,
-                                      self.encoding) for k, stem in enumerate(plan.stems)}
-        lacking = [stem for stem, frame in found.items() if frame is None]
+        found = {stem: neighbor_pairs(tables, stem, ids.slice(ends[k], ends[k + 1] - ends[k]), self.encoding)
+                 for k, stem in enumerate(plan.stems)}
+        lacking = [stem for stem, pairs in found.items() if pairs is None]
         if lacking:
             notice(f"{folder}: no <image>.csv for {len(lacking)} of {len(found)} image(s) "
                    f"({listed(lacking, quote=False, most=5)}): their cells have no adjacency "
                    "(steinbock measure neighbors writes them; neighbors=False, CLI --no-neighbors, leaves adjacency "
                    "out without this warning)")
-        frames = [frame for frame in found.values() if frame is not None]
-        adjacency = canonical_frame(pd.concat(frames, ignore_index=True), "adjacency")
+        pairs = {stem: found_pairs for stem, found_pairs in found.items() if found_pairs is not None}
+        n = sum(len(a) for a, _ in pairs.values())
+        adjacency = canonical_frame({  # one frame for every image (a frame per image, then concat, costs more)
+            "image_id": np.repeat(np.asarray(list(pairs), dtype=object), [len(a) for a, _ in pairs.values()]),
+            "cell_id_a": string_column(pa.chunked_array([c for a, _ in pairs.values() for c in a.chunks],
+                                                        type=pa.string())),
+            "cell_id_b": string_column(pa.chunked_array([c for _, b in pairs.values() for c in b.chunks],
+                                                        type=pa.string())),
+            "shared_boundary": np.zeros(n), "method": np.full(n, method, dtype=object)}, "adjacency")
         return adjacency, {"method": method, "method_source": source, "pairs": int(len(adjacency)),
                            "shared_boundary": "0: steinbock does not measure the shared boundary"}
 

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cellspec_sc as cs
+import cellspec_sc.model._provenance as provenance
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import InputError
 from cellspec_sc.readers.steinbock._plan import ADAPTER_VERSION
@@ -145,6 +146,21 @@ def test_pixel_size_from_images_csv_argument_and_provenance(tmp_path):
     assert "regionprops/Patient1_002.csv" in names and "neighbors/Patient1_001.csv" in names
     panel = (folder / "panel.csv").read_bytes()
     assert prov["inputs"][0]["sha256"] == hashlib.sha256(panel).hexdigest()
+
+
+def test_every_file_of_the_folder_is_read_once_and_hashed_from_the_bytes_parsed(tmp_path, monkeypatch):
+    folder = two_images(tmp_path)
+
+    def hashed_again(path, *args, **kwargs):
+        raise AssertionError(f"{path} was read a second time to hash it")
+    monkeypatch.setattr(provenance, "sha256_file", hashed_again)
+    x = cs.read_steinbock(folder, neighbor_method="mask_touching")
+    inputs = {i["path_basename"]: i for i in x.provenance["inputs"]}
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.csv"))
+    assert sorted(inputs) == files and len(files) == 8  # panel, images.csv and 3 tables of 2 images
+    for name, record in inputs.items():
+        data = (folder / name).read_bytes()
+        assert record["sha256"] == hashlib.sha256(data).hexdigest() and record["bytes"] == len(data), name
 
 
 def test_refusals_name_file_line_column_and_what_to_pass(tmp_path):

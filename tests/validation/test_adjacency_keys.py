@@ -1,0 +1,56 @@
+"""The adjacency checks answer by Arrow keys exactly as pandas' MultiIndex and duplicated answer, for any text:
+missing values, empty strings, NUL bytes, non-ASCII ids and ids that compare differently as bytes and as text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cellspec_sc.validation._checks.adjacency import endpoints_missing, joined_keys, pair_problems
+
+PLAIN = st.sampled_from(["1", "2", "10", "", "a", "é", "z", "Ä", "ab"])  # the Arrow path
+ANY = st.one_of(st.none(), st.sampled_from(["1", "2", "10", "", "a\x00", "a", "\x00a", "é", "z", "Ä"]))  # mostly pandas
+TEXT = "string[pyarrow]"
+
+
+def _text(values: list[str | None]) -> pd.Series:
+    return pd.Series(values, dtype=TEXT)
+
+
+def _missing_by_pandas(cells: list[pd.Series], adj: pd.DataFrame) -> np.ndarray:
+    index = pd.MultiIndex.from_arrays([c.astype(object).where(c.notna(), None) for c in cells])
+    missing = np.zeros(len(adj), dtype=bool)
+    for column in ("cell_id_a", "cell_id_b"):
+        missing |= ~pd.MultiIndex.from_arrays([adj["image_id"].astype(object), adj[column].astype(object)]).isin(index)
+    return missing
+
+
+def _pairs_by_pandas(adj: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    a = adj["cell_id_a"].astype(object).where(adj["cell_id_a"].notna(), "")
+    b = adj["cell_id_b"].astype(object).where(adj["cell_id_b"].notna(), "")
+    unordered = ~(np.asarray(a, dtype=str) < np.asarray(b, dtype=str)) if len(adj) else np.zeros(0, dtype=bool)
+    return unordered, adj[["image_id", "cell_id_a", "cell_id_b"]].duplicated(keep=False).to_numpy()
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), ids=st.sampled_from([PLAIN, ANY]))
+def test_arrow_keys_answer_as_pandas(data, ids):
+    cells = data.draw(st.lists(st.tuples(st.sampled_from(["i1", "i2"]), ids), max_size=8))
+    rows = data.draw(st.lists(st.tuples(st.sampled_from(["i1", "i2", "i3"]), ids, ids), max_size=10))
+    cell_columns = [_text([c[0] for c in cells]), _text([c[1] for c in cells])]
+    adj = pd.DataFrame({"image_id": _text([r[0] for r in rows]), "cell_id_a": _text([r[1] for r in rows]),
+                        "cell_id_b": _text([r[2] for r in rows])})
+    assert endpoints_missing(cell_columns, adj).tolist() == _missing_by_pandas(cell_columns, adj).tolist()
+    unordered, dup = pair_problems(adj)
+    expected_unordered, expected_dup = _pairs_by_pandas(adj)
+    assert unordered.tolist() == expected_unordered.tolist() and dup.tolist() == expected_dup.tolist()
+
+
+def test_the_arrow_path_is_taken_for_plain_ids_and_not_where_a_key_could_join_two_pairs():
+    ids = _text(["1", "2"])
+    assert joined_keys([ids, ids]) is not None
+    assert joined_keys([_text(["a\x00", "b"]), ids]) is None  # ("a\0", "b") and ("a", "\0b") would be one key
+    assert joined_keys([_text(["a", None]), ids]) is None
+    assert joined_keys([pd.Series(["a", "b"], dtype=object), ids]) is None
