@@ -345,10 +345,8 @@ def _handle(member: Member, part: Part) -> pq.ParquetFile:
 
 
 def _remote_handle(file: RemoteFile) -> pq.ParquetFile:
-    # exactly the byte ranges pyarrow asks for, coalesced by pre-buffering into a few requests per row group:
-    # a store's read-ahead cache would fetch its block size (s3fs: 50 MiB) at each seek between column chunks,
-    # several times the file over a summary
-    return pq.ParquetFile(file.open(cache_type="none"), pre_buffer=True)
+    # the file reads exactly the ranges asked for; pre-buffering coalesces a row group's into a few requests
+    return pq.ParquetFile(file.open(), pre_buffer=True)
 
 
 @contextmanager

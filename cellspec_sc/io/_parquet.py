@@ -319,15 +319,16 @@ def _remote_row_group_matrix(remote: RemoteFile, index: int, feature_ids: tuple[
                                                            "directory again")
 
     check()
-    with remote.open() as opened:
-        block = _decode_block(opened, index, feature_ids, directory, remote.name)
+    with remote.open() as opened:  # exact ranged reads, coalesced per row group by pre-buffering
+        block = _decode_block(opened, index, feature_ids, directory, remote.name, pre_buffer=True)
     check()
     return block
 
 
-def _decode_block(opened: Any, index: int, feature_ids: tuple[str, ...], directory: str, file: str) -> np.ndarray:
+def _decode_block(opened: Any, index: int, feature_ids: tuple[str, ...], directory: str, file: str,
+                  pre_buffer: bool = False) -> np.ndarray:
     try:
-        handle = pq.ParquetFile(opened)
+        handle = pq.ParquetFile(opened, pre_buffer=pre_buffer)
         block = empty_matrix(handle.metadata.row_group(index).num_rows, len(feature_ids))
         nulls = np.zeros(len(feature_ids), dtype=np.int64)
         stats = MatrixStats(len(feature_ids))

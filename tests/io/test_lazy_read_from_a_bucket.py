@@ -49,7 +49,7 @@ def test_a_lazy_read_from_a_bucket_has_a_block_per_row_group_and_equals_the_eage
 
 
 def test_the_cells_file_is_streamed_once_to_hash_it_and_not_kept(s3, uploaded, monkeypatch):
-    monkeypatch.setattr("cellspec_sc.io._remote.PIECE", 1024)  # many pieces per file
+    monkeypatch.setattr("cellspec_sc.io._remote.piece_plan", lambda fs: (1024, 4))  # many pieces per file
     url, bucket, key, path = uploaded
     transfer = Transfer()
     y = read_remote_lazy(url, s3.options, transfer=transfer)
