@@ -80,7 +80,11 @@ def test_piece_hash_of_a_file_that_grew_while_read_is_an_input_error_naming_it(t
 
 def test_a_qupath_export_appended_to_during_the_read_is_refused_by_name(tmp_path, monkeypatch):
     source = tmp_path / "detections.tsv"
-    source.write_bytes((DATA / "v04_cell_detection.tsv").read_bytes())
+    header, *rows = (DATA / "v04_cell_detection.tsv").read_bytes().splitlines(keepends=True)
+    # more than the first megabyte, which is parsed from the one read that samples its encoding: the rest is read
+    # (and hashed) in pieces, between which the second process appends
+    copies = (1 << 20) // len(b"".join(rows)) + 2
+    source.write_bytes(header + b"".join(rows) * copies)
     added = hashing.PieceHash.add
 
     def add_then_append(self, span, data):  # a second process writing the export while it is read
