@@ -336,16 +336,10 @@ def _load_fetched(url: str, entries: Mapping[str, str], fetched: Mapping[str, Fe
     """The object from its fetched files: the steps of a local read (same readers, same checks)."""
     if METADATA not in entries:
         raise UnlistedDataFile(url, METADATA, "is not listed in MANIFEST.sha256")
-    document = parse_document(fetched[METADATA].data.to_pybytes(), url)
+    document, tables, feature_ids = described(url, entries, fetched[METADATA])
     fmt = listed_format(url, dict(entries))
     suffix, _, reader = FORMATS[fmt]
     types = document["column_types"]
-    tables = {t: frame_of_rows(document[t], t, types.get(t), url) for t in JSON_TABLES}
-    for ref in _geometry_refs(tables["images"]):
-        check_relative_name(url, ref, "images.geometry_ref")
-        if ref not in entries:
-            raise OutlineMissing(url, ref, "named by images.geometry_ref but not listed in MANIFEST.sha256")
-    feature_ids = feature_ids_of(tables["dictionary"], url)
     bounds = {"max_inflation": limits.max_inflation}
     options = {**bounds, **({"wait": False, "layout": layout} if fmt == "parquet" else {})}
     decoded = reader(fetched[f"cells{suffix}"], types["cells"], feature_ids, url, **options)
@@ -364,6 +358,20 @@ def _load_fetched(url: str, entries: Mapping[str, str], fetched: Mapping[str, Fe
         decoded.stats.result()
     sealed(decoded.matrix)
     return x
+
+
+def described(url: str, entries: Mapping[str, str],
+              metadata: FetchedFile) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """What a fetched ``cellspec.json`` describes: the document, its JSON tables and the feature ids, every outline
+    it names checked to be listed in the manifest (the steps of a local read before the data files)."""
+    document = parse_document(metadata.data.to_pybytes(), url)
+    types = document["column_types"]
+    tables = {t: frame_of_rows(document[t], t, types.get(t), url) for t in JSON_TABLES}
+    for ref in _geometry_refs(tables["images"]):
+        check_relative_name(url, ref, "images.geometry_ref")
+        if ref not in entries:
+            raise OutlineMissing(url, ref, "named by images.geometry_ref but not listed in MANIFEST.sha256")
+    return document, tables, feature_ids_of(tables["dictionary"], url)
 
 
 def _outlines_folder(fetched: Mapping[str, FetchedFile], tables: Mapping[str, Any]) -> Path | None:

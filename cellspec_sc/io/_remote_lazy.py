@@ -26,19 +26,18 @@ from cellspec_sc.io._bounded import DEFAULT_LIMITS, ReadLimits
 from cellspec_sc.io._directory import (
     FORMATS,
     ON_OBJECT_STORAGE,
-    _geometry_refs,
     _validate_read,
-    feature_ids_of,
     listed_format,
 )
-from cellspec_sc.io._manifest import METADATA, check_relative_name
-from cellspec_sc.io._metadata import JSON_TABLES, KNOWN_KEYS, frame_of_rows, parse_document
+from cellspec_sc.io._manifest import METADATA
+from cellspec_sc.io._metadata import KNOWN_KEYS
 from cellspec_sc.io._parquet import read_parquet
-from cellspec_sc.io._refusals import ChangedSinceRead, OutlineMissing, UnlistedDataFile
+from cellspec_sc.io._refusals import ChangedSinceRead, UnlistedDataFile
 from cellspec_sc.io._remote import (
     _outlines_folder,
     _refuse_if_replaced,
     check_present,
+    described,
     fetch_listed,
     object_stamps,
     read_entries,
@@ -80,14 +79,8 @@ def read_remote_lazy(url: str, storage_options: Mapping[str, Any] | None = None,
 
 def _lazy_object(url: str, entries: Mapping[str, str], kept: Mapping[str, FetchedFile], cells: RemoteFile,
                  limits: ReadLimits) -> CellSpec:
-    document = parse_document(kept[METADATA].data.to_pybytes(), url)
+    document, tables, feature_ids = described(url, entries, kept[METADATA])
     types = document["column_types"]
-    tables = {t: frame_of_rows(document[t], t, types.get(t), url) for t in JSON_TABLES}
-    for ref in _geometry_refs(tables["images"]):
-        check_relative_name(url, ref, "images.geometry_ref")
-        if ref not in entries:
-            raise OutlineMissing(url, ref, "named by images.geometry_ref but not listed in MANIFEST.sha256")
-    feature_ids = feature_ids_of(tables["dictionary"], url)
     bounds = {"max_inflation": limits.max_inflation}
     decoded = read_parquet(cells, types["cells"], feature_ids, url, lazy=True, **bounds)
     if ("adjacency.parquet" in entries) != ("adjacency" in types):
