@@ -169,3 +169,63 @@ def _listening_address(process: subprocess.Popen) -> str:
 def _die_with_parent() -> None:
     """In the Azurite child, before it starts: the kernel ends it when the test process ends, even killed."""
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+
+
+def assert_one_of_two_writers_wins(url: str, options: dict[str, Any]) -> None:
+    """Two threads write different objects to ``url`` at once with ``overwrite=False``: exactly one wins, the other
+    gets ``TargetExists``, and ``url`` reads back as the winner's object (on any store)."""
+    import cellspec_sc as cs
+    from cellspec_sc.io import TargetExists
+
+    objects = [cs.example(seed) for seed in (1, 2)]
+    outcomes: list[object] = [None, None]
+    start = threading.Barrier(2)
+
+    def write(k: int) -> None:
+        start.wait()
+        try:
+            outcomes[k] = cs.write(objects[k], url, storage_options=options)
+        except TargetExists as err:
+            outcomes[k] = err
+
+    threads = [threading.Thread(target=write, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    winners = [k for k in (0, 1) if outcomes[k] == url]
+    assert len(winners) == 1, outcomes
+    assert isinstance(outcomes[1 - winners[0]], TargetExists)
+    assert cs.read(url, storage_options=options).equals(objects[winners[0]])
+
+
+# a writer process that stops after its first uploaded file until killed: argv = URL, storage options as JSON
+KILLED_WRITER = """
+import json, sys
+import cellspec_sc as cs
+import cellspec_sc.io._remote as remote
+url, options = sys.argv[1], json.loads(sys.argv[2])
+upload = remote._upload
+def slow_upload(location, source, name):
+    upload(location, source, name)
+    print("uploaded", name, flush=True)
+    sys.stdin.readline()  # the test kills this process here, after the first file
+remote._upload = slow_upload
+cs.write(cs.example(4, n_cells=3000), url, storage_options=options)
+"""
+
+
+def upload_example_cohort(root: Path, prefix: str, options: dict[str, Any]) -> tuple[Path, str]:
+    """Three simulated directories of 120 cells in ``root`` and the same three under ``prefix`` on a store."""
+    import cellspec_sc as cs
+    from cellspec_sc.cohort.example import write_example_cohort
+
+    write_example_cohort(root, 3, n_cells=120)
+    for directory in sorted(root.iterdir()):
+        cs.write(cs.read(directory), f"{prefix}/{directory.name}", storage_options=options)
+    return root, prefix
+
+
+def without_directory(frame: Any) -> Any:
+    """A summary frame without its ``directory`` column (a local and a remote cohort name them differently)."""
+    return frame.drop(columns=["directory"]).reset_index(drop=True)

@@ -6,10 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 import cellspec_sc as cs
-
-
-def without_directory(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.drop(columns=["directory"]).reset_index(drop=True)
+from stores import without_directory
 
 
 def test_a_summary_from_the_bucket_fetches_about_the_directory_once_not_a_read_ahead_per_column(s3, monkeypatch,

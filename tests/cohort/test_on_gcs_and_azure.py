@@ -8,17 +8,9 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from distributed import Client, LocalCluster
 
 import cellspec_sc as cs
-from cellspec_sc.cohort.example import write_example_cohort
-
-
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      memory_limit="1GiB") as cluster, Client(cluster) as c:
-        yield c
+from stores import upload_example_cohort, without_directory
 
 
 @pytest.fixture(params=["gcs", "azure"])
@@ -29,16 +21,7 @@ def store(request):
 @pytest.fixture
 def uploaded(store, tmp_path):
     """(the local cohort folder, the prefix on the store holding the same three directories)."""
-    root = tmp_path / "slides"
-    write_example_cohort(root, 3, n_cells=120)
-    prefix = f"{store.scheme}://{store.bucket()}/cohort"
-    for directory in sorted(root.iterdir()):
-        cs.write(cs.read(directory), f"{prefix}/{directory.name}", storage_options=store.options)
-    return root, prefix
-
-
-def without_directory(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.drop(columns=["directory"]).reset_index(drop=True)
+    return upload_example_cohort(tmp_path / "slides", f"{store.scheme}://{store.bucket()}/cohort", store.options)
 
 
 def test_workers_reading_from_the_store_give_what_the_local_cohort_gives(store, uploaded, client):

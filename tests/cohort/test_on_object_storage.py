@@ -7,34 +7,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
 
 import cellspec_sc as cs
 from cellspec_sc.cohort import CohortError
-from cellspec_sc.cohort.example import write_example_cohort
 from cellspec_sc.io import ChangedSinceRead
-
-
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      memory_limit="1GiB") as cluster, Client(cluster) as c:
-        yield c
+from stores import upload_example_cohort, without_directory
 
 
 @pytest.fixture
 def uploaded(s3, tmp_path):
     """(the local cohort folder, the bucket prefix holding the same three directories)."""
-    write_example_cohort(tmp_path / "slides", 3, n_cells=120)
-    root = tmp_path / "slides"
-    prefix = f"s3://{s3.bucket()}/cohort"
-    for directory in sorted(root.iterdir()):
-        cs.write(cs.read(directory), f"{prefix}/{directory.name}", storage_options=s3.options)
-    return root, prefix
-
-
-def without_directory(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.drop(columns=["directory"]).reset_index(drop=True)
+    return upload_example_cohort(tmp_path / "slides", f"s3://{s3.bucket()}/cohort", s3.options)
 
 
 def test_a_glob_a_prefix_and_a_list_of_urls_open_the_same_directories(s3, uploaded):

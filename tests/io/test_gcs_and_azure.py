@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ import cellspec_sc as cs
 from cellspec_sc.cli.main import main
 from cellspec_sc.io import UPLOAD_CLAIM, AccessDenied, BucketNotFound, TargetExists
 from cellspec_sc.io._refusals import ChecksumMismatch, IncompleteDirectory
+from stores import KILLED_WRITER, assert_one_of_two_writers_wins
 
 ROOT = Path(__file__).resolve().parents[2]
 DIRECTORY_FILES = ["DONE", "MANIFEST.sha256", "cells.parquet", "cellspec.json"]
@@ -88,21 +88,6 @@ def test_overwrite_false_is_refused_and_overwrite_true_removes_only_what_the_dir
     assert names_below(store, bucket, key) == [*DIRECTORY_FILES, "notes.txt"]
 
 
-KILLED_WRITER = """
-import json, sys
-import cellspec_sc as cs
-import cellspec_sc.io._remote as remote
-url, options = sys.argv[1], json.loads(sys.argv[2])
-upload = remote._upload
-def slow_upload(location, source, name):
-    upload(location, source, name)
-    print("uploaded", name, flush=True)
-    sys.stdin.readline()  # the test kills this process here, after the first file
-remote._upload = slow_upload
-cs.write(cs.example(4, n_cells=3000), url, storage_options=options)
-"""
-
-
 def test_an_upload_killed_midway_is_refused_by_readers_and_cleaned_by_the_next_overwrite(store):
     url, bucket, key = new_prefix(store)
     writer = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, url, json.dumps(store.options)],
@@ -128,26 +113,7 @@ def test_two_concurrent_writers_without_overwrite_one_wins_the_other_gets_target
         pytest.skip("gcp-storage-emulator ignores ifGenerationMatch=0, the conditional create gcsfs sends (real GCS "
                     "honours it), so two writers cannot be told apart against it")
     url, _, _ = new_prefix(store)
-    objects = [cs.example(seed) for seed in (1, 2)]
-    outcomes: list[object] = [None, None]
-    start = threading.Barrier(2)
-
-    def write(k: int) -> None:
-        start.wait()
-        try:
-            outcomes[k] = cs.write(objects[k], url, storage_options=store.options)
-        except TargetExists as err:
-            outcomes[k] = err
-
-    threads = [threading.Thread(target=write, args=(k,)) for k in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    winners = [k for k in (0, 1) if outcomes[k] == url]
-    assert len(winners) == 1, outcomes
-    assert isinstance(outcomes[1 - winners[0]], TargetExists)
-    assert cs.read(url, storage_options=store.options).equals(objects[winners[0]])
+    assert_one_of_two_writers_wins(url, store.options)
 
 
 def test_info_and_validate_from_the_store_say_what_they_say_from_disk(store, tmp_path, capsys):

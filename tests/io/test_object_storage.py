@@ -5,6 +5,7 @@ fixture): round trips, the write protocol (files, manifest, DONE last, a conditi
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 import threading
@@ -27,6 +28,7 @@ from cellspec_sc.io import (
 )
 from cellspec_sc.io._refusals import ChecksumMismatch, IncompleteDirectory, ListedFileMissing
 from cellspec_sc.io._remote import read_remote
+from stores import KILLED_WRITER, assert_one_of_two_writers_wins
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -165,26 +167,7 @@ def test_overwrite_false_is_refused_when_done_exists_and_nothing_changes(s3):
 
 def test_two_concurrent_writers_without_overwrite_one_wins_the_other_gets_target_exists(s3):
     url = url_in(s3)
-    objects = [cs.example(seed) for seed in (1, 2)]
-    outcomes: list[object] = [None, None]
-    start = threading.Barrier(2)
-
-    def write(k: int) -> None:
-        start.wait()
-        try:
-            outcomes[k] = cs.write(objects[k], url, storage_options=s3.options)
-        except TargetExists as err:
-            outcomes[k] = err
-
-    threads = [threading.Thread(target=write, args=(k,)) for k in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    winners = [k for k in (0, 1) if outcomes[k] == url]
-    assert len(winners) == 1, outcomes
-    assert isinstance(outcomes[1 - winners[0]], TargetExists)
-    assert cs.read(url, storage_options=s3.options).equals(objects[winners[0]])
+    assert_one_of_two_writers_wins(url, s3.options)
 
 
 def test_overwrite_true_replaces_a_complete_directory_and_removes_what_it_listed(s3):
@@ -215,27 +198,10 @@ def test_overwrite_true_refuses_a_prefix_holding_other_objects_and_deletes_nothi
     assert s3.keys(b2) == [f"{k2}/cells.parquet"]
 
 
-KILLED_WRITER = """
-import sys
-import cellspec_sc as cs
-endpoint, url = sys.argv[1], sys.argv[2]
-options = {"key": "testing-key", "secret": "testing-secret",
-           "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
-import cellspec_sc.io._remote as remote
-upload = remote._upload
-def slow_upload(location, source, name):
-    upload(location, source, name)
-    print("uploaded", name, flush=True)
-    sys.stdin.readline()  # the test kills this process here, after the first file
-remote._upload = slow_upload
-cs.write(cs.example(4, n_cells=3000), url, storage_options=options)
-"""
-
-
 def test_an_upload_killed_midway_leaves_no_done_and_the_next_overwrite_cleans_it(s3):
     url = url_in(s3)
     bucket, key = bucket_and_key(url)
-    writer = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, s3.endpoint, url], stdin=subprocess.PIPE,
+    writer = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, url, json.dumps(s3.options)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert writer.stdout.readline().startswith("uploaded cells.parquet")
