@@ -78,7 +78,7 @@ from typing import Any
 
 import psutil
 
-from .host import describe_machine
+from .host import describe_machine, recorded_command
 from .machine import cpu_seconds_since_boot, steal_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -550,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     floor = disk_floor(args.data / "cohort-scratch", written, max(r["workers"] for r in rows)) if written else None
     out = args.json or args.data / "cohort-results.json"
     document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "worker_env": args.worker_env,
-                "command": " ".join(["python -m benchmarks.cohort", *(argv if argv is not None else sys.argv[1:])]),
+                "command": recorded_command("benchmarks.cohort", argv if argv is not None else sys.argv[1:]),
                 "machine": info, "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows,
                 "disk_floor": floor}
     out.write_text(json.dumps(document, indent=1))

@@ -54,3 +54,17 @@ def describe_machine() -> dict[str, Any]:
             "kind": machine_kind(), "available_gb_at_start": round(available_gb(), 1),
             "load_average_at_start": os.getloadavg(), "python": platform.python_version(),
             "numpy": numpy.__version__, "pyarrow": pyarrow.__version__, "commit": commit.stdout.strip() or None}
+
+
+def recorded_command(module: str, argv: list[str]) -> str:
+    """The command line as a figures file records it: the data folder as ``DATA`` and an output file by its name
+    only, so that no machine's paths reach the repository.
+
+    >>> recorded_command("benchmarks.run", ["--sizes", "10", "--data", "scratch/d", "--json", "out/r.json"])
+    'python -m benchmarks.run --sizes 10 --data DATA --json r.json'
+    """
+    words = [f"python -m {module}"]
+    for i, word in enumerate(argv):
+        previous = argv[i - 1] if i else ""
+        words.append("DATA" if previous == "--data" else Path(word).name if previous == "--json" else word)
+    return " ".join(words)

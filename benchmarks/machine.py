@@ -39,7 +39,7 @@ from typing import Any
 
 from cellspec_sc.io import BLOCK, DirectFile, suits_direct_io
 
-from .host import describe_machine
+from .host import describe_machine, recorded_command
 
 ROOT = Path(__file__).resolve().parent.parent
 BUFFER = 64 << 20
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.json or args.data / "machine-results.json"
     document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "rounds": rounds,
                 "buffer_bytes": BUFFER, "machine": info,
-                "command": " ".join(["python -m benchmarks.machine", *(argv if argv is not None else sys.argv[1:])]),
+                "command": recorded_command("benchmarks.machine", argv if argv is not None else sys.argv[1:]),
                 "cpus": os.cpu_count(), "load_average_at_end": os.getloadavg(), "rows": rows}
     out.write_text(json.dumps(document, indent=1))
     print("\n" + markdown(rows) + f"\nJSON: {out}")

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from .cases import Case, Env, Op, describe_object, memory_goal
-from .host import describe_machine
+from .host import describe_machine, recorded_command
 
 COLUMNS = 120
 FIXED = ["Image", "Object ID", "Object type", "Name", "Classification", "Parent", "ROI",
@@ -557,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
             print(_small_line(row), flush=True)
     info["load_average_at_end"] = os.getloadavg()
     out = args.json or args.data / "readers-small.json"
-    command = " ".join(["python -m benchmarks.readers", *(argv if argv is not None else sys.argv[1:])])
+    command = recorded_command("benchmarks.readers", argv if argv is not None else sys.argv[1:])
     document = {"created_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command,
                 "repeat": args.repeat, "one_worker_per_size": True, "machine": info, "rows": rows}
     out.write_text(json.dumps(document, indent=1, default=str))

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .cases import Case, all_cases
-from .host import available_gb, describe_machine
+from .host import available_gb, describe_machine, recorded_command
 from .worker import PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     out = args.json or args.data / "results.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = " ".join(["python -m benchmarks.run", *(argv if argv is not None else sys.argv[1:])])
+    command = recorded_command("benchmarks.run", argv if argv is not None else sys.argv[1:])
     for n, f, big in sizes:
         if (n, f, big) != sizes[0]:  # the wide table has its own fixed size: measured once per run
             cases = [c for c in cases if "cells" not in c.extra]
