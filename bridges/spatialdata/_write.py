@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from cellspec_sc.bridges.anndata import rename_colour_keys, text_array, to_anndata
 from cellspec_sc.bridges.spatialdata._images import IMAGE_SUFFIX, image_elements
@@ -249,9 +251,6 @@ def _image_codes(x: CellSpec, names: Mapping[str, str]) -> np.ndarray:
     text columns are looked up in Arrow, without a Python string per cell."""
     column = x.cells["image_id"]
     if isinstance(column.dtype, pd.StringDtype):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         found = pc.index_in(text_array(column), value_set=pa.array(list(names), type=pa.string()))
         return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
     return pd.Categorical(column.astype(object).to_numpy(), categories=list(names)).codes.astype(np.intp)
