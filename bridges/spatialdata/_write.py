@@ -32,8 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from cellspec_sc.bridges.anndata import rename_colour_keys, to_anndata
+from cellspec_sc.bridges.anndata import rename_colour_keys, text_array, to_anndata
 from cellspec_sc.bridges.spatialdata._images import IMAGE_SUFFIX, image_elements
 from cellspec_sc.bridges.spatialdata._read import SPATIALDATA_ZARR
 from cellspec_sc.bridges.spatialdata._record import (
@@ -110,12 +112,12 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
     """
     require_extra("spatialdata", "cellspec_sc.to_spatialdata")
     import spatialdata
-    from spatialdata.models import TableModel
 
     x.validate().raise_if_failed("to_spatialdata")
     opened = checked_images(x, images, verify=verify)
     names = _image_names(x)
-    groups = _cell_rows_by_image(x, names)
+    image_codes = _image_codes(x, names)
+    groups = _cell_rows_by_image(image_codes, names)
     table = to_anndata(x)
     cell_ids = table.obs[INSTANCE_KEY]
     shapes: dict[str, gpd.GeoDataFrame] = {}
@@ -132,10 +134,9 @@ def to_spatialdata(x: CellSpec, *, source_dir: str | os.PathLike | None = None, 
     if files:
         table.uns[OUTLINE_FILES_KEY] = encode_files(files)
     renamed = _make_obs_names_valid(table)
-    table.obs[REGION_KEY] = _region_column(x, groups, names)
+    table.obs[REGION_KEY] = _region_column(image_codes, groups, names)
     table.uns[UNS_KEY] = encode(_bridge_record(x, names, groups, renamed, fallback, outline_record))
-    regions = [names[i] for i in groups]
-    table = TableModel.parse(table, region=regions, region_key=REGION_KEY, instance_key=INSTANCE_KEY)
+    _annotate(table, [names[i] for i in groups])
     pixel_sizes = {image_id: _pixel_sizes(x.images, image_id) for image_id in opened}
     sdata = spatialdata.SpatialData(shapes=shapes, images=image_elements(opened, names, pixel_sizes),
                                     tables={TABLE_KEY: table})
@@ -245,12 +246,20 @@ def _image_names(x: CellSpec) -> dict[str, str]:
     return allocate(ids, taken=[TABLE_KEY], suffixes=("", OUTLINES_SUFFIX, PIXEL_SUFFIX, IMAGE_SUFFIX))
 
 
-def _cell_rows_by_image(x: CellSpec, names: Mapping[str, str]) -> dict[str, np.ndarray]:
+def _image_codes(x: CellSpec, names: Mapping[str, str]) -> np.ndarray:
+    """Position in ``names`` of every cell's image (-1 for an image ``names`` lacks, which validation refuses);
+    text columns are looked up in Arrow, without a Python string per cell."""
+    column = x.cells["image_id"]
+    if isinstance(column.dtype, pd.StringDtype):
+        found = pc.index_in(text_array(column), value_set=pa.array(list(names), type=pa.string()))
+        return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
+    return pd.Categorical(column.astype(object).to_numpy(), categories=list(names)).codes.astype(np.intp)
+
+
+def _cell_rows_by_image(image_codes: np.ndarray, names: Mapping[str, str]) -> dict[str, np.ndarray]:
     """Row positions of the cells of each image that has cells, in ``names`` order."""
-    image_of_cell = x.cells["image_id"].astype(object).to_numpy()
-    codes = pd.Categorical(image_of_cell, categories=list(names)).codes
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+    order = np.argsort(image_codes, kind="stable")
+    bounds = np.searchsorted(image_codes[order], np.arange(len(names) + 1))
     return {image_id: order[bounds[k]:bounds[k + 1]] for k, image_id in enumerate(names)
             if bounds[k + 1] > bounds[k]}
 
@@ -290,22 +299,23 @@ def _pixel_scale(images: pd.DataFrame, image_id: str) -> tuple[float, float] | N
 def _circles(x: CellSpec, rows: np.ndarray, cell_ids: pd.Series, transforms: dict[str, Any]
              ) -> tuple[gpd.GeoDataFrame, int]:
     import geopandas as gpd
+    import shapely
     from spatialdata.models import ShapesModel
 
-    cells = x.cells.iloc[rows]
-    area = cells["area"].to_numpy(dtype=np.float64, na_value=np.nan) if "area" in cells else np.full(len(rows), np.nan)
+    cells = x.cells
+    area = cells["area"].to_numpy(dtype=np.float64, na_value=np.nan)[rows] if "area" in cells \
+        else np.full(len(rows), np.nan)
     radius = np.sqrt(area / np.pi)
     missing = ~np.isfinite(radius) | (radius <= 0)
     if missing.any():
         known = radius[~missing]
-        image_id = str(cells["image_id"].iloc[0])
+        image_id = str(cells["image_id"].iloc[rows[0]])
         radius[missing] = np.median(known) if known.size else _pixel_sizes(x.images, image_id)[0]
-    index = pd.Index(cell_ids.iloc[rows].to_numpy(), dtype=cell_ids.dtype, name=None)
-    frame = gpd.GeoDataFrame(
-        {"radius": radius, RADIUS_FALLBACK_KEY: missing},
-        geometry=gpd.points_from_xy(cells["x"].to_numpy(dtype=np.float64), cells["y"].to_numpy(dtype=np.float64)),
-        index=index,
-    )
+    # shapely builds points from one (n, 2) array faster than from separate x and y
+    xy = np.column_stack([cells["x"].to_numpy(dtype=np.float64)[rows], cells["y"].to_numpy(dtype=np.float64)[rows]])
+    index = pd.Index(cell_ids.array.take(rows), dtype=cell_ids.dtype, name=None)
+    frame = gpd.GeoDataFrame({"radius": radius, RADIUS_FALLBACK_KEY: missing},
+                             geometry=gpd.array.from_shapely(shapely.points(xy)), index=index)
     return ShapesModel.parse(frame, transformations=transforms), int(missing.sum())
 
 
@@ -349,13 +359,28 @@ def _make_obs_names_valid(table: anndata.AnnData) -> dict[str, str]:
     return renamed
 
 
-def _region_column(x: CellSpec, groups: Mapping[str, np.ndarray], names: Mapping[str, str]) -> pd.Categorical:
+def _region_column(image_codes: np.ndarray, groups: Mapping[str, np.ndarray], names: Mapping[str, str]
+                   ) -> pd.Categorical:
     """The element name of every cell, categorical over the annotated elements."""
-    regions = [names[i] for i in groups]
-    values = np.empty(x.n_cells, dtype=object)
-    for image_id, rows in groups.items():
-        values[rows] = names[image_id]
-    return pd.Categorical(values, categories=regions)
+    region_of_image = np.full(len(names) + 1, -1, dtype=np.intp)  # the last entry: an image names lacks
+    for k, image_id in enumerate(groups):
+        region_of_image[list(names).index(image_id)] = k
+    return pd.Categorical.from_codes(region_of_image[image_codes], categories=[names[i] for i in groups])
+
+
+def _annotate(table: anndata.AnnData, regions: list[str]) -> None:
+    """Make ``table`` annotate the circles ``regions``: what ``TableModel.parse(table, region=regions,
+    region_key=REGION_KEY, instance_key=INSTANCE_KEY)`` makes of it, then ``TableModel.validate``.
+
+    Parse's own check that ``cell_id`` is unique within each region groups every obs column by region (most of
+    the call's time for a million cells); it holds by construction, as a region is one image and validation has
+    refused a repeated ``(image_id, cell_id)`` (``cells_key_unique``).
+    """
+    from spatialdata.models import TableModel
+
+    table.uns[TableModel.ATTRS_KEY] = {TableModel.REGION_KEY: regions, TableModel.REGION_KEY_KEY: REGION_KEY,
+                                       TableModel.INSTANCE_KEY: INSTANCE_KEY}
+    TableModel.validate(table)
 
 
 def _bridge_record(x: CellSpec, names: Mapping[str, str], groups: Mapping[str, np.ndarray],

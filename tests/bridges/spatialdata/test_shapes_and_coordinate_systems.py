@@ -90,3 +90,28 @@ def test_an_image_added_in_pixels_overlays_the_cells():
     image = sdata.images["img1_image"]
     assert int(image.isel(c=0, y=math.floor(centre.y), x=math.floor(centre.x))) == 255
     assert cs.from_spatialdata(sdata).equals(x)  # an added image does not disturb the cells
+
+
+def test_cells_of_interleaved_images_make_what_the_spatialdata_models_make_of_them(xa):
+    from spatialdata.models import ShapesModel, TableModel
+
+    order = np.random.default_rng(0).permutation(xa.n_cells)  # the images' cells interleaved
+    x = xa.replace(cells=xa.cells.iloc[order].reset_index(drop=True),
+                   measurements=np.asarray(xa.measurements)[order])
+    sdata = cs.to_spatialdata(x)
+    table = sdata.tables["table"]
+    assert table.obs["cs__region"].astype(str).tolist() == x.cells["image_id"].tolist()  # images named as they are
+    for name, circles in sdata.shapes.items():
+        ShapesModel.validate(circles)
+        cells = x.cells[x.cells["image_id"] == name]
+        assert circles.index.tolist() == cells["cell_id"].tolist()
+        np.testing.assert_array_equal(circles.geometry.x, cells["x"])
+        np.testing.assert_array_equal(circles["radius"], np.sqrt(cells["area"] / np.pi))
+    TableModel.validate(table)
+    bare = table.copy()
+    attrs = bare.uns.pop("spatialdata_attrs")
+    parsed = TableModel.parse(bare, region=attrs["region"], region_key=attrs["region_key"],
+                              instance_key=attrs["instance_key"])  # also checks cell ids are unique per region
+    assert parsed.uns["spatialdata_attrs"] == table.uns["spatialdata_attrs"]
+    pd.testing.assert_frame_equal(parsed.obs, table.obs, check_exact=True)
+    assert cs.from_spatialdata(sdata).equals(x)
