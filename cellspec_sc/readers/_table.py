@@ -360,7 +360,10 @@ def is_utf8_with_ascii_rows(sample: bytes) -> bool:
     (True, False)
     """
     rows = sample.find(b"\n") + 1
-    if not rows or not sample[rows:].isascii():
+    if not rows:
+        return False
+    after = np.frombuffer(sample, dtype=np.uint8, offset=rows)  # a view: slicing the bytes would copy a megabyte
+    if after.size and int(after.max()) >= 0x80:
         return False
     try:
         sample[:rows].decode("utf-8")
