@@ -360,7 +360,10 @@ def is_utf8_with_ascii_rows(sample: bytes) -> bool:
     (True, False)
     """
     rows = sample.find(b"\n") + 1
-    if not rows or not sample[rows:].isascii():
+    if not rows:
+        return False
+    after = np.frombuffer(sample, dtype=np.uint8, offset=rows)  # a view: slicing the bytes would copy a megabyte
+    if after.size and int(after.max()) >= 0x80:
         return False
     try:
         sample[:rows].decode("utf-8")
@@ -1192,11 +1195,17 @@ def recorded_digest(path: str | os.PathLike) -> str | None:
     return None if digests is None else digests.get(os.path.abspath(path))
 
 
-def _whole_file(path: Path) -> bytes | None:
+def _whole_file(path: Path, known: bytes | None = None) -> bytes | None:
     """The bytes of a side file of at most :data:`SIDE_FILE_BYTES`, read once and their digest recorded (None:
-    a bigger file, read by pyarrow from disk; or no :func:`recorded_digests` block to keep the digest in)."""
+    a bigger file, read by pyarrow from disk; or no :func:`recorded_digests` block to keep the digest in).
+    ``known``: the whole file as its header's encoding sample read it (not read again)."""
     digests = _DIGESTS.get()
-    if digests is None or path.stat().st_size > SIDE_FILE_BYTES:
+    if digests is None:
+        return None
+    if known is not None:
+        digests[os.path.abspath(path)] = hashlib.sha256(known).hexdigest()
+        return known
+    if path.stat().st_size > SIDE_FILE_BYTES:
         return None
     with open(path, "rb") as handle:
         data = handle.read(SIDE_FILE_BYTES + 1)
@@ -1211,9 +1220,10 @@ def read_as_text(header: Header, columns: Sequence[str] | None = None, *, nulls:
     """Every column of ``header``'s file (or only ``columns``) as Arrow strings, empty fields null (``nulls``)
     or ``""``; ``one_column``: a file without a header line, its lines the values of column ``f0``. A file
     pyarrow cannot parse is refused as an InputError naming file and line, never pyarrow's own error. Inside
-    :func:`recorded_digests` a small file is parsed from the bytes its digest is taken from (read once)."""
+    :func:`recorded_digests` a small file is parsed from the bytes its digest is taken from (read once: the bytes
+    :func:`read_header` kept of a file smaller than its encoding sample, else read here)."""
     names = ["f0"] if one_column else list(header.names)
-    data = _whole_file(header.path)
+    data = _whole_file(header.path, header.contents)
     source = header.path if data is None else pa.BufferReader(data)
     try:
         return pacsv.read_csv(source, read_options=read_options(header, autogenerate_column_names=one_column),

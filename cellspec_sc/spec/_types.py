@@ -206,4 +206,7 @@ def canonical_frame(frame: pd.DataFrame | Mapping[str, Any], table: str, types: 
         out[name] = (values if spec_type is None else as_spec_type(values, spec_type)).array
     # columns by position, from their arrays: a frame of Series would be aligned on their index, one by one
     n = len(frame) if isinstance(frame, pd.DataFrame) else (len(items[0][1]) if items else 0)
-    return pd.DataFrame(out, index=pd.RangeIndex(n), columns=[name for name, _ in items])
+    if not out:  # no columns: an empty Index of names, not the RangeIndex pandas gives an empty dict
+        return pd.DataFrame(out, index=pd.RangeIndex(n), columns=[])
+    # the dict's keys are the names in order: naming them again (columns=) would look each one up (a third slower)
+    return pd.DataFrame(out, index=pd.RangeIndex(n))

@@ -91,7 +91,8 @@ def _channels_images(ctx: Context) -> Problem | None:
 
 @check("channels_index_contiguous")
 def _channels_index(ctx: Context) -> Problem | None:
-    codes, images = pd.factorize(ctx.text("channels", "image_id"), use_na_sentinel=False)
+    # the values, not the Series: pandas factorises an array in half the time
+    codes, images = pd.factorize(ctx.text("channels", "image_id").to_numpy(), use_na_sentinel=False)
     index = ctx.number("channels", "channel_index")
     order = np.lexsort((index, codes))  # by image, then index: each image's indices must then read 1..n
     sorted_codes = codes[order]
