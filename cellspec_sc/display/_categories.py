@@ -40,7 +40,19 @@ _HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
 
 
 def present_labels(values: pd.Series) -> list[str]:
-    """The distinct non-missing values of a column as text (first-seen order)."""
+    """The distinct non-missing values of a column as text (first-seen order).
+
+    >>> present_labels(pd.Series(pd.Categorical(["b", None, "a", "b"], categories=["a", "b", "c"])))
+    ['b', 'a']
+    >>> present_labels(pd.Series(["2", None, "10", "2"], dtype="string"))
+    ['2', '10']
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        # the categories in the order their codes first appear: no object array of every value
+        codes = values.cat.codes.to_numpy()
+        return [str(c) for c in values.cat.categories[pd.unique(codes[codes >= 0])]]
+    if isinstance(values.dtype, pd.StringDtype):
+        return [str(v) for v in pd.unique(values.dropna())]
     return [str(v) for v in pd.unique(values.dropna().astype(object))]
 
 
