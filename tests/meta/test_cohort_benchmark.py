@@ -90,7 +90,6 @@ def test_worker_env_reaches_every_worker_before_it_starts_beside_dasks_own(monke
 
 
 def test_quick_summary_from_a_bucket_reports_the_local_s3_servers_cpu_beside_the_workers(tmp_path):
-    pytest.importorskip("moto")
     out = tmp_path / "cohort.json"
     proc = subprocess.run([sys.executable, "-m", "benchmarks.cohort", "--quick", "--steps", "summary_from_bucket",
                            "--data", str(tmp_path / "data"), "--json", str(out)],
