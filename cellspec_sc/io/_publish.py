@@ -178,12 +178,40 @@ def check_target(path: str | os.PathLike, kind: TargetKind, *, overwrite: bool) 
 
 
 def _refuse_losses(target: Path, kind: TargetKind, where: Path | None = None) -> None:
-    lost = kind.lost(where or target) if kind.lost else []
+    lost = kind.lost(where) if kind.lost and where else _losses_of_one_directory(target, kind)
     if lost:
         shown = ", ".join(lost[:10]) + (f" and {len(lost) - 10} more" if len(lost) > 10 else "")
         raise TargetExists(target, None, f"is not a complete {kind.name.removeprefix('a ')} (a valid DONE and "
                                          f"a manifest listing exactly the files present); replacing it would "
                                          f"lose {shown}; refusing to replace it")
+
+
+# how often the check is repeated while other writers keep swapping their directories in
+_SWAPS_WAITED_OUT = 50
+
+
+def _losses_of_one_directory(target: Path, kind: TargetKind) -> list[str]:
+    """``kind.lost(target)`` of one directory: another writer with ``overwrite=True`` may swap its directory in
+    while the check walks the folder and reads DONE and the manifest, which would mix two complete directories
+    into one that looks incomplete. The check is repeated until the directory at ``target`` stayed the same
+    through it (its inode and change time before and after)."""
+    if not kind.lost:
+        return []
+    lost: list[str] = []
+    for _ in range(_SWAPS_WAITED_OUT):
+        before = _identity(target)
+        lost = kind.lost(target)
+        if not lost or _identity(target) == before:
+            return lost
+    return lost
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_ctime_ns
 
 
 # room for what a writer puts below its target (staging names, files of the format, outline folders)

@@ -119,6 +119,33 @@ def test_racing_writers_with_overwrite_leave_one_complete_object(tmp_path, kind)
     assert leftovers(tmp_path) == []
 
 
+def test_overwrite_check_is_not_fooled_by_another_writer_swapping_meanwhile(tmp_path, monkeypatch):
+    """Another overwrite=True writer swaps its directory in while this writer's check walks the old one:
+    the files seen and the manifest read then belong to two different complete directories. The check
+    must look again at what is there now, not refuse a complete directory as one that would lose files."""
+    from cellspec_sc.io import _publish
+
+    target = tmp_path / "t"
+    cs.write(cs.example(n_cells=20, seed=1), target)
+    other = cs.example(n_cells=30, seed=2, adjacency=True)  # one file more than the first: contacts
+    mine = cs.example(n_cells=40, seed=3)
+    walk = _publish._entries
+    swaps = []
+
+    def walk_then_lose_the_race(folder):
+        seen = walk(folder)
+        if not swaps:
+            swaps.append(folder)
+            cs.write(other, target, overwrite=True)  # what the other process does between two steps of ours
+        return seen
+
+    monkeypatch.setattr(_publish, "_entries", walk_then_lose_the_race)
+    cs.write(mine, target, overwrite=True)
+    assert swaps, "the other writer never swapped during the check"
+    assert cs.read(target).equals(mine)
+    assert leftovers(tmp_path) == []
+
+
 # -- a target appearing between the check and the publish (deterministic, both rename paths) -----
 @pytest.mark.parametrize("renameat2", [True, False])
 def test_directory_appearing_meanwhile_is_not_replaced(tmp_path, monkeypatch, renameat2):
