@@ -23,8 +23,13 @@ setup: $(VENV)/.installed-test
 demo: $(VENV)/.installed-core
 	$(VENV)/bin/cellspec demo
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test $(VENV)/s3a-jars/.complete
 	$(VENV)/bin/python -m pytest -n 2 --dist loadfile
+
+# Spark's S3 support (hadoop-aws and the AWS SDK bundle), which Spark fetches from Maven; the tests take the two
+# jars, checked by SHA-256, from a package on PyPI (tests/s3a_jars.py)
+$(VENV)/s3a-jars/.complete: $(VENV)/.installed-test
+	$(VENV)/bin/python tests/s3a_jars.py $(VENV)/s3a-jars
 
 # the generated tables of the pages, then the site (docs/_build/html) with warnings as errors
 docs: $(VENV)/.installed-test

@@ -1,4 +1,7 @@
-"""write_dataset's output read by DuckDB, Polars and Spark, with the reading options docs/cohorts.md gives.
+"""write_dataset's output read by DuckDB, Polars and Spark, with the reading options docs/cohorts.md gives, from a
+local folder and from a bucket (moto's S3 server on 127.0.0.1), each engine through its own S3 support where it has
+one: Polars' object store and Spark's ``s3a://`` (tests/s3a_jars.py); DuckDB's needs its httpfs extension, which no
+package index here carries for DuckDB 2, so DuckDB reads the bucket through fsspec.
 
 Every value checked comes from the engine (its row counts, sums, NA counts, cells); every expected value from
 ``cs.read`` of the source directories, never from the dataset under test. Sample ids include ``"001"`` (an engine
@@ -19,6 +22,7 @@ import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.cohort.example import prefixed, with_samples
+from s3a_jars import OLD_CLIENT_SETTINGS, s3a_jars
 from spark import bounded, local_spark
 
 SAMPLES = {"slide01": ["001", "Zürich ä/b=c%"], "slide02": ["010", "001"]}
@@ -70,6 +74,15 @@ def datasets(slides) -> dict[str, Path]:
             "numbered": c.select(samples=["001", "010"]).write_dataset(root / "numbered", progress=False) / "cells"}
 
 
+@pytest.fixture(scope="module")
+def in_bucket(s3, slides) -> str:
+    """The whole cohort's dataset written to a bucket by write_dataset; the URL of its cells folder."""
+    url = f"s3://{s3.bucket()}/dataset"
+    cs.open_cohort(slides).write_dataset(url, partition_by=("sample_id",), progress=False,
+                                         storage_options=s3.options)
+    return f"{url}/cells"
+
+
 def check(read: Read, cells: pd.DataFrame, feature_columns: list[str], samples: set[str]) -> None:
     cells = cells[cells["sample_id"].isin(samples)]
     assert read.n_rows == len(cells)
@@ -99,12 +112,15 @@ def test_the_slides_have_what_the_engines_must_get_right(sources):
 
 # DuckDB ---------------------------------------------------------------------------------------------------------
 
-def duckdb_read(cells: Path) -> Read:
-    """DuckDB names a column that equals an earlier one but for case ``<id>_1`` (docs/cohorts.md)."""
+def duckdb_read(cells: Path | str, fs=None) -> Read:
+    """DuckDB names a column that equals an earlier one but for case ``<id>_1`` (docs/cohorts.md); ``fs``: an
+    fsspec file system DuckDB reads ``cells`` through."""
     import duckdb
 
     twin = f"{TWIN}_1"
     with duckdb.connect() as con:
+        if fs is not None:
+            con.register_filesystem(fs)
         source = (f"read_parquet('{cells}/**/*.parquet', hive_partitioning = true, "
                   "hive_types = {'sample_id': VARCHAR})")
         columns = [name for name, *_ in con.sql(f"DESCRIBE SELECT * FROM {source}").fetchall()]
@@ -136,16 +152,25 @@ def test_duckdb_reads_the_dataset(datasets, sources, name):
     check(duckdb_read(datasets[name]), cells, duckdb_names(feature_ids), _samples(name))
 
 
+def test_duckdb_reads_the_dataset_from_the_bucket(s3, in_bucket, sources):
+    import fsspec
+
+    cells, feature_ids = sources
+    read = duckdb_read(in_bucket, fsspec.filesystem("s3", **s3.options))
+    check(read, cells, duckdb_names(feature_ids), _samples("all"))
+
+
 def _samples(name: str) -> set[str]:
     return {s for ids in SAMPLES.values() for s in ids} if name == "all" else {"001", "010"}
 
 
 # Polars ---------------------------------------------------------------------------------------------------------
 
-def polars_read(cells: Path) -> Read:
+def polars_read(cells: Path | str, storage_options: dict[str, str] | None = None) -> Read:
     import polars as pl
 
-    frame = pl.scan_parquet(f"{cells}/**/*.parquet", hive_partitioning=True, hive_schema={"sample_id": pl.String})
+    frame = pl.scan_parquet(f"{cells}/**/*.parquet", hive_partitioning=True, hive_schema={"sample_id": pl.String},
+                            storage_options=storage_options)
     value = pl.col(FEATURE)
     per_sample = frame.group_by("sample_id").agg(pl.len(), value.sum().alias("sum"), value.null_count().alias("na"),
                                                  pl.col(TWIN).sum()).collect().rows()
@@ -158,18 +183,33 @@ def test_polars_reads_the_dataset(datasets, sources, name):
     check(polars_read(datasets[name]), *sources, _samples(name))
 
 
+def test_polars_reads_the_dataset_from_the_bucket_through_its_own_object_store(s3, in_bucket, sources):
+    own_words = {"aws_endpoint_url": s3.endpoint, "aws_access_key_id": s3.options["key"],
+                 "aws_secret_access_key": s3.options["secret"], "aws_region": "us-east-1", "aws_allow_http": "true"}
+    check(polars_read(in_bucket, own_words), *sources, _samples("all"))
+
+
 # Spark ----------------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def spark():
-    with local_spark("cellspec-engines") as session:
+def spark(s3):
+    """One JVM for the module, which also reads the bucket: s3a:// through hadoop-aws, pointed at the S3 server."""
+    s3a = {"spark.jars": ",".join(map(str, s3a_jars())),
+           "spark.hadoop.fs.s3a.endpoint": s3.endpoint,
+           "spark.hadoop.fs.s3a.path.style.access": "true",
+           "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+           "spark.hadoop.fs.s3a.access.key": s3.options["key"],
+           "spark.hadoop.fs.s3a.secret.key": s3.options["secret"],
+           "spark.hadoop.fs.s3a.attempts.maximum": "2",
+           **OLD_CLIENT_SETTINGS}
+    with local_spark("cellspec-engines", **s3a) as session:
         yield session
 
 
-def spark_read(spark, cells: Path) -> Read:
+def spark_read(spark, cells: Path | str) -> Read:
     from pyspark.sql import functions as F
 
-    frame = spark.read.parquet(str(cells))
+    frame = bounded(lambda: spark.read.parquet(str(cells)), "listing the dataset")
     value = F.col(f"`{FEATURE}`")
     per_sample = bounded(lambda: frame.groupBy("sample_id").agg(
         F.count("*"), F.sum(value), F.count_if(value.isNull()), F.sum(F.col(f"`{TWIN}`"))).collect(),
@@ -181,6 +221,10 @@ def spark_read(spark, cells: Path) -> Read:
 @pytest.mark.parametrize("name", ["all", "numbered"])
 def test_spark_reads_the_dataset(spark, datasets, sources, name):
     check(spark_read(spark, datasets[name]), *sources, _samples(name))
+
+
+def test_spark_reads_the_dataset_from_the_bucket_through_s3a(spark, in_bucket, sources):
+    check(spark_read(spark, "s3a://" + in_bucket.removeprefix("s3://")), *sources, _samples("all"))
 
 
 def test_open_cohort_reads_the_folders_back_with_every_sample_id(datasets, sources):
