@@ -311,8 +311,10 @@ print(format_header(read_header(url, options)).splitlines()[1])
   object, so a store shows the old file or the whole new one; `write_anndata_zarr(x, url, ...)` has
   anndata write the store locally, then uploads it with its root `zarr.json` last, so no zarr reader
   opens it before every array is there (`anndata.read_zarr(zarr.storage.FsspecStore.from_url(url,
-  storage_options=options))` reads it back). `overwrite=True` replaces only an `.h5ad` file or an AnnData
-  store. `cellspec convert SOURCE s3://.../x.h5ad` (or `.zarr`) does the same. A SpatialData store is
+  storage_options=options))` reads it back). Without `overwrite` the `.h5ad` is uploaded with the store's
+  conditional write, so of two writers racing for one URL one wins and the other gets `TargetExists`
+  (a store is checked before its upload only). `overwrite=True` replaces only an `.h5ad` file or an
+  AnnData store. `cellspec convert SOURCE s3://.../x.h5ad` (or `.zarr`) does the same. A SpatialData store is
   refused on a URL: spatialdata 0.8's `SpatialData.write` takes a local path only; write it locally and
   copy the folder to the bucket (fsspec's `put(local, url, recursive=True)`).
 

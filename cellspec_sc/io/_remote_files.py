@@ -7,7 +7,8 @@ writing a zarr store straight to a bucket would let readers open it half written
 - a zarr store is uploaded file by file with its root ``zarr.json`` (or ``.zgroup``/``.zattrs``) last: no zarr
   reader opens the group before every array it names is there.
 
-``overwrite=False`` is refused when anything is at the URL; ``overwrite=True`` replaces only what ``ours``
+``overwrite=False`` is refused when anything is at the URL, and a file is uploaded with the store's conditional
+write, so that of two writers racing for the same URL one wins and the other is refused; ``overwrite=True`` replaces only what ``ours``
 accepts (an ``.h5ad`` file, an AnnData store), removing an old store's root metadata first and then its
 other objects, never objects of another kind.
 """
@@ -41,8 +42,25 @@ def upload_file(source: Path, url: str, storage_options: Mapping[str, Any] | Non
             raise TargetExists(url, None, f"is not {what}; refusing to replace it")
     elif storage_call(url, "looking at the target", lambda: fs.isdir(url)):
         raise TargetExists(url, None, "is a prefix holding objects, not a file; refusing to replace it")
-    storage_call(url, "uploading", lambda: fs.put_file(str(source), url))
+    try:
+        storage_call(url, "uploading", lambda: _put(fs, source, url, create=not overwrite))
+    except FileExistsError:
+        raise TargetExists(url, None, "appeared while this writer was writing; nothing was replaced") from None
     return location.url
+
+
+def _put(fs: Any, source: Path, url: str, *, create: bool) -> None:
+    """Upload ``source``; with ``create`` only if nothing is at ``url`` when the upload completes (the store's
+    conditional write: ``If-None-Match: *`` on S3, ``ifGenerationMatch=0`` on GCS), else FileExistsError."""
+    if not create:
+        fs.put_file(str(source), url)
+        return
+    try:
+        fs.put_file(str(source), url, mode="create")
+    except TypeError:  # a store whose fsspec implementation has no conditional create: the nearest check
+        if fs.exists(url):
+            raise FileExistsError(url) from None
+        fs.put_file(str(source), url)
 
 
 def upload_store(source: Path, url: str, storage_options: Mapping[str, Any] | None, *, overwrite: bool,

@@ -76,6 +76,24 @@ def test_overwrite_rules_for_files_and_stores_in_a_bucket(s3, x):
     assert s3.keys(bucket, "photos.zarr") == ["photos.zarr/zarr.json"]
 
 
+def test_an_h5ad_appearing_while_uploading_is_not_replaced(s3, x, monkeypatch):
+    """Another writer's object lands between this writer's check and its upload: the conditional upload refuses."""
+    import cellspec_sc.io._remote_files as remote_files
+
+    bucket = s3.bucket()
+    call = remote_files.storage_call
+
+    def another_writer_first(url, doing, do, **kw):
+        if doing == "uploading":
+            s3.client().put_object(Bucket=bucket, Key="x.h5ad", Body=b"the other writer's file")
+        return call(url, doing, do, **kw)
+
+    monkeypatch.setattr(remote_files, "storage_call", another_writer_first)
+    with pytest.raises(TargetExists, match="appeared while this writer was writing"):
+        write_h5ad(x, f"s3://{bucket}/x.h5ad", storage_options=s3.options)
+    assert s3.client().get_object(Bucket=bucket, Key="x.h5ad")["Body"].read() == b"the other writer's file"
+
+
 def test_convert_writes_an_h5ad_to_a_bucket(s3, tmp_path, capsys):
     x = cs.example(2)
     local = cs.write(x, tmp_path / "run1")
