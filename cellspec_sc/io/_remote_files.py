@@ -8,9 +8,9 @@ writing a zarr store straight to a bucket would let readers open it half written
   reader opens the group before every array it names is there.
 
 ``overwrite=False`` is refused when anything is at the URL, and a file is uploaded with the store's conditional
-write, so that of two writers racing for the same URL one wins and the other is refused; ``overwrite=True`` replaces only what ``ours``
-accepts (an ``.h5ad`` file, an AnnData store), removing an old store's root metadata first and then its
-other objects, never objects of another kind.
+write, so that of two writers racing for the same URL one wins and the other is refused; ``overwrite=True``
+replaces only what ``ours`` accepts (an ``.h5ad`` file, an AnnData store), removing an old store's root metadata
+first and then its other objects, never objects of another kind.
 """
 
 from __future__ import annotations
