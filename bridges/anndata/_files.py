@@ -28,7 +28,10 @@ from cellspec_sc.io import (
     DEFAULT_MAX_INFLATION,
     INFLATION_FLOOR_BYTES,
     TargetKind,
+    check_file_url,
+    check_store_url,
     check_target,
+    check_url_target_of,
     is_url,
     publishing,
     root_attributes,
@@ -192,8 +195,25 @@ def _from_store(path: str | Path, reader, max_inflation: float = DEFAULT_MAX_INF
         raise FormatError(f"{path}: {err}") from None
 
 
-H5AD_FILE = TargetKind("an AnnData .h5ad file", False, is_h5ad)
-ANNDATA_ZARR = TargetKind("an AnnData .zarr store", True, is_anndata_zarr)
+
+def _is_hdf5(head: bytes) -> bool:
+    return head.startswith(b"\x89HDF\r\n\x1a\n")
+
+
+def _holds_anndata(location: Any, present: Mapping[str, int]) -> bool:
+    return root_attributes(location, present).get("encoding-type") == "anndata"
+
+
+def _check_h5ad_url(url: str, storage_options: Mapping[str, Any] | None, overwrite: bool) -> None:
+    check_file_url(url, storage_options, overwrite=overwrite, ours=_is_hdf5, what="an .h5ad file")
+
+
+def _check_store_url(url: str, storage_options: Mapping[str, Any] | None, overwrite: bool) -> None:
+    check_store_url(url, storage_options, overwrite=overwrite, ours=_holds_anndata, what="an AnnData store")
+
+
+H5AD_FILE = TargetKind("an AnnData .h5ad file", False, is_h5ad, url_check=_check_h5ad_url)
+ANNDATA_ZARR = TargetKind("an AnnData .zarr store", True, is_anndata_zarr, url_check=_check_store_url)
 
 
 def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False,
@@ -234,6 +254,7 @@ def write_h5ad(x: CellSpec, path: str | Path, *, overwrite: bool = False,
     """
     require_extra("anndata", "cellspec_sc.bridges.anndata.write_h5ad")
     if is_url(path):
+        check_url_target_of(H5AD_FILE, str(path), storage_options, overwrite=overwrite)  # before anything is built
         return _written_then_uploaded(write_h5ad, x, str(path), ".h5ad", options, lambda local: upload_file(
             local, str(path), storage_options, overwrite=overwrite, ours=_is_hdf5, what="an .h5ad file"))
     check_target(path, H5AD_FILE, overwrite=overwrite)
@@ -258,6 +279,7 @@ def write_anndata_zarr(x: CellSpec, path: str | Path, *, overwrite: bool = False
     """
     require_extra("anndata", "cellspec_sc.bridges.anndata.write_anndata_zarr")
     if is_url(path):
+        check_url_target_of(ANNDATA_ZARR, str(path), storage_options, overwrite=overwrite)
         return _written_then_uploaded(write_anndata_zarr, x, str(path), ".zarr", options, lambda local: upload_store(
             local, str(path), storage_options, overwrite=overwrite, ours=_holds_anndata, what="an AnnData store"))
     check_target(path, ANNDATA_ZARR, overwrite=overwrite)
@@ -278,10 +300,3 @@ def _written_then_uploaded(write: Callable[..., Any], x: CellSpec, url: str, suf
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
-
-def _is_hdf5(head: bytes) -> bool:
-    return head.startswith(b"\x89HDF\r\n\x1a\n")
-
-
-def _holds_anndata(location: Any, present: Mapping[str, int]) -> bool:
-    return root_attributes(location, present).get("encoding-type") == "anndata"

@@ -379,7 +379,14 @@ def is_spatialdata_zarr(path: str | os.PathLike) -> bool:
         return False
 
 
-SPATIALDATA_ZARR = TargetKind("a SpatialData .zarr store", True, is_spatialdata_zarr)
+def _refuse_url(url: str, storage_options: Any = None, overwrite: bool = False) -> None:
+    # spatialdata 0.8's SpatialData.write turns the path into a pathlib.Path and checks it with os
+    raise InputError(f"{url}: spatialdata writes a SpatialData store to a local path only (SpatialData.write "
+                     "takes its path as a pathlib.Path); write it to a local path, then copy the store to the "
+                     "bucket with the store's tools (for example fsspec's put(..., recursive=True))")
+
+
+SPATIALDATA_ZARR = TargetKind("a SpatialData .zarr store", True, is_spatialdata_zarr, url_check=_refuse_url)
 
 
 def read_spatialdata(path: str | os.PathLike, **options: Any) -> CellSpec:

@@ -54,9 +54,9 @@ from cellspec_sc.bridges.spatialdata._record import (
     encode_attrs,
     encode_files,
 )
-from cellspec_sc.errors import InputError, Unstorable, require_extra
+from cellspec_sc.errors import Unstorable, require_extra
 from cellspec_sc.images import ImageInput, checked_images
-from cellspec_sc.io import check_target, image_outlines, is_url, outline_files, publishing
+from cellspec_sc.io import check_target, check_url_target_of, image_outlines, is_url, outline_files, publishing
 from cellspec_sc.model import CellSpec
 from cellspec_sc.progress import progress
 from cellspec_sc.validation import refuse_unstorable
@@ -188,10 +188,8 @@ def write_spatialdata(x: CellSpec, path: str | os.PathLike, *, overwrite: bool =
     ...     is_spatialdata_zarr(path)
     True
     """
-    if is_url(path):  # spatialdata 0.8's SpatialData.write turns the path into a pathlib.Path and checks it with os
-        raise InputError(f"{path}: spatialdata writes a SpatialData store to a local path only (SpatialData.write "
-                         "takes its path as a pathlib.Path); write it to a local path, then copy the store to the "
-                         "bucket with the store's tools (for example fsspec's put(..., recursive=True))")
+    if is_url(path):
+        check_url_target_of(SPATIALDATA_ZARR, str(path), overwrite=overwrite)
     check_target(path, SPATIALDATA_ZARR, overwrite=overwrite)
     refuse_unstorable(x, path, "a SpatialData .zarr store", text=False, names=True)
     sdata = to_spatialdata(x, **options)

@@ -30,7 +30,7 @@ from typing import Any
 from cellspec_sc.cli._images import add_image_options, image_paths
 from cellspec_sc.cli._sources import add_storage_options, load, resolve, storage_options_of
 from cellspec_sc.errors import InputError
-from cellspec_sc.io import CELLSPEC_DIRECTORY, check_target, check_url_target, is_url
+from cellspec_sc.io import check_target, check_url_target_of, is_url
 
 # (suffix of TARGET, "module:function" writing (x, path, overwrite=...), "module:TargetKind" it publishes,
 # description); "" = a name without a suffix
@@ -68,8 +68,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if images:
         extra.update(images=images, verify=not args.no_verify)
     if is_url(args.target):  # before SOURCE is read, however big it is
-        if kind is CELLSPEC_DIRECTORY:
-            check_url_target(args.target, options, overwrite=args.overwrite)
+        check_url_target_of(kind, args.target, options, overwrite=args.overwrite)
     else:
         check_target(args.target, kind, overwrite=args.overwrite)
     x = load(args.source, options)

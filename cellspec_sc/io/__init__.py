@@ -64,6 +64,7 @@ from cellspec_sc.io._publish import (
            PNG_FILE,
            TargetKind,
            check_target,
+           check_url_target_of,
            files_lost_by_replacing,
            publishing,
            zarr_root_attributes,
@@ -92,7 +93,7 @@ from cellspec_sc.io._remote import (
            read_entries,
            stream_checked,
 )
-from cellspec_sc.io._remote_files import root_attributes, upload_file, upload_store
+from cellspec_sc.io._remote_files import check_file_url, check_store_url, root_attributes, upload_file, upload_store
 from cellspec_sc.io._remote_lazy import read_remote_lazy
 from cellspec_sc.io._staging import fsync_dir, fsync_file, fsync_tree, start_writeback
 from cellspec_sc.io._storage import (
@@ -131,7 +132,8 @@ __all__ = ["ARROW_TYPES", "BLOCK", "CELLSPEC_DIRECTORY", "DAMAGED_DATA_ERRORS", 
            "ATTEMPTS", "BACKOFF_SECONDS", "CONNECT_TIMEOUT_SECONDS", "PIECE", "READ_TIMEOUT_SECONDS", "UPLOAD_CLAIM",
            "AccessDenied", "BucketNotFound", "FetchedFile", "Location", "MissingCredentials", "RemoteFile",
            "RemoteUpload",
-           "StorageError", "StorageUnreachable", "Transfer", "check_present", "check_url_target",
+           "StorageError", "StorageUnreachable", "Transfer", "check_present", "check_url_target", "check_url_target_of",
+           "check_file_url", "check_store_url",
            "complete_directory_objects", "fetch_listed", "fetch_small", "is_url", "object_stamp", "object_stamps",
            "parse_document", "read_entries", "read_remote_lazy", "root_attributes", "storage_call",
            "upload_file", "upload_store",

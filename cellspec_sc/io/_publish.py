@@ -45,11 +45,12 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from cellspec_sc.errors import CellspecError, WriteFailed
+from cellspec_sc.errors import CellspecError, InputError, WriteFailed
 from cellspec_sc.io._manifest import lost_by_replacing, read_manifest
 from cellspec_sc.io._refusals import InvalidTarget, TargetExists
 from cellspec_sc.io._staging import clean_stale, flushing_behind, fsync_file, fsync_tree, publish, staging_directory
@@ -60,12 +61,14 @@ class TargetKind:
     """What a writer publishes: ``name`` for messages, ``directory`` or a single file, and
     ``replaceable(path)``: whether an existing (non-symlink) path is one of its own that
     ``overwrite=True`` may replace, and for a directory ``lost(path)``: the files replacing it
-    would lose that the writer did not publish (any: the target is refused, naming them)."""
+    would lose that the writer did not publish (any: the target is refused, naming them); ``url_check(url,
+    storage_options, overwrite)`` is its check of a URL on object storage (None: the writer writes no URLs)."""
 
     name: str
     directory: bool
     replaceable: Callable[[Path], bool]
     lost: Callable[[Path], list[str]] | None = None
+    url_check: Callable[[str, Mapping[str, Any] | None, bool], object] | None = None
 
 
 # how many entries of a folder that is not ours are looked at: enough to name them, never a walk of a home folder
@@ -151,7 +154,14 @@ def zarr_root_attributes(path: str | os.PathLike) -> dict:
     return {}
 
 
-CELLSPEC_DIRECTORY = TargetKind("a cellspec directory", True, _is_directory, files_lost_by_replacing)
+def _check_directory_url(url: str, storage_options: Mapping[str, Any] | None, overwrite: bool) -> str:
+    from cellspec_sc.io._remote import check_url_target  # object storage builds on the local format
+
+    return check_url_target(url, storage_options, overwrite=overwrite)
+
+
+CELLSPEC_DIRECTORY = TargetKind("a cellspec directory", True, _is_directory, files_lost_by_replacing,
+                                _check_directory_url)
 HTML_FILE = TargetKind("an HTML file", False, _regular_file_starting_with(b"<!DOCTYPE html", b"<html"))
 PNG_FILE = TargetKind("a PNG file", False, _regular_file_starting_with(b"\x89PNG\r\n\x1a\n"))
 
@@ -175,6 +185,16 @@ def check_target(path: str | os.PathLike, kind: TargetKind, *, overwrite: bool) 
         raise TargetExists(target, None, f"exists and is not {kind.name}; refusing to replace it")
     _refuse_losses(target, kind)
     return target
+
+
+def check_url_target_of(kind: TargetKind, url: str, storage_options: Mapping[str, Any] | None = None, *,
+                        overwrite: bool) -> str:
+    """The check of a writer of ``kind`` for the URL ``url`` on object storage, before anything is read or built:
+    TargetExists, InputError (a kind no writer puts on object storage, or a bucket itself) or a StorageError."""
+    if kind.url_check is None:
+        raise InputError(f"{url}: {kind.name} cannot be written to object storage; write it to a local path")
+    kind.url_check(url, storage_options, overwrite)
+    return url
 
 
 def _refuse_losses(target: Path, kind: TargetKind, where: Path | None = None) -> None:

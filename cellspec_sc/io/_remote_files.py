@@ -31,6 +31,19 @@ def upload_file(source: Path, url: str, storage_options: Mapping[str, Any] | Non
                 ours: Callable[[bytes], bool], what: str) -> str:
     """Upload the local file ``source`` as the object ``url`` in one request; an existing object is replaced
     only with ``overwrite=True`` and when ``ours(its first bytes)``. Returns the URL."""
+    location = check_file_url(url, storage_options, overwrite=overwrite, ours=ours, what=what)
+    fs = location.fs
+    try:
+        storage_call(url, "uploading", lambda: _put(fs, source, url, create=not overwrite))
+    except FileExistsError:
+        raise TargetExists(url, None, "appeared while this writer was writing; nothing was replaced") from None
+    return location.url
+
+
+def check_file_url(url: str, storage_options: Mapping[str, Any] | None, *, overwrite: bool,
+                   ours: Callable[[bytes], bool], what: str) -> Location:
+    """The check of :func:`upload_file` on its own (before the file is built): TargetExists unless ``url`` is free,
+    or holds an object ``ours`` accepts and ``overwrite`` is true."""
     location = Location.of(url, storage_options)
     fs = location.fs
     fs.invalidate_cache()
@@ -42,11 +55,7 @@ def upload_file(source: Path, url: str, storage_options: Mapping[str, Any] | Non
             raise TargetExists(url, None, f"is not {what}; refusing to replace it")
     elif storage_call(url, "looking at the target", lambda: fs.isdir(url)):
         raise TargetExists(url, None, "is a prefix holding objects, not a file; refusing to replace it")
-    try:
-        storage_call(url, "uploading", lambda: _put(fs, source, url, create=not overwrite))
-    except FileExistsError:
-        raise TargetExists(url, None, "appeared while this writer was writing; nothing was replaced") from None
-    return location.url
+    return location
 
 
 def _put(fs: Any, source: Path, url: str, *, create: bool) -> None:
@@ -68,15 +77,8 @@ def upload_store(source: Path, url: str, storage_options: Mapping[str, Any] | No
     """Upload the local zarr store ``source`` below the prefix ``url``, its root metadata last; the objects of an
     existing store are removed first (root metadata first) only with ``overwrite=True`` and when ``ours``
     accepts them. Returns the URL."""
-    location = Location.of(url, storage_options)
-    _check_prefix(location)
-    present = listing(location)
+    location, present = check_store_url(url, storage_options, overwrite=overwrite, ours=ours, what=what)
     if present:
-        if not overwrite:
-            raise TargetExists(location.url, None, f"already holds {len(present)} object(s); pass overwrite=True "
-                                                   "(CLI: --overwrite) to replace them")
-        if not ours(location, present):
-            raise TargetExists(location.url, None, f"does not hold {what}; refusing to replace its objects")
         roots = [n for n in ROOT_METADATA if n in present]
         _remove(location, [*roots, *sorted(n for n in present if n not in roots)])
     files = sorted(p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file())
@@ -84,6 +86,21 @@ def upload_store(source: Path, url: str, storage_options: Mapping[str, Any] | No
         target = location.child(name)
         storage_call(target, f"uploading {name}", lambda s=source / name, t=target: location.fs.put_file(str(s), t))
     return location.url
+
+
+def check_store_url(url: str, storage_options: Mapping[str, Any] | None, *, overwrite: bool,
+                    ours: Callable[[Location, Mapping[str, int]], bool], what: str) -> tuple[Location, dict[str, int]]:
+    """The check of :func:`upload_store` on its own: TargetExists unless the prefix ``url`` is empty, or holds a
+    store ``ours`` accepts and ``overwrite`` is true; returns the location and the objects present."""
+    location = Location.of(url, storage_options)
+    _check_prefix(location)
+    present = listing(location)
+    if present and not overwrite:
+        raise TargetExists(location.url, None, f"already holds {len(present)} object(s); pass overwrite=True "
+                                               "(CLI: --overwrite) to replace them")
+    if present and not ours(location, present):
+        raise TargetExists(location.url, None, f"does not hold {what}; refusing to replace its objects")
+    return location, present
 
 
 def root_attributes(location: Location, present: Mapping[str, int]) -> dict[str, Any]:

@@ -105,6 +105,21 @@ def test_convert_writes_an_h5ad_to_a_bucket(s3, tmp_path, capsys):
     assert cs.from_anndata(anndata.read_h5ad(io.BytesIO(body))).equals(x)
 
 
+@pytest.mark.parametrize("name, said", [("x.h5ad", "already exists"), ("x.zarr", "already holds"),
+                                        ("x.spatialdata.zarr", "to a local path only")])
+def test_convert_refuses_a_url_target_before_it_reads_the_source(s3, tmp_path, capsys, name, said):
+    """SOURCE is a folder that is no cellspec directory: had it been read first, the message would be about it."""
+    bucket = s3.bucket()
+    for key in ("x.h5ad", "x.zarr/zarr.json"):
+        s3.client().put_object(Bucket=bucket, Key=key, Body=b"someone's data")
+    (tmp_path / "not-read").mkdir()
+    code = main(["convert", str(tmp_path / "not-read"), f"s3://{bucket}/{name}",
+                 "--storage-options", json.dumps(s3.options)])
+    err = capsys.readouterr().err
+    assert code != 0 and said in err and "not-read" not in err, err
+    assert s3.keys(bucket) == ["x.h5ad", "x.zarr/zarr.json"]
+
+
 def test_a_spatialdata_store_to_a_url_is_refused_saying_how_to_do_it(s3, x):
     bucket = s3.bucket()
     with pytest.raises(InputError, match="write it to a local path, then copy the store"):
