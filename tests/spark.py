@@ -82,13 +82,30 @@ def bounded[T](call: Callable[[], T], what: str, seconds: float = CALL_SECONDS) 
         pool.shutdown(wait=False)
 
 
+def _forget_the_jvm() -> None:
+    """Shut down the JVM an earlier session of this process started (pyspark keeps one per process and reuses it,
+    with the class path it was started with), so that the next session starts its own."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        bounded(SparkContext._active_spark_context.stop, "stopping the earlier session")
+    if SparkContext._gateway is not None:
+        bounded(SparkContext._gateway.shutdown, "shutting down the earlier JVM")
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+
+
 @contextmanager
-def local_spark(name: str, **settings: Any) -> Iterator[Any]:
-    """A SparkSession with :data:`SETTINGS` (plus ``settings``), stopped on exit."""
+def local_spark(name: str, *, own_jvm: bool = False, **settings: Any) -> Iterator[Any]:
+    """A SparkSession with :data:`SETTINGS` (plus ``settings``), stopped on exit. ``own_jvm``: in a JVM started
+    for it, as settings read only at start (``spark.driver.extraClassPath``) need."""
     major = java_major()
     if major < 17:
         pytest.fail(f"pyspark 4 needs Java 17 or 21, found Java {major}: apt-get install openjdk-17-jre-headless")
     from pyspark.sql import SparkSession
+
+    if own_jvm:
+        _forget_the_jvm()
 
     builder = SparkSession.builder.appName(name)
     for key, value in {**SETTINGS, **settings}.items():

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc.errors import CellspecError, InputError, WriteFailed
+from cellspec_sc.errors import CellspecError, WriteFailed
 from cellspec_sc.io._manifest import lost_by_replacing, read_manifest
 from cellspec_sc.io._refusals import InvalidTarget, TargetExists
 from cellspec_sc.io._staging import clean_stale, flushing_behind, fsync_file, fsync_tree, publish, staging_directory
@@ -62,7 +62,8 @@ class TargetKind:
     ``replaceable(path)``: whether an existing (non-symlink) path is one of its own that
     ``overwrite=True`` may replace, and for a directory ``lost(path)``: the files replacing it
     would lose that the writer did not publish (any: the target is refused, naming them); ``url_check(url,
-    storage_options, overwrite)`` is its check of a URL on object storage (None: the writer writes no URLs)."""
+    storage_options, overwrite)`` is its check of a URL on object storage (None: the writer writes no URLs;
+    :func:`cellspec_sc.io._remote.check_url_target_of` knows the cellspec directory's own)."""
 
     name: str
     directory: bool
@@ -154,14 +155,7 @@ def zarr_root_attributes(path: str | os.PathLike) -> dict:
     return {}
 
 
-def _check_directory_url(url: str, storage_options: Mapping[str, Any] | None, overwrite: bool) -> str:
-    from cellspec_sc.io._remote import check_url_target  # object storage builds on the local format
-
-    return check_url_target(url, storage_options, overwrite=overwrite)
-
-
-CELLSPEC_DIRECTORY = TargetKind("a cellspec directory", True, _is_directory, files_lost_by_replacing,
-                                _check_directory_url)
+CELLSPEC_DIRECTORY = TargetKind("a cellspec directory", True, _is_directory, files_lost_by_replacing)
 HTML_FILE = TargetKind("an HTML file", False, _regular_file_starting_with(b"<!DOCTYPE html", b"<html"))
 PNG_FILE = TargetKind("a PNG file", False, _regular_file_starting_with(b"\x89PNG\r\n\x1a\n"))
 
@@ -185,16 +179,6 @@ def check_target(path: str | os.PathLike, kind: TargetKind, *, overwrite: bool) 
         raise TargetExists(target, None, f"exists and is not {kind.name}; refusing to replace it")
     _refuse_losses(target, kind)
     return target
-
-
-def check_url_target_of(kind: TargetKind, url: str, storage_options: Mapping[str, Any] | None = None, *,
-                        overwrite: bool) -> str:
-    """The check of a writer of ``kind`` for the URL ``url`` on object storage, before anything is read or built:
-    TargetExists, InputError (a kind no writer puts on object storage, or a bucket itself) or a StorageError."""
-    if kind.url_check is None:
-        raise InputError(f"{url}: {kind.name} cannot be written to object storage; write it to a local path")
-    kind.url_check(url, storage_options, overwrite)
-    return url
 
 
 def _refuse_losses(target: Path, kind: TargetKind, where: Path | None = None) -> None:

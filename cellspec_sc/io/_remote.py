@@ -62,6 +62,7 @@ from cellspec_sc.io._manifest import (
 )
 from cellspec_sc.io._metadata import JSON_TABLES, KNOWN_KEYS, frame_of_rows, parse_document
 from cellspec_sc.io._parquet import check_row_counts
+from cellspec_sc.io._publish import CELLSPEC_DIRECTORY, TargetKind
 from cellspec_sc.io._refusals import (
     ChangedSinceRead,
     ChecksumMismatch,
@@ -516,6 +517,18 @@ def check_url_target(url: str, storage_options: Mapping[str, Any] | None = None,
     _check_prefix(location)
     replaceable_objects(location, listing(location), overwrite)
     return location.url
+
+
+def check_url_target_of(kind: TargetKind, url: str, storage_options: Mapping[str, Any] | None = None, *,
+                        overwrite: bool) -> str:
+    """The check of a writer of ``kind`` for the URL ``url`` on object storage, before anything is read or built:
+    TargetExists, InputError (a kind no writer puts on object storage, or a bucket itself) or a StorageError."""
+    if kind is CELLSPEC_DIRECTORY:
+        return check_url_target(url, storage_options, overwrite=overwrite)
+    if kind.url_check is None:
+        raise InputError(f"{url}: {kind.name} cannot be written to object storage; write it to a local path")
+    kind.url_check(url, storage_options, overwrite)
+    return url
 
 
 def _check_prefix(location: Location) -> None:

@@ -194,7 +194,8 @@ def test_polars_reads_the_dataset_from_the_bucket_through_its_own_object_store(s
 @pytest.fixture(scope="module")
 def spark(s3):
     """One JVM for the module, which also reads the bucket: s3a:// through hadoop-aws, pointed at the S3 server."""
-    s3a = {"spark.jars": ",".join(map(str, s3a_jars())),
+    jars = s3a_jars()
+    s3a = {"spark.jars": ",".join(map(str, jars)), "spark.driver.extraClassPath": ":".join(map(str, jars)),
            "spark.hadoop.fs.s3a.endpoint": s3.endpoint,
            "spark.hadoop.fs.s3a.path.style.access": "true",
            "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
@@ -202,7 +203,7 @@ def spark(s3):
            "spark.hadoop.fs.s3a.secret.key": s3.options["secret"],
            "spark.hadoop.fs.s3a.attempts.maximum": "2",
            **OLD_CLIENT_SETTINGS}
-    with local_spark("cellspec-engines", **s3a) as session:
+    with local_spark("cellspec-engines", own_jvm=True, **s3a) as session:  # a JVM started with the jars
         yield session
 
 
