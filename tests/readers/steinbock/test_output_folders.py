@@ -292,3 +292,36 @@ def test_images_csv_sizes_that_are_no_whole_number_of_pixels_are_refused(tmp_pat
     with pytest.raises(InputError, match=r"images.csv: line 3, column 'width_px': .* is not a positive whole number of "
                                          r"pixels"):
         cs.read_steinbock(folder)
+
+
+def test_the_folder_parse_hands_validation_the_stats_a_walk_over_the_joined_matrix_gives(tmp_path):
+    rng = np.random.default_rng(3)
+    images = {}
+    for k, n in enumerate((40, 1, 25)):
+        values = rng.normal(0, 2, (n, 3))
+        values[rng.random((n, 3)) < 0.1] = np.nan
+        ids = list(range(1, n + 1))
+        images[f"img{k}"] = {"ids": ids, "values": values.tolist(), "areas": rng.integers(1, 50, n).tolist(),
+                             "centroids": rng.uniform(0, 70, (n, 2)).tolist()}
+    folder = write_steinbock(tmp_path / "steinbock", images)
+    props = folder / "regionprops" / "img0.csv"  # the regionprops rows in another order than the intensities'
+    header, *lines = props.read_text().splitlines()
+    props.write_text("\n".join([header, *lines[::-1]]) + "\n")
+    adapter = cs.readers.SteinbockAdapter(aggregation="mean")
+    parsed, _ = adapter.parse(adapter.plan(folder))
+    x = cs.read_steinbock(folder, aggregation="mean")
+    codes, names = cs.model.first_seen_codes(x.cells["image_id"])
+    given = parsed.stats.for_images(codes, names)
+    walked = cs.model.matrix_stats(x.measurements, codes, len(names))
+    for name in ("nan", "infinite", "negative", "first_infinite", "low", "high"):
+        assert np.array_equal(getattr(given, name), getattr(walked, name)), name
+    assert given.nan.sum() > 0 and given.negative.sum() > 0
+    fresh = x.replace()
+    fresh.validation_memo = None
+    assert cs.validate(x) is x.validation_memo[2]  # the report of the read, made with the stats handed over
+    assert cs.validate(x) == cs.validate(fresh)
+    plan = adapter.plan(folder)
+    parsed, plan = adapter.parse(plan)
+    dictionary, applied = cs.readers._features.build_dictionary(plan.features, {})
+    handed = adapter.tables(plan, parsed, dictionary, applied).image_codes
+    assert np.array_equal(handed[0], codes) and list(handed[1]) == list(names)
