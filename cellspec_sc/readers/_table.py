@@ -1102,6 +1102,8 @@ class _GroupStats:
                                                   dtype=np.int64)))
 
     def result(self) -> GroupedStats:
+        if len(self.pieces) == 1:  # one piece (a small file): its groups are the file's, in the same order
+            return GroupedStats(self.pieces[0][0], list(self.index))
         codes = [np.where(s.codes < 0, -1, images[np.maximum(s.codes, 0)]) for s, images in self.pieces]
         total = MatrixStats(self.n_features, np.concatenate(codes) if codes else np.zeros(0, np.int64), len(self.index))
         for piece_stats, images in self.pieces:
