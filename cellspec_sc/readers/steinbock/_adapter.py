@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellspec_sc._background import ordered_map
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import MatrixStats, empty_matrix
 from cellspec_sc.readers._features import channels_frame, clean_marker
@@ -37,6 +38,7 @@ from cellspec_sc.readers._table import (
     positive_area,
     stream_columns,
     string_column,
+    workers,
 )
 from cellspec_sc.readers.steinbock._plan import (
     ADAPTER,
@@ -87,16 +89,20 @@ class SteinbockAdapter(ToolAdapter):
         lines = sum(estimated_rows(intensities.path) for intensities, _ in plan.files)
         matrix = empty_matrix(lines, len(plan.roles.matrix))
         parts, start, hashes, stats = [], 0, {}, []
-        for stem, (intensities, regionprops) in zip(plan.stems, plan.files, strict=True):
-            a = _stream(intensities)
-            hashes[intensities.path] = a.sha256
-            if start + a.n > matrix.shape[0]:  # the estimate was short: grown (doubled) rather than overrun
-                grown = empty_matrix(max(start + a.n, 2 * matrix.shape[0]), matrix.shape[1])
-                grown[:start] = matrix[:start]
-                matrix = grown
-            parts.append(self._join_image(stem, intensities, regionprops, a, matrix[start:start + a.n], hashes,
-                                          stats))
-            start += a.n
+        parsed_tables = ordered_map(_image_tables, plan.files, threads=_parse_threads(plan.files),
+                                    name="cellspec-steinbock")
+        try:
+            for stem, (intensities, regionprops), (a, b) in zip(plan.stems, plan.files, parsed_tables, strict=True):
+                hashes[intensities.path] = a.sha256
+                if start + a.n > matrix.shape[0]:  # the estimate was short: grown (doubled) rather than overrun
+                    grown = empty_matrix(max(start + a.n, 2 * matrix.shape[0]), matrix.shape[1])
+                    grown[:start] = matrix[:start]
+                    matrix = grown
+                parts.append(self._join_image(stem, intensities, regionprops, a, b, matrix[start:start + a.n], hashes,
+                                              stats))
+                start += a.n
+        finally:
+            parsed_tables.close()  # on a refusal: the images parsed ahead are waited for (or cancelled)
         parsed = Parsed(rows_read=start, rows=None,
                         text_columns={OBJECT: pa.chunked_array([c for p in parts for c in p.arrow(OBJECT).chunks],
                                                                type=pa.string())},
@@ -132,12 +138,11 @@ class SteinbockAdapter(ToolAdapter):
                       image_codes=_image_codes(stems, rows_per_image))
 
     @staticmethod
-    def _join_image(stem: str, intensities: Header, regionprops: Header, a: Parsed, out: np.ndarray,
+    def _join_image(stem: str, intensities: Header, regionprops: Header, a: Parsed, b: Parsed, out: np.ndarray,
                     hashes: dict[Path, str], stats: list[MatrixStats | None]) -> Parsed:
-        """One image's parsed intensities ``a`` joined on ``Object`` with its regionprops (rows in the order of
-        the intensities table), the measurements written into ``out``; the regionprops' hash goes to ``hashes``,
-        the joined matrix stats of the image to ``stats`` (:func:`joined_stats`)."""
-        b = _stream(regionprops)
+        """One image's parsed intensities ``a`` joined on ``Object`` with its parsed regionprops ``b`` (rows in the
+        order of the intensities table), the measurements written into ``out``; the regionprops' hash goes to
+        ``hashes``, the joined matrix stats of the image to ``stats`` (:func:`joined_stats`)."""
         hashes[regionprops.path] = b.sha256
         ids = a.arrow(OBJECT)
         check_image_ids(intensities.path, ids, OBJECT, stem)
@@ -269,6 +274,19 @@ def _image_codes(stems: Sequence[str], rows: Sequence[int]) -> tuple[np.ndarray,
     if not all(rows):
         return None
     return np.repeat(np.arange(len(stems), dtype=np.int64), rows), np.asarray(stems, dtype=object)
+
+
+def _image_tables(files: tuple[Header, Header]) -> tuple[Parsed, Parsed]:
+    """One image's intensities and regionprops tables, parsed (in this order: a refusal of the first comes first)."""
+    return _stream(files[0]), _stream(files[1])
+
+
+def _parse_threads(files: Sequence[tuple[Header, Header]]) -> int:
+    """Threads that parse images ahead of the join: small tables (read whole with their header, each parsed as one
+    piece, so at most a few megabytes are parsed ahead) share the cores, most of a small table's time being pyarrow's,
+    which lets go of the GIL; a folder with a bigger table parses one image at a time, each table on every core."""
+    small = len(files) > 1 and all(header.contents is not None for pair in files for header in pair)
+    return workers() if small else 1
 
 
 def _stream(header: Header) -> Parsed:

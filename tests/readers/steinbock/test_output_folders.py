@@ -18,6 +18,9 @@ import cellspec_sc as cs
 import cellspec_sc.model._provenance as provenance
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import InputError
+from cellspec_sc.model import first_seen_codes, matrix_stats
+from cellspec_sc.readers import SteinbockAdapter
+from cellspec_sc.readers._features import build_dictionary
 from cellspec_sc.readers.steinbock._plan import ADAPTER_VERSION
 from exports import export_markers, measured_values, number_text
 
@@ -307,12 +310,12 @@ def test_the_folder_parse_hands_validation_the_stats_a_walk_over_the_joined_matr
     props = folder / "regionprops" / "img0.csv"  # the regionprops rows in another order than the intensities'
     header, *lines = props.read_text().splitlines()
     props.write_text("\n".join([header, *lines[::-1]]) + "\n")
-    adapter = cs.readers.SteinbockAdapter(aggregation="mean")
+    adapter = SteinbockAdapter(aggregation="mean")
     parsed, _ = adapter.parse(adapter.plan(folder))
     x = cs.read_steinbock(folder, aggregation="mean")
-    codes, names = cs.model.first_seen_codes(x.cells["image_id"])
+    codes, names = first_seen_codes(x.cells["image_id"])
     given = parsed.stats.for_images(codes, names)
-    walked = cs.model.matrix_stats(x.measurements, codes, len(names))
+    walked = matrix_stats(x.measurements, codes, len(names))
     for name in ("nan", "infinite", "negative", "first_infinite", "low", "high"):
         assert np.array_equal(getattr(given, name), getattr(walked, name)), name
     assert given.nan.sum() > 0 and given.negative.sum() > 0
@@ -322,6 +325,22 @@ def test_the_folder_parse_hands_validation_the_stats_a_walk_over_the_joined_matr
     assert cs.validate(x) == cs.validate(fresh)
     plan = adapter.plan(folder)
     parsed, plan = adapter.parse(plan)
-    dictionary, applied = cs.readers._features.build_dictionary(plan.features, {})
+    dictionary, applied = build_dictionary(plan.features, {})
     handed = adapter.tables(plan, parsed, dictionary, applied).image_codes
     assert np.array_equal(handed[0], codes) and list(handed[1]) == list(names)
+
+
+def test_images_parsed_ahead_refuse_in_the_order_of_the_images(tmp_path):
+    """The first image's refusal is the one given, although later images' tables are parsed ahead of the join."""
+    images = {f"img{k}": {"ids": [1, 2, 3], "values": [[1.0, 2.0, 3.0]] * 3, "areas": [5, 6, 7],
+                          "centroids": [(1.0, 2.0), (3.0, 4.0), (5.0, 6.0)]} for k in range(4)}
+    images["img1"]["ids"] = [1, 2, 2]  # refused at the join of the second image
+    folder = write_steinbock(tmp_path / "steinbock", images)
+    later = folder / "intensities" / "img3.csv"  # refused by the parse of the fourth image
+    later.write_text(later.read_text().replace("1.0", "one", 1))
+    with pytest.raises(InputError, match=r"img1\.csv: lines 3 and 4.*object id '2' appears twice"):
+        cs.read_steinbock(folder, aggregation="mean")
+    for sub in ("intensities", "regionprops"):
+        (folder / sub / "img1.csv").write_text((folder / sub / "img0.csv").read_text())
+    with pytest.raises(InputError, match=r"img3\.csv: line 2, column 'DNA1': cannot parse 'one'"):
+        cs.read_steinbock(folder, aggregation="mean")
