@@ -38,6 +38,7 @@ from cellspec_sc.readers._table import (
     positive_area,
     stream_columns,
     string_column,
+    with_digests,
     workers,
 )
 from cellspec_sc.readers.steinbock._plan import (
@@ -178,8 +179,11 @@ class SteinbockAdapter(ToolAdapter):
                    "(masks that touch): pass neighbor_method= ('borders', 'expansion' or 'centroids' for what "
                    "steinbock's --type was, which leaves them out; CLI --neighbor-method) if they are not")
         ends = np.cumsum([0, *parsed.parts])
-        found = {stem: neighbor_pairs(tables, stem, ids.slice(ends[k], ends[k + 1] - ends[k]), self.encoding)
-                 for k, stem in enumerate(plan.stems)}
+        images = [(stem, ids.slice(ends[k], ends[k + 1] - ends[k])) for k, stem in enumerate(plan.stems)]
+        pairs_of = with_digests(lambda image: neighbor_pairs(tables, *image, self.encoding))
+        # small tables: read on every core, like the images' tables (refusals still in the order of the images)
+        found = dict(zip(plan.stems, ordered_map(pairs_of, images, threads=_parse_threads(plan.files),
+                                                 name="cellspec-neighbors"), strict=True))
         lacking = [stem for stem, pairs in found.items() if pairs is None]
         if lacking:
             notice(f"{folder}: no <image>.csv for {len(lacking)} of {len(found)} image(s) "
