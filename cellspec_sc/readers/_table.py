@@ -740,14 +740,17 @@ def _parse(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
         if job.hasher is not None:
             job.hasher.fail()
         raise
-    if job.hasher is not None:
-        job.hasher.add(span, data)
-    check_text(header.path, data, span[0], header.delimiter, header.names)
-    table = pacsv.read_csv(pa.BufferReader(data),
-                           read_options=read_options(header, column_names=list(header.names), use_threads=False,
-                                                      block_size=PARSE_BLOCK_BYTES),
-                           parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
-                           convert_options=job.convert)
+    hashed = job.hasher is None or job.hasher.add_if_next(span, data)  # else after the parse: no wait before it
+    try:
+        check_text(header.path, data, span[0], header.delimiter, header.names)
+        table = pacsv.read_csv(pa.BufferReader(data),
+                               read_options=read_options(header, column_names=list(header.names), use_threads=False,
+                                                          block_size=PARSE_BLOCK_BYTES),
+                               parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
+                               convert_options=job.convert)
+    finally:
+        if not hashed:  # the pieces after this one wait for its bytes, whether or not they parsed
+            job.hasher.add(span, data)
     del data
     sel = kept_rows(table, job.keep)
     kept, kept_sel = table, sel
