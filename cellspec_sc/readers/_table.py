@@ -578,6 +578,10 @@ PIECE_BYTES = 1 << 23
 MIN_PIECE_BYTES = 1 << 20
 
 
+# A table up to this size is parsed as one piece (in the caller's thread), from one read of the whole file.
+SMALL_TABLE_BYTES = min(MIN_PIECE_BYTES, PIECE_BYTES)
+
+
 def data_start(path: Path) -> int:
     """The byte offset just after the header line."""
     with open(path, "rb") as handle:

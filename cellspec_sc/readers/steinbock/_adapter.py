@@ -27,6 +27,7 @@ from cellspec_sc.model import MatrixStats, empty_matrix
 from cellspec_sc.readers._features import channels_frame, clean_marker
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
 from cellspec_sc.readers._table import (
+    SMALL_TABLE_BYTES,
     GroupedStats,
     Header,
     Parsed,
@@ -286,10 +287,10 @@ def _image_tables(files: tuple[Header, Header]) -> tuple[Parsed, Parsed]:
 
 
 def _parse_threads(files: Sequence[tuple[Header, Header]]) -> int:
-    """Threads that parse images ahead of the join: small tables (read whole with their header, each parsed as one
-    piece, so at most a few megabytes are parsed ahead) share the cores, most of a small table's time being pyarrow's,
-    which lets go of the GIL; a folder with a bigger table parses one image at a time, each table on every core."""
-    small = len(files) > 1 and all(header.contents is not None for pair in files for header in pair)
+    """Threads that parse images ahead of the join: small tables (each parsed as one piece, so that a few megabytes
+    at most are parsed ahead) share the cores, most of a small table's time being pyarrow's, which lets go of the
+    GIL; a folder with a bigger table parses one image at a time, each table on every core."""
+    small = len(files) > 1 and all(header.path.stat().st_size <= SMALL_TABLE_BYTES for pair in files for header in pair)
     return workers() if small else 1
 
 

@@ -21,6 +21,7 @@ from cellspec_sc.errors import InputError
 from cellspec_sc.model import first_seen_codes, matrix_stats
 from cellspec_sc.readers import SteinbockAdapter
 from cellspec_sc.readers._features import build_dictionary
+from cellspec_sc.readers.steinbock import _adapter as steinbock_adapter
 from cellspec_sc.readers.steinbock._plan import ADAPTER_VERSION
 from exports import export_markers, measured_values, number_text
 
@@ -330,12 +331,14 @@ def test_the_folder_parse_hands_validation_the_stats_a_walk_over_the_joined_matr
     assert np.array_equal(handed[0], codes) and list(handed[1]) == list(names)
 
 
-def test_images_parsed_ahead_refuse_in_the_order_of_the_images(tmp_path):
+def test_images_parsed_ahead_refuse_in_the_order_of_the_images(tmp_path, monkeypatch):
     """The first image's refusal is the one given, although later images' tables are parsed ahead of the join."""
+    monkeypatch.setattr(steinbock_adapter, "workers", lambda: 2)
     images = {f"img{k}": {"ids": [1, 2, 3], "values": [[1.0, 2.0, 3.0]] * 3, "areas": [5, 6, 7],
                           "centroids": [(1.0, 2.0), (3.0, 4.0), (5.0, 6.0)]} for k in range(4)}
     images["img1"]["ids"] = [1, 2, 2]  # refused at the join of the second image
     folder = write_steinbock(tmp_path / "steinbock", images)
+    assert steinbock_adapter._parse_threads(SteinbockAdapter(aggregation="mean").plan(folder).files) == 2
     later = folder / "intensities" / "img3.csv"  # refused by the parse of the fourth image
     later.write_text(later.read_text().replace("1.0", "one", 1))
     with pytest.raises(InputError, match=r"img1\.csv: lines 3 and 4.*object id '2' appears twice"):
