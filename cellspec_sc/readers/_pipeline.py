@@ -23,13 +23,14 @@ Adding a tool means one folder with its plan (the tool's grammar as data), an ad
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 import tempfile
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from cellspec_sc._background import in_background
 from cellspec_sc.errors import InputError, ValidationError, argument_error, is_positive_number
 from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_record, new_provenance, sealed
 from cellspec_sc.progress import step
@@ -220,8 +222,7 @@ def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tu
     with step(f"reading the header of {path.name} ({adapter.name})"):
         plan = planned(adapter, path)
     with step(f"parsing {path.name} ({adapter.name})"):
-        parsed, plan = adapter.parse(plan)  # hashes a single-file export from the bytes it parses
-    dictionary, applied = build_dictionary(plan.features, adapter.marker_map)
+        parsed, plan, (dictionary, applied) = parsed_with_dictionary(adapter, plan)
     tables = adapter.tables(plan, parsed, dictionary, applied)
     table = plan.header.path  # the export, or the table a reader chose in a folder (a steinbock folder: itself)
     if record is None and table.is_file():  # the tables of a steinbock folder are inputs of their own
@@ -234,6 +235,29 @@ def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tu
     if stats is not None:
         stats.cell_codes = codes
     return x, validate(x, stats=stats)
+
+
+def parsed_with_dictionary(adapter: ToolAdapter, plan: Plan
+                           ) -> tuple[Parsed, Plan, tuple[pd.DataFrame, dict[str, str]]]:
+    """``adapter.parse(plan)`` (which hashes a single-file export from the bytes it parses), and the dictionary of
+    the plan the parse settled on.
+
+    The parse runs on another thread (in the caller's context) while this one builds the dictionary of ``plan``'s
+    features: pyarrow lets go of the GIL while it parses. A refusal of the parse comes first, as when the two ran in
+    turn; a dictionary built for features the parse then changed (QuPath's measurement columns found to hold text)
+    is built again for the settled plan, and so is one whose building refused the features."""
+    parsing = in_background(contextvars.copy_context().run, adapter.parse, plan, name="cellspec-parse")
+    try:
+        early: tuple[pd.DataFrame, dict[str, str]] | None = build_dictionary(plan.features, adapter.marker_map)
+    except InputError:
+        early = None  # raised again below unless the parse refuses first or settles on other features
+    except BaseException:
+        wait([parsing])
+        raise
+    parsed, settled = parsing.result()
+    if early is None or (settled is not plan and settled.features != plan.features):
+        early = build_dictionary(settled.features, adapter.marker_map)
+    return parsed, settled, early
 
 
 def planned(adapter: ToolAdapter, path: Path) -> Plan:
