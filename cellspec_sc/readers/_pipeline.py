@@ -11,7 +11,8 @@ steps that differ between tools. :func:`read_export_report` runs them, top to bo
 2. :meth:`ToolAdapter.parse` executes the plan's roles (by default
    :func:`~cellspec_sc.readers._table.stream_columns`, which hashes the file from the bytes it parses) and
    returns the plan the parse settled on (QuPath reads as text the columns it finds hold text);
-3. :func:`~cellspec_sc.readers._features.build_dictionary` applies the vocabulary to the plan's features;
+3. :func:`~cellspec_sc.readers._features.build_dictionary` applies the vocabulary to the plan's features, while
+   another thread parses (:func:`parsed_with_dictionary`: the parse's refusals still come first);
 4. :meth:`ToolAdapter.tables` builds cells, images and channels from the parsed rows (it may still be checking
    the cell ids on another core: :attr:`Tables.cell_codes`);
 5. :func:`assemble` adds provenance, and the object is validated once with the matrix stats the parse
