@@ -247,6 +247,9 @@ def parsed_with_dictionary(adapter: ToolAdapter, plan: Plan
     features: pyarrow lets go of the GIL while it parses. A refusal of the parse comes first, as when the two ran in
     turn; a dictionary built for features the parse then changed (QuPath's measurement columns found to hold text)
     is built again for the settled plan, and so is one whose building refused the features."""
+    if not _parse_takes_a_while(plan.header.path):  # a thread would cost more than the little it lets overlap
+        parsed, settled = adapter.parse(plan)
+        return parsed, settled, build_dictionary(settled.features, adapter.marker_map)
     parsing = in_background(contextvars.copy_context().run, adapter.parse, plan, name="cellspec-parse")
     try:
         early: tuple[pd.DataFrame, dict[str, str]] | None = build_dictionary(plan.features, adapter.marker_map)
@@ -259,6 +262,20 @@ def parsed_with_dictionary(adapter: ToolAdapter, plan: Plan
     if early is None or (settled is not plan and settled.features != plan.features):
         early = build_dictionary(settled.features, adapter.marker_map)
     return parsed, settled, early
+
+
+# An export from this size on is parsed on another thread while the dictionary is built (pyarrow's parse of a file
+# of a few hundred rows already takes longer than the dictionary; of a few rows, less than starting a thread).
+BACKGROUND_PARSE_BYTES = 1 << 16
+
+
+def _parse_takes_a_while(path: Path) -> bool:
+    """Whether ``path`` is a file of at least :data:`BACKGROUND_PARSE_BYTES` (a folder's tables are parsed by their
+    adapter, with threads of its own)."""
+    try:
+        return path.stat().st_size >= BACKGROUND_PARSE_BYTES and path.is_file()
+    except OSError:
+        return False
 
 
 def planned(adapter: ToolAdapter, path: Path) -> Plan:

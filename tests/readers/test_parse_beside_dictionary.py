@@ -6,9 +6,22 @@ from __future__ import annotations
 import pytest
 
 import cellspec_sc as cs
+from cellspec_sc._background import in_background
+from cellspec_sc.readers import _pipeline as pipeline
 from tool_layouts import write_halo, write_qupath
 
 SAME_NAME = {"DAPI": "X", "CD8 (Opal 570)": "X"}  # two markers given one name: the dictionary refuses them
+
+
+@pytest.fixture(autouse=True, params=[0, 1 << 40], ids=["parsed beside the dictionary", "parsed first"])
+def background_parse(request, monkeypatch):
+    """Every export parsed on another thread while the dictionary is built (its files are small), or none."""
+    monkeypatch.setattr(pipeline, "BACKGROUND_PARSE_BYTES", request.param)
+    started = []
+    monkeypatch.setattr(pipeline, "in_background", lambda *args, **kwargs: started.append(1) or in_background(
+        *args, **kwargs))
+    yield
+    assert bool(started) == (request.param == 0)
 
 
 def test_a_refusal_of_the_parse_comes_before_one_of_the_dictionary(tmp_path):

@@ -281,6 +281,10 @@ def _image_codes(stems: Sequence[str], rows: Sequence[int]) -> tuple[np.ndarray,
     return np.repeat(np.arange(len(stems), dtype=np.int64), rows), np.asarray(stems, dtype=object)
 
 
+# The mean size of a folder's tables from which images are parsed ahead on every core.
+AHEAD_TABLE_BYTES = 1 << 14
+
+
 def _image_tables(files: tuple[Header, Header]) -> tuple[Parsed, Parsed]:
     """One image's intensities and regionprops tables, parsed (in this order: a refusal of the first comes first)."""
     return _stream(files[0]), _stream(files[1])
@@ -288,10 +292,14 @@ def _image_tables(files: tuple[Header, Header]) -> tuple[Parsed, Parsed]:
 
 def _parse_threads(files: Sequence[tuple[Header, Header]]) -> int:
     """Threads that parse images ahead of the join: small tables (each parsed as one piece, so that a few megabytes
-    at most are parsed ahead) share the cores, most of a small table's time being pyarrow's, which lets go of the
-    GIL; a folder with a bigger table parses one image at a time, each table on every core."""
-    small = len(files) > 1 and all(header.path.stat().st_size <= SMALL_TABLE_BYTES for pair in files for header in pair)
-    return workers() if small else 1
+    at most are parsed ahead) of some size share the cores, most of their time being pyarrow's, which lets go of the
+    GIL; tables of a few rows are parsed in turn (a thread would cost more than the parse it overlaps), and a folder
+    with a bigger table parses one image at a time, each table on every core."""
+    if len(files) < 2:
+        return 1
+    sizes = [header.path.stat().st_size for pair in files for header in pair]
+    worth = max(sizes) <= SMALL_TABLE_BYTES and sum(sizes) >= len(sizes) * AHEAD_TABLE_BYTES
+    return workers() if worth else 1
 
 
 def _stream(header: Header) -> Parsed:

@@ -334,6 +334,7 @@ def test_the_folder_parse_hands_validation_the_stats_a_walk_over_the_joined_matr
 def test_images_parsed_ahead_refuse_in_the_order_of_the_images(tmp_path, monkeypatch):
     """The first image's refusal is the one given, although later images' tables are parsed ahead of the join."""
     monkeypatch.setattr(steinbock_adapter, "workers", lambda: 2)
+    monkeypatch.setattr(steinbock_adapter, "AHEAD_TABLE_BYTES", 0)  # tables of a few rows are parsed ahead too
     images = {f"img{k}": {"ids": [1, 2, 3], "values": [[1.0, 2.0, 3.0]] * 3, "areas": [5, 6, 7],
                           "centroids": [(1.0, 2.0), (3.0, 4.0), (5.0, 6.0)]} for k in range(4)}
     images["img1"]["ids"] = [1, 2, 2]  # refused at the join of the second image
