@@ -46,7 +46,14 @@ from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_rec
 from cellspec_sc.progress import step
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
 from cellspec_sc.readers._recognise import is_gzip, other_tool_advice
-from cellspec_sc.readers._table import Header, Parsed, recorded_digest, recorded_digests, stream_columns
+from cellspec_sc.readers._table import (
+    SMALL_TABLE_BYTES,
+    Header,
+    Parsed,
+    recorded_digest,
+    recorded_digests,
+    stream_columns,
+)
 from cellspec_sc.spec import SPEC_VERSION, canonical_frame
 from cellspec_sc.validation import ValidationReport, validate
 
@@ -243,10 +250,11 @@ def parsed_with_dictionary(adapter: ToolAdapter, plan: Plan
     """``adapter.parse(plan)`` (which hashes a single-file export from the bytes it parses), and the dictionary of
     the plan the parse settled on.
 
-    The parse runs on another thread (in the caller's context) while this one builds the dictionary of ``plan``'s
-    features: pyarrow lets go of the GIL while it parses. A refusal of the parse comes first, as when the two ran in
-    turn; a dictionary built for features the parse then changed (QuPath's measurement columns found to hold text)
-    is built again for the settled plan, and so is one whose building refused the features."""
+    The parse of an export of 64 kB to 1 MB (:func:`_parse_takes_a_while`) runs on another thread (in the caller's
+    context) while this one builds the dictionary of ``plan``'s features: pyarrow lets go of the GIL while it
+    parses. A refusal of the parse comes first, as when the two ran in turn; a dictionary built for features the
+    parse then changed (QuPath's measurement columns found to hold text) is built again for the settled plan, and so
+    is one whose building refused the features."""
     if not _parse_takes_a_while(plan.header.path):  # a thread would cost more than the little it lets overlap
         parsed, settled = adapter.parse(plan)
         return parsed, settled, build_dictionary(settled.features, adapter.marker_map)
@@ -265,15 +273,18 @@ def parsed_with_dictionary(adapter: ToolAdapter, plan: Plan
 
 
 # An export from this size on is parsed on another thread while the dictionary is built (pyarrow's parse of a file
-# of a few hundred rows already takes longer than the dictionary; of a few rows, less than starting a thread).
+# of a few hundred rows already takes longer than the dictionary; of a few rows, less than starting a thread) ...
 BACKGROUND_PARSE_BYTES = 1 << 16
+# ... up to the size parsed as one piece: a bigger file is parsed in pieces on every core already, which the
+# dictionary's Python would only slow down (measured on two cores).
+BACKGROUND_PARSE_MAX_BYTES = SMALL_TABLE_BYTES
 
 
 def _parse_takes_a_while(path: Path) -> bool:
-    """Whether ``path`` is a file of at least :data:`BACKGROUND_PARSE_BYTES` (a folder's tables are parsed by their
-    adapter, with threads of its own)."""
+    """Whether ``path`` is a file of :data:`BACKGROUND_PARSE_BYTES` to :data:`BACKGROUND_PARSE_MAX_BYTES` (a
+    folder's tables are parsed by their adapter, with threads of its own)."""
     try:
-        return path.stat().st_size >= BACKGROUND_PARSE_BYTES and path.is_file()
+        return BACKGROUND_PARSE_BYTES <= path.stat().st_size <= BACKGROUND_PARSE_MAX_BYTES and path.is_file()
     except OSError:
         return False
 
