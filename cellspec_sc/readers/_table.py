@@ -68,6 +68,7 @@ import threading
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import wait
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -80,7 +81,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from cellspec_sc._background import ordered_map, usable_cpus
+from cellspec_sc._background import in_background, ordered_map, usable_cpus
 from cellspec_sc.errors import CellspecWarning, InputError, MissingPath
 from cellspec_sc.io import PieceHash
 from cellspec_sc.model import MatrixStats, all_distinct, arrow_code_array, empty_matrix
@@ -1057,8 +1058,7 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
         ([(start, len(contents))] if len(contents) > start else [])
     items = list(enumerate(spans))
     try:
-        for piece in ordered_map(lambda item: parse_piece(job, *item), items, threads=min(workers(), len(items)),
-                                 name="cellspec-parse"):
+        for piece in parsed_pieces(job, items, min(workers(), len(items))):
             if piece.block is not None:
                 overflow.append(piece.block)
             for name, values in piece.text.items():
@@ -1093,6 +1093,21 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
         sha256=hashlib.sha256(contents).hexdigest() if contents is not None else hasher.result(),
         stats=stats.result(),
     )
+
+
+def parsed_pieces(job: ParseJob, items: list[tuple[int, tuple[int, int]]], threads: int) -> Iterator[Piece]:
+    """The pieces ``items`` parsed on ``threads`` threads, in file order. A file of two pieces (a few megabytes) on
+    two cores parses its first piece in the caller's thread and the second on one other: a thread less to start,
+    and no core left waiting. The other thread is waited for before this ends, whatever happens."""
+    if threads != 2 or len(items) != 2 or usable_cpus() < 2:  # in_background runs at once on one core
+        yield from ordered_map(lambda item: parse_piece(job, *item), items, threads=threads, name="cellspec-parse")
+        return
+    second = in_background(parse_piece, job, *items[1], name="cellspec-parse")
+    try:
+        yield parse_piece(job, *items[0])  # never waits for the second piece: its rows and bytes come after
+        yield second.result()
+    finally:
+        wait([second])
 
 
 class _GroupStats:
