@@ -156,6 +156,25 @@ class PieceHash:
                 self._next = span[1]
             self._turn.notify_all()
 
+    def add_if_next(self, span: tuple[int, int], data: bytes) -> bool:
+        """Hash ``data`` now if every piece before it is in (then True), else leave it for :meth:`add` (False):
+        a thread whose piece is not next parses it first instead of waiting its turn to hash.
+
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "f.csv"
+        >>> _ = path.write_bytes(b"a\\n1\\n2\\n")
+        >>> h = PieceHash(path, 2)
+        >>> h.add_if_next((4, 6), b"2\\n"), h.add_if_next((2, 4), b"1\\n")
+        (False, True)
+        """
+        with self._turn:
+            if self._next != span[0] or self._failed:
+                return False
+            self._digest.update(data)
+            self._next = span[1]
+            self._turn.notify_all()
+        return True
+
     def fail(self) -> None:
         """A piece will never come: stop waiting for it (the digest is then unavailable)."""
         with self._turn:

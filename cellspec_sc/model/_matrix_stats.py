@@ -72,6 +72,8 @@ def first_seen_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     >>> codes.tolist(), list(names)
     ([0, 1, -1, 0], ['b', 'a'])
     """
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
+        return arrow_first_seen_codes(pa.array(values.array))  # what pd.factorize does for it, without its overhead
     codes, names = pd.factorize(values, use_na_sentinel=True)
     return np.asarray(codes, dtype=np.int64), np.asarray(names, dtype=object)
 

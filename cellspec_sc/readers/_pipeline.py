@@ -11,7 +11,8 @@ steps that differ between tools. :func:`read_export_report` runs them, top to bo
 2. :meth:`ToolAdapter.parse` executes the plan's roles (by default
    :func:`~cellspec_sc.readers._table.stream_columns`, which hashes the file from the bytes it parses) and
    returns the plan the parse settled on (QuPath reads as text the columns it finds hold text);
-3. :func:`~cellspec_sc.readers._features.build_dictionary` applies the vocabulary to the plan's features;
+3. :func:`~cellspec_sc.readers._features.build_dictionary` applies the vocabulary to the plan's features, while
+   another thread parses (:func:`parsed_with_dictionary`: the parse's refusals still come first);
 4. :meth:`ToolAdapter.tables` builds cells, images and channels from the parsed rows (it may still be checking
    the cell ids on another core: :attr:`Tables.cell_codes`);
 5. :func:`assemble` adds provenance, and the object is validated once with the matrix stats the parse
@@ -23,13 +24,14 @@ Adding a tool means one folder with its plan (the tool's grammar as data), an ad
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 import tempfile
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,12 +40,20 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from cellspec_sc._background import in_background
 from cellspec_sc.errors import InputError, ValidationError, argument_error, is_positive_number
 from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_record, new_provenance, sealed
 from cellspec_sc.progress import step
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
 from cellspec_sc.readers._recognise import is_gzip, other_tool_advice
-from cellspec_sc.readers._table import Header, Parsed, recorded_digest, recorded_digests, stream_columns
+from cellspec_sc.readers._table import (
+    SMALL_TABLE_BYTES,
+    Header,
+    Parsed,
+    recorded_digest,
+    recorded_digests,
+    stream_columns,
+)
 from cellspec_sc.spec import SPEC_VERSION, canonical_frame
 from cellspec_sc.validation import ValidationReport, validate
 
@@ -220,8 +230,7 @@ def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tu
     with step(f"reading the header of {path.name} ({adapter.name})"):
         plan = planned(adapter, path)
     with step(f"parsing {path.name} ({adapter.name})"):
-        parsed, plan = adapter.parse(plan)  # hashes a single-file export from the bytes it parses
-    dictionary, applied = build_dictionary(plan.features, adapter.marker_map)
+        parsed, plan, (dictionary, applied) = parsed_with_dictionary(adapter, plan)
     tables = adapter.tables(plan, parsed, dictionary, applied)
     table = plan.header.path  # the export, or the table a reader chose in a folder (a steinbock folder: itself)
     if record is None and table.is_file():  # the tables of a steinbock folder are inputs of their own
@@ -234,6 +243,50 @@ def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tu
     if stats is not None:
         stats.cell_codes = codes
     return x, validate(x, stats=stats)
+
+
+def parsed_with_dictionary(adapter: ToolAdapter, plan: Plan
+                           ) -> tuple[Parsed, Plan, tuple[pd.DataFrame, dict[str, str]]]:
+    """``adapter.parse(plan)`` (which hashes a single-file export from the bytes it parses), and the dictionary of
+    the plan the parse settled on.
+
+    The parse of an export of 64 kB to 1 MB (:func:`_parse_takes_a_while`) runs on another thread (in the caller's
+    context) while this one builds the dictionary of ``plan``'s features: pyarrow lets go of the GIL while it
+    parses. A refusal of the parse comes first, as when the two ran in turn; a dictionary built for features the
+    parse then changed (QuPath's measurement columns found to hold text) is built again for the settled plan, and so
+    is one whose building refused the features."""
+    if not _parse_takes_a_while(plan.header.path):  # a thread would cost more than the little it lets overlap
+        parsed, settled = adapter.parse(plan)
+        return parsed, settled, build_dictionary(settled.features, adapter.marker_map)
+    parsing = in_background(contextvars.copy_context().run, adapter.parse, plan, name="cellspec-parse")
+    try:
+        early: tuple[pd.DataFrame, dict[str, str]] | None = build_dictionary(plan.features, adapter.marker_map)
+    except InputError:
+        early = None  # raised again below unless the parse refuses first or settles on other features
+    except BaseException:
+        wait([parsing])
+        raise
+    parsed, settled = parsing.result()
+    if early is None or (settled is not plan and settled.features != plan.features):
+        early = build_dictionary(settled.features, adapter.marker_map)
+    return parsed, settled, early
+
+
+# An export from this size on is parsed on another thread while the dictionary is built (pyarrow's parse of a file
+# of a few hundred rows already takes longer than the dictionary; of a few rows, less than starting a thread) ...
+BACKGROUND_PARSE_BYTES = 1 << 16
+# ... up to the size parsed as one piece: a bigger file is parsed in pieces on every core already, which the
+# dictionary's Python would only slow down (measured on two cores).
+BACKGROUND_PARSE_MAX_BYTES = SMALL_TABLE_BYTES
+
+
+def _parse_takes_a_while(path: Path) -> bool:
+    """Whether ``path`` is a file of :data:`BACKGROUND_PARSE_BYTES` to :data:`BACKGROUND_PARSE_MAX_BYTES` (a
+    folder's tables are parsed by their adapter, with threads of its own)."""
+    try:
+        return BACKGROUND_PARSE_BYTES <= path.stat().st_size <= BACKGROUND_PARSE_MAX_BYTES and path.is_file()
+    except OSError:
+        return False
 
 
 def planned(adapter: ToolAdapter, path: Path) -> Plan:

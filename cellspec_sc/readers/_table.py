@@ -67,7 +67,8 @@ import stat
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import wait
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -80,7 +81,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from cellspec_sc._background import ordered_map, usable_cpus
+from cellspec_sc._background import in_background, ordered_map, usable_cpus
 from cellspec_sc.errors import CellspecWarning, InputError, MissingPath
 from cellspec_sc.io import PieceHash
 from cellspec_sc.model import MatrixStats, all_distinct, arrow_code_array, empty_matrix
@@ -578,6 +579,10 @@ PIECE_BYTES = 1 << 23
 MIN_PIECE_BYTES = 1 << 20
 
 
+# A table up to this size is parsed as one piece (in the caller's thread), from one read of the whole file.
+SMALL_TABLE_BYTES = min(MIN_PIECE_BYTES, PIECE_BYTES)
+
+
 def data_start(path: Path) -> int:
     """The byte offset just after the header line."""
     with open(path, "rb") as handle:
@@ -740,14 +745,17 @@ def _parse(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
         if job.hasher is not None:
             job.hasher.fail()
         raise
-    if job.hasher is not None:
-        job.hasher.add(span, data)
-    check_text(header.path, data, span[0], header.delimiter, header.names)
-    table = pacsv.read_csv(pa.BufferReader(data),
-                           read_options=read_options(header, column_names=list(header.names), use_threads=False,
-                                                      block_size=PARSE_BLOCK_BYTES),
-                           parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
-                           convert_options=job.convert)
+    hashed = job.hasher is None or job.hasher.add_if_next(span, data)  # else after the parse: no wait before it
+    try:
+        check_text(header.path, data, span[0], header.delimiter, header.names)
+        table = pacsv.read_csv(pa.BufferReader(data),
+                               read_options=read_options(header, column_names=list(header.names), use_threads=False,
+                                                          block_size=PARSE_BLOCK_BYTES),
+                               parse_options=pacsv.ParseOptions(delimiter=header.delimiter),
+                               convert_options=job.convert)
+    finally:
+        if not hashed:  # the pieces after this one wait for its bytes, whether or not they parsed
+            job.hasher.add(span, data)
     del data
     sel = kept_rows(table, job.keep)
     kept, kept_sel = table, sel
@@ -1050,8 +1058,7 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
         ([(start, len(contents))] if len(contents) > start else [])
     items = list(enumerate(spans))
     try:
-        for piece in ordered_map(lambda item: parse_piece(job, *item), items, threads=min(workers(), len(items)),
-                                 name="cellspec-parse"):
+        for piece in parsed_pieces(job, items, min(workers(), len(items))):
             if piece.block is not None:
                 overflow.append(piece.block)
             for name, values in piece.text.items():
@@ -1088,6 +1095,21 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     )
 
 
+def parsed_pieces(job: ParseJob, items: list[tuple[int, tuple[int, int]]], threads: int) -> Iterator[Piece]:
+    """The pieces ``items`` parsed on ``threads`` threads, in file order. A file of two pieces (a few megabytes) on
+    two cores parses its first piece in the caller's thread and the second on one other: a thread less to start,
+    and no core left waiting. The other thread is waited for before this ends, whatever happens."""
+    if threads != 2 or len(items) != 2 or usable_cpus() < 2:  # in_background runs at once on one core
+        yield from ordered_map(lambda item: parse_piece(job, *item), items, threads=threads, name="cellspec-parse")
+        return
+    second = in_background(parse_piece, job, *items[1], name="cellspec-parse")
+    try:
+        yield parse_piece(job, *items[0])  # never waits for the second piece: its rows and bytes come after
+        yield second.result()
+    finally:
+        wait([second])
+
+
 class _GroupStats:
     """The pieces' matrix stats put together: counts over the matrix, ranges per distinct value of the
     adapter's ``group`` column (codes in order of first appearance in the file)."""
@@ -1102,6 +1124,8 @@ class _GroupStats:
                                                   dtype=np.int64)))
 
     def result(self) -> GroupedStats:
+        if len(self.pieces) == 1:  # one piece (a small file): its groups are the file's, in the same order
+            return GroupedStats(self.pieces[0][0], list(self.index))
         codes = [np.where(s.codes < 0, -1, images[np.maximum(s.codes, 0)]) for s, images in self.pieces]
         total = MatrixStats(self.n_features, np.concatenate(codes) if codes else np.zeros(0, np.int64), len(self.index))
         for piece_stats, images in self.pieces:
@@ -1193,6 +1217,20 @@ def recorded_digest(path: str | os.PathLike) -> str | None:
     """The SHA-256 of ``path`` taken from the bytes a read inside :func:`recorded_digests` parsed (else None)."""
     digests = _DIGESTS.get()
     return None if digests is None else digests.get(os.path.abspath(path))
+
+
+def with_digests[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` for another thread: the digests of the files it reads whole are kept where the caller's
+    :func:`recorded_digests` block keeps them (a thread starts without the caller's context)."""
+    digests = _DIGESTS.get()
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        token = _DIGESTS.set(digests)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _DIGESTS.reset(token)
+    return run
 
 
 def _whole_file(path: Path, known: bytes | None = None) -> bytes | None:

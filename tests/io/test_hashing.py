@@ -85,14 +85,24 @@ def test_a_qupath_export_appended_to_during_the_read_is_refused_by_name(tmp_path
     # (and hashed) in pieces, between which the second process appends
     copies = (1 << 20) // len(b"".join(rows)) + 2
     source.write_bytes(header + b"".join(rows) * copies)
-    added = hashing.PieceHash.add
+    added, added_if_next = hashing.PieceHash.add, hashing.PieceHash.add_if_next
 
-    def add_then_append(self, span, data):  # a second process writing the export while it is read
-        added(self, span, data)
+    def append():  # a second process writing the export while it is read
         with open(source, "ab") as out:
             out.write(source.read_bytes().splitlines(keepends=True)[-1])
 
+    def add_then_append(self, span, data):
+        added(self, span, data)
+        append()
+
+    def add_if_next_then_append(self, span, data):
+        done = added_if_next(self, span, data)
+        if done:
+            append()
+        return done
+
     monkeypatch.setattr(hashing.PieceHash, "add", add_then_append)
+    monkeypatch.setattr(hashing.PieceHash, "add_if_next", add_if_next_then_append)
     with pytest.raises(InputError, match="detections.tsv: the file changed while it was read"):
         cs.read_qupath(source, pixel_size=0.5)
 

@@ -328,3 +328,15 @@ def test_cell_id_codes_are_first_seen_codes_of_the_text(ids, increasing):
     expected = [seen.setdefault(i, len(seen)) for i in ids]
     got = arrow_code_array(pa.array(ids, type=pa.large_string())).tolist()
     assert got == expected, (ids, got)
+
+
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "", "é", "a\x00"]), st.text(max_size=3)),
+                max_size=30))
+@settings(max_examples=100, deadline=None)
+def test_first_seen_codes_of_arrow_text_are_pandas_factorize(values):
+    series = pd.Series(values, dtype="string[pyarrow]")
+    codes, names = first_seen_codes(series)
+    want_codes, want_names = pd.factorize(series, use_na_sentinel=True)
+    assert codes.dtype == np.int64 and names.dtype == object
+    np.testing.assert_array_equal(codes, want_codes)
+    assert list(names) == list(want_names) and all(type(n) is str for n in names)

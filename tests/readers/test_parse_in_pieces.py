@@ -116,3 +116,34 @@ def test_ordered_map_keeps_order_and_stops_on_the_first_error():
         list(_background.ordered_map(work, range(1000), threads=2))
     assert list(_background.ordered_map(str, [7], threads=2)) == ["7"]
     assert len(started) < 20  # at most two per thread in flight: the rest was never started
+
+
+def test_a_file_of_two_pieces_reads_as_one_piece_and_refuses_in_either_half(tmp_path, monkeypatch):
+    """Two halves: the first parsed in the calling thread, the second on another; values, hash, and the line of a
+    refusal in either half as for one piece."""
+    rows = qupath_rows(300, np.random.default_rng(5))
+    path = write(tmp_path / "halves.tsv", rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReaderWarning)
+        one = cs.read_qupath(path)
+        monkeypatch.setattr(pieces, "MIN_PIECE_BYTES", 1000)
+        monkeypatch.setattr(pieces, "workers", lambda: 2)
+        halves = line_pieces(path, data_start(path))
+        assert len(halves) == 2
+        started = []
+        monkeypatch.setattr(pieces, "in_background", lambda *a, **k: started.append(1) or _background.in_background(
+            *a, **k))
+        two = cs.read_qupath(path)
+    assert started  # (twice: the annotations hold text in number columns, so the rows kept are parsed again)
+    assert two.equals(one.replace(provenance=two.provenance)), two.differences(one)
+    assert two.provenance["inputs"][0]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    middle = halves[0][1]
+    for row in (10, 290):  # a kept cell in the first half, then in the second
+        bad = [list(r) for r in rows]
+        while bad[row][2] != "Cell":
+            row += 1
+        bad[row][7] = "high"
+        bad_path = write(tmp_path / f"bad{row}.tsv", bad)
+        assert (bad_path.read_bytes().count(b"\n", 0, middle) > row + 1) == (row < 150)
+        with pytest.raises(InputError, match=rf"line {row + 2}, column 'Cell: CD3: Mean': cannot parse 'high'"):
+            cs.read_qupath(bad_path)

@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cellspec_sc.validation._checks.adjacency import endpoints_missing, joined_keys, pair_problems
+from cellspec_sc.validation._checks.adjacency import endpoints_missing, joined_keys, known_text, pair_problems
 
 PLAIN = st.sampled_from(["1", "2", "10", "", "a", "é", "z", "Ä", "ab"])  # the Arrow path
 ANY = st.one_of(st.none(), st.sampled_from(["1", "2", "10", "", "a\x00", "a", "\x00a", "é", "z", "Ä"]))  # mostly pandas
@@ -54,3 +54,15 @@ def test_the_arrow_path_is_taken_for_plain_ids_and_not_where_a_key_could_join_tw
     assert joined_keys([_text(["a\x00", "b"]), ids]) is None  # ("a\0", "b") and ("a", "\0b") would be one key
     assert joined_keys([_text(["a", None]), ids]) is None
     assert joined_keys([pd.Series(["a", "b"], dtype=object), ids]) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.sampled_from(["mask_touching", "delaunay", "", "x\x00", "é"])),
+                       max_size=8),
+       allowed=st.sampled_from([("mask_touching", "polygon_intersection", "delaunay"), ("é",), ()]),
+       dtype=st.sampled_from([TEXT, object]))
+def test_known_methods_answer_as_pandas_isin(values, allowed, dtype):
+    series = pd.Series(values, dtype=dtype)
+    found = known_text(series, allowed)
+    assert found.dtype == bool
+    np.testing.assert_array_equal(found, series.isin(allowed).to_numpy(dtype=bool))

@@ -13,7 +13,7 @@ centre of pixel ``i`` is at ``i``; in the spec's frame it is at ``i + 0.5``, hen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +21,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellspec_sc._background import ordered_map
 from cellspec_sc.errors import InputError
-from cellspec_sc.model import empty_matrix
+from cellspec_sc.model import MatrixStats, empty_matrix
 from cellspec_sc.readers._features import channels_frame, clean_marker
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
 from cellspec_sc.readers._table import (
+    SMALL_TABLE_BYTES,
+    GroupedStats,
     Header,
     Parsed,
     check_finite_centroids,
@@ -36,6 +39,8 @@ from cellspec_sc.readers._table import (
     positive_area,
     stream_columns,
     string_column,
+    with_digests,
+    workers,
 )
 from cellspec_sc.readers.steinbock._plan import (
     ADAPTER,
@@ -85,23 +90,29 @@ class SteinbockAdapter(ToolAdapter):
         intensities file, so that no file is read twice; grown when short)."""
         lines = sum(estimated_rows(intensities.path) for intensities, _ in plan.files)
         matrix = empty_matrix(lines, len(plan.roles.matrix))
-        parts, start, hashes = [], 0, {}
-        for stem, (intensities, regionprops) in zip(plan.stems, plan.files, strict=True):
-            a = _stream(intensities)
-            hashes[intensities.path] = a.sha256
-            if start + a.n > matrix.shape[0]:  # the estimate was short: grown (doubled) rather than overrun
-                grown = empty_matrix(max(start + a.n, 2 * matrix.shape[0]), matrix.shape[1])
-                grown[:start] = matrix[:start]
-                matrix = grown
-            parts.append(self._join_image(stem, intensities, regionprops, a, matrix[start:start + a.n], hashes))
-            start += a.n
+        parts, start, hashes, stats = [], 0, {}, []
+        parsed_tables = ordered_map(_image_tables, plan.files, threads=_parse_threads(plan.files),
+                                    name="cellspec-steinbock")
+        try:
+            for stem, (intensities, regionprops), (a, b) in zip(plan.stems, plan.files, parsed_tables, strict=True):
+                hashes[intensities.path] = a.sha256
+                if start + a.n > matrix.shape[0]:  # the estimate was short: grown (doubled) rather than overrun
+                    grown = empty_matrix(max(start + a.n, 2 * matrix.shape[0]), matrix.shape[1])
+                    grown[:start] = matrix[:start]
+                    matrix = grown
+                parts.append(self._join_image(stem, intensities, regionprops, a, b, matrix[start:start + a.n], hashes,
+                                              stats))
+                start += a.n
+        finally:
+            parsed_tables.close()  # on a refusal: the images parsed ahead are waited for (or cancelled)
         parsed = Parsed(rows_read=start, rows=None,
                         text_columns={OBJECT: pa.chunked_array([c for p in parts for c in p.arrow(OBJECT).chunks],
                                                                type=pa.string())},
                         number_columns={c: np.concatenate([p.number(c) for p in parts]) for c in CENTROIDS},
                         unfiltered={}, matrix=matrix[:start],
                         counts={k: sum(p.counts[k] for p in parts) for k in parts[0].counts},
-                        parts=tuple(p.n for p in parts), hashes=hashes)
+                        parts=tuple(p.n for p in parts), hashes=hashes,
+                        stats=folder_stats(stats, [p.n for p in parts], plan.stems))
         return parsed, plan
 
     def tables(self, plan: SteinbockPlan, parsed: Parsed, dictionary: pd.DataFrame, applied: Mapping[str, str]
@@ -125,14 +136,15 @@ class SteinbockAdapter(ToolAdapter):
         inputs = input_records(plan.tables, stems, adjacency is not None, parsed.hashes or {})
         return Tables(cells=cells, images=images_table(stems, plan.infos, sizes, sizes_y, self.sample_id),
                       channels=channels_frame(stems, *self._channels(plan)),
-                      parameters=self._parameters(plan, neighbours), extra_inputs=inputs, adjacency=adjacency)
+                      parameters=self._parameters(plan, neighbours), extra_inputs=inputs, adjacency=adjacency,
+                      image_codes=_image_codes(stems, rows_per_image))
 
     @staticmethod
-    def _join_image(stem: str, intensities: Header, regionprops: Header, a: Parsed, out: np.ndarray,
-                    hashes: dict[Path, str]) -> Parsed:
-        """One image's parsed intensities ``a`` joined on ``Object`` with its regionprops (rows in the order of
-        the intensities table), the measurements written into ``out``; the regionprops' hash goes to ``hashes``."""
-        b = _stream(regionprops)
+    def _join_image(stem: str, intensities: Header, regionprops: Header, a: Parsed, b: Parsed, out: np.ndarray,
+                    hashes: dict[Path, str], stats: list[MatrixStats | None]) -> Parsed:
+        """One image's parsed intensities ``a`` joined on ``Object`` with its parsed regionprops ``b`` (rows in the
+        order of the intensities table), the measurements written into ``out``; the regionprops' hash goes to
+        ``hashes``, the joined matrix stats of the image to ``stats`` (:func:`joined_stats`)."""
         hashes[regionprops.path] = b.sha256
         ids = a.arrow(OBJECT)
         check_image_ids(intensities.path, ids, OBJECT, stem)
@@ -143,6 +155,7 @@ class SteinbockAdapter(ToolAdapter):
         width = a.matrix.shape[1]
         out[:, :width] = a.matrix
         out[:, width:] = b.matrix[order]
+        stats.append(joined_stats(a.stats, b.stats))
         return Parsed(rows_read=a.n, rows=None, text_columns={OBJECT: ids},
                       number_columns={CENTROIDS[0]: x_raw, CENTROIDS[1]: y_raw}, unfiltered={}, matrix=out,
                       counts={k: a.counts[k] + b.counts[k] for k in a.counts})
@@ -167,8 +180,11 @@ class SteinbockAdapter(ToolAdapter):
                    "(masks that touch): pass neighbor_method= ('borders', 'expansion' or 'centroids' for what "
                    "steinbock's --type was, which leaves them out; CLI --neighbor-method) if they are not")
         ends = np.cumsum([0, *parsed.parts])
-        found = {stem: neighbor_pairs(tables, stem, ids.slice(ends[k], ends[k + 1] - ends[k]), self.encoding)
-                 for k, stem in enumerate(plan.stems)}
+        images = [(stem, ids.slice(ends[k], ends[k + 1] - ends[k])) for k, stem in enumerate(plan.stems)]
+        pairs_of = with_digests(lambda image: neighbor_pairs(tables, *image, self.encoding))
+        # small tables: read on every core, like the images' tables (refusals still in the order of the images)
+        found = dict(zip(plan.stems, ordered_map(pairs_of, images, threads=_parse_threads(plan.files),
+                                                 name="cellspec-neighbors"), strict=True))
         lacking = [stem for stem, pairs in found.items() if pairs is None]
         if lacking:
             notice(f"{folder}: no <image>.csv for {len(lacking)} of {len(found)} image(s) "
@@ -226,6 +242,64 @@ def _aligned(stem: str, intensities: Header, regionprops: Header, ids: pa.Chunke
         raise InputError(f"{path_b.parent.name}/{path_b.name}: object {extra!r} has no row in "
                          f"{path_a.parent.name}/{path_a.name}")
     return found.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def joined_stats(a: GroupedStats | None, b: GroupedStats | None) -> MatrixStats | None:
+    """The matrix stats of one image's joined rows (its intensities' columns, then its regionprops'), one range per
+    feature, from the stats the parse of each table gathered: counts and ranges do not depend on the order of the
+    rows, and the join puts every regionprops row in a row of its own (ids unique in both tables, none left over).
+    None (validation then walks the matrix) where a stat would depend on that order (the row of a first infinity)."""
+    if a is None or b is None or a.stats.infinite.any() or b.stats.infinite.any():
+        return None
+    first, second = a.stats, b.stats
+    if first.low.shape[0] != 1 or second.low.shape[0] != 1:
+        return None
+    out = MatrixStats(first.n_features + second.n_features, np.zeros(0, dtype=np.int64), 1)
+    for name in ("nan", "negative"):
+        getattr(out, name)[:] = np.concatenate([getattr(first, name), getattr(second, name)])
+    out.low[:] = np.hstack([first.low, second.low])
+    out.high[:] = np.hstack([first.high, second.high])
+    return out
+
+
+def folder_stats(images: list[MatrixStats | None], rows: list[int], stems: Sequence[str]) -> GroupedStats | None:
+    """The joined matrix's stats with a range per image (``images``: :func:`joined_stats` of each image, of ``rows``
+    rows), as a parse of one table gives them (one group per image); None when an image's are missing."""
+    if not images or any(s is None for s in images) or len(images) != len(rows):
+        return None
+    total = MatrixStats(images[0].n_features, np.repeat(np.arange(len(rows), dtype=np.int64), rows), len(rows))
+    for k, image in enumerate(images):
+        total.merge(image, images=np.array([k]))
+    return GroupedStats(total, list(stems))
+
+
+def _image_codes(stems: Sequence[str], rows: Sequence[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``first_seen_codes`` of the cells' image_id, which repeats each image's name over its rows (the images in
+    order, their names distinct): validation reuses them. None when an image has no rows (it is then no code)."""
+    if not all(rows):
+        return None
+    return np.repeat(np.arange(len(stems), dtype=np.int64), rows), np.asarray(stems, dtype=object)
+
+
+# The mean size of a folder's tables from which images are parsed ahead on every core.
+AHEAD_TABLE_BYTES = 1 << 14
+
+
+def _image_tables(files: tuple[Header, Header]) -> tuple[Parsed, Parsed]:
+    """One image's intensities and regionprops tables, parsed (in this order: a refusal of the first comes first)."""
+    return _stream(files[0]), _stream(files[1])
+
+
+def _parse_threads(files: Sequence[tuple[Header, Header]]) -> int:
+    """Threads that parse images ahead of the join: small tables (each parsed as one piece, so that a few megabytes
+    at most are parsed ahead) of some size share the cores, most of their time being pyarrow's, which lets go of the
+    GIL; tables of a few rows are parsed in turn (a thread would cost more than the parse it overlaps), and a folder
+    with a bigger table parses one image at a time, each table on every core."""
+    if len(files) < 2:
+        return 1
+    sizes = [header.path.stat().st_size for pair in files for header in pair]
+    worth = max(sizes) <= SMALL_TABLE_BYTES and sum(sizes) >= len(sizes) * AHEAD_TABLE_BYTES
+    return workers() if worth else 1
 
 
 def _stream(header: Header) -> Parsed:

@@ -18,6 +18,10 @@ import cellspec_sc as cs
 import cellspec_sc.model._provenance as provenance
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import InputError
+from cellspec_sc.model import first_seen_codes, matrix_stats
+from cellspec_sc.readers import SteinbockAdapter
+from cellspec_sc.readers._features import build_dictionary
+from cellspec_sc.readers.steinbock import _adapter as steinbock_adapter
 from cellspec_sc.readers.steinbock._plan import ADAPTER_VERSION
 from exports import export_markers, measured_values, number_text
 
@@ -292,3 +296,55 @@ def test_images_csv_sizes_that_are_no_whole_number_of_pixels_are_refused(tmp_pat
     with pytest.raises(InputError, match=r"images.csv: line 3, column 'width_px': .* is not a positive whole number of "
                                          r"pixels"):
         cs.read_steinbock(folder)
+
+
+def test_the_folder_parse_hands_validation_the_stats_a_walk_over_the_joined_matrix_gives(tmp_path):
+    rng = np.random.default_rng(3)
+    images = {}
+    for k, n in enumerate((40, 1, 25)):
+        values = rng.normal(0, 2, (n, 3))
+        values[rng.random((n, 3)) < 0.1] = np.nan
+        ids = list(range(1, n + 1))
+        images[f"img{k}"] = {"ids": ids, "values": values.tolist(), "areas": rng.integers(1, 50, n).tolist(),
+                             "centroids": rng.uniform(0, 70, (n, 2)).tolist()}
+    folder = write_steinbock(tmp_path / "steinbock", images)
+    props = folder / "regionprops" / "img0.csv"  # the regionprops rows in another order than the intensities'
+    header, *lines = props.read_text().splitlines()
+    props.write_text("\n".join([header, *lines[::-1]]) + "\n")
+    adapter = SteinbockAdapter(aggregation="mean")
+    parsed, _ = adapter.parse(adapter.plan(folder))
+    x = cs.read_steinbock(folder, aggregation="mean")
+    codes, names = first_seen_codes(x.cells["image_id"])
+    given = parsed.stats.for_images(codes, names)
+    walked = matrix_stats(x.measurements, codes, len(names))
+    for name in ("nan", "infinite", "negative", "first_infinite", "low", "high"):
+        assert np.array_equal(getattr(given, name), getattr(walked, name)), name
+    assert given.nan.sum() > 0 and given.negative.sum() > 0
+    fresh = x.replace()
+    fresh.validation_memo = None
+    assert cs.validate(x) is x.validation_memo[2]  # the report of the read, made with the stats handed over
+    assert cs.validate(x) == cs.validate(fresh)
+    plan = adapter.plan(folder)
+    parsed, plan = adapter.parse(plan)
+    dictionary, applied = build_dictionary(plan.features, {})
+    handed = adapter.tables(plan, parsed, dictionary, applied).image_codes
+    assert np.array_equal(handed[0], codes) and list(handed[1]) == list(names)
+
+
+def test_images_parsed_ahead_refuse_in_the_order_of_the_images(tmp_path, monkeypatch):
+    """The first image's refusal is the one given, although later images' tables are parsed ahead of the join."""
+    monkeypatch.setattr(steinbock_adapter, "workers", lambda: 2)
+    monkeypatch.setattr(steinbock_adapter, "AHEAD_TABLE_BYTES", 0)  # tables of a few rows are parsed ahead too
+    images = {f"img{k}": {"ids": [1, 2, 3], "values": [[1.0, 2.0, 3.0]] * 3, "areas": [5, 6, 7],
+                          "centroids": [(1.0, 2.0), (3.0, 4.0), (5.0, 6.0)]} for k in range(4)}
+    images["img1"]["ids"] = [1, 2, 2]  # refused at the join of the second image
+    folder = write_steinbock(tmp_path / "steinbock", images)
+    assert steinbock_adapter._parse_threads(SteinbockAdapter(aggregation="mean").plan(folder).files) == 2
+    later = folder / "intensities" / "img3.csv"  # refused by the parse of the fourth image
+    later.write_text(later.read_text().replace("1.0", "one", 1))
+    with pytest.raises(InputError, match=r"img1\.csv: lines 3 and 4.*object id '2' appears twice"):
+        cs.read_steinbock(folder, aggregation="mean")
+    for sub in ("intensities", "regionprops"):
+        (folder / sub / "img1.csv").write_text((folder / sub / "img0.csv").read_text())
+    with pytest.raises(InputError, match=r"img3\.csv: line 2, column 'DNA1': cannot parse 'one'"):
+        cs.read_steinbock(folder, aggregation="mean")
