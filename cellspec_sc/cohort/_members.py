@@ -43,6 +43,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,11 @@ from cellspec_sc.model import CellSpec, MatrixStats, empty_matrix, sealed
 from cellspec_sc.validation import validate
 
 Stamp = tuple[int, int, int] | tuple[int, str]  # size, modification time (ns), inode; on a store: size, ETag
+# the data files of a member on a store that a task keeps in memory after hashing them, at most this many bytes
+# in all (what streaming one file may already hold in flight): its row groups are then decoded from the bytes
+# that were hashed instead of being fetched again by ranged reads; larger files are read again by ranges
+HELD_BYTES = 512 << 20
+_HELD: ContextVar[dict[tuple[str, str], Any] | None] = ContextVar("cellspec_held_files", default=None)
 
 
 @dataclass(frozen=True)
@@ -202,7 +208,7 @@ def verify_member(member: Member) -> None:
     """Every file the member lists still has the SHA-256 recorded when the cohort was opened (each hashed
     once) and did not change while it was hashed; DONE is unchanged. Raises the refusal naming the file."""
     if member.remote:
-        _verify_remote(member)
+        _verify_remote(member, held_budget=0)
         return
     for file in member.stamps:
         check_stamp(member, file)
@@ -214,16 +220,51 @@ def verify_member(member: Member) -> None:
         check_stamp(member, file)
 
 
-def _verify_remote(member: Member) -> None:
-    """:func:`verify_member` on a store: the listing unchanged, each listed object streamed once and hashed."""
+@contextmanager
+def verified(member: Member) -> Iterator[None]:
+    """:func:`verify_member`, then the block; on a store, the data files the member's parts are read from are
+    kept in memory as they were hashed (:data:`HELD_BYTES` at most), and every read of them in the block
+    decodes those bytes: each such file is fetched once, with no ranged read or look at the object after.
+    The bytes are the ones that matched the manifest seen at open, so no later change of the object can
+    reach the block's results."""
+    if not member.remote:
+        verify_member(member)
+        yield
+        return
+    held = _verify_remote(member, HELD_BYTES)
+    token = _HELD.set({**(_HELD.get() or {}), **{(member.root, name): data for name, data in held.items()}})
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+
+
+def _held(member: Member, file: str) -> Any:
+    """The bytes of ``file`` kept by :func:`verified` in this block, else None."""
+    held = _HELD.get()
+    return None if held is None or not member.remote else held.get((member.root, file))
+
+
+def _verify_remote(member: Member, held_budget: int) -> dict[str, Any]:
+    """:func:`verify_member` on a store: the listing unchanged, each listed object streamed once and hashed;
+    returns {name: bytes} of the data files read by parts that were kept (in file order while they fit in
+    ``held_budget`` bytes in all)."""
     location = Location.of(member.root, member.storage_options)
     stamps = object_stamps(location)
     done = read_entries(location, {n: s for n, (s, _) in stamps.items()}, Transfer())
     if done != member.entries or any(stamps.get(f) != member.stamps[f] for f in member.stamps):
         raise ChangedSinceRead(member.root, DONE, "the directory changed after the cohort was opened; open the "
                                                   "cohort again")
+    read_by_parts = {p.file for p in member.parts}
+    held: dict[str, Any] = {}
     for name, digest in member.entries.items():
-        stream_checked(location, name, digest, member.stamps[name][0], Transfer())
+        size = member.stamps[name][0]
+        if name in read_by_parts and size <= held_budget:
+            held[name] = fetch_listed(location, name, digest, size, Transfer()).data
+            held_budget -= size
+        else:
+            stream_checked(location, name, digest, size, Transfer())
+    return held
 
 
 def _done_text(root: Path) -> str:
@@ -337,6 +378,9 @@ def _handle(member: Member, part: Part) -> pq.ParquetFile:
     # pre-buffering coalesces a row group into reads of tens of MB, new memory on every read (page faults and
     # zeroing of huge pages: 2-3x the CPU of the whole read on a dask worker)
     try:
+        held = _held(member, part.file)
+        if held is not None:
+            return pq.ParquetFile(pa.BufferReader(held), pre_buffer=False)
         if member.remote:
             return _remote_handle(member.file(part.file))
         return pq.ParquetFile(member.root / part.file, pre_buffer=False)
@@ -352,15 +396,19 @@ def _remote_handle(file: RemoteFile) -> pq.ParquetFile:
 @contextmanager
 def reading(member: Member, part: Part) -> Iterator[pq.ParquetFile]:
     """The part's Parquet file, checked unchanged since the cohort was opened before and after the block;
-    a decoding error becomes UndecodableData naming the file and row group."""
-    check_stamp(member, part.file)
+    a decoding error becomes UndecodableData naming the file and row group. A file held in memory
+    (:func:`verified`) is the bytes that were hashed: nothing to check."""
+    held = _held(member, part.file) is not None
+    if not held:
+        check_stamp(member, part.file)
     handle = _handle(member, part)
     try:
         yield handle
     except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(member.root, part.file, f"row group {part.row_group} cannot be decoded: {err}") \
             from None
-    check_stamp(member, part.file)
+    if not held:
+        check_stamp(member, part.file)
 
 
 def _every_row_kept(member: Member, part: Part) -> bool:

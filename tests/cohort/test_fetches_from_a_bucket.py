@@ -4,34 +4,72 @@ needs, counted in this process (no dask.distributed client here, so the work run
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 import cellspec_sc as cs
 from stores import without_directory
 
 
-def test_a_summary_from_the_bucket_fetches_about_the_directory_once_not_a_read_ahead_per_column(s3, monkeypatch,
-                                                                                               tmp_path):
-    import dask
-    import s3fs.core
-
+@pytest.fixture
+def wide_on_bucket(s3, tmp_path):
+    """(the URL of a 20,000 x 100 directory on the bucket, the bytes of its objects, the same directory on disk)."""
     url = f"s3://{s3.bucket()}/wide.cellspec"
     wide = cs.example(n_cells=20_000, n_features=100)
     cs.write(wide, url, storage_options=s3.options)
-    cs.write(wide, tmp_path / "wide.cellspec")
-    on_bucket = sum(s3.client().head_object(Bucket=url.split("/")[2], Key=key)["ContentLength"]
-                    for key in s3.keys(url.split("/")[2]))
+    bucket = url.split("/")[2]
+    on_bucket = sum(s3.client().head_object(Bucket=bucket, Key=key)["ContentLength"] for key in s3.keys(bucket))
+    return url, on_bucket, cs.write(wide, tmp_path / "wide.cellspec")
+
+
+def counted_fetches(monkeypatch) -> dict[str, list[int]]:
+    """Bytes of every whole or ranged GET (``cat_file``) and of every read through an open file, in lists."""
+    import s3fs.core
+
+    fetched: dict[str, list[int]] = {"cat_file": [], "file": []}
+    real_cat, real_range = s3fs.core.S3FileSystem._cat_file, s3fs.core.S3File._fetch_range
+
+    async def cat(fs, path, *args, **kwargs):
+        data = await real_cat(fs, path, *args, **kwargs)
+        fetched["cat_file"].append(len(data))
+        return data
+
+    def ranged(handle, start, end):
+        fetched["file"].append(end - start)
+        return real_range(handle, start, end)
+
+    monkeypatch.setattr(s3fs.core.S3FileSystem, "_cat_file", cat)
+    monkeypatch.setattr(s3fs.core.S3File, "_fetch_range", ranged)
+    s3fs.core.S3FileSystem.clear_instance_cache()  # an instance binds its sync methods when it is made
+    return fetched
+
+
+def test_a_summary_from_the_bucket_fetches_each_object_once_and_decodes_the_bytes_it_hashed(s3, monkeypatch,
+                                                                                           wide_on_bucket):
+    import dask
+
+    url, on_bucket, local = wide_on_bucket
     cohort = cs.open_cohort([url], storage_options=s3.options)
-    fetched: list[int] = []
-    real_fetch = s3fs.core.S3File._fetch_range
-
-    def counted(handle, start, end):
-        fetched.append(end - start)
-        return real_fetch(handle, start, end)
-
-    monkeypatch.setattr(s3fs.core.S3File, "_fetch_range", counted)
+    fetched = counted_fetches(monkeypatch)
     with dask.config.set(scheduler="synchronous"):  # in this process, where the fetches are counted
         summary = cohort.summary()
-        local = cs.open_cohort([tmp_path / "wide.cellspec"]).summary()
-    pd.testing.assert_frame_equal(without_directory(summary), without_directory(local))
-    # a 50 MiB read-ahead at each seek between column chunks fetched the matrix file several times over
-    assert 0 < sum(fetched) <= on_bucket
+    pd.testing.assert_frame_equal(without_directory(summary), without_directory(cs.open_cohort([local]).summary()))
+    assert fetched["file"] == []  # no ranged read of the cells file after it was hashed
+    assert sum(fetched["cat_file"]) == on_bucket  # DONE, the manifest and every listed file, each once
+
+
+def test_a_cells_file_too_large_to_keep_is_read_again_by_ranges_without_a_read_ahead_per_column(s3, monkeypatch,
+                                                                                                 wide_on_bucket):
+    import dask
+
+    from cellspec_sc.cohort import _members
+
+    url, on_bucket, local = wide_on_bucket
+    monkeypatch.setattr(_members, "HELD_BYTES", 0)
+    cohort = cs.open_cohort([url], storage_options=s3.options)
+    fetched = counted_fetches(monkeypatch)
+    with dask.config.set(scheduler="synchronous"):
+        summary = cohort.summary()
+    pd.testing.assert_frame_equal(without_directory(summary), without_directory(cs.open_cohort([local]).summary()))
+    assert sum(fetched["cat_file"]) == on_bucket  # hashed as it streamed, each object once
+    # then the row groups: a 50 MiB read-ahead at each seek between column chunks fetched the file several times over
+    assert 0 < sum(fetched["file"]) <= on_bucket
