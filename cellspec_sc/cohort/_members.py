@@ -586,7 +586,7 @@ def load_member(member: Member) -> CellSpec:
         for file in member.stamps:  # read() checked the files against the manifest it found: the one opened?
             check_stamp(member, file)
         return x
-    verify_member(member)
-    x, stats, stored_nan = member_object(member, eager=True)
+    with verified(member):
+        x, stats, stored_nan = member_object(member, eager=True)
     validate(x, stats=stats, source_nonfinite=stored_nan).raise_if_failed(member.label)
     return x

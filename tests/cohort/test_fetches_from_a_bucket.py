@@ -3,6 +3,7 @@ needs, counted in this process (no dask.distributed client here, so the work run
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -55,6 +56,26 @@ def test_a_summary_from_the_bucket_fetches_each_object_once_and_decodes_the_byte
     pd.testing.assert_frame_equal(without_directory(summary), without_directory(cs.open_cohort([local]).summary()))
     assert fetched["file"] == []  # no ranged read of the cells file after it was hashed
     assert sum(fetched["cat_file"]) == on_bucket  # DONE, the manifest and every listed file, each once
+
+
+def test_validating_and_loading_a_member_from_the_bucket_fetch_each_object_once(s3, monkeypatch, wide_on_bucket):
+    import dask
+
+    url, on_bucket, local = wide_on_bucket
+    cohort = cs.open_cohort([url], storage_options=s3.options)
+    image = str(cohort.images["image_id"].iloc[0])
+    fetched = counted_fetches(monkeypatch)
+    with dask.config.set(scheduler="synchronous"):
+        report = cohort.validate()
+    assert report.ok and fetched["file"] == [] and sum(fetched["cat_file"]) == on_bucket
+    member = cohort.select(images=[image]).members[0]  # narrowed to one image: loaded by parts, not by read()
+    fetched["cat_file"].clear()
+    fetched["file"].clear()  # select counted the image's rows by ranged reads of image_id
+    narrowed = member.load()
+    whole = cs.read(local)
+    kept = (whole.cells["image_id"].astype(str) == image).to_numpy()
+    assert np.array_equal(narrowed.measurements, whole.measurements[kept], equal_nan=True)
+    assert fetched["file"] == [] and sum(fetched["cat_file"]) == on_bucket
 
 
 def test_a_cells_file_too_large_to_keep_is_read_again_by_ranges_without_a_read_ahead_per_column(s3, monkeypatch,
