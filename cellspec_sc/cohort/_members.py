@@ -41,6 +41,8 @@ True
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -109,6 +111,9 @@ Stamp = tuple[int, int, int] | tuple[int, str]  # size, modification time (ns), 
 # that were hashed instead of being fetched again by ranged reads; larger files are read again by ranges
 HELD_BYTES = 512 << 20
 _HELD: ContextVar[dict[tuple[str, str], Any] | None] = ContextVar("cellspec_held_files", default=None)
+FOOTERS_KEPT = 64  # Parquet footers of objects on a store kept per process, the most recently read
+_FOOTERS: OrderedDict[tuple[str, Stamp], pq.FileMetaData] = OrderedDict()
+_FOOTERS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -382,15 +387,28 @@ def _handle(member: Member, part: Part) -> pq.ParquetFile:
         if held is not None:
             return pq.ParquetFile(pa.BufferReader(held), pre_buffer=False)
         if member.remote:
-            return _remote_handle(member.file(part.file))
+            return _remote_handle(member.file(part.file), member.stamps[part.file])
         return pq.ParquetFile(member.root / part.file, pre_buffer=False)
     except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(member.root, part.file, f"not a readable Parquet file: {damage_text(err)}") from None
 
 
-def _remote_handle(file: RemoteFile) -> pq.ParquetFile:
-    # the file reads exactly the ranges asked for; pre-buffering coalesces a row group's into a few requests
-    return pq.ParquetFile(file.open(), pre_buffer=True)
+def _remote_handle(file: RemoteFile, stamp: Stamp) -> pq.ParquetFile:
+    # the file reads exactly the ranges asked for; pre-buffering coalesces a row group's into a few requests.
+    # The footer is read once per process for the object as listed (size and ETag): a task reads a file's row
+    # groups feature batch by feature batch, and each batch's read would otherwise fetch the footer again
+    key = (file.url, stamp)
+    with _FOOTERS_LOCK:
+        footer = _FOOTERS.get(key)
+        if footer is not None:
+            _FOOTERS.move_to_end(key)
+    handle = pq.ParquetFile(file.open(), pre_buffer=True, metadata=footer)
+    if footer is None:
+        with _FOOTERS_LOCK:
+            _FOOTERS[key] = handle.metadata
+            while len(_FOOTERS) > FOOTERS_KEPT:
+                _FOOTERS.popitem(last=False)
+    return handle
 
 
 @contextmanager

@@ -23,10 +23,11 @@ def wide_on_bucket(s3, tmp_path):
 
 
 def counted_fetches(monkeypatch) -> dict[str, list[int]]:
-    """Bytes of every whole or ranged GET (``cat_file``) and of every read through an open file, in lists."""
+    """Bytes of every whole or ranged GET (``cat_file``), and (path, start, end) of every read through an open
+    file."""
     import s3fs.core
 
-    fetched: dict[str, list[int]] = {"cat_file": [], "file": []}
+    fetched: dict[str, list] = {"cat_file": [], "file": []}
     real_cat, real_range = s3fs.core.S3FileSystem._cat_file, s3fs.core.S3File._fetch_range
 
     async def cat(fs, path, *args, **kwargs):
@@ -35,7 +36,7 @@ def counted_fetches(monkeypatch) -> dict[str, list[int]]:
         return data
 
     def ranged(handle, start, end):
-        fetched["file"].append(end - start)
+        fetched["file"].append((handle.path, start, end))
         return real_range(handle, start, end)
 
     monkeypatch.setattr(s3fs.core.S3FileSystem, "_cat_file", cat)
@@ -93,4 +94,7 @@ def test_a_cells_file_too_large_to_keep_is_read_again_by_ranges_without_a_read_a
     pd.testing.assert_frame_equal(without_directory(summary), without_directory(cs.open_cohort([local]).summary()))
     assert sum(fetched["cat_file"]) == on_bucket  # hashed as it streamed, each object once
     # then the row groups: a 50 MiB read-ahead at each seek between column chunks fetched the file several times over
-    assert 0 < sum(fetched["file"]) <= on_bucket
+    assert 0 < sum(end - start for _, start, end in fetched["file"]) <= on_bucket
+    # the footer once, not once per feature batch and row group
+    size = cohort.members[0].stamps["cells.parquet"][0]
+    assert [path for path, _, end in fetched["file"] if end == size] == [url.removeprefix("s3://") + "/cells.parquet"]
