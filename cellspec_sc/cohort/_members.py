@@ -107,8 +107,9 @@ from cellspec_sc.validation import validate
 
 Stamp = tuple[int, int, int] | tuple[int, str]  # size, modification time (ns), inode; on a store: size, ETag
 # the data files of a member on a store that a task keeps in memory after hashing them, at most this many bytes
-# in all (what streaming one file may already hold in flight): its row groups are then decoded from the bytes
-# that were hashed instead of being fetched again by ranged reads; larger files are read again by ranges
+# in all (what streaming one file may already hold in flight), and at most a quarter of a dask worker's memory
+# limit per thread (:func:`held_budget`): its row groups are then decoded from the bytes that were hashed
+# instead of being fetched again by ranged reads; larger files are read again by ranges
 HELD_BYTES = 512 << 20
 _HELD: ContextVar[dict[tuple[str, str], Any] | None] = ContextVar("cellspec_held_files", default=None)
 FOOTERS_KEPT = 64  # Parquet footers of objects on a store kept per process, the most recently read
@@ -236,12 +237,32 @@ def verified(member: Member) -> Iterator[None]:
         verify_member(member)
         yield
         return
-    held = _verify_remote(member, HELD_BYTES)
+    held = _verify_remote(member, held_budget())
     token = _HELD.set({**(_HELD.get() or {}), **{(member.root, name): data for name, data in held.items()}})
     try:
         yield
     finally:
         _HELD.reset(token)
+
+
+def held_budget() -> int:
+    """Bytes of a member's files a task may keep in memory (:func:`verified`): :data:`HELD_BYTES`, or a quarter of
+    each thread's share of the memory limit of the dask worker running the task, when that is less (a worker
+    with many threads and little memory keeps less; the file streaming in and the batch decoded from it come
+    on top).
+
+    >>> held_budget() == HELD_BYTES  # not on a dask worker
+    True
+    """
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not in a task of a dask worker
+        return HELD_BYTES
+    limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None)
+    threads = getattr(getattr(worker, "state", None), "nthreads", None) or 1
+    return min(HELD_BYTES, int(limit) // (4 * threads)) if limit else HELD_BYTES
 
 
 def _held(member: Member, file: str) -> Any:

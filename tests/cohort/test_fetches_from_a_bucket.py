@@ -98,3 +98,12 @@ def test_a_cells_file_too_large_to_keep_is_read_again_by_ranges_without_a_read_a
     # the footer once, not once per feature batch and row group
     size = cohort.members[0].stamps["cells.parquet"][0]
     assert [path for path, _, end in fetched["file"] if end == size] == [url.removeprefix("s3://") + "/cells.parquet"]
+
+
+def test_a_worker_keeps_at_most_a_quarter_of_each_threads_share_of_its_memory_limit(client):
+    from cellspec_sc.cohort._members import HELD_BYTES, held_budget
+
+    # the fixture's workers: 1 GiB and one thread each
+    budgets = [client.submit(held_budget, workers=[address], pure=False).result() for address in client.nthreads()]
+    assert budgets == [256 << 20, 256 << 20]
+    assert held_budget() == HELD_BYTES == 512 << 20  # here, in no worker
