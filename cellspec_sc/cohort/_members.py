@@ -40,6 +40,7 @@ True
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 from collections import OrderedDict
@@ -286,11 +287,85 @@ def _verify_remote(member: Member, held_budget: int) -> dict[str, Any]:
     for name, digest in member.entries.items():
         size = member.stamps[name][0]
         if name in read_by_parts and size <= held_budget:
-            held[name] = fetch_listed(location, name, digest, size, Transfer()).data
+            held[name] = HeldFile(size)
+            stream_checked(location, name, digest, size, Transfer(), held[name].add)
             held_budget -= size
         else:
             stream_checked(location, name, digest, size, Transfer())
     return held
+
+
+class HeldFile:
+    """A file's bytes kept as the pieces they were fetched in (:meth:`add`, in file order), opened as a file for
+    pyarrow: a read within one piece is a view of it, a read across pieces joins the part of each. No copy of
+    the whole file into one buffer, whose new pages a dask worker would fault and zero for every member.
+
+    >>> held = HeldFile(6)
+    >>> held.add(0, b"abcd"); held.add(4, b"ef")
+    >>> f = held.open(); _ = f.seek(3); bytes(f.read(2)), bytes(f.read(5)), f.tell()
+    (b'de', b'f', 6)
+    """
+
+    def __init__(self, size: int):
+        self.starts: list[int] = []
+        self.pieces: list[memoryview] = []
+        self.size = size
+
+    def add(self, start: int, piece: bytes) -> None:
+        self.starts.append(start)
+        self.pieces.append(memoryview(piece))
+
+    def open(self) -> Any:
+        return _HeldReader(self)
+
+
+class _HeldReader:
+    """A read-only, seekable file over a :class:`HeldFile` (what pyarrow's ``PythonFile`` calls)."""
+
+    closed = False
+
+    def __init__(self, held: HeldFile):
+        self.held, self.position = held, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.position, 2: self.held.size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def read(self, n: int = -1) -> Any:
+        held = self.held
+        end = held.size if n is None or n < 0 else min(held.size, self.position + n)
+        if end <= self.position:
+            return b""
+        i = bisect.bisect_right(held.starts, self.position) - 1
+        first = held.starts[i]
+        if end <= first + len(held.pieces[i]):
+            out = held.pieces[i][self.position - first:end - first]
+        else:
+            parts, at = [], self.position
+            while at < end:
+                j = bisect.bisect_right(held.starts, at) - 1
+                start = held.starts[j]
+                parts.append(held.pieces[j][at - start:min(end, start + len(held.pieces[j])) - start])
+                at = start + len(held.pieces[j])
+            out = b"".join(parts)
+        self.position = end
+        return out
+
+    def close(self) -> None:
+        pass
 
 
 def _done_text(root: Path) -> str:
@@ -406,7 +481,7 @@ def _handle(member: Member, part: Part) -> pq.ParquetFile:
     try:
         held = _held(member, part.file)
         if held is not None:
-            return pq.ParquetFile(pa.BufferReader(held), pre_buffer=False)
+            return pq.ParquetFile(held.open(), pre_buffer=False)
         if member.remote:
             return _remote_handle(member.file(part.file), member.stamps[part.file])
         return pq.ParquetFile(member.root / part.file, pre_buffer=False)
