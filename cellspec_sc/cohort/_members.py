@@ -288,7 +288,10 @@ def _verify_remote(member: Member, held_budget: int) -> dict[str, Any]:
         size = member.stamps[name][0]
         if name in read_by_parts and size <= held_budget:
             held[name] = HeldFile(size)
-            stream_checked(location, name, digest, size, Transfer(), held[name].add)
+            # one request for the whole object: a cohort's parallelism is its tasks, one per worker thread,
+            # and ranged pieces in flight per file would multiply the requests (and, on a store that reads
+            # the whole object for each ranged request, its work) for bytes the task keeps whole anyway
+            stream_checked(location, name, digest, size, Transfer(), held[name].add, plan=(size, 1))
             held_budget -= size
         else:
             stream_checked(location, name, digest, size, Transfer())

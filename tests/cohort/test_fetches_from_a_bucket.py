@@ -59,6 +59,20 @@ def test_a_summary_from_the_bucket_fetches_each_object_once_and_decodes_the_byte
     assert sum(fetched["cat_file"]) == on_bucket  # DONE, the manifest and every listed file, each once
 
 
+def test_a_kept_file_is_fetched_in_one_request_whatever_the_store_clients_piece_size(s3, monkeypatch, wide_on_bucket):
+    import dask
+
+    url, on_bucket, _ = wide_on_bucket
+    small_pieces = {**s3.options, "default_block_size": 5 << 20}  # the 16 MB cells file would take 4 pieces
+    cohort = cs.open_cohort([url], storage_options=small_pieces)
+    fetched = counted_fetches(monkeypatch)
+    with dask.config.set(scheduler="synchronous"):
+        cohort.summary()
+    bucket = url.split("/")[2]
+    assert len(fetched["cat_file"]) == len(s3.keys(bucket)) == 4  # DONE, manifest, cellspec.json, cells.parquet
+    assert sum(fetched["cat_file"]) == on_bucket
+
+
 def test_validating_and_loading_a_member_from_the_bucket_fetch_each_object_once(s3, monkeypatch, wide_on_bucket):
     import dask
 
