@@ -94,7 +94,7 @@ import pyarrow.dataset as ds
 
 from cellspec_sc._background import in_turn
 from cellspec_sc.cohort._features import FeaturePlan
-from cellspec_sc.cohort._members import Member, footer_parts, part_table, stamp_of, verify_member
+from cellspec_sc.cohort._members import Member, footer_parts, part_table, stamp_of, verified
 from cellspec_sc.cohort._record import COHORT_FILE, CohortRecord, decode, encode
 from cellspec_sc.cohort._run import CohortError, Failure, guarded, run
 from cellspec_sc.io import (
@@ -183,7 +183,12 @@ def upload_member(member: Member, url: str, options: dict[str, Any], features: l
                   partition_by: tuple[str, ...]) -> list[tuple[str, str]]:
     """:func:`write_member` to a prefix on object storage: the member checked, then each partition file of each
     part encoded in memory, hashed and uploaded; [(file relative to the prefix, sha256)] in part order."""
-    verify_member(member)
+    with verified(member):
+        return _upload_parts(member, url, options, features, partition_by)
+
+
+def _upload_parts(member: Member, url: str, options: dict[str, Any], features: list[str],
+                  partition_by: tuple[str, ...]) -> list[tuple[str, str]]:
     location = Location.of(url, options)
     cells = [c for c in member.table_types if c["name"] not in partition_by]
     written = []
@@ -256,10 +261,11 @@ def write_member(member: Member, stage: str, features: list[str], partition_by: 
                  direct: bool = False) -> list[tuple[str, str]]:
     """Check every file ``member`` lists against its manifest (each hashed once), then write each of its parts
     (:func:`write_part`); [(file relative to stage, sha256)] in part order. A file that does not match its
-    manifest is raised before anything of the directory is written."""
-    verify_member(member)
-    return [item for k in range(len(member.parts))
-            for item in write_part(member, k, stage, features, partition_by, direct)]
+    manifest is raised before anything of the directory is written. A member on a store is decoded from the
+    bytes that were hashed (:func:`~cellspec_sc.cohort._members.verified`)."""
+    with verified(member):
+        return [item for k in range(len(member.parts))
+                for item in write_part(member, k, stage, features, partition_by, direct)]
 
 
 def write_part(member: Member, k: int, stage: str, features: list[str], partition_by: tuple[str, ...],

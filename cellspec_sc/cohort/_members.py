@@ -40,9 +40,13 @@ True
 
 from __future__ import annotations
 
+import bisect
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -103,6 +107,15 @@ from cellspec_sc.model import CellSpec, MatrixStats, empty_matrix, sealed
 from cellspec_sc.validation import validate
 
 Stamp = tuple[int, int, int] | tuple[int, str]  # size, modification time (ns), inode; on a store: size, ETag
+# the data files of a member on a store that a task keeps in memory after hashing them, at most this many bytes
+# in all (what streaming one file may already hold in flight), and at most a quarter of a dask worker's memory
+# limit per thread (:func:`held_budget`): its row groups are then decoded from the bytes that were hashed
+# instead of being fetched again by ranged reads; larger files are read again by ranges
+HELD_BYTES = 512 << 20
+_HELD: ContextVar[dict[tuple[str, str], Any] | None] = ContextVar("cellspec_held_files", default=None)
+FOOTERS_KEPT = 64  # Parquet footers of objects on a store kept per process, the most recently read
+_FOOTERS: OrderedDict[tuple[str, Stamp], pq.FileMetaData] = OrderedDict()
+_FOOTERS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -202,7 +215,7 @@ def verify_member(member: Member) -> None:
     """Every file the member lists still has the SHA-256 recorded when the cohort was opened (each hashed
     once) and did not change while it was hashed; DONE is unchanged. Raises the refusal naming the file."""
     if member.remote:
-        _verify_remote(member)
+        _verify_remote(member, held_budget=0)
         return
     for file in member.stamps:
         check_stamp(member, file)
@@ -214,16 +227,148 @@ def verify_member(member: Member) -> None:
         check_stamp(member, file)
 
 
-def _verify_remote(member: Member) -> None:
-    """:func:`verify_member` on a store: the listing unchanged, each listed object streamed once and hashed."""
+@contextmanager
+def verified(member: Member) -> Iterator[None]:
+    """:func:`verify_member`, then the block; on a store, the data files the member's parts are read from are
+    kept in memory as they were hashed (:data:`HELD_BYTES` at most), and every read of them in the block
+    decodes those bytes: each such file is fetched once, with no ranged read or look at the object after.
+    The bytes are the ones that matched the manifest seen at open, so no later change of the object can
+    reach the block's results."""
+    if not member.remote:
+        verify_member(member)
+        yield
+        return
+    held = _verify_remote(member, held_budget())
+    token = _HELD.set({**(_HELD.get() or {}), **{(member.root, name): data for name, data in held.items()}})
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+
+
+def held_budget() -> int:
+    """Bytes of a member's files a task may keep in memory (:func:`verified`): :data:`HELD_BYTES`, or a quarter of
+    each thread's share of the memory limit of the dask worker running the task, when that is less (a worker
+    with many threads and little memory keeps less; the file streaming in and the batch decoded from it come
+    on top).
+
+    >>> held_budget() == HELD_BYTES  # not on a dask worker
+    True
+    """
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not in a task of a dask worker
+        return HELD_BYTES
+    limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None)
+    threads = getattr(getattr(worker, "state", None), "nthreads", None) or 1
+    return min(HELD_BYTES, int(limit) // (4 * threads)) if limit else HELD_BYTES
+
+
+def _held(member: Member, file: str) -> Any:
+    """The bytes of ``file`` kept by :func:`verified` in this block, else None."""
+    held = _HELD.get()
+    return None if held is None or not member.remote else held.get((member.root, file))
+
+
+def _verify_remote(member: Member, held_budget: int) -> dict[str, Any]:
+    """:func:`verify_member` on a store: the listing unchanged, each listed object streamed once and hashed;
+    returns {name: bytes} of the data files read by parts that were kept (in file order while they fit in
+    ``held_budget`` bytes in all)."""
     location = Location.of(member.root, member.storage_options)
     stamps = object_stamps(location)
     done = read_entries(location, {n: s for n, (s, _) in stamps.items()}, Transfer())
     if done != member.entries or any(stamps.get(f) != member.stamps[f] for f in member.stamps):
         raise ChangedSinceRead(member.root, DONE, "the directory changed after the cohort was opened; open the "
                                                   "cohort again")
+    read_by_parts = {p.file for p in member.parts}
+    held: dict[str, Any] = {}
     for name, digest in member.entries.items():
-        stream_checked(location, name, digest, member.stamps[name][0], Transfer())
+        size = member.stamps[name][0]
+        if name in read_by_parts and size <= held_budget:
+            held[name] = HeldFile(size)
+            # one request for the whole object: a cohort's parallelism is its tasks, one per worker thread,
+            # and ranged pieces in flight per file would multiply the requests (and, on a store that reads
+            # the whole object for each ranged request, its work) for bytes the task keeps whole anyway
+            stream_checked(location, name, digest, size, Transfer(), held[name].add, plan=(size, 1))
+            held_budget -= size
+        else:
+            stream_checked(location, name, digest, size, Transfer())
+    return held
+
+
+class HeldFile:
+    """A file's bytes kept as the pieces they were fetched in (:meth:`add`, in file order), opened as a file for
+    pyarrow: a read within one piece is a view of it, a read across pieces joins the part of each. No copy of
+    the whole file into one buffer, whose new pages a dask worker would fault and zero for every member.
+
+    >>> held = HeldFile(6)
+    >>> held.add(0, b"abcd"); held.add(4, b"ef")
+    >>> f = held.open(); _ = f.seek(3); bytes(f.read(2)), bytes(f.read(5)), f.tell()
+    (b'de', b'f', 6)
+    """
+
+    def __init__(self, size: int):
+        self.starts: list[int] = []
+        self.pieces: list[memoryview] = []
+        self.size = size
+
+    def add(self, start: int, piece: bytes) -> None:
+        self.starts.append(start)
+        self.pieces.append(memoryview(piece))
+
+    def open(self) -> Any:
+        return _HeldReader(self)
+
+
+class _HeldReader:
+    """A read-only, seekable file over a :class:`HeldFile` (what pyarrow's ``PythonFile`` calls)."""
+
+    closed = False
+
+    def __init__(self, held: HeldFile):
+        self.held, self.position = held, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.position, 2: self.held.size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def read(self, n: int = -1) -> Any:
+        held = self.held
+        end = held.size if n is None or n < 0 else min(held.size, self.position + n)
+        if end <= self.position:
+            return b""
+        i = bisect.bisect_right(held.starts, self.position) - 1
+        first = held.starts[i]
+        if end <= first + len(held.pieces[i]):
+            out = held.pieces[i][self.position - first:end - first]
+        else:
+            parts, at = [], self.position
+            while at < end:
+                j = bisect.bisect_right(held.starts, at) - 1
+                start = held.starts[j]
+                parts.append(held.pieces[j][at - start:min(end, start + len(held.pieces[j])) - start])
+                at = start + len(held.pieces[j])
+            out = b"".join(parts)
+        self.position = end
+        return out
+
+    def close(self) -> None:
+        pass
 
 
 def _done_text(root: Path) -> str:
@@ -337,30 +482,50 @@ def _handle(member: Member, part: Part) -> pq.ParquetFile:
     # pre-buffering coalesces a row group into reads of tens of MB, new memory on every read (page faults and
     # zeroing of huge pages: 2-3x the CPU of the whole read on a dask worker)
     try:
+        held = _held(member, part.file)
+        if held is not None:
+            return pq.ParquetFile(held.open(), pre_buffer=False)
         if member.remote:
-            return _remote_handle(member.file(part.file))
+            return _remote_handle(member.file(part.file), member.stamps[part.file])
         return pq.ParquetFile(member.root / part.file, pre_buffer=False)
     except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(member.root, part.file, f"not a readable Parquet file: {damage_text(err)}") from None
 
 
-def _remote_handle(file: RemoteFile) -> pq.ParquetFile:
-    # the file reads exactly the ranges asked for; pre-buffering coalesces a row group's into a few requests
-    return pq.ParquetFile(file.open(), pre_buffer=True)
+def _remote_handle(file: RemoteFile, stamp: Stamp) -> pq.ParquetFile:
+    # the file reads exactly the ranges asked for; pre-buffering coalesces a row group's into a few requests.
+    # The footer is read once per process for the object as listed (size and ETag): a task reads a file's row
+    # groups feature batch by feature batch, and each batch's read would otherwise fetch the footer again
+    key = (file.url, stamp)
+    with _FOOTERS_LOCK:
+        footer = _FOOTERS.get(key)
+        if footer is not None:
+            _FOOTERS.move_to_end(key)
+    handle = pq.ParquetFile(file.open(), pre_buffer=True, metadata=footer)
+    if footer is None:
+        with _FOOTERS_LOCK:
+            _FOOTERS[key] = handle.metadata
+            while len(_FOOTERS) > FOOTERS_KEPT:
+                _FOOTERS.popitem(last=False)
+    return handle
 
 
 @contextmanager
 def reading(member: Member, part: Part) -> Iterator[pq.ParquetFile]:
     """The part's Parquet file, checked unchanged since the cohort was opened before and after the block;
-    a decoding error becomes UndecodableData naming the file and row group."""
-    check_stamp(member, part.file)
+    a decoding error becomes UndecodableData naming the file and row group. A file held in memory
+    (:func:`verified`) is the bytes that were hashed: nothing to check."""
+    held = _held(member, part.file) is not None
+    if not held:
+        check_stamp(member, part.file)
     handle = _handle(member, part)
     try:
         yield handle
     except DAMAGED_DATA_ERRORS as err:
         raise UndecodableData(member.root, part.file, f"row group {part.row_group} cannot be decoded: {err}") \
             from None
-    check_stamp(member, part.file)
+    if not held:
+        check_stamp(member, part.file)
 
 
 def _every_row_kept(member: Member, part: Part) -> bool:
@@ -538,7 +703,7 @@ def load_member(member: Member) -> CellSpec:
         for file in member.stamps:  # read() checked the files against the manifest it found: the one opened?
             check_stamp(member, file)
         return x
-    verify_member(member)
-    x, stats, stored_nan = member_object(member, eager=True)
+    with verified(member):
+        x, stats, stored_nan = member_object(member, eager=True)
     validate(x, stats=stats, source_nonfinite=stored_nan).raise_if_failed(member.label)
     return x

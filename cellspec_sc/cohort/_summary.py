@@ -45,7 +45,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellspec_sc.cohort._members import Member, cells_table, feature_block, verify_member
+from cellspec_sc.cohort._members import Member, cells_table, feature_block, verified, verify_member
 from cellspec_sc.cohort._run import CohortError, Failure, guarded, run, worker_threads
 from cellspec_sc.model import empty_matrix
 
@@ -196,10 +196,11 @@ def batches_statistics(member: Member, batches: list[list[str]]) -> list[dict[st
 
 
 def member_summary(member: Member, features: list[str]) -> pd.DataFrame:
-    """The member's summary rows in one task: its files verified, then its feature batches in turn."""
-    verify_member(member)
-    return member_frame(member, None, [batches_statistics(member, feature_batches(features, member.n_cells))],
-                        features)
+    """The member's summary rows in one task: its files verified, then its feature batches in turn (from the
+    bytes that were hashed, where a store's file was kept: :func:`~cellspec_sc.cohort._members.verified`)."""
+    with verified(member):
+        batches = batches_statistics(member, feature_batches(features, member.n_cells))
+    return member_frame(member, None, [batches], features)
 
 
 def member_frame(member: Member, checked: None, groups: list[list[dict[str, np.ndarray]]],

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import dask
 import pandas as pd
 
-from cellspec_sc.cohort._members import Member, find_member, member_object, verify_member
+from cellspec_sc.cohort._members import Member, find_member, member_object, verified
 from cellspec_sc.cohort._run import CohortError, Failure, guarded, run
 from cellspec_sc.validation import ValidationReport, validate
 
@@ -227,9 +227,9 @@ class CohortReport:
 
 def validate_member(member: Member) -> ValidationReport:
     """Hash the member's files once, then validate it with stats gathered one row group at a time."""
-    verify_member(member)
-    x, stats, stored_nan = member_object(member, eager=False)
-    return validate(x, stats=stats, source_nonfinite=stored_nan)
+    with verified(member):
+        x, stats, stored_nan = member_object(member, eager=False)
+        return validate(x, stats=stats, source_nonfinite=stored_nan)
 
 
 def validate_cohort(cohort: Cohort, *, client: Any = None, progress: bool | None = None) -> CohortReport:

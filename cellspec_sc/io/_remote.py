@@ -211,15 +211,16 @@ def fetch_listed(location: Location, name: str, digest: str, size: int, transfer
 
 
 def stream_checked(location: Location, name: str, digest: str, size: int, transfer: Transfer,
-                   each: Callable[[int, bytes], None] | None = None) -> None:
+                   each: Callable[[int, bytes], None] | None = None, plan: tuple[int, int] | None = None) -> None:
     """Fetch the object ``name`` of ``size`` bytes in ranged pieces, hash each as it arrives and hand it to
     ``each(offset, piece)``; ChecksumMismatch when the whole does not hash to ``digest``.
 
-    The pieces are the store client's own transfer plan (:func:`piece_plan`), a bounded window of them in
-    flight, hashed in file order as they come."""
+    The pieces are the store client's own transfer plan (:func:`piece_plan`), or ``plan`` (bytes per request,
+    requests in flight) when given, a bounded window of them in flight, hashed in file order as they come."""
     url, fs = location.child(name), location.fs
     hasher = hashlib.sha256()
-    piece, in_flight = piece_plan(fs)
+    piece, in_flight = plan if plan is not None else piece_plan(fs)
+    piece = max(1, piece)
 
     def fetch(start: int) -> tuple[int, int, bytes]:
         end = min(size, start + piece)

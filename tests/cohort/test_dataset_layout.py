@@ -4,6 +4,7 @@ cluster."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -18,7 +19,7 @@ import pytest
 import cellspec_sc as cs
 import cellspec_sc.cohort._dataset as dataset
 from cellspec_sc.cohort._dataset import constants_of, partition_groups
-from cellspec_sc.cohort._members import verify_member
+from cellspec_sc.cohort._members import verified
 from cellspec_sc.cohort.example import write_example_cohort
 from cellspec_sc.io._refusals import ChecksumMismatch, ColumnMismatch
 from dirhelpers import reseal
@@ -112,9 +113,11 @@ def test_one_task_per_directory_each_hashing_its_files_before_writing_any_part(t
         graphs.extend(dict(t.__dask_graph__()) for t in tasks)
         return run(tasks, *args, **kwargs)
 
+    @contextlib.contextmanager
     def verifying(member):
         order.append(("verify", member.index))
-        return verify_member(member)
+        with verified(member):
+            yield
 
     write_part = dataset.write_part
 
@@ -123,7 +126,7 @@ def test_one_task_per_directory_each_hashing_its_files_before_writing_any_part(t
         return write_part(member, k, *args)
 
     monkeypatch.setattr(dataset, "run", spying)
-    monkeypatch.setattr(dataset, "verify_member", verifying)
+    monkeypatch.setattr(dataset, "verified", verifying)
     monkeypatch.setattr(dataset, "write_part", writing)
     out = cohort.write_dataset(tmp_path / "dataset", client=None, progress=False)
     assert [len(g) for g in graphs] == [1, 1, 1]  # one task per directory, nothing to gather between tasks
@@ -142,7 +145,7 @@ def test_one_task_per_directory_each_hashing_its_files_before_writing_any_part(t
     stage = tmp_path / "stage"
     stage.mkdir()
     member = cs.open_cohort(paths).members[1]
-    monkeypatch.setattr(dataset, "verify_member", verify_member)
+    monkeypatch.setattr(dataset, "verified", verified)
     with pytest.raises(ChecksumMismatch, match="cells.parquet"):
         dataset.write_member(member, str(stage), cohort.feature_ids, ("sample_id",))
     assert not any(stage.rglob("*"))
