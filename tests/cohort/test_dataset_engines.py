@@ -1,7 +1,8 @@
 """write_dataset's output read by DuckDB, Polars and Spark, with the reading options docs/cohorts.md gives, from a
-local folder and from a bucket (moto's S3 server on 127.0.0.1), each engine through its own S3 support where it has
-one: Polars' object store and Spark's ``s3a://`` (tests/s3a_jars.py); DuckDB's needs its httpfs extension, which no
-package index here carries for DuckDB 2, so DuckDB reads the bucket through fsspec.
+local folder and from a bucket (moto's S3 server on 127.0.0.1), each engine through its own S3 support: Polars'
+object store, Spark's ``s3a://`` (tests/s3a_jars.py) and DuckDB's ``httpfs``, which PyPI carries for DuckDB 1.5.5
+only (tests/duckdb_httpfs.py); the test environment's DuckDB 2 reads the bucket through fsspec, as docs/cohorts.md
+shows.
 
 Every value checked comes from the engine (its row counts, sums, NA counts, cells); every expected value from
 ``cs.read`` of the source directories, never from the dataset under test. Sample ids include ``"001"`` (an engine
@@ -22,6 +23,7 @@ import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.cohort.example import prefixed, with_samples
+from duckdb_httpfs import sql_over_s3
 from s3a_jars import OLD_CLIENT_SETTINGS, s3a_jars
 from spark import bounded, local_spark
 
@@ -112,22 +114,29 @@ def test_the_slides_have_what_the_engines_must_get_right(sources):
 
 # DuckDB ---------------------------------------------------------------------------------------------------------
 
+def duckdb_queries(cells: Path | str) -> list[str]:
+    """The column names, the per-sample figures and the cells, in DuckDB's SQL; DuckDB names a column that equals
+    an earlier one but for case ``<id>_1`` (docs/cohorts.md)."""
+    source = f"read_parquet('{cells}/**/*.parquet', hive_partitioning = true, hive_types = {{'sample_id': VARCHAR}})"
+    return [f"DESCRIBE SELECT * FROM {source}",
+            f'SELECT sample_id, count(*), sum("{FEATURE}"), count(*) - count("{FEATURE}"), sum("{TWIN}_1") '
+            f"FROM {source} GROUP BY sample_id",
+            f'SELECT image_id, cell_id, sample_id, "{FEATURE}" FROM {source}']
+
+
+def duckdb_answers(results: list) -> Read:
+    described, per_sample, rows = results
+    return _read([name for name, *_ in described], per_sample, rows)
+
+
 def duckdb_read(cells: Path | str, fs=None) -> Read:
-    """DuckDB names a column that equals an earlier one but for case ``<id>_1`` (docs/cohorts.md); ``fs``: an
-    fsspec file system DuckDB reads ``cells`` through."""
+    """The queries run by the test environment's DuckDB; ``fs``: an fsspec file system it reads ``cells`` through."""
     import duckdb
 
-    twin = f"{TWIN}_1"
     with duckdb.connect() as con:
         if fs is not None:
             con.register_filesystem(fs)
-        source = (f"read_parquet('{cells}/**/*.parquet', hive_partitioning = true, "
-                  "hive_types = {'sample_id': VARCHAR})")
-        columns = [name for name, *_ in con.sql(f"DESCRIBE SELECT * FROM {source}").fetchall()]
-        per_sample = con.sql(f'SELECT sample_id, count(*), sum("{FEATURE}"), count(*) - count("{FEATURE}"), '
-                             f'sum("{twin}") FROM {source} GROUP BY sample_id').fetchall()
-        rows = con.sql(f'SELECT image_id, cell_id, sample_id, "{FEATURE}" FROM {source}').fetchall()
-    return _read(columns, per_sample, rows)
+        return duckdb_answers([con.sql(query).fetchall() for query in duckdb_queries(cells)])
 
 
 def duckdb_names(feature_ids: list[str]) -> list[str]:
@@ -158,6 +167,13 @@ def test_duckdb_reads_the_dataset_from_the_bucket(s3, in_bucket, sources):
     cells, feature_ids = sources
     read = duckdb_read(in_bucket, fsspec.filesystem("s3", **s3.options))
     check(read, cells, duckdb_names(feature_ids), _samples("all"))
+
+
+def test_duckdb_reads_the_dataset_from_the_bucket_through_its_own_httpfs(s3, in_bucket, sources):
+    cells, feature_ids = sources
+    results = sql_over_s3(duckdb_queries(in_bucket), endpoint=s3.endpoint, key=s3.options["key"],
+                          secret=s3.options["secret"])
+    check(duckdb_answers(results), cells, duckdb_names(feature_ids), _samples("all"))
 
 
 def _samples(name: str) -> set[str]:
