@@ -40,7 +40,6 @@ True
 
 from __future__ import annotations
 
-import bisect
 import os
 import threading
 from collections import OrderedDict
@@ -112,7 +111,7 @@ Stamp = tuple[int, int, int] | tuple[int, str]  # size, modification time (ns), 
 # limit per thread (:func:`held_budget`): its row groups are then decoded from the bytes that were hashed
 # instead of being fetched again by ranged reads; larger files are read again by ranges
 HELD_BYTES = 512 << 20
-_HELD: ContextVar[dict[tuple[str, str], Any] | None] = ContextVar("cellspec_held_files", default=None)
+_HELD: ContextVar[dict[tuple[str, str], pa.Buffer] | None] = ContextVar("cellspec_held_files", default=None)
 FOOTERS_KEPT = 64  # Parquet footers of objects on a store kept per process, the most recently read
 _FOOTERS: OrderedDict[tuple[str, Stamp], pq.FileMetaData] = OrderedDict()
 _FOOTERS_LOCK = threading.Lock()
@@ -266,7 +265,7 @@ def held_budget() -> int:
     return min(HELD_BYTES, int(limit) // (4 * threads)) if limit else HELD_BYTES
 
 
-def _held(member: Member, file: str) -> Any:
+def _held(member: Member, file: str) -> pa.Buffer | None:
     """The bytes of ``file`` kept by :func:`verified` in this block, else None."""
     held = _HELD.get()
     return None if held is None or not member.remote else held.get((member.root, file))
@@ -274,7 +273,7 @@ def _held(member: Member, file: str) -> Any:
 
 def _verify_remote(member: Member, held_budget: int) -> dict[str, Any]:
     """:func:`verify_member` on a store: the listing unchanged, each listed object streamed once and hashed;
-    returns {name: bytes} of the data files read by parts that were kept (in file order while they fit in
+    returns {name: buffer of its bytes} of the data files read by parts that were kept (in file order while they fit in
     ``held_budget`` bytes in all)."""
     location = Location.of(member.root, member.storage_options)
     stamps = object_stamps(location)
@@ -283,92 +282,26 @@ def _verify_remote(member: Member, held_budget: int) -> dict[str, Any]:
         raise ChangedSinceRead(member.root, DONE, "the directory changed after the cohort was opened; open the "
                                                   "cohort again")
     read_by_parts = {p.file for p in member.parts}
-    held: dict[str, Any] = {}
+    held: dict[str, pa.Buffer] = {}
     for name, digest in member.entries.items():
         size = member.stamps[name][0]
         if name in read_by_parts and size <= held_budget:
-            held[name] = HeldFile(size)
             # one request for the whole object: a cohort's parallelism is its tasks, one per worker thread,
             # and ranged pieces in flight per file would multiply the requests (and, on a store that reads
             # the whole object for each ranged request, its work) for bytes the task keeps whole anyway
-            stream_checked(location, name, digest, size, Transfer(), held[name].add, plan=(size, 1))
+            held[name] = _fetched_whole(location, name, digest, size)
             held_budget -= size
         else:
             stream_checked(location, name, digest, size, Transfer())
     return held
 
 
-class HeldFile:
-    """A file's bytes kept as the pieces they were fetched in (:meth:`add`, in file order), opened as a file for
-    pyarrow: a read within one piece is a view of it, a read across pieces joins the part of each. No copy of
-    the whole file into one buffer, whose new pages a dask worker would fault and zero for every member.
-
-    >>> held = HeldFile(6)
-    >>> held.add(0, b"abcd"); held.add(4, b"ef")
-    >>> f = held.open(); _ = f.seek(3); bytes(f.read(2)), bytes(f.read(5)), f.tell()
-    (b'de', b'f', 6)
-    """
-
-    def __init__(self, size: int):
-        self.starts: list[int] = []
-        self.pieces: list[memoryview] = []
-        self.size = size
-
-    def add(self, start: int, piece: bytes) -> None:
-        self.starts.append(start)
-        self.pieces.append(memoryview(piece))
-
-    def open(self) -> Any:
-        return _HeldReader(self)
-
-
-class _HeldReader:
-    """A read-only, seekable file over a :class:`HeldFile` (what pyarrow's ``PythonFile`` calls)."""
-
-    closed = False
-
-    def __init__(self, held: HeldFile):
-        self.held, self.position = held, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return False
-
-    def tell(self) -> int:
-        return self.position
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self.position, 2: self.held.size}[whence]
-        self.position = max(0, base + offset)
-        return self.position
-
-    def read(self, n: int = -1) -> Any:
-        held = self.held
-        end = held.size if n is None or n < 0 else min(held.size, self.position + n)
-        if end <= self.position:
-            return b""
-        i = bisect.bisect_right(held.starts, self.position) - 1
-        first = held.starts[i]
-        if end <= first + len(held.pieces[i]):
-            out = held.pieces[i][self.position - first:end - first]
-        else:
-            parts, at = [], self.position
-            while at < end:
-                j = bisect.bisect_right(held.starts, at) - 1
-                start = held.starts[j]
-                parts.append(held.pieces[j][at - start:min(end, start + len(held.pieces[j])) - start])
-                at = start + len(held.pieces[j])
-            out = b"".join(parts)
-        self.position = end
-        return out
-
-    def close(self) -> None:
-        pass
+def _fetched_whole(location: Location, name: str, digest: str, size: int) -> pa.Buffer:
+    """The object ``name`` fetched in one request and hashed; a buffer over the bytes as they arrived (no copy)."""
+    pieces: list[bytes] = []
+    stream_checked(location, name, digest, size, Transfer(), lambda _start, piece: pieces.append(piece),
+                   plan=(max(1, size), 1))
+    return pa.py_buffer(pieces[0] if pieces else b"")
 
 
 def _done_text(root: Path) -> str:
@@ -484,7 +417,7 @@ def _handle(member: Member, part: Part) -> pq.ParquetFile:
     try:
         held = _held(member, part.file)
         if held is not None:
-            return pq.ParquetFile(held.open(), pre_buffer=False)
+            return pq.ParquetFile(pa.BufferReader(held), pre_buffer=False)
         if member.remote:
             return _remote_handle(member.file(part.file), member.stamps[part.file])
         return pq.ParquetFile(member.root / part.file, pre_buffer=False)
