@@ -562,18 +562,22 @@ def _create(location: Location, name: str, data: bytes, loser: str) -> None:
     """Store ``data`` at ``name`` only if nothing is there (``If-None-Match: *``), else TargetExists."""
     url, fs = location.child(name), location.fs
     try:
-        storage_call(url, f"writing {name}", lambda: _pipe_if_absent(fs, url, data))
+        storage_call(url, f"writing {name}", lambda: written_if_absent(fs, url, lambda **mode: fs.pipe_file(
+            url, data, **mode)))
     except FileExistsError:
         raise TargetExists(location.url, name, f"{loser}; nothing of it was replaced") from None
 
 
-def _pipe_if_absent(fs: Any, url: str, data: bytes) -> None:
+def written_if_absent(fs: Any, url: str, write: Callable[..., object]) -> None:
+    """``write(mode="create")``: the store's conditional write (``If-None-Match: *`` on S3, ``ifGenerationMatch=0``
+    on GCS), FileExistsError when something is at ``url``; where the store's fsspec implementation has no
+    conditional create, the nearest check: ``write()`` only if nothing is there when it starts."""
     try:
-        fs.pipe_file(url, data, mode="create")
-    except TypeError:  # a store whose fsspec implementation has no conditional create: the nearest check
+        write(mode="create")
+    except TypeError:
         if fs.exists(url):
             raise FileExistsError(url) from None
-        fs.pipe_file(url, data)
+        write()
 
 
 def _upload(location: Location, source: Path, name: str) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cellspec_sc.io._refusals import TargetExists
-from cellspec_sc.io._remote import _check_prefix, _remove, listing
+from cellspec_sc.io._remote import _check_prefix, _remove, listing, written_if_absent
 from cellspec_sc.io._storage import Location, storage_call
 
 ROOT_METADATA = ("zarr.json", ".zgroup", ".zattrs", ".zmetadata")  # what a zarr reader opens a group by
@@ -59,16 +59,10 @@ def check_file_url(url: str, storage_options: Mapping[str, Any] | None, *, overw
 
 
 def _put(fs: Any, source: Path, url: str, *, create: bool) -> None:
-    """Upload ``source``; with ``create`` only if nothing is at ``url`` when the upload completes (the store's
-    conditional write: ``If-None-Match: *`` on S3, ``ifGenerationMatch=0`` on GCS), else FileExistsError."""
-    if not create:
-        fs.put_file(str(source), url)
-        return
-    try:
-        fs.put_file(str(source), url, mode="create")
-    except TypeError:  # a store whose fsspec implementation has no conditional create: the nearest check
-        if fs.exists(url):
-            raise FileExistsError(url) from None
+    """Upload ``source``; with ``create`` only if nothing is at ``url`` (:func:`written_if_absent`)."""
+    if create:
+        written_if_absent(fs, url, lambda **mode: fs.put_file(str(source), url, **mode))
+    else:
         fs.put_file(str(source), url)
 
 
