@@ -390,8 +390,12 @@ def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: s
     """
     path = Path(path)
     check_regular_file(path)
-    with open(path, "rb") as handle:
+    with open(path, "rb") as handle:  # one open for the header line and the encoding sample
         first = handle.readline(HEADER_MAX_BYTES + 1)
+        sample = None
+        if encoding is None:  # the encoding sample: the whole file when it is small, kept for the parse
+            handle.seek(0)
+            sample = handle.read(ENCODING_SAMPLE)
     endless = len(first) > HEADER_MAX_BYTES and not first.endswith(b"\n")
     check_not_container(path, first)
     check_wide_encoding(path, first)
@@ -402,9 +406,7 @@ def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: s
         raise UnreadableText(f"{path.name}: line 1 runs past {HEADER_MAX_BYTES >> 20} MiB without a line end: not "
                              f"the header line of a {tool} table (a binary file, or text without line ends?)")
     contents = None
-    if encoding is None:  # the encoding sample: the whole file when it is small, kept for the parse
-        with open(path, "rb") as handle:
-            sample = handle.read(ENCODING_SAMPLE)
+    if sample is not None:
         encoding = sample_encoding(path, sample)
         contents = sample if len(sample) < ENCODING_SAMPLE else None
     else:
@@ -1174,9 +1176,13 @@ def _estimated_rows(path: Path, sample: int = SAMPLE_BYTES) -> int:
     return max(int(size / (len(head) / max(lines, 1)) * 1.1) + 1024, 1)
 
 
-def estimated_rows(path: Path) -> int:
-    """Room for the data rows of ``path`` without reading it whole (see :func:`_estimated_rows`)."""
-    return _estimated_rows(path)
+def estimated_rows(header: Header) -> int:
+    """Room for the data rows of ``header``'s file: its lines, when its header kept the bytes of a small file,
+    else estimated without reading it whole (see :func:`_estimated_rows`)."""
+    contents = header.contents
+    if contents is None:
+        return _estimated_rows(header.path)
+    return max(contents.count(b"\n") + (not contents.endswith(b"\n")), 1)
 
 
 def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:

@@ -88,7 +88,7 @@ class SteinbockAdapter(ToolAdapter):
         """Every image's intensities and regionprops, parsed and joined on ``Object``, one image after another,
         each written straight into the joined matrix (allocated for the rows estimated from the start of each
         intensities file, so that no file is read twice; grown when short)."""
-        lines = sum(estimated_rows(intensities.path) for intensities, _ in plan.files)
+        lines = sum(estimated_rows(intensities) for intensities, _ in plan.files)
         matrix = empty_matrix(lines, len(plan.roles.matrix))
         parts, start, hashes, stats = [], 0, {}, []
         parsed_tables = ordered_map(_image_tables, plan.files, threads=_parse_threads(plan.files),
@@ -297,7 +297,8 @@ def _parse_threads(files: Sequence[tuple[Header, Header]]) -> int:
     with a bigger table parses one image at a time, each table on every core."""
     if len(files) < 2:
         return 1
-    sizes = [header.path.stat().st_size for pair in files for header in pair]
+    sizes = [len(header.contents) if header.contents is not None else header.path.stat().st_size
+             for pair in files for header in pair]
     worth = max(sizes) <= SMALL_TABLE_BYTES and sum(sizes) >= len(sizes) * AHEAD_TABLE_BYTES
     return workers() if worth else 1
 

@@ -418,11 +418,12 @@ def input_records(tables: Tables, stems: Sequence[str], with_neighbors: bool,
     """Provenance records of every file read, named by their path inside the output folder (``hashes``: the
     SHA-256 of the tables the parse hashed as it read them, which are not read again)."""
     files = [p for p in (tables.panel, tables.images) if p is not None]
-    for kind in (0, 1, 2) if with_neighbors else (0, 1):
-        files += [tables.path(kind, s) for s in stems if tables.path(kind, s).is_file()]
+    hashes = hashes or {}
+    for kind in (0, 1, 2) if with_neighbors else (0, 1):  # a table read and hashed is there
+        files += [p for s in stems if (p := tables.path(kind, s)) in hashes or recorded_digest(p) or p.is_file()]
     records = []
     for path in files:
-        record = input_record(path, sha256=(hashes or {}).get(path) or recorded_digest(path))
+        record = input_record(path, sha256=hashes.get(path) or recorded_digest(path))
         record["path_basename"] = tables.where(path)  # intensities/a.csv and regionprops/a.csv
         records.append(record)
     return records
@@ -465,7 +466,7 @@ def plan_export(folder: Path, *, pixel_size, aggregation: str | None, encoding: 
     stems = image_stems(tables, rows)
     infos = infos_by_stem(rows, stems)
     sizes, sizes_y, size_source = image_pixel_sizes(folder, stems, infos, pixel_size)
-    files = [_image_headers(tables, stem, encoding) for stem in stems]
+    files = _image_headers_within(tables, stems, encoding)
     for pair in files[1:]:
         _check_same_columns(tables, files[0], pair)
     intensities, regionprops = files[0]
@@ -514,6 +515,26 @@ def classify_regionprops(names: Sequence[str]) -> list[FeatureSpec]:
     return out
 
 
+# The bytes of small tables the plan keeps from reading their headers, for their parse (so that each is read once).
+KEPT_TABLE_BYTES = 1 << 24
+
+
+def _image_headers_within(tables: Tables, stems: Sequence[str], encoding: str | None) -> list[tuple[Header, Header]]:
+    """Every image's two headers; the bytes a small table's header read took are kept for its parse while they
+    add up to :data:`KEPT_TABLE_BYTES` at most (a folder of hundreds of images would hold hundreds of MB; the
+    tables beyond are read again by their parse, each hashed from that one read)."""
+    files, kept = [], 0
+    for stem in stems:
+        pair = _image_headers(tables, stem, encoding)
+        size = sum(len(header.contents) if header.contents is not None else 0 for header in pair)
+        if kept + size > KEPT_TABLE_BYTES:
+            pair = tuple(replace(header, contents=None) for header in pair)
+        else:
+            kept += size
+        files.append(pair)
+    return files
+
+
 def _image_headers(tables: Tables, stem: str, encoding: str | None) -> tuple[Header, Header]:
     intensities = read_header(tables.path(0, stem), ",", "steinbock intensities", encoding)
     require_columns(intensities, "steinbock intensities", REQUIRED)
@@ -523,9 +544,7 @@ def _image_headers(tables: Tables, stem: str, encoding: str | None) -> tuple[Hea
                          "the regionprops table (`steinbock measure regionprops`)")
     regionprops = read_header(props_path, ",", "steinbock regionprops", encoding)
     require_columns(regionprops, "steinbock regionprops", [(OBJECT,), (CENTROIDS[0],), (CENTROIDS[1],)])
-    # the plan holds every image's headers at once: without the bytes a small file's header keeps for its parse
-    # (hundreds of images would hold hundreds of MB); each table is parsed and hashed from one read of its own
-    return replace(intensities, contents=None), replace(regionprops, contents=None)
+    return intensities, regionprops
 
 
 def _check_same_columns(tables: Tables, first: tuple[Header, Header], other: tuple[Header, Header]) -> None:
