@@ -121,8 +121,9 @@ class Context:
             raise Skip(f"{table} has duplicated column {column!r}")
         return values
 
-    def text(self, table: str, column: str) -> pd.Series:
-        """A column as object strings with None for NA (skips when it is not character)."""
+    def text(self, table: str, column: str) -> np.ndarray:
+        """A character column's values as a numpy object array of str, None for NA (skips when it is not
+        character): the checks iterate and compare them, without a Series' cost per call."""
         return self._converted(table, column, "text")
 
     def strings(self, table: str, column: str) -> pd.Series:
@@ -223,12 +224,18 @@ class Context:
         return lookup[codes]  # code -1 (NA) picks the trailing ``missing``
 
 
-def _objects(s: pd.Series) -> pd.Series:
-    """A character column as str objects with None for NA (from Arrow directly when Arrow holds it)."""
+def _objects(s: pd.Series) -> np.ndarray:
+    """A character column's values as str objects with None for NA (from Arrow directly when Arrow holds it).
+
+    >>> _objects(pd.Series(["a", None], dtype="string")).tolist()
+    ['a', None]
+    """
     if is_arrow_text(s):
-        values = pa.chunked_array(pa.array(s.array)).to_numpy(zero_copy_only=False)
-        return pd.Series(values, index=s.index, name=s.name, dtype=object, copy=False)
-    return s.astype(object).where(s.notna(), None)
+        return pa.chunked_array(pa.array(s.array)).to_numpy(zero_copy_only=False)
+    values = s.to_numpy(dtype=object)
+    out = values.copy()
+    out[pd.isna(values)] = None
+    return out
 
 
 def rows_text(rows: np.ndarray, count: int) -> str:
@@ -245,22 +252,30 @@ def bad_rows(table: str, column: str | None, mask: np.ndarray, what: str) -> Pro
     return Problem(f"{where}: {what} in {rows_text(rows, rows.size)}", column, rows, int(rows.size))
 
 
-def missing_or_empty(values: pd.Series) -> np.ndarray:
-    """Where ``values`` is missing or ``""`` (Arrow-backed text with neither is answered by Arrow alone).
+def missing_or_empty(values: pd.Series | np.ndarray) -> np.ndarray:
+    """Where ``values`` (a column, or :meth:`Context.text`'s array) is missing or ``""`` (Arrow-backed text with
+    neither is answered by Arrow alone).
 
     >>> missing_or_empty(pd.Series(["a", "", None], dtype="string")).tolist()
     [False, True, True]
+    >>> missing_or_empty(np.array(["", "b", None], dtype=object)).tolist()
+    [True, False, True]
     """
+    if isinstance(values, np.ndarray):
+        return _missing_or_empty_objects(values)
     if is_arrow_text(values):
         text = pa.chunked_array(pa.array(values.array))
         if text.null_count == 0 and (len(text) == 0 or pc.min(pc.binary_length(text)).as_py() > 0):
             return np.zeros(len(text), dtype=bool)
-    if values.dtype == object:  # Context.text's columns: numpy compares them without pandas' per-call cost
-        objects = values.to_numpy()
-        out = pd.isna(objects)
-        out[~out] = objects[~out] == ""
-        return out
+    if values.dtype == object:
+        return _missing_or_empty_objects(values.to_numpy())
     return (values.isna() | values.eq("")).to_numpy(dtype=bool, na_value=True)
+
+
+def _missing_or_empty_objects(objects: np.ndarray) -> np.ndarray:
+    out = pd.isna(objects)
+    out[~out] = objects[~out] == ""
+    return out
 
 
 def required_columns(ctx: Context, table: str, check_duplicates: bool = False) -> Problem | None:
@@ -338,10 +353,9 @@ def ids_present(ctx: Context, table: str, columns: tuple[str, ...]) -> Problem |
 def unique_ids(ctx: Context, table: str, column: str, missing: str) -> Problem | None:
     """Rows of ``table`` whose ``column`` is missing or empty (reported as ``missing``) or repeated."""
     ids = ctx.text(table, column)
-    objects = ids.to_numpy()
-    repeats = np.zeros(len(objects), dtype=bool)
-    if len(set(objects)) < len(objects):  # some value (or NA) repeats: find which rows
-        repeats = (ids.duplicated(keep=False) & ids.notna()).to_numpy()
+    repeats = np.zeros(len(ids), dtype=bool)
+    if len(set(ids)) < len(ids):  # some value (or NA) repeats: find which rows
+        repeats = pd.Series(ids, dtype=object).duplicated(keep=False).to_numpy() & ~pd.isna(ids)
     return merge([p for p in (bad_rows(table, column, missing_or_empty(ids), missing),
                               bad_rows(table, column, repeats, f"duplicated {column}")) if p])
 
@@ -352,15 +366,15 @@ def not_one_of(ctx: Context, table: str, column: str, allowed: tuple[str, ...]) 
     return bad_rows(table, column, ~is_in(values, allowed), f"{column} not one of {', '.join(allowed)}")
 
 
-def is_in(values: pd.Series, allowed: Iterable[str]) -> np.ndarray:
+def is_in(values: np.ndarray, allowed: Iterable[str]) -> np.ndarray:
     """Where a column of :meth:`Context.text` (str or None) is one of ``allowed``: ``Series.isin`` by Python set
     lookups, for the dictionary, images and channels tables, which have a row per feature, image or channel.
 
-    >>> is_in(pd.Series(["cell", None, "nucleus"], dtype=object), ("cell",)).tolist()
+    >>> is_in(np.array(["cell", None, "nucleus"], dtype=object), ("cell",)).tolist()
     [True, False, False]
     """
     allowed = frozenset(allowed)
-    return np.fromiter((v in allowed for v in values.to_numpy()), dtype=bool, count=len(values))
+    return np.fromiter((v in allowed for v in values), dtype=bool, count=len(values))
 
 
 def merge(problems: list[Problem]) -> Problem | None:
@@ -382,14 +396,14 @@ def kind_rows(ctx: Context, kind: str) -> np.ndarray:
     return dictionary_mask(ctx, kind=kind)
 
 
-def absent(values: pd.Series) -> np.ndarray:
-    return pd.isna(values.to_numpy())
+def absent(values: np.ndarray) -> np.ndarray:
+    return pd.isna(values)
 
 
 def dictionary_mask(ctx: Context, **match: str) -> np.ndarray:
     mask = np.ones(len(ctx.table("dictionary")), dtype=bool)
     for column, value in match.items():
-        mask &= np.asarray(ctx.text("dictionary", column).to_numpy() == value, dtype=bool)  # None != value
+        mask &= np.asarray(ctx.text("dictionary", column) == value, dtype=bool)  # None != value
     return mask
 
 

@@ -75,7 +75,7 @@ def _cells_area(ctx: Context) -> Problem | None:
 
 @check("cells_images_known")
 def _cells_images_known(ctx: Context) -> Problem | None:
-    known = {image: True for image in ctx.text("images", "image_id").to_numpy() if image is not None}
+    known = {image: True for image in ctx.text("images", "image_id") if image is not None}
     return bad_rows("cells", "image_id", ~ctx.per_cell(known, False, bool), "image_id not in images")
 
 

@@ -97,7 +97,7 @@ def _dictionary_format(ctx: Context) -> Problem | None:
     cols = {c: ctx.text("dictionary", c) for c in ("feature_id", "kind", "marker", "compartment", "statistic")}
     bad = np.zeros(len(cols["feature_id"]), dtype=bool)
     rules = {kind: ctx.voc.feature_id_rule(kind) for kind in ctx.voc.kinds}
-    for i, (fid, kind, marker, comp, stat) in enumerate(zip(*(c.to_numpy() for c in cols.values()), strict=True)):
+    for i, (fid, kind, marker, comp, stat) in enumerate(zip(*cols.values(), strict=True)):
         if kind in rules:
             bad[i] = fid != rules[kind].format(compartment=comp, marker=marker, statistic=stat)
     return bad_rows("dictionary", "feature_id", bad,

@@ -85,14 +85,14 @@ def _channels_types(ctx: Context) -> Problem | None:
 
 @check("channels_images_known")
 def _channels_images(ctx: Context) -> Problem | None:
-    known = {i for i in ctx.text("images", "image_id").to_numpy() if i is not None}
+    known = {i for i in ctx.text("images", "image_id") if i is not None}
     return bad_rows("channels", "image_id", ~is_in(ctx.text("channels", "image_id"), known), "image_id not in images")
 
 
 @check("channels_index_contiguous")
 def _channels_index(ctx: Context) -> Problem | None:
     # the values, not the Series: pandas factorises an array in half the time
-    codes, images = pd.factorize(ctx.text("channels", "image_id").to_numpy(), use_na_sentinel=False)
+    codes, images = pd.factorize(ctx.text("channels", "image_id"), use_na_sentinel=False)
     index = ctx.number("channels", "channel_index")
     order = np.lexsort((index, codes))  # by image, then index: each image's indices must then read 1..n
     sorted_codes = codes[order]
@@ -111,7 +111,7 @@ def _channels_index(ctx: Context) -> Problem | None:
 def _channels_names(ctx: Context) -> Problem | None:
     name, marker = ctx.text("channels", "channel_name"), ctx.text("channels", "marker")
     image = ctx.text("channels", "image_id")
-    pairs = list(zip(image.to_numpy(), marker.to_numpy(), strict=True))
+    pairs = list(zip(image, marker, strict=True))
     seen = Counter(pairs)
     dup = np.fromiter((seen[pair] > 1 and pair[1] is not None for pair in pairs), dtype=bool, count=len(pairs))
     return merge([p for p in (
@@ -124,7 +124,7 @@ def _channels_names(ctx: Context) -> Problem | None:
 @check("markers_in_channels")
 def _markers_in_channels(ctx: Context) -> Problem | None:
     intensity = kind_rows(ctx, "intensity")
-    markers = list(dict.fromkeys(m for m in ctx.text("dictionary", "marker").to_numpy()[intensity] if m is not None))
+    markers = list(dict.fromkeys(m for m in ctx.text("dictionary", "marker")[intensity] if m is not None))
     per_image: dict = {}
     for image, marker in zip(ctx.text("channels", "image_id"), ctx.text("channels", "marker"), strict=True):
         per_image.setdefault(image, set()).add(marker)
