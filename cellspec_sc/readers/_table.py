@@ -156,7 +156,9 @@ def first_repeat(values: Sequence[str]) -> tuple[int, int] | None:
 
 def check_missing_text(path: Path, values: np.ndarray, column: str, rows: np.ndarray | None) -> None:
     """Identifiers must be present: name the first line where one is missing or empty."""
-    bad = pd.isna(pd.Series(values, dtype=object)).to_numpy() | (pd.Series(values, dtype=object) == "").to_numpy()
+    values = np.asarray(values, dtype=object)
+    bad = pd.isna(values)
+    bad[~bad] = values[~bad] == ""
     if bad.any():
         raise InputError(f"{path.name}: line {first_line_where(bad, rows)}, column {column!r}: missing identifier")
 
