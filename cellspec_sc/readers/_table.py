@@ -218,6 +218,17 @@ def constant_strings(text: str, n: int) -> pa.ChunkedArray:
     return pa.chunked_array([pa.array([text], type=pa.string()).take(np.zeros(n, dtype=np.int64))])
 
 
+def repeated_strings(values: Sequence[str], counts: Sequence[int]) -> pd.arrays.ArrowStringArray:
+    """Each of ``values`` repeated ``counts`` times, as a column of the spec's ``character`` type made in Arrow
+    (pandas would make a Python string per row first).
+
+    >>> repeated_strings(["a", "b"], [2, 1]).tolist()
+    ['a', 'a', 'b']
+    """
+    positions = np.repeat(np.arange(len(values), dtype=np.int64), np.asarray(counts, dtype=np.int64))
+    return string_column(pa.array(list(values), type=pa.string()).take(positions))
+
+
 def string_column(values: pa.ChunkedArray | pa.Array) -> pd.arrays.ArrowStringArray:
     """An Arrow text column as the pandas string array of the spec's ``character`` type (NA for null),
     laid out as :func:`~cellspec_sc.spec._types.as_spec_type` lays it out, without going through Python strings."""
@@ -772,7 +783,7 @@ def _parse(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
         numbers[name] = values if kept_sel is None else values[kept_sel]
     m = table.num_rows if sel is None else len(sel)
     start, rows = job.slots.claim(index, m)
-    block = rows if rows is not None else np.empty((m, len(job.positions)), dtype=np.float64)
+    block = rows if rows is not None else empty_matrix(m, len(job.positions))
     codes, groups = _group_codes(text[job.group] if job.group is not None else None, m)
     counts, stats = fill_rows(kept, job.positions, kept_sel, block, codes, len(groups))  # rows from the piece's first
     return Piece(table.num_rows, sel, start, m, None if rows is not None else block, text, numbers,
@@ -1040,10 +1051,9 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     position = {name: i for i, name in enumerate(header.names)}
     contents = header.contents if header.contents is not None and len(header.contents) <= min(
         MIN_PIECE_BYTES, PIECE_BYTES) else _small_file(header.path)
-    if contents is not None:  # read once: its rows counted, its one piece cut and its SHA-256 taken from these bytes
+    if contents is not None:  # read once: its one piece cut and its SHA-256 taken from these bytes
         start = contents.find(b"\n") + 1 or len(contents)
-        rows = contents.count(b"\n", start) + (not contents.endswith(b"\n") and len(contents) > start)
-        out, hasher = empty_matrix(max(rows, 1), len(matrix)), None
+        out, hasher = empty_matrix(0, len(matrix)), None  # the piece's own block becomes the matrix: rows uncounted
     else:
         out = empty_matrix(_estimated_rows(header.path), len(matrix))
         start = data_start(header.path)
@@ -1153,6 +1163,8 @@ def _with_overflow(out: np.ndarray, filled: int, overflow: list[np.ndarray]) -> 
     the last pieces kept their own blocks (then one bigger matrix)."""
     if not overflow:
         return out[:filled]
+    if len(overflow) == 1 and len(overflow[0]) == filled:  # one piece, which kept its rows in a block of its own
+        return overflow[0]
     bigger = empty_matrix(filled, out.shape[1])
     placed = filled - sum(len(b) for b in overflow)
     bigger[:placed] = out[:placed]
@@ -1172,6 +1184,10 @@ def _estimated_rows(path: Path, sample: int = SAMPLE_BYTES) -> int:
     size = path.stat().st_size
     with open(path, "rb") as handle:
         head = handle.read(sample)
+    return _rows_from_head(head, size)
+
+
+def _rows_from_head(head: bytes, size: int) -> int:
     lines = head.count(b"\n") + (not head.endswith(b"\n"))
     if size <= len(head):
         return max(lines, 1)
@@ -1179,12 +1195,12 @@ def _estimated_rows(path: Path, sample: int = SAMPLE_BYTES) -> int:
 
 
 def estimated_rows(header: Header) -> int:
-    """Room for the data rows of ``header``'s file: its lines, when its header kept the bytes of a small file,
-    else estimated without reading it whole (see :func:`_estimated_rows`)."""
+    """Room for the data rows of ``header``'s file, without reading it whole (see :func:`_estimated_rows`): from
+    the bytes its header kept of a small file, when it did."""
     contents = header.contents
     if contents is None:
         return _estimated_rows(header.path)
-    return max(contents.count(b"\n") + (not contents.endswith(b"\n")), 1)
+    return _rows_from_head(contents[:SAMPLE_BYTES], len(contents))
 
 
 def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:

@@ -37,6 +37,7 @@ from cellspec_sc.readers._table import (
     listed,
     notice,
     positive_area,
+    repeated_strings,
     stream_columns,
     string_column,
     with_digests,
@@ -124,9 +125,9 @@ class SteinbockAdapter(ToolAdapter):
         per_row_y = np.repeat([sizes_y[s] or sizes[s] for s in stems], rows_per_image)
         x_px = parsed.number(CENTROIDS[0]) + 0.5  # regionprops: pixel i has its centre at i
         y_px = parsed.number(CENTROIDS[1]) + 0.5
-        images = np.repeat(np.asarray(stems, dtype=object), rows_per_image)
+        images = repeated_strings(stems, rows_per_image)
         cells = {"cell_id": string_column(parsed.arrow(OBJECT)), "image_id": images,
-                 "sample_id": images if self.sample_id is None else np.full(len(images), self.sample_id, dtype=object),
+                 "sample_id": images if self.sample_id is None else repeated_strings([self.sample_id], [len(images)]),
                  "x": x_px * per_row, "y": y_px * per_row_y}
         area = np.flatnonzero(((dictionary["kind"] == "shape") & (dictionary["statistic"] == "area")).to_numpy())
         if len(area):
@@ -194,12 +195,12 @@ class SteinbockAdapter(ToolAdapter):
         pairs = {stem: found_pairs for stem, found_pairs in found.items() if found_pairs is not None}
         n = sum(len(a) for a, _ in pairs.values())
         adjacency = canonical_frame({  # one frame for every image (a frame per image, then concat, costs more)
-            "image_id": np.repeat(np.asarray(list(pairs), dtype=object), [len(a) for a, _ in pairs.values()]),
+            "image_id": repeated_strings(list(pairs), [len(a) for a, _ in pairs.values()]),
             "cell_id_a": string_column(pa.chunked_array([c for a, _ in pairs.values() for c in a.chunks],
                                                         type=pa.string())),
             "cell_id_b": string_column(pa.chunked_array([c for _, b in pairs.values() for c in b.chunks],
                                                         type=pa.string())),
-            "shared_boundary": np.zeros(n), "method": np.full(n, method, dtype=object)}, "adjacency")
+            "shared_boundary": np.zeros(n), "method": repeated_strings([method], [n])}, "adjacency")
         return adjacency, {"method": method, "method_source": source, "pairs": int(len(adjacency)),
                            "shared_boundary": "0: steinbock does not measure the shared boundary"}
 
