@@ -389,10 +389,11 @@ def neighbor_pairs(tables: Tables, stem: str, ids: pa.ChunkedArray | pa.Array, e
     it is first seen, the smaller id (byte order) first, self-pairs dropped; None when the file does not exist.
     ``ids``: the cell ids of the image (checked unique)."""
     path = tables.path(2, stem)
-    if not path.is_file():
+    try:
+        header = read_header(path, ",", "steinbock neighbors", encoding)
+    except MissingPath:
         return None
     first_column, second_column = tables.layout.neighbor_columns
-    header = read_header(path, ",", "steinbock neighbors", encoding)
     require_columns(header, "steinbock neighbors", [(first_column,), (second_column,)])
     table = read_as_text(header, columns=[first_column, second_column])
     a, b = table.column(first_column), table.column(second_column)
@@ -539,10 +540,11 @@ def _image_headers(tables: Tables, stem: str, encoding: str | None) -> tuple[Hea
     intensities = read_header(tables.path(0, stem), ",", "steinbock intensities", encoding)
     require_columns(intensities, "steinbock intensities", REQUIRED)
     props_path = tables.path(1, stem)
-    if not props_path.is_file():
+    try:
+        regionprops = read_header(props_path, ",", "steinbock regionprops", encoding)
+    except MissingPath:
         raise InputError(f"{tables.root.name}/{tables.where(props_path)}: no such file; steinbock's centroids are in "
-                         "the regionprops table (`steinbock measure regionprops`)")
-    regionprops = read_header(props_path, ",", "steinbock regionprops", encoding)
+                         "the regionprops table (`steinbock measure regionprops`)") from None
     require_columns(regionprops, "steinbock regionprops", [(OBJECT,), (CENTROIDS[0],), (CENTROIDS[1],)])
     return intensities, regionprops
 
