@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 import cellspec_sc as cs
 import cellspec_sc.model._provenance as provenance
+import cellspec_sc.readers._table as pieces
 from cellspec_sc.cli.main import main
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import first_seen_codes, matrix_stats
@@ -165,6 +167,31 @@ def test_every_file_of_the_folder_is_read_once_and_hashed_from_the_bytes_parsed(
     for name, record in inputs.items():
         data = (folder / name).read_bytes()
         assert record["sha256"] == hashlib.sha256(data).hexdigest() and record["bytes"] == len(data), name
+
+
+def test_a_small_folder_parses_each_table_from_the_bytes_its_header_read_took(tmp_path, monkeypatch):
+    folder = two_images(tmp_path)
+    one = cs.read_steinbock(folder, neighbor_method="mask_touching")
+
+    def read_again(*args, **kwargs):
+        raise AssertionError("a table was read a second time")
+    for name in ("piece_bytes", "_small_file", "data_start", "_estimated_rows"):
+        monkeypatch.setattr(pieces, name, read_again)
+    again = cs.read_steinbock(folder, neighbor_method="mask_touching")
+    assert again.equals(one.replace(provenance=again.provenance)), again.differences(one)
+    assert again.provenance["inputs"] == one.provenance["inputs"]
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_folder_or_fifo_in_place_of_a_table_is_refused_as_such(tmp_path, kind):
+    for table in ("regionprops", "neighbors"):
+        folder = two_images(tmp_path / table)
+        path = folder / table / "Patient1_002.csv"
+        path.unlink()
+        path.mkdir() if kind == "folder" else os.mkfifo(path)
+        what = "a directory" if kind == "folder" else r"a FIFO \(named pipe\)"
+        with pytest.raises(InputError, match=rf"Patient1_002.csv: is {what}, not a regular file"):
+            cs.read_steinbock(folder, neighbor_method="mask_touching")
 
 
 def test_refusals_name_file_line_column_and_what_to_pass(tmp_path):
