@@ -280,9 +280,11 @@ print(format_header(read_header(url, options)).splitlines()[1])
   conditional write, which s3fs sends for `mode="create"`), listing every object the upload may leave;
   then the files in manifest order, `MANIFEST.sha256`, and `DONE` last (again only if absent); then
   the claim is removed. Of two writers with `overwrite=False`, one gets the claim and the other
-  `TargetExists` before it has uploaded anything. Where a store's fsspec implementation has no
-  conditional create, the claim falls back to a check that nothing is there, which two writers can
-  pass at once.
+  `TargetExists` before it has uploaded anything. Once it holds the claim, the writer lists the prefix
+  again: an object it had not seen means another writer published there between its first look and its
+  claim, so it withdraws the claim and is refused, nothing replaced. Where a store's fsspec
+  implementation has no conditional create, the claim falls back to a check that nothing is there,
+  which two writers can pass at once.
 - **`overwrite=True`** removes only a complete cellspec directory (`DONE` matches the manifest, and the
   manifest lists exactly the objects present) or an interrupted upload (no `DONE`, and the claim names
   every object present); any other object under the prefix makes it `TargetExists`, and nothing is
@@ -312,11 +314,13 @@ print(format_header(read_header(url, options)).splitlines()[1])
   anndata write the store locally, then uploads it with its root `zarr.json` last, so no zarr reader
   opens it before every array is there (`anndata.read_zarr(zarr.storage.FsspecStore.from_url(url,
   storage_options=options))` reads it back). Without `overwrite` the `.h5ad` is uploaded with the store's
-  conditional write, so of two writers racing for one URL one wins and the other gets `TargetExists`
-  (a store is checked before its upload only). `overwrite=True` replaces only an `.h5ad` file or an
-  AnnData store. `cellspec convert SOURCE s3://.../x.h5ad` (or `.zarr`) does the same. A SpatialData store is
-  refused on a URL: spatialdata 0.8's `SpatialData.write` takes a local path only; write it locally and
-  copy the folder to the bucket (fsspec's `put(local, url, recursive=True)`).
+  conditional write, and a store under a claim of its prefix as a directory is (`.cellspec-upload`,
+  removed once the root `zarr.json` is up), so of two writers racing for one URL one wins and the other
+  gets `TargetExists` before it has replaced anything. `overwrite=True` replaces only an `.h5ad` file, an
+  AnnData store, or what an interrupted store upload left (every object named by its claim).
+  `cellspec convert SOURCE s3://.../x.h5ad` (or `.zarr`) does the same. A SpatialData store is refused on
+  a URL: spatialdata 0.8's `SpatialData.write` takes a local path only; write it locally and copy the
+  folder to the bucket (fsspec's `put(local, url, recursive=True)`).
 
 ```python
 import anndata

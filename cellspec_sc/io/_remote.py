@@ -10,7 +10,9 @@ Writing builds and validates the directory in a private local folder (the local 
 
 1. claims the prefix with a conditional create of ``.cellspec-upload`` (``If-None-Match: *`` on S3), which
    lists every object the upload may leave; of two writers only one gets the claim, the other
-   :class:`~cellspec_sc.io._refusals.TargetExists` before it has uploaded anything;
+   :class:`~cellspec_sc.io._refusals.TargetExists` before it has uploaded anything; the prefix is then listed
+   again, and an object the writer did not see at first (another writer finished meanwhile) withdraws the
+   claim and refuses the write (:func:`claim_prefix`);
 2. with ``overwrite=True``, removes the old directory: ``DONE`` first, so that no reader takes the prefix for
    complete from then on, then exactly the objects its manifest lists;
 3. uploads the files in manifest order, then ``MANIFEST.sha256``, then ``DONE`` (again a conditional create),
@@ -29,7 +31,7 @@ import hashlib
 import json
 import shutil
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -478,10 +480,8 @@ class RemoteUpload:
         location = self.location
         _check_prefix(location)
         old = replaceable_objects(location, listing(location), self.overwrite)
-        claim = {"objects": sorted({*self.objects, DONE, MANIFEST, *old}), "folders": list(self.folders)}
-        if UPLOAD_CLAIM in old:
-            _remove(location, [UPLOAD_CLAIM])
-        _create(location, UPLOAD_CLAIM, json.dumps(claim).encode("utf-8"), "another writer is uploading here")
+        claim_prefix(location, {"objects": sorted({*self.objects, DONE, MANIFEST, *old}),
+                                "folders": list(self.folders)}, old)
         _remove(location, [n for n in old if n != UPLOAD_CLAIM])
         return self
 
@@ -556,6 +556,23 @@ def replaceable_objects(location: Location, present: Mapping[str, int], overwrit
         raise TargetExists(url, None, f"holds objects that are not a complete cellspec directory nor an interrupted "
                                       f"upload of one ({shown}); refusing to replace them")
     return objects
+
+
+def claim_prefix(location: Location, claim: Mapping[str, list[str]], old: Collection[str]) -> None:
+    """Claim the prefix for an upload: ``claim`` ({"objects": names, "folders": name prefixes}, what the upload may
+    leave) stored as ``.cellspec-upload`` only if no other claim is there (TargetExists for the loser), then the
+    prefix listed again: an object that is neither in ``old`` (what the caller saw, and may replace) nor the claim
+    was published by a writer that finished between the caller's look and this claim, so the claim is withdrawn
+    and the write refused before anything is replaced. An old claim in ``old`` (an interrupted upload being
+    replaced) is removed first."""
+    if UPLOAD_CLAIM in old:
+        _remove(location, [UPLOAD_CLAIM])
+    _create(location, UPLOAD_CLAIM, json.dumps(claim).encode("utf-8"), "another writer is uploading here")
+    arrived = sorted(set(listing(location)) - set(old) - {UPLOAD_CLAIM})
+    if arrived:
+        _remove(location, [UPLOAD_CLAIM])
+        raise TargetExists(location.url, arrived[0], "was published here by another writer meanwhile; nothing was "
+                                                     "replaced")
 
 
 def _create(location: Location, name: str, data: bytes, loser: str) -> None:

@@ -170,6 +170,29 @@ def test_two_concurrent_writers_without_overwrite_one_wins_the_other_gets_target
     assert_one_of_two_writers_wins(url, s3.options)
 
 
+def test_a_directory_published_between_the_look_and_the_claim_is_not_replaced(s3, monkeypatch):
+    """Another writer finishes its whole upload after this writer saw an empty prefix and before it claims the
+    prefix: the claim finds objects it did not see, is withdrawn, and nothing of the other directory changes."""
+    import cellspec_sc.io._remote as remote
+
+    url = url_in(s3)
+    bucket, _ = bucket_and_key(url)
+    first, second = cs.example(1), cs.example(2)
+    create = remote._create
+
+    def another_writer_finishes_first(location, name, data, loser):
+        if name == UPLOAD_CLAIM and not s3.keys(bucket):
+            monkeypatch.setattr(remote, "_create", create)
+            cs.write(first, url, storage_options=s3.options)
+        return create(location, name, data, loser)
+
+    monkeypatch.setattr(remote, "_create", another_writer_finishes_first)
+    with pytest.raises(TargetExists, match="published here by another writer meanwhile"):
+        cs.write(second, url, storage_options=s3.options)
+    assert UPLOAD_CLAIM not in {k.rsplit("/", 1)[-1] for k in s3.keys(bucket)}
+    assert cs.read(url, storage_options=s3.options).equals(first)
+
+
 def test_overwrite_true_replaces_a_complete_directory_and_removes_what_it_listed(s3):
     url = url_in(s3)
     cs.write(cs.example(1, adjacency=True), url, storage_options=s3.options)

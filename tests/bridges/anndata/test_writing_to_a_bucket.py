@@ -45,6 +45,75 @@ def test_the_root_metadata_of_a_store_is_uploaded_last(s3, x, monkeypatch):
     assert order[-1] == "zarr.json" and "obs/zarr.json" in order[:-1] and "X/zarr.json" in order[:-1]
 
 
+def test_a_store_is_uploaded_under_a_claim_of_its_prefix_removed_at_the_end(s3, x, monkeypatch):
+    import cellspec_sc.io._remote_files as remote_files
+
+    bucket = s3.bucket()
+    claimed_while_uploading: list[bool] = []
+    put = remote_files.storage_call
+
+    def noting(url, doing, call, **kw):
+        if doing.startswith("uploading "):
+            claimed_while_uploading.append("x.zarr/.cellspec-upload" in s3.keys(bucket))
+        return put(url, doing, call, **kw)
+
+    monkeypatch.setattr(remote_files, "storage_call", noting)
+    write_anndata_zarr(x, f"s3://{bucket}/x.zarr", storage_options=s3.options)
+    assert claimed_while_uploading and all(claimed_while_uploading)
+    assert "x.zarr/.cellspec-upload" not in s3.keys(bucket)
+
+
+@pytest.mark.parametrize("other", ["uploading", "finished"])
+def test_a_store_writer_that_finds_another_writer_there_uploads_nothing(s3, x, monkeypatch, other):
+    """Another writer claims the prefix (is uploading) or has published its whole store between this writer's
+    check and its claim: this writer is refused and the other writer's objects are all that is there."""
+    import cellspec_sc.io._remote as remote
+
+    bucket = s3.bucket()
+    theirs = {"uploading": ["x.zarr/.cellspec-upload"], "finished": ["x.zarr/X/zarr.json", "x.zarr/zarr.json"]}[other]
+    create = remote._create
+
+    def another_writer_first(location, name, data, loser):
+        for key in theirs:
+            s3.client().put_object(Bucket=bucket, Key=key, Body=b'{"objects": [], "folders": []}')
+        return create(location, name, data, loser)
+
+    monkeypatch.setattr(remote, "_create", another_writer_first)
+    said = "another writer is uploading here" if other == "uploading" else "another writer meanwhile"
+    with pytest.raises(TargetExists, match=said):
+        write_anndata_zarr(x, f"s3://{bucket}/x.zarr", storage_options=s3.options)
+    assert s3.keys(bucket) == theirs
+
+
+def test_an_interrupted_store_upload_is_replaced_only_with_overwrite(s3, x, monkeypatch):
+    import cellspec_sc.io._remote_files as remote_files
+
+    bucket = s3.bucket()
+    url = f"s3://{bucket}/x.zarr"
+    uploads = 0
+    put = remote_files.storage_call
+
+    def failing_third_upload(target, doing, call, **kw):
+        nonlocal uploads
+        if doing.startswith("uploading "):
+            uploads += 1
+            if uploads == 3:
+                raise OSError("connection lost")
+        return put(target, doing, call, **kw)
+
+    monkeypatch.setattr(remote_files, "storage_call", failing_third_upload)
+    with pytest.raises(OSError, match="connection lost"):
+        write_anndata_zarr(x, url, storage_options=s3.options)
+    monkeypatch.setattr(remote_files, "storage_call", put)
+    left = s3.keys(bucket)
+    assert "x.zarr/.cellspec-upload" in left and "x.zarr/zarr.json" not in left and len(left) == 3
+    with pytest.raises(TargetExists, match="already holds 3 object"):
+        write_anndata_zarr(x, url, storage_options=s3.options)
+    write_anndata_zarr(x, url, storage_options=s3.options, overwrite=True)
+    assert "x.zarr/.cellspec-upload" not in s3.keys(bucket)
+    assert cs.from_anndata(anndata.read_zarr(store_of(url, s3))).equals(x)
+
+
 def test_an_h5ad_file_in_a_bucket_is_one_object_anndata_reads(s3, x):
     bucket = s3.bucket()
     url = f"s3://{bucket}/x.h5ad"
