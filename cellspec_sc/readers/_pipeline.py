@@ -255,7 +255,7 @@ def parsed_with_dictionary(adapter: ToolAdapter, plan: Plan
     parses. A refusal of the parse comes first, as when the two ran in turn; a dictionary built for features the
     parse then changed (QuPath's measurement columns found to hold text) is built again for the settled plan, and so
     is one whose building refused the features."""
-    if not _parse_takes_a_while(plan.header.path):  # a thread would cost more than the little it lets overlap
+    if not _parse_takes_a_while(plan.header):  # a thread would cost more than the little it lets overlap
         parsed, settled = adapter.parse(plan)
         return parsed, settled, build_dictionary(settled.features, adapter.marker_map)
     parsing = in_background(contextvars.copy_context().run, adapter.parse, plan, name="cellspec-parse")
@@ -280,11 +280,15 @@ BACKGROUND_PARSE_BYTES = 1 << 16
 BACKGROUND_PARSE_MAX_BYTES = SMALL_TABLE_BYTES
 
 
-def _parse_takes_a_while(path: Path) -> bool:
-    """Whether ``path`` is a file of :data:`BACKGROUND_PARSE_BYTES` to :data:`BACKGROUND_PARSE_MAX_BYTES` (a
-    folder's tables are parsed by their adapter, with threads of its own)."""
+def _parse_takes_a_while(header: Header) -> bool:
+    """Whether ``header``'s file holds :data:`BACKGROUND_PARSE_BYTES` to :data:`BACKGROUND_PARSE_MAX_BYTES` (the
+    bytes its header read kept of a small file tell, without asking the file system again; a folder's tables are
+    parsed by their adapter, with threads of its own)."""
+    if header.contents is not None:
+        return BACKGROUND_PARSE_BYTES <= len(header.contents) <= BACKGROUND_PARSE_MAX_BYTES
     try:
-        return BACKGROUND_PARSE_BYTES <= path.stat().st_size <= BACKGROUND_PARSE_MAX_BYTES and path.is_file()
+        return BACKGROUND_PARSE_BYTES <= header.path.stat().st_size <= BACKGROUND_PARSE_MAX_BYTES and \
+            header.path.is_file()
     except OSError:
         return False
 
