@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import cellspec_sc as cs
+import cellspec_sc.model._provenance as provenance
 from cellspec_sc.bridges.anndata import read_anndata_zarr, read_h5ad, write_anndata_zarr, write_h5ad
 from cellspec_sc.errors import CellspecError
 
@@ -77,7 +78,9 @@ def test_changed_spatial_coordinates_are_refused_and_when_allowed_recorded(x):
     assert y.cells["x"].equals(x.cells["x"])  # x and y come from obs, as written
 
 
-def test_an_edited_spec_column_is_refused_and_allowed_by_name_or_at_all(x):
+def test_an_edited_spec_column_is_refused_and_allowed_by_name_or_at_all(x, monkeypatch):
+    # one clock reading for every history step, so that the two reads below may fall in different seconds
+    monkeypatch.setattr(provenance, "utc_now", lambda: "2026-01-01T00:00:00Z")
     adata = cs.to_anndata(x)
     adata.obs["classification"] = adata.obs["classification"].str.lower()
     adata.obs["x"] = adata.obs["x"] + 1.0
