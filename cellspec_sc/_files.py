@@ -16,9 +16,9 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["hash_from", "pid_alive", "scratch_folder", "sha256_file", "writer_pid"]
+__all__ = ["FileDigest", "file_digest", "hash_from", "pid_alive", "scratch_folder", "sha256_file", "writer_pid"]
 
 
 def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
@@ -48,6 +48,38 @@ def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
     with open(path, "rb", buffering=0) as handle:
         hash_from(handle, digest, chunk_size)
     return digest.hexdigest()
+
+
+class FileDigest(NamedTuple):
+    """The SHA-256 of a file's bytes as one read took them, and how many bytes that read took: a provenance record
+    made from both describes the same bytes, even when the file changed after the read.
+
+    >>> FileDigest.of(b"abc").size, FileDigest.of(b"abc").sha256[:8]
+    (3, 'ba7816bf')
+    """
+
+    sha256: str
+    size: int
+
+    @classmethod
+    def of(cls, data: bytes | memoryview) -> FileDigest:
+        """The digest of ``data``, a whole file's bytes."""
+        return cls(hashlib.sha256(data).hexdigest(), len(data))
+
+
+def file_digest(path: str | os.PathLike, chunk_size: int = 1 << 22) -> FileDigest:
+    """:class:`FileDigest` of a file, read once in chunks (constant memory): its size is what was hashed.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "f"
+    >>> _ = path.write_bytes(b"abc")
+    >>> file_digest(path) == FileDigest.of(b"abc")
+    True
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb", buffering=0) as handle:
+        size = hash_from(handle, digest, chunk_size)
+    return FileDigest(digest.hexdigest(), size)
 
 
 def hash_from(handle: Any, digest: Any, chunk_size: int = 1 << 22, stop: Callable[[], bool] | None = None) -> int:

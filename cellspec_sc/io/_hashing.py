@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cellspec_sc._background import daemon
-from cellspec_sc._files import hash_from
+from cellspec_sc._files import FileDigest, hash_from
 from cellspec_sc.errors import InputError
 from cellspec_sc.io._direct import DirectFile
 
@@ -134,7 +134,7 @@ class PieceHash:
     >>> _ = path.write_bytes(b"a,b\\n1,2\\n3,4\\n")
     >>> h = PieceHash(path, 4)
     >>> h.add((4, 8), b"1,2\\n"); h.add((8, 12), b"3,4\\n")
-    >>> h.result() == hashlib.sha256(path.read_bytes()).hexdigest()
+    >>> h.result() == (hashlib.sha256(path.read_bytes()).hexdigest(), 12)
     True
     """
 
@@ -167,12 +167,16 @@ class PieceHash:
         >>> h.add_if_next((4, 6), b"2\\n"), h.add_if_next((2, 4), b"1\\n")
         (False, True)
         """
-        with self._turn:
+        if not self._turn.acquire(blocking=False):  # another piece is being hashed: parse this one meanwhile
+            return False
+        try:
             if self._next != span[0] or self._failed:
                 return False
             self._digest.update(data)
             self._next = span[1]
             self._turn.notify_all()
+        finally:
+            self._turn.release()
         return True
 
     def fail(self) -> None:
@@ -181,15 +185,15 @@ class PieceHash:
             self._failed = True
             self._turn.notify_all()
 
-    def result(self) -> str:
-        """Hex SHA-256 of the whole file (every piece added)."""
+    def result(self) -> FileDigest:
+        """The SHA-256 of the whole file (every piece added) and its size."""
         size = self.path.stat().st_size
         if self._failed:
             raise RuntimeError(f"{self.path.name}: a piece was not read, so the file has no digest")
         if self._next != size:
             raise InputError(f"{self.path}: the file changed while it was read ({self._next:,} bytes read, "
                              f"{size:,} bytes now); read it again once whatever writes it has finished")
-        return self._digest.hexdigest()
+        return FileDigest(self._digest.hexdigest(), self._next)
 
 
 class HashingFile:

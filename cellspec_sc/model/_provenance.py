@@ -15,7 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from cellspec_sc._files import sha256_file
+from cellspec_sc._files import FileDigest, file_digest
 
 PACKAGE = "cellspec_sc"
 
@@ -38,14 +38,24 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def input_record(path: str | os.PathLike, *, keep_path: bool = False, sha256: str | None = None) -> dict[str, Any]:
-    """The provenance entry of one input file: basename, size and SHA-256 (full path only on request).
+def input_record(path: str | os.PathLike, *, keep_path: bool = False, digest: FileDigest | None = None
+                 ) -> dict[str, Any]:
+    """The provenance entry of one input file: basename, size and SHA-256 of the same bytes (full path only on
+    request).
 
-    ``sha256``: the digest when it was computed already (e.g. while the file was parsed).
+    ``digest``: the digest and size of the bytes a read took already (e.g. while the file was parsed); else the
+    file is read and hashed here. Either way size and digest come from one read, never from a later look at the
+    file.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "cells.csv"
+    >>> _ = path.write_bytes(b"a,b\\n1,2\\n")
+    >>> input_record(path)["bytes"], input_record(path, digest=FileDigest.of(b"a,b\\n"))["bytes"]
+    (8, 4)
     """
     p = Path(path)
-    record: dict[str, Any] = {"path_basename": p.name, "bytes": p.stat().st_size,
-                              "sha256": sha256 or sha256_file(p)}
+    digest = digest or file_digest(p)
+    record: dict[str, Any] = {"path_basename": p.name, "bytes": digest.size, "sha256": digest.sha256}
     if keep_path:
         record["path"] = str(p.resolve())
     return record

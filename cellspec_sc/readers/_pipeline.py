@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc._background import in_background
+from cellspec_sc._files import FileDigest
 from cellspec_sc.errors import InputError, ValidationError, argument_error, is_positive_number
 from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_record, new_provenance, sealed
 from cellspec_sc.progress import step
@@ -222,7 +223,7 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
         if adapter.reads_gzip and path.is_file() and is_gzip(path):
             with tempfile.TemporaryDirectory(prefix="cellspec-") as folder:
                 plain, digest = decompressed(path, Path(folder))
-                return _read(adapter, plain, input_record(path, sha256=digest))
+                return _read(adapter, plain, input_record(path, digest=digest))
         return _read(adapter, path, None)
 
 
@@ -234,7 +235,7 @@ def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tu
     tables = adapter.tables(plan, parsed, dictionary, applied)
     table = plan.header.path  # the export, or the table a reader chose in a folder (a steinbock folder: itself)
     if record is None and table.is_file():  # the tables of a steinbock folder are inputs of their own
-        record = input_record(table, sha256=parsed.sha256)
+        record = input_record(table, digest=parsed.digest)
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
     stats = image_stats(parsed, x.cells, tables.image_codes)
     # the cell-id codes may still be in the making on another core (and raise the adapter's refusal of repeated
@@ -308,17 +309,18 @@ def planned(adapter: ToolAdapter, path: Path) -> Plan:
 GZIP_BLOCK = 1 << 22
 
 
-def decompressed(path: Path, folder: Path) -> tuple[Path, str]:
-    """``path`` (gzip) decompressed into ``folder`` under its name without ``.gz``, and the SHA-256 of the
+def decompressed(path: Path, folder: Path) -> tuple[Path, FileDigest]:
+    """``path`` (gzip) decompressed into ``folder`` under its name without ``.gz``, and the SHA-256 and size of the
     compressed bytes, hashed as they are read (the file is read once). A damaged file is refused."""
     name = path.name[:-3] if path.name.lower().endswith(".gz") else path.name
     out = folder / name
-    digest = hashlib.sha256()
+    digest, size = hashlib.sha256(), 0
     inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
         with open(path, "rb") as source, open(out, "wb") as target:
             while block := source.read(GZIP_BLOCK):
                 digest.update(block)
+                size += len(block)
                 target.write(inflate.decompress(block))
                 while inflate.eof and inflate.unused_data:  # a file of several gzip members
                     rest = inflate.unused_data
@@ -330,7 +332,7 @@ def decompressed(path: Path, folder: Path) -> tuple[Path, str]:
                          "where") from None
     if not inflate.eof:
         raise InputError(f"{path.name}: the gzip file ends early (truncated download?)")
-    return out, digest.hexdigest()
+    return out, FileDigest(digest.hexdigest(), size)
 
 
 def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, tables: Tables,
@@ -340,7 +342,7 @@ def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, 
     provenance = new_provenance(
         producer={"tool": adapter.producer, "version": None}, adapter=adapter.name, adapter_version=adapter.version,
         inputs=[*([path_record] if path_record is not None else []),
-                *(p if isinstance(p, dict) else input_record(p, sha256=recorded_digest(p))
+                *(p if isinstance(p, dict) else input_record(p, digest=recorded_digest(p))
                   for p in tables.extra_inputs)],
         counts=counts,
         parameters={**tables.parameters, **({"recognised_as": chosen} if (chosen := adapter.recognised or

@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import codecs
 import csv
-import hashlib
 import mmap
 import os
 import re
@@ -82,6 +81,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from cellspec_sc._background import in_background, ordered_map, usable_cpus
+from cellspec_sc._files import FileDigest
 from cellspec_sc.errors import CellspecWarning, InputError, MissingPath
 from cellspec_sc.io import PieceHash
 from cellspec_sc.model import MatrixStats, all_distinct, arrow_code_array, empty_matrix
@@ -909,14 +909,14 @@ class Parsed:
     unfiltered: dict[str, pa.ChunkedArray]
     matrix: np.ndarray
     counts: dict[str, int]
-    sha256: str | None = None
-    """SHA-256 of the file, when the parse hashed it (from the bytes it read)."""
+    digest: FileDigest | None = None
+    """SHA-256 and size of the file, when the parse hashed it (from the bytes it read)."""
     stats: GroupedStats | None = None
     """Matrix stats gathered while parsing, ranges per group (see :class:`GroupedStats`)."""
     parts: tuple[int, ...] = ()
     """Rows of each table joined into this one, in order (a folder of tables), or ``()`` for a single table."""
-    hashes: dict[Path, str] | None = None
-    """SHA-256 of each table joined into this one (a folder of tables), hashed from the bytes the parse read."""
+    hashes: dict[Path, FileDigest] | None = None
+    """SHA-256 and size of each table joined into this one (a folder of tables), from the bytes the parse read."""
 
     def __post_init__(self) -> None:
         self._objects: dict[str, np.ndarray] = {}
@@ -1104,7 +1104,7 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
         unfiltered={n: pa.chunked_array(whole[n], type=pa.string()) for n in unfiltered},
         matrix=_with_overflow(out, filled, overflow),
         counts=counts,
-        sha256=hashlib.sha256(contents).hexdigest() if contents is not None else hasher.result(),
+        digest=FileDigest.of(contents) if contents is not None else hasher.result(),
         stats=stats.result(),
     )
 
@@ -1213,21 +1213,21 @@ def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:
 # from those bytes and hashed from them for provenance, instead of being read a second time to hash them.
 SIDE_FILE_BYTES = 1 << 24
 
-_DIGESTS: ContextVar[dict[str, str] | None] = ContextVar("cellspec_side_file_digests", default=None)
+_DIGESTS: ContextVar[dict[str, FileDigest] | None] = ContextVar("cellspec_side_file_digests", default=None)
 
 
 @contextmanager
-def recorded_digests() -> Iterator[dict[str, str]]:
-    """Within the block, the SHA-256 of every file :func:`read_as_text` reads whole is kept (see
+def recorded_digests() -> Iterator[dict[str, FileDigest]]:
+    """Within the block, the SHA-256 and size of every file :func:`read_as_text` reads whole are kept (see
     :func:`recorded_digest`), so that provenance does not read the file again to hash it.
 
-    >>> import tempfile, pathlib
+    >>> import hashlib, tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "panel.csv"
     >>> _ = path.write_bytes(b"channel,name\\nX1,CD3\\n")
     >>> with recorded_digests():
     ...     names = read_as_text(read_header(path, ",", "steinbock panel.csv")).column("name").to_pylist()
     ...     digest = recorded_digest(path)
-    >>> names, digest == hashlib.sha256(path.read_bytes()).hexdigest(), recorded_digest(path)
+    >>> names, digest == (hashlib.sha256(path.read_bytes()).hexdigest(), 20), recorded_digest(path)
     (['CD3'], True, None)
     """
     token = _DIGESTS.set({})
@@ -1237,8 +1237,9 @@ def recorded_digests() -> Iterator[dict[str, str]]:
         _DIGESTS.reset(token)
 
 
-def recorded_digest(path: str | os.PathLike) -> str | None:
-    """The SHA-256 of ``path`` taken from the bytes a read inside :func:`recorded_digests` parsed (else None)."""
+def recorded_digest(path: str | os.PathLike) -> FileDigest | None:
+    """The SHA-256 and size of ``path`` taken from the bytes a read inside :func:`recorded_digests` parsed (else
+    None)."""
     digests = _DIGESTS.get()
     return None if digests is None else digests.get(os.path.abspath(path))
 
@@ -1265,7 +1266,7 @@ def _whole_file(path: Path, known: bytes | None = None) -> bytes | None:
     if digests is None:
         return None
     if known is not None:
-        digests[os.path.abspath(path)] = hashlib.sha256(known).hexdigest()
+        digests[os.path.abspath(path)] = FileDigest.of(known)
         return known
     if path.stat().st_size > SIDE_FILE_BYTES:
         return None
@@ -1273,7 +1274,7 @@ def _whole_file(path: Path, known: bytes | None = None) -> bytes | None:
         data = handle.read(SIDE_FILE_BYTES + 1)
     if len(data) > SIDE_FILE_BYTES:  # grew meanwhile
         return None
-    digests[os.path.abspath(path)] = hashlib.sha256(data).hexdigest()
+    digests[os.path.abspath(path)] = FileDigest.of(data)
     return data
 
 

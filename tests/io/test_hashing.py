@@ -78,6 +78,33 @@ def test_piece_hash_of_a_file_that_grew_while_read_is_an_input_error_naming_it(t
         hasher.result()
 
 
+def test_a_piece_parses_while_another_piece_is_being_hashed_instead_of_waiting(tmp_path):
+    path = tmp_path / "export.csv"
+    path.write_bytes(b"a,b\n1,2\n3,4\n")
+    hasher = hashing.PieceHash(path, 4)
+    hashing_first, done_hashing = threading.Event(), threading.Event()
+
+    def first_piece_being_hashed():  # the thread of the first piece holds the digest while it feeds it
+        with hasher._turn:
+            hashing_first.set()
+            done_hashing.wait(10)
+    first = threading.Thread(target=first_piece_being_hashed)
+    first.start()
+    hashing_first.wait(10)
+    answers = []
+    second = threading.Thread(target=lambda: answers.append(hasher.add_if_next((8, 12), b"3,4\n")))
+    second.start()
+    second.join(5)
+    waited = second.is_alive()
+    done_hashing.set()
+    first.join()
+    second.join()
+    assert not waited and answers == [False]  # told to parse first and hand its bytes in later
+    hasher.add((4, 8), b"1,2\n")
+    hasher.add((8, 12), b"3,4\n")
+    assert hasher.result() == (hashlib.sha256(path.read_bytes()).hexdigest(), 12)
+
+
 def test_a_qupath_export_appended_to_during_the_read_is_refused_by_name(tmp_path, monkeypatch):
     source = tmp_path / "detections.tsv"
     header, *rows = (DATA / "v04_cell_detection.tsv").read_bytes().splitlines(keepends=True)

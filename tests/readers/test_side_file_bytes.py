@@ -27,7 +27,8 @@ def test_table_and_digest_are_the_files(tmp_path_factory, rows: list[tuple[str, 
         table = read_as_text(header)
         digest = recorded_digest(path)
     assert table.equals(expected)
-    assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    data = path.read_bytes()
+    assert digest == (hashlib.sha256(data).hexdigest(), len(data))
 
 
 def test_the_file_is_not_read_again(tmp_path) -> None:
@@ -38,4 +39,4 @@ def test_the_file_is_not_read_again(tmp_path) -> None:
     with recorded_digests():
         names = read_as_text(header).column("name").to_pylist()
         digest = recorded_digest(path)
-    assert names == ["CD3"] and digest == hashlib.sha256(b"channel,name\nX1,CD3\n").hexdigest()
+    assert names == ["CD3"] and digest == (hashlib.sha256(b"channel,name\nX1,CD3\n").hexdigest(), 20)

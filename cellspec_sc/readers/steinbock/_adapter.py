@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellspec_sc._background import ordered_map
+from cellspec_sc._files import FileDigest
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import MatrixStats, empty_matrix
 from cellspec_sc.readers._features import channels_frame, clean_marker
@@ -96,7 +97,7 @@ class SteinbockAdapter(ToolAdapter):
                                     name="cellspec-steinbock")
         try:
             for stem, (intensities, regionprops), (a, b) in zip(plan.stems, plan.files, parsed_tables, strict=True):
-                hashes[intensities.path] = a.sha256
+                hashes[intensities.path] = a.digest
                 if start + a.n > matrix.shape[0]:  # the estimate was short: grown (doubled) rather than overrun
                     grown = empty_matrix(max(start + a.n, 2 * matrix.shape[0]), matrix.shape[1])
                     grown[:start] = matrix[:start]
@@ -142,11 +143,11 @@ class SteinbockAdapter(ToolAdapter):
 
     @staticmethod
     def _join_image(stem: str, intensities: Header, regionprops: Header, a: Parsed, b: Parsed, out: np.ndarray,
-                    hashes: dict[Path, str], stats: list[MatrixStats | None]) -> Parsed:
+                    hashes: dict[Path, FileDigest], stats: list[MatrixStats | None]) -> Parsed:
         """One image's parsed intensities ``a`` joined on ``Object`` with its parsed regionprops ``b`` (rows in the
         order of the intensities table), the measurements written into ``out``; the regionprops' hash goes to
         ``hashes``, the joined matrix stats of the image to ``stats`` (:func:`joined_stats`)."""
-        hashes[regionprops.path] = b.sha256
+        hashes[regionprops.path] = b.digest
         ids = a.arrow(OBJECT)
         check_image_ids(intensities.path, ids, OBJECT, stem)
         order = _aligned(stem, intensities, regionprops, ids, b)

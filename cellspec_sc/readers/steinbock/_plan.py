@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellspec_sc._files import FileDigest
 from cellspec_sc.errors import InputError, MissingPath
 from cellspec_sc.model import input_record
 from cellspec_sc.readers._features import SKIMAGE_REGIONPROPS, FeatureSpec
@@ -415,7 +416,7 @@ def neighbor_pairs(tables: Tables, stem: str, ids: pa.ChunkedArray | pa.Array, e
 
 
 def input_records(tables: Tables, stems: Sequence[str], with_neighbors: bool,
-                  hashes: Mapping[Path, str | None] | None = None) -> list[dict]:
+                  hashes: Mapping[Path, FileDigest | None] | None = None) -> list[dict]:
     """Provenance records of every file read, named by their path inside the output folder (``hashes``: the
     SHA-256 of the tables the parse hashed as it read them, which are not read again)."""
     files = [p for p in (tables.panel, tables.images) if p is not None]
@@ -424,7 +425,7 @@ def input_records(tables: Tables, stems: Sequence[str], with_neighbors: bool,
         files += [p for s in stems if (p := tables.path(kind, s)) in hashes or recorded_digest(p) or p.is_file()]
     records = []
     for path in files:
-        record = input_record(path, sha256=hashes.get(path) or recorded_digest(path))
+        record = input_record(path, digest=hashes.get(path) or recorded_digest(path))
         record["path_basename"] = tables.where(path)  # intensities/a.csv and regionprops/a.csv
         records.append(record)
     return records

@@ -159,7 +159,7 @@ def test_every_file_of_the_folder_is_read_once_and_hashed_from_the_bytes_parsed(
 
     def hashed_again(path, *args, **kwargs):
         raise AssertionError(f"{path} was read a second time to hash it")
-    monkeypatch.setattr(provenance, "sha256_file", hashed_again)
+    monkeypatch.setattr(provenance, "file_digest", hashed_again)
     x = cs.read_steinbock(folder, neighbor_method="mask_touching")
     inputs = {i["path_basename"]: i for i in x.provenance["inputs"]}
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.csv"))
