@@ -13,8 +13,8 @@ The files imitate what the tools write, 120 columns each:
   ``ObjectNumber``, ``Intensity_MeanIntensity_<marker>``), 40 markers each, and ``read_export`` of the HALO table
   (the recognition's cost).
 
-``python -m benchmarks.readers`` times small exports (one, several hundred and a few thousand rows, and the
-fifteen-image steinbock folder) of all six readers against ``pandas.read_csv`` of the same files in the same process,
+``python -m benchmarks.readers`` times small exports (one, several hundred, a few thousand and ten thousand rows,
+the last of about 4 MB, and the fifteen-image steinbock folder) of all six readers against ``pandas.read_csv`` of the same files in the same process,
 the two sides in turn (:func:`small_rows`): at that size the fixed cost of a call is what matters, and a fresh
 process per side would time its first imports and caches instead.
 
@@ -455,7 +455,7 @@ CASES = _cases()
 
 
 # -- small exports: every reader beside pandas in the same process -----------------------------------------------
-SMALL_ROWS = (1, 300, 3000)
+SMALL_ROWS = (1, 300, 3000, 10000)
 SMALL_RATIO = 1.5
 SMALL_EXTRA_S = 0.020
 FEW_HUNDRED = 1000  # rows up to which a file counts as "a few hundred rows" (the goal in milliseconds)
