@@ -1,14 +1,17 @@
-"""The adjacency checks answer by Arrow keys exactly as pandas' MultiIndex and duplicated answer, for any text:
-missing values, empty strings, NUL bytes, non-ASCII ids and ids that compare differently as bytes and as text."""
+"""The adjacency checks answer by integer codes of the ids exactly as pandas' MultiIndex and duplicated answer, for
+any text: missing values, empty strings, NUL bytes, non-ASCII ids and ids that compare differently as bytes and as
+text."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cellspec_sc.validation._checks.adjacency import endpoints_missing, joined_keys, known_text, pair_problems
+from cellspec_sc.validation._checks import adjacency
+from cellspec_sc.validation._checks.adjacency import endpoints_missing, known_text, pair_problems
 
 PLAIN = st.sampled_from(["1", "2", "10", "", "a", "é", "z", "Ä", "ab"])  # the Arrow path
 ANY = st.one_of(st.none(), st.sampled_from(["1", "2", "10", "", "a\x00", "a", "\x00a", "é", "z", "Ä"]))  # mostly pandas
@@ -48,12 +51,16 @@ def test_arrow_keys_answer_as_pandas(data, ids):
     assert unordered.tolist() == expected_unordered.tolist() and dup.tolist() == expected_dup.tolist()
 
 
-def test_the_arrow_path_is_taken_for_plain_ids_and_not_where_a_key_could_join_two_pairs():
-    ids = _text(["1", "2"])
-    assert joined_keys([ids, ids]) is not None
-    assert joined_keys([_text(["a\x00", "b"]), ids]) is None  # ("a\0", "b") and ("a", "\0b") would be one key
-    assert joined_keys([_text(["a", None]), ids]) is None
-    assert joined_keys([pd.Series(["a", "b"], dtype=object), ids]) is None
+def test_ids_with_nul_bytes_are_answered_by_codes_and_only_missing_values_by_pandas(monkeypatch):
+    def by_pandas(values):
+        raise AssertionError("answered by pandas' MultiIndex")
+    monkeypatch.setattr(adjacency, "_objects", by_pandas)
+    cells = [_text(["i", "i"]), _text(["a\x00", "a"])]
+    adj = pd.DataFrame({"image_id": _text(["i", "i"]), "cell_id_a": _text(["a", "\x00a"]),
+                        "cell_id_b": _text(["a\x00", "a"])})
+    assert endpoints_missing(cells, adj).tolist() == [False, True]  # "a" + "\0a" would join like "a\0" + "a"
+    with pytest.raises(AssertionError, match="MultiIndex"):
+        endpoints_missing([cells[0], _text(["a", None])], adj)
 
 
 @settings(max_examples=200, deadline=None)

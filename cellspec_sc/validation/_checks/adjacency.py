@@ -50,15 +50,12 @@ def _adjacency_endpoints(ctx: Context) -> Problem | None:
 
 def endpoints_missing(cells: list[pd.Series], adj: pd.DataFrame) -> np.ndarray:
     """Rows of ``adj`` whose (image_id, cell_id_a) or (image_id, cell_id_b) is not a (image_id, cell_id) of
-    ``cells``: by Arrow on one text key per pair when no value is missing or holds a NUL (which could join two
-    different pairs into one key), else by pandas' MultiIndex (same answer, a hundred times the fixed cost)."""
+    ``cells``: by integer codes of the ids (:func:`endpoints_found`) when every value is Arrow text and none is
+    missing, else by pandas' MultiIndex (same answer, a hundred times the fixed cost)."""
     image = adj["image_id"]
-    keys = joined_keys(cells)
-    if keys is not None:
-        pairs = [joined_keys([image, adj[column]]) for column in ("cell_id_a", "cell_id_b")]
-        if all(pair is not None for pair in pairs):  # both ends looked up at once: one hash table of the keys
-            found = pc.is_in(pa.concat_arrays(pairs), value_set=keys).to_numpy(zero_copy_only=False)
-            return ~(found[:len(adj)] & found[len(adj):])
+    texts = [_present_text(s) for s in (*cells, image, adj["cell_id_a"], adj["cell_id_b"])]
+    if all(text is not None for text in texts):
+        return ~endpoints_found(*texts)
     index = pd.MultiIndex.from_arrays([_objects(s) for s in cells])
     missing = np.zeros(len(adj), dtype=bool)
     for column in ("cell_id_a", "cell_id_b"):
@@ -67,30 +64,75 @@ def endpoints_missing(cells: list[pd.Series], adj: pd.DataFrame) -> np.ndarray:
     return missing
 
 
+def endpoints_found(image: pa.Array, cell: pa.Array, contact_image: pa.Array, cell_a: pa.Array, cell_b: pa.Array
+                    ) -> np.ndarray:
+    """Whether both ends of each contact are cells: ``(contact_image, cell_a)`` and ``(contact_image, cell_b)`` among
+    the ``(image, cell)`` pairs (text without missing values). Each id becomes its position among the distinct ids
+    of the cells (an id no cell has, none), each pair one integer: no text is joined or hashed per contact.
+
+    >>> text = lambda *v: pa.array(v)
+    >>> endpoints_found(text("i", "i", "j"), text("1", "2", "1"), text("i", "j", "k"), text("1", "1", "1"),
+    ...                 text("2", "2", "1")).tolist()
+    [True, False, False]
+    """
+    images, ids = pc.unique(image), pc.unique(cell)
+    known = _codes(image, images) * len(ids) + _codes(cell, ids)
+    where = _codes(contact_image, images) * len(ids)
+    a, b = _codes(cell_a, ids), _codes(cell_b, ids)
+    present = (where >= 0) & (a >= 0) & (b >= 0)
+    return present & np.isin(where + a, known) & np.isin(where + b, known)
+
+
+def row_codes(*columns: pa.Array) -> np.ndarray:
+    """One integer per row, equal for two rows exactly when they hold the same values in every one of ``columns``
+    (text without missing values): each column's dictionary code, folded in column by column (renumbered densely
+    first when a fold could pass 2**62).
+
+    >>> row_codes(pa.array(["i", "i", "i"]), pa.array(["1", "1", "1"]), pa.array(["2", "3", "2"])).tolist()
+    [0, 1, 0]
+    """
+    key, bound = np.zeros(len(columns[0]), dtype=np.int64), 1
+    for column in columns:
+        encoded = pc.dictionary_encode(column)
+        size = max(len(encoded.dictionary), 1)
+        if bound * size >= 1 << 62:
+            key = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
+            bound = int(key.max()) + 1 if len(key) else 1
+        key = key * size + encoded.indices.to_numpy().astype(np.int64)
+        bound *= size
+    return key
+
+
+def listed_again(keys: np.ndarray) -> np.ndarray:
+    """Where a key occurs more than once (Arrow's hash table: one pass, however many keys repeat).
+
+    >>> listed_again(np.array([5, 1, 5])).tolist()
+    [True, False, True]
+    """
+    if not len(keys):
+        return np.zeros(0, dtype=bool)
+    codes = pc.dictionary_encode(pa.array(keys)).indices.to_numpy()
+    return np.bincount(codes)[codes] > 1
+
+
+def _codes(values: pa.Array, distinct: pa.Array) -> np.ndarray:
+    """The position of each of ``values`` among ``distinct`` as int64, -1 for a value not there."""
+    return pc.fill_null(pc.index_in(values, value_set=distinct), -1).to_numpy().astype(np.int64)
+
+
+def _present_text(values: pd.Series) -> pa.Array | None:
+    """Arrow-backed text without a missing value as one Arrow array, else None."""
+    if not is_arrow_text(values):
+        return None
+    array = pa.array(values.array)
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks else pa.array([], type=array.type)
+    return None if array.null_count else array
+
+
 def _objects(values: pd.Series) -> pd.Series:
     """Text as str objects with None for NA, as :meth:`Context.text` gives it."""
     return values.astype(object).where(values.notna(), None)
-
-
-def joined_keys(columns: list[pd.Series]) -> pa.Array | None:
-    """One text key per row joining ``columns`` (Arrow-backed text) with NUL, or None when a column is not Arrow text,
-    has a missing value or holds a NUL itself (then two different rows could give the same key).
-
-    >>> text = pd.Series(["a", "b"], dtype="string[pyarrow]")
-    >>> joined_keys([text, text.str.upper()]).to_pylist(), joined_keys([text, text.where(text == "a")])
-    (['a\\x00A', 'b\\x00B'], None)
-    """
-    arrays = []
-    for values in columns:
-        if not is_arrow_text(values):
-            return None
-        array = pa.array(values.array)
-        if isinstance(array, pa.ChunkedArray):
-            array = array.combine_chunks() if array.num_chunks else pa.array([], type=array.type)
-        if array.null_count or (len(array) and pc.any(pc.match_substring(array, "\x00")).as_py()):
-            return None
-        arrays.append(array.cast(pa.large_string()))
-    return pc.binary_join_element_wise(*arrays, pa.scalar("\x00", type=pa.large_string()))
 
 
 @check("adjacency_pairs")
@@ -104,15 +146,13 @@ def _adjacency_pairs(ctx: Context) -> Problem | None:
 
 def pair_problems(adj: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(rows whose cell_id_a is not before cell_id_b in byte order, NA read as ""; rows whose pair is listed more
-    than once): by Arrow when no value is missing or holds a NUL, else by pandas and numpy (the same answer)."""
-    keys = joined_keys([adj["image_id"], adj["cell_id_a"], adj["cell_id_b"]])
-    if keys is not None:
-        a, b = (pa.array(adj[c].array) for c in ("cell_id_a", "cell_id_b"))
+    than once): by Arrow and integer codes when every value is Arrow text and none is missing, else by pandas and
+    numpy (the same answer)."""
+    image, a, b = (_present_text(adj[c]) for c in ("image_id", "cell_id_a", "cell_id_b"))
+    if image is not None and a is not None and b is not None:
         # Arrow compares text by its UTF-8 bytes: byte order, as the spec says
         unordered = ~pc.less(a, b).to_numpy(zero_copy_only=False)
-        codes = pc.dictionary_encode(keys).indices.to_numpy(zero_copy_only=False)
-        dup = np.bincount(codes, minlength=1)[codes] > 1 if len(codes) else np.zeros(0, dtype=bool)
-        return unordered, dup
+        return unordered, listed_again(row_codes(image, a, b))
     a = adj["cell_id_a"].astype(object).where(adj["cell_id_a"].notna(), "")
     b = adj["cell_id_b"].astype(object).where(adj["cell_id_b"].notna(), "")
     # UTF-8 byte order equals Unicode code point order, which is how numpy compares str arrays
