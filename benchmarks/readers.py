@@ -14,9 +14,9 @@ The files imitate what the tools write, 120 columns each:
   (the recognition's cost).
 
 ``python -m benchmarks.readers`` times small exports (one, several hundred, a few thousand and ten thousand rows,
-the last of about 4 MB, and the fifteen-image steinbock folder) of all six readers against ``pandas.read_csv`` of the same files in the same process,
-the two sides in turn (:func:`small_rows`): at that size the fixed cost of a call is what matters, and a fresh
-process per side would time its first imports and caches instead.
+the last of about 4 MB, and the fifteen-image steinbock folder) of all six readers against ``pandas.read_csv`` of
+the same files in the same process, the two sides in turn (:func:`small_rows`): at that size the fixed cost of a
+call is what matters, and a fresh process per side would time its first imports and caches instead.
 
 ``*_1core`` cases pin both sides to one CPU (``os.sched_setaffinity``) and pyarrow to one thread: pandas then
 reads in one thread as well (it sizes its thread pool by the CPUs the process may use).
