@@ -31,9 +31,10 @@ def _missing_by_pandas(cells: list[pd.Series], adj: pd.DataFrame) -> np.ndarray:
 
 
 def _pairs_by_pandas(adj: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    a = adj["cell_id_a"].astype(object).where(adj["cell_id_a"].notna(), "")
-    b = adj["cell_id_b"].astype(object).where(adj["cell_id_b"].notna(), "")
-    unordered = ~(np.asarray(a, dtype=str) < np.asarray(b, dtype=str)) if len(adj) else np.zeros(0, dtype=bool)
+    def utf8(values: pd.Series) -> list[bytes]:
+        return [("" if pd.isna(v) else v).encode("utf-8") for v in values]
+    unordered = np.array([not x < y for x, y in zip(utf8(adj["cell_id_a"]), utf8(adj["cell_id_b"]), strict=True)],
+                         dtype=bool)
     return unordered, adj[["image_id", "cell_id_a", "cell_id_b"]].duplicated(keep=False).to_numpy()
 
 
@@ -49,6 +50,14 @@ def test_arrow_keys_answer_as_pandas(data, ids):
     unordered, dup = pair_problems(adj)
     expected_unordered, expected_dup = _pairs_by_pandas(adj)
     assert unordered.tolist() == expected_unordered.tolist() and dup.tolist() == expected_dup.tolist()
+
+
+@pytest.mark.parametrize("missing", [None, "x"])
+def test_a_trailing_nul_orders_after_the_id_without_it(missing):
+    adj = pd.DataFrame({"image_id": _text(["i", "i", "i"]), "cell_id_a": _text(["a", "a\x00", missing]),
+                        "cell_id_b": _text(["a\x00", "a", "y"])})
+    unordered, _ = pair_problems(adj)  # missing: the path without codes, which compares the text itself
+    assert unordered.tolist() == [False, True, False]
 
 
 def test_ids_with_nul_bytes_are_answered_by_codes_and_only_missing_values_by_pandas(monkeypatch):

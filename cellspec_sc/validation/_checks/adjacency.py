@@ -155,8 +155,9 @@ def pair_problems(adj: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         return unordered, listed_again(row_codes(image, a, b))
     a = adj["cell_id_a"].astype(object).where(adj["cell_id_a"].notna(), "")
     b = adj["cell_id_b"].astype(object).where(adj["cell_id_b"].notna(), "")
-    # UTF-8 byte order equals Unicode code point order, which is how numpy compares str arrays
-    unordered = ~(np.asarray(a, dtype=str) < np.asarray(b, dtype=str)) if len(adj) else np.zeros(0, dtype=bool)
+    # UTF-8 byte order equals the code point order Python compares str by (numpy's str arrays would drop trailing
+    # NUL characters: "a" and "a\0" would compare equal)
+    unordered = ~np.fromiter((x < y for x, y in zip(a, b, strict=True)), dtype=bool, count=len(adj))
     dup = adj[["image_id", "cell_id_a", "cell_id_b"]].duplicated(keep=False).to_numpy()
     return unordered, dup
 
