@@ -418,7 +418,7 @@ def neighbor_pairs(tables: Tables, stem: str, ids: pa.ChunkedArray | pa.Array, e
 def input_records(tables: Tables, stems: Sequence[str], with_neighbors: bool,
                   hashes: Mapping[Path, FileDigest | None] | None = None) -> list[dict]:
     """Provenance records of every file read, named by their path inside the output folder (``hashes``: the
-    SHA-256 of the tables the parse hashed as it read them, which are not read again)."""
+    SHA-256 and size of the tables the parse hashed as it read them, which are not read again)."""
     files = [p for p in (tables.panel, tables.images) if p is not None]
     hashes = hashes or {}
     for kind in (0, 1, 2) if with_neighbors else (0, 1):  # a table read and hashed is there

@@ -121,13 +121,14 @@ def _codes(values: pa.Array, distinct: pa.Array) -> np.ndarray:
 
 
 def _present_text(values: pd.Series) -> pa.Array | None:
-    """Arrow-backed text without a missing value as one Arrow array, else None."""
+    """Arrow-backed text without a missing value as one Arrow array of large strings (one type for every column:
+    Arrow's lookups take no mix of string views and strings), else None."""
     if not is_arrow_text(values):
         return None
     array = pa.array(values.array)
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks else pa.array([], type=array.type)
-    return None if array.null_count else array
+    return None if array.null_count else array.cast(pa.large_string())
 
 
 def _objects(values: pd.Series) -> pd.Series:
