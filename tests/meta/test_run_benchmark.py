@@ -37,8 +37,11 @@ def test_quick_run_writes_every_row_with_finite_times_and_ratios(tmp_path):
         assert math.isclose(row["ratio"], row["ours_min_s"] / row["baseline_min_s"])
         assert row["ours_peak_bytes"] > 0 and row["baseline_peak_bytes"] > 0
         assert row["goal_met"] in (True, False, None) and row["goal"]
-    for row in (r for r in rows if "from S3" in r["operation"]):  # the local server's CPU, each side
-        assert row["ours_server_cpu_s"] > 0 and row["baseline_server_cpu_s"] > 0, row
+    # the local server's CPU, each side: counted in clock ticks of 10 ms, so one small fetch of the quick run may
+    # count none, but the server's work over every S3 row does
+    served = [row[f"{side}_server_cpu_s"] for row in rows if "from S3" in row["operation"] for side in ("ours",
+                                                                                                       "baseline")]
+    assert served and all(math.isfinite(cpu) and cpu >= 0 for cpu in served) and sum(served) > 0, served
     read = next(r for r in rows if r["operation"] == "directory read")
     assert read["object_bytes"] >= 2000 * 24 * 8 and read["matrix_bytes"] == 2000 * 24 * 8
     table = (tmp_path / "table.md").read_text()
