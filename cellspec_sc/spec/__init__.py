@@ -17,6 +17,7 @@ from cellspec_sc._lazy import lazy_names
 if TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
     from cellspec_sc.spec._types import (
         PANDAS_DTYPES,
+        arrow_text,
         as_spec_type,
         canonical_frame,
         character_array,
@@ -34,6 +35,7 @@ _WHERE = {
     "SPEC_TYPES": "cellspec_sc.spec._vocabulary",
     "SPEC_VERSION": "cellspec_sc.spec._vocabulary",
     "Vocabulary": "cellspec_sc.spec._vocabulary",
+    "arrow_text": "cellspec_sc.spec._types",
     "as_spec_type": "cellspec_sc.spec._types",
     "canonical_frame": "cellspec_sc.spec._types",
     "character_array": "cellspec_sc.spec._types",
@@ -45,7 +47,7 @@ _WHERE = {
     "without_repeated_names": "cellspec_sc.spec._types",
 }
 
-__all__ = ["PANDAS_DTYPES", "SPEC_TYPES", "SPEC_VERSION", "Vocabulary", "as_spec_type", "canonical_frame",
+__all__ = ["PANDAS_DTYPES", "SPEC_TYPES", "SPEC_VERSION", "Vocabulary", "arrow_text", "as_spec_type", "canonical_frame",
            "character_array", "column_spec_types", "declared_type", "is_arrow_text", "spec_type_of", "vocabulary",
            "without_repeated_names"]
 

@@ -419,7 +419,8 @@ def per_feature_problem(ctx: Context, counts: np.ndarray, what: str) -> Problem 
 def repeated(values: np.ndarray) -> np.ndarray:
     """Where a value of a 1-D integer array occurs more than once (``duplicated(keep=False)``), found by
     one sort (numpy sorts a million integers in a few ms, a tenth of pandas' hash table) and, only
-    when some value repeats, a lookup of the repeated values.
+    when some value repeats, a lookup of the few repeated values; when many repeat, a count by Arrow's hash
+    table instead (looking up a large set of repeated values costs several sorts).
 
     >>> repeated(np.array([3, 1, 3, 2, 1])).tolist()
     [True, True, True, False, True]
@@ -428,7 +429,11 @@ def repeated(values: np.ndarray) -> np.ndarray:
     same = ordered[1:] == ordered[:-1]
     if not same.any():
         return np.zeros(values.shape, dtype=bool)
-    return np.isin(values, ordered[1:][same])
+    again = ordered[1:][same]
+    if again.size * 64 < values.size:
+        return np.isin(values, again)
+    codes = pc.dictionary_encode(pa.array(values)).indices.to_numpy()
+    return np.bincount(codes)[codes] > 1
 
 
 def duplicated_rows(codes: np.ndarray, *numbers: np.ndarray) -> np.ndarray:

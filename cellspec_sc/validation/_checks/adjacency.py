@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cellspec_sc.spec import is_arrow_text
+from cellspec_sc.spec import arrow_text, is_arrow_text
 from cellspec_sc.validation._context import (
     Context,
     Problem,
@@ -16,6 +16,7 @@ from cellspec_sc.validation._context import (
     check,
     column_types,
     merge,
+    repeated,
     required_columns,
 )
 
@@ -103,32 +104,18 @@ def row_codes(*columns: pa.Array) -> np.ndarray:
     return key
 
 
-def listed_again(keys: np.ndarray) -> np.ndarray:
-    """Where a key occurs more than once (Arrow's hash table: one pass, however many keys repeat).
-
-    >>> listed_again(np.array([5, 1, 5])).tolist()
-    [True, False, True]
-    """
-    if not len(keys):
-        return np.zeros(0, dtype=bool)
-    codes = pc.dictionary_encode(pa.array(keys)).indices.to_numpy()
-    return np.bincount(codes)[codes] > 1
-
-
 def _codes(values: pa.Array, distinct: pa.Array) -> np.ndarray:
     """The position of each of ``values`` among ``distinct`` as int64, -1 for a value not there."""
     return pc.fill_null(pc.index_in(values, value_set=distinct), -1).to_numpy().astype(np.int64)
 
 
 def _present_text(values: pd.Series) -> pa.Array | None:
-    """Arrow-backed text without a missing value as one Arrow array of large strings (one type for every column:
-    Arrow's lookups take no mix of string views and strings), else None."""
-    if not is_arrow_text(values):
+    """Arrow-backed text without a missing value as one Arrow array of large strings (:func:`arrow_text`: one type
+    for every column, as Arrow's lookups take no mix of string views and strings), else None."""
+    text = arrow_text(values) if is_arrow_text(values) else None
+    if text is None or text.null_count:
         return None
-    array = pa.array(values.array)
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks() if array.num_chunks else pa.array([], type=array.type)
-    return None if array.null_count else array.cast(pa.large_string())
+    return text.combine_chunks() if text.num_chunks else pa.array([], type=pa.large_string())
 
 
 def _objects(values: pd.Series) -> pd.Series:
@@ -153,7 +140,7 @@ def pair_problems(adj: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     if image is not None and a is not None and b is not None:
         # Arrow compares text by its UTF-8 bytes: byte order, as the spec says
         unordered = ~pc.less(a, b).to_numpy(zero_copy_only=False)
-        return unordered, listed_again(row_codes(image, a, b))
+        return unordered, repeated(row_codes(image, a, b))
     a = adj["cell_id_a"].astype(object).where(adj["cell_id_a"].notna(), "")
     b = adj["cell_id_b"].astype(object).where(adj["cell_id_b"].notna(), "")
     # UTF-8 byte order equals the code point order Python compares str by (numpy's str arrays would drop trailing
