@@ -70,17 +70,25 @@ def _character_columns(columns: Iterable[tuple[Any, pd.Series]]) -> list[tuple[A
 
 
 def _any_nul_byte(text: pd.Series) -> bool:
-    """Whether a NUL byte is anywhere in the Arrow data buffers of a text column (one pass at memory
-    speed; UTF-8 holds byte 0 only for the NUL character). The buffers may hold bytes of no value of
-    the column (a slice): a True is checked value by value, a False is certain.
+    """Whether a NUL byte is among the bytes of the values of a text column (one pass over each chunk's
+    bytes at memory speed; UTF-8 holds byte 0 only for the NUL character). Only the bytes between a chunk's
+    first and last offset are read: Arrow pads a data buffer (an empty column has 8 zero bytes) and a slice
+    shares its parent's. A missing value may still own bytes: a True is checked value by value, a False is
+    certain.
 
-    >>> [_any_nul_byte(pd.Series(values, dtype="string")) for values in (["a", None, "b"], ["a\\x00"])]
-    [False, True]
+    >>> [_any_nul_byte(pd.Series(values, dtype="string")) for values in (["a", None, "b"], ["a\\x00"], [])]
+    [False, True, False]
     """
     arrow = pa.array(text.array) if is_arrow_text(text) else pa.array(text.array, from_pandas=True)
     for chunk in arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]:
-        data = chunk.buffers()[2]
-        if data is not None and data.size and np.frombuffer(data, dtype=np.uint8).min() == 0:
+        offsets, data = chunk.buffers()[1:3]
+        if data is None or not len(chunk):
+            continue
+        if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+            return True  # another layout (string views): checked value by value
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        first, last = np.frombuffer(offsets, dtype=width)[[chunk.offset, chunk.offset + len(chunk)]]
+        if last > first and np.frombuffer(data, dtype=np.uint8)[first:last].min() == 0:
             return True
     return False
 

@@ -3,12 +3,17 @@ them naming the value, and a cellspec directory holds them."""
 
 from __future__ import annotations
 
+import pandas as pd
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cellspec_sc as cs
 from cellspec_sc.bridges.anndata import write_anndata_zarr, write_h5ad
 from cellspec_sc.bridges.spatialdata import write_spatialdata
 from cellspec_sc.errors import Unstorable
+from cellspec_sc.validation._portability import _any_nul_byte, unstorable_text
 
 
 def test_nul_in_text_refused_for_h5ad_and_noted_by_validate(tmp_path):
@@ -34,3 +39,23 @@ def test_long_region_layer_name_refused_for_zarr_and_noted_by_validate(tmp_path)
             write(x, tmp_path / "x.zarr")
     assert list(tmp_path.iterdir()) == []
     assert cs.validate(cs.example()).status("portability") == "pass"
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.text(alphabet="ab\x00é", max_size=3)), max_size=12),
+       start=st.integers(0, 12), size=st.integers(0, 12), large=st.booleans())
+def test_a_nul_is_found_exactly_among_the_values_of_a_column_slice(values, start, size, large):
+    # a slice shares its parent's bytes: a NUL outside it is not in the column; Arrow pads empty buffers with zeros
+    arrow = pa.array(values, type=pa.large_string() if large else pa.string()).slice(start, size)
+    column = pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([arrow.cast(pa.large_string())])))
+    held = [v for v in arrow.to_pylist() if v is not None]
+    has_nul = any("\x00" in v for v in held)
+    assert _any_nul_byte(column) is has_nul
+    x = cs.example()
+    cells = x.cells.iloc[:len(column)].reset_index(drop=True).assign(note=column.to_numpy()) if len(column) else None
+    if cells is not None:
+        found = unstorable_text(x.replace(cells=cells, measurements=x.measurements[:len(column)]))
+        first = next((row for row, v in enumerate(arrow.to_pylist()) if v is not None and "\x00" in v), None)
+        assert (found is None) is (first is None)
+        if first is not None:
+            assert found.startswith(f"cells.note row {first} holds a NUL")
