@@ -68,20 +68,34 @@ def endpoints_missing(cells: list[pd.Series], adj: pd.DataFrame) -> np.ndarray:
 def endpoints_found(image: pa.Array, cell: pa.Array, contact_image: pa.Array, cell_a: pa.Array, cell_b: pa.Array
                     ) -> np.ndarray:
     """Whether both ends of each contact are cells: ``(contact_image, cell_a)`` and ``(contact_image, cell_b)`` among
-    the ``(image, cell)`` pairs (text without missing values). Each id becomes its position among the distinct ids
-    of the cells (an id no cell has, none), each pair one integer: no text is joined or hashed per contact.
+    the ``(image, cell)`` pairs (text without missing values). Each id becomes its code in one dictionary of the cells'
+    ids and both ends' (:func:`joint_codes`), each pair one integer: no text is joined or hashed per contact.
 
     >>> text = lambda *v: pa.array(v)
     >>> endpoints_found(text("i", "i", "j"), text("1", "2", "1"), text("i", "j", "k"), text("1", "1", "1"),
     ...                 text("2", "2", "1")).tolist()
     [True, False, False]
     """
-    images, ids = pc.unique(image), pc.unique(cell)
-    known = _codes(image, images) * len(ids) + _codes(cell, ids)
-    where = _codes(contact_image, images) * len(ids)
-    a, b = _codes(cell_a, ids), _codes(cell_b, ids)
-    present = (where >= 0) & (a >= 0) & (b >= 0)
-    return present & np.isin(where + a, known) & np.isin(where + b, known)
+    n, m = len(cell), len(cell_a)
+    ids, width = joint_codes(cell, cell_a, cell_b)
+    images, _ = joint_codes(image, contact_image)
+    known = images[:n] * width + ids[:n]
+    where = images[n:] * width
+    return np.isin(where + ids[n:n + m], known) & np.isin(where + ids[n + m:], known)
+
+
+def joint_codes(*columns: pa.Array) -> tuple[np.ndarray, int]:
+    """The code of every value of ``columns`` (text without missing values), in order, in one dictionary of them all
+    (Arrow encodes the columns as the chunks of one column: one hash table, nothing copied), and its size.
+
+    >>> codes, size = joint_codes(pa.array(["a", "b"]), pa.array(["b", "c"]))
+    >>> codes.tolist(), size
+    ([0, 1, 1, 2], 3)
+    """
+    encoded = pc.dictionary_encode(pa.chunked_array(columns, type=columns[0].type))
+    codes = [chunk.indices.to_numpy().astype(np.int64) for chunk in encoded.chunks]
+    joined = np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64)
+    return joined, int(joined.max()) + 1 if joined.size else 0  # codes number the values from 0 as first seen
 
 
 def row_codes(*columns: pa.Array) -> np.ndarray:
@@ -102,11 +116,6 @@ def row_codes(*columns: pa.Array) -> np.ndarray:
         key = key * size + encoded.indices.to_numpy().astype(np.int64)
         bound *= size
     return key
-
-
-def _codes(values: pa.Array, distinct: pa.Array) -> np.ndarray:
-    """The position of each of ``values`` among ``distinct`` as int64, -1 for a value not there."""
-    return pc.fill_null(pc.index_in(values, value_set=distinct), -1).to_numpy().astype(np.int64)
 
 
 def _present_text(values: pd.Series) -> pa.Array | None:
