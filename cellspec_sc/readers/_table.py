@@ -194,18 +194,6 @@ def ids_are_unique(image_index: np.ndarray, cell_codes: np.ndarray) -> bool:
     return not duplicated_pairs(image_index, cell_codes).any()
 
 
-def first_unknown(values: pa.ChunkedArray | pa.Array, known: pa.ChunkedArray | pa.Array) -> int | None:
-    """Position of the first of ``values`` that is not one of ``known`` (a null is never known), or None.
-
-    >>> first_unknown(pa.array(["1", "2", "7"]), pa.array(["1", "2"]))
-    2
-    """
-    if isinstance(known, pa.ChunkedArray):
-        known = known.combine_chunks() if known.num_chunks else pa.array([], type=known.type)
-    position = pc.index(pc.is_in(values, value_set=known), False).as_py()
-    return None if position < 0 else position
-
-
 def arrow_objects(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Arrow strings as an object array (None for null), for the slow paths that name a problem."""
     if isinstance(values, pa.ChunkedArray) and values.num_chunks == 0:

@@ -47,7 +47,6 @@ from cellspec_sc.readers._table import (
     Header,
     check_missing_text,
     first_repeat,
-    first_unknown,
     listed,
     notice,
     pixel_size_for,
@@ -397,22 +396,34 @@ def neighbor_pairs(tables: Tables, stem: str, ids: pa.ChunkedArray | pa.Array, e
     first_column, second_column = tables.layout.neighbor_columns
     require_columns(header, "steinbock neighbors", [(first_column,), (second_column,)])
     table = read_as_text(header, columns=[first_column, second_column])
-    a, b = table.column(first_column), table.column(second_column)
-    for values, column in ((a, first_column), (b, second_column)):
-        i = first_unknown(values, ids)
-        if i is not None:
+    known = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    ends = []
+    for column in (first_column, second_column):  # each end as its id's position among the image's ids
+        values = table.column(column)
+        codes = pc.index_in(values, value_set=known)
+        if codes.null_count:
+            i = pc.index(pc.is_null(codes), True).as_py()
             raise InputError(f"{tables.root.name}/{tables.where(path)}: line {i + 2}, column {column!r}: object "
                              f"{values[i].as_py()!r} is not in {tables.where(tables.path(0, stem))}")
-    distinct = pc.not_equal(a, b)
-    a, b = a.filter(distinct), b.filter(distinct)
-    first = pc.less(a, b)
-    low, high = pc.if_else(first, a, b), pc.if_else(first, b, a)
-    # each pair once, where it is first seen: the pair as one number from the ids' positions (every id is known)
-    known = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
-    key = (pc.index_in(low, value_set=known).to_numpy().astype(np.int64) * len(known)
-           + pc.index_in(high, value_set=known).to_numpy())
-    rows = np.sort(np.unique(key, return_index=True)[1])
-    return low.take(rows), high.take(rows)
+        ends.append(codes.to_numpy().astype(np.int64))
+    a, b = ends
+    a, b = a[a != b], b[a != b]
+    rank = byte_order_ranks(known)
+    low, high = np.where(rank[a] < rank[b], a, b), np.where(rank[a] < rank[b], b, a)
+    # each pair once, where it is first seen: the pair as one number from the ids' positions
+    rows = np.sort(np.unique(low * len(known) + high, return_index=True)[1])
+    return pa.chunked_array([known.take(low[rows])]), pa.chunked_array([known.take(high[rows])])
+
+
+def byte_order_ranks(ids: pa.Array) -> np.ndarray:
+    """The rank of each of ``ids`` (distinct text) in byte order, the order of the spec's pairs.
+
+    >>> byte_order_ranks(pa.array(["9", "10", "2"])).tolist()
+    [2, 0, 1]
+    """
+    ranks = np.empty(len(ids), dtype=np.int64)
+    ranks[pc.sort_indices(ids).to_numpy()] = np.arange(len(ids))
+    return ranks
 
 
 def input_records(tables: Tables, stems: Sequence[str], with_neighbors: bool,
