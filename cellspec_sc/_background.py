@@ -170,7 +170,7 @@ class ThreadCache:
         self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...], str]] = \
             queue.SimpleQueue()
         self._waiting = 0  # threads waiting for a call that no call handed in has counted on
-        self._busy = 0  # calls running (what exit waits for)
+        self._busy = 0  # calls handed in and not ended (what exit waits for)
         self._idle = threading.Condition(self._lock)
 
     def submit[R](self, fn: Callable[..., R], *args: Any, name: str) -> Future[R]:
@@ -179,18 +179,19 @@ class ThreadCache:
         with self._lock:
             start = not self._waiting
             self._waiting -= not start
-        self._calls.put((future, fn, args, name))
+            self._busy += 1
         if start:
-            threading.Thread(target=self._work, name=name, daemon=True).start()
+            try:
+                threading.Thread(target=self._work, name=name, daemon=True).start()
+            except BaseException:  # no thread (a limit, or the interpreter shutting down): nothing was handed in
+                with self._lock:
+                    self._busy -= 1
+                raise
+        self._calls.put((future, fn, args, name))
         return future
 
-    def running(self) -> int:
-        """Calls running now."""
-        with self._lock:
-            return self._busy
-
     def wait_idle(self) -> None:
-        """Wait until no call runs."""
+        """Wait until every call handed in has ended."""
         with self._idle:
             self._idle.wait_for(lambda: not self._busy)
 
@@ -205,8 +206,6 @@ class ThreadCache:
                         self._waiting -= 1
                         return
                 continue  # a call counted on a waiting thread: it is on its way
-            with self._lock:
-                self._busy += 1
             thread.name = name
             try:
                 if future.set_running_or_notify_cancel():

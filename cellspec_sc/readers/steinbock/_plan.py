@@ -409,7 +409,8 @@ def neighbor_pairs(tables: Tables, stem: str, ids: pa.ChunkedArray | pa.Array, e
     a, b = ends
     a, b = a[a != b], b[a != b]
     rank = byte_order_ranks(known)
-    low, high = np.where(rank[a] < rank[b], a, b), np.where(rank[a] < rank[b], b, a)
+    first = rank[a] < rank[b]
+    low, high = np.where(first, a, b), np.where(first, b, a)
     # each pair once, where it is first seen: the pair as one number from the ids' positions
     rows = np.sort(np.unique(low * len(known) + high, return_index=True)[1])
     return pa.chunked_array([known.take(low[rows])]), pa.chunked_array([known.take(high[rows])])
