@@ -112,6 +112,13 @@ class Context:
             self._items[key] = dict(without_repeated_names(self.items(table)))
         return self._items[key]
 
+    def shared[T](self, key: str, make: Callable[[], T]) -> T:
+        """``make()``, made once per validation for every check that asks for ``key`` (e.g. the contacts' id codes,
+        which two checks read)."""
+        if ("shared", key) not in self._items:
+            self._items[("shared", key)] = make()
+        return self._items[("shared", key)]
+
     def col(self, table: str, column: str) -> pd.Series:
         frame = self.table(table)
         if column not in frame.columns:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cellspec_sc.validation._checks import adjacency
-from cellspec_sc.validation._checks.adjacency import endpoints_missing, known_text, pair_problems
+from cellspec_sc.validation._checks.adjacency import ContactCodes, endpoints_missing, known_text, pair_problems
 
 PLAIN = st.sampled_from(["1", "2", "10", "", "a", "é", "z", "Ä", "ab"])  # the Arrow path
 ANY = st.one_of(st.none(), st.sampled_from(["1", "2", "10", "", "a\x00", "a", "\x00a", "é", "z", "Ä"]))  # mostly pandas
@@ -47,9 +47,11 @@ def test_arrow_keys_answer_as_pandas(data, ids):
     adj = pd.DataFrame({"image_id": _text([r[0] for r in rows]), "cell_id_a": _text([r[1] for r in rows]),
                         "cell_id_b": _text([r[2] for r in rows])})
     assert endpoints_missing(cell_columns, adj).tolist() == _missing_by_pandas(cell_columns, adj).tolist()
-    unordered, dup = pair_problems(adj)
     expected_unordered, expected_dup = _pairs_by_pandas(adj)
-    assert unordered.tolist() == expected_unordered.tolist() and dup.tolist() == expected_dup.tolist()
+    codes = ContactCodes.of(cell_columns, adj)  # what validation shares between the two checks, when it can
+    for shared in (None, codes) if codes is not None else (None,):
+        unordered, dup = pair_problems(adj, shared)
+        assert unordered.tolist() == expected_unordered.tolist() and dup.tolist() == expected_dup.tolist()
 
 
 @pytest.mark.parametrize("missing", [None, "x"])

@@ -45,43 +45,79 @@ def _adjacency_columns(ctx: Context) -> Problem | None:
 def _adjacency_endpoints(ctx: Context) -> Problem | None:
     adj = _adjacency(ctx)
     cells = [ctx.strings("cells", "image_id"), ctx.strings("cells", "cell_id")]
-    missing = endpoints_missing(cells, adj)
+    missing = endpoints_missing(cells, adj, _shared_codes(ctx, adj))
     return bad_rows("adjacency", None, missing, "contact with a cell not in cells")
 
 
-def endpoints_missing(cells: list[pd.Series], adj: pd.DataFrame) -> np.ndarray:
+def _shared_codes(ctx: Context, adj: pd.DataFrame) -> ContactCodes | None:
+    """The :class:`ContactCodes` of the object, made once for both contact checks (None: some id is not Arrow text
+    or is missing, or the cells' ids are unusable)."""
+    def make() -> ContactCodes | None:
+        try:
+            cells = [ctx.strings("cells", "image_id"), ctx.strings("cells", "cell_id")]
+        except Skip:
+            return None
+        return ContactCodes.of(cells, adj)
+    return ctx.shared("contact codes", make)
+
+
+class ContactCodes:
+    """The ids of the cells and of both ends of every contact as integers: each cell id and contact end its code in
+    one dictionary of them all, each image id (the cells', then the contacts') its code in another (Arrow encodes
+    the columns as the chunks of one column: one hash table, nothing copied). Both contact checks answer from them:
+    no text is joined or hashed per contact.
+
+    >>> text = lambda *v: pd.Series(v, dtype="string[pyarrow]")
+    >>> adj = pd.DataFrame({"image_id": text("i", "j", "k", "i"), "cell_id_a": text("1", "1", "1", "1"),
+    ...                     "cell_id_b": text("2", "2", "1", "2")})
+    >>> codes = ContactCodes.of([text("i", "i", "j"), text("1", "2", "1")], adj)
+    >>> codes.endpoints_found().tolist(), repeated(codes.pair_keys()).tolist()
+    ([True, False, False, True], [True, False, False, True])
+    """
+
+    def __init__(self, texts: list[pa.Array]) -> None:
+        image, cell, contact_image, self.cell_a, self.cell_b = texts
+        self.n, self.m = len(cell), len(self.cell_a)
+        self.ids, self.width = joint_codes(cell, self.cell_a, self.cell_b)
+        self.images, self.n_images = joint_codes(image, contact_image)
+
+    @classmethod
+    def of(cls, cells: list[pd.Series], adj: pd.DataFrame) -> ContactCodes | None:
+        """The codes of ``cells`` ([image_id, cell_id]) and ``adj``; None unless every value is Arrow text and none
+        is missing."""
+        texts = [_present_text(s) for s in (*cells, adj["image_id"], adj["cell_id_a"], adj["cell_id_b"])]
+        return cls(texts) if all(text is not None for text in texts) else None
+
+    def endpoints_found(self) -> np.ndarray:
+        """Whether both ends of each contact are cells: (image, cell_id_a) and (image, cell_id_b) among the cells'
+        (image, cell_id) pairs, each pair one integer."""
+        n, m, ids = self.n, self.m, self.ids
+        known = self.images[:n] * self.width + ids[:n]
+        where = self.images[n:] * self.width
+        return np.isin(where + ids[n:n + m], known) & np.isin(where + ids[n + m:], known)
+
+    def pair_keys(self) -> np.ndarray:
+        """One integer per contact, equal for two contacts exactly when their (image_id, cell_id_a, cell_id_b)
+        are."""
+        n, m, ids = self.n, self.m, self.ids
+        return folded((self.images[n:], self.n_images), (ids[n:n + m], self.width), (ids[n + m:], self.width))
+
+
+def endpoints_missing(cells: list[pd.Series], adj: pd.DataFrame, codes: ContactCodes | None = None) -> np.ndarray:
     """Rows of ``adj`` whose (image_id, cell_id_a) or (image_id, cell_id_b) is not a (image_id, cell_id) of
-    ``cells``: by integer codes of the ids (:func:`endpoints_found`) when every value is Arrow text and none is
-    missing, else by pandas' MultiIndex (same answer, a hundred times the fixed cost)."""
+    ``cells``: by integer codes of the ids (:class:`ContactCodes`, ``codes`` when the caller made them) when every
+    value is Arrow text and none is missing, else by pandas' MultiIndex (same answer, a hundred times the fixed
+    cost)."""
+    codes = codes or ContactCodes.of(cells, adj)
+    if codes is not None:
+        return ~codes.endpoints_found()
     image = adj["image_id"]
-    texts = [_present_text(s) for s in (*cells, image, adj["cell_id_a"], adj["cell_id_b"])]
-    if all(text is not None for text in texts):
-        return ~endpoints_found(*texts)
     index = pd.MultiIndex.from_arrays([_objects(s) for s in cells])
     missing = np.zeros(len(adj), dtype=bool)
     for column in ("cell_id_a", "cell_id_b"):
         pair = pd.MultiIndex.from_arrays([image.astype(object), adj[column].astype(object)])
         missing |= ~pair.isin(index)
     return missing
-
-
-def endpoints_found(image: pa.Array, cell: pa.Array, contact_image: pa.Array, cell_a: pa.Array, cell_b: pa.Array
-                    ) -> np.ndarray:
-    """Whether both ends of each contact are cells: ``(contact_image, cell_a)`` and ``(contact_image, cell_b)`` among
-    the ``(image, cell)`` pairs (text without missing values). Each id becomes its code in one dictionary of the cells'
-    ids and both ends' (:func:`joint_codes`), each pair one integer: no text is joined or hashed per contact.
-
-    >>> text = lambda *v: pa.array(v)
-    >>> endpoints_found(text("i", "i", "j"), text("1", "2", "1"), text("i", "j", "k"), text("1", "1", "1"),
-    ...                 text("2", "2", "1")).tolist()
-    [True, False, False]
-    """
-    n, m = len(cell), len(cell_a)
-    ids, width = joint_codes(cell, cell_a, cell_b)
-    images, _ = joint_codes(image, contact_image)
-    known = images[:n] * width + ids[:n]
-    where = images[n:] * width
-    return np.isin(where + ids[n:n + m], known) & np.isin(where + ids[n + m:], known)
 
 
 def joint_codes(*columns: pa.Array) -> tuple[np.ndarray, int]:
@@ -100,20 +136,29 @@ def joint_codes(*columns: pa.Array) -> tuple[np.ndarray, int]:
 
 def row_codes(*columns: pa.Array) -> np.ndarray:
     """One integer per row, equal for two rows exactly when they hold the same values in every one of ``columns``
-    (text without missing values): each column's dictionary code, folded in column by column (renumbered densely
-    first when a fold could pass 2**62).
+    (text without missing values): each column's dictionary code, :func:`folded`.
 
     >>> row_codes(pa.array(["i", "i", "i"]), pa.array(["1", "1", "1"]), pa.array(["2", "3", "2"])).tolist()
     [0, 1, 0]
     """
-    key, bound = np.zeros(len(columns[0]), dtype=np.int64), 1
-    for column in columns:
-        encoded = pc.dictionary_encode(column)
-        size = max(len(encoded.dictionary), 1)
+    encoded = [pc.dictionary_encode(column) for column in columns]
+    return folded(*((e.indices.to_numpy().astype(np.int64), len(e.dictionary)) for e in encoded))
+
+
+def folded(*parts: tuple[np.ndarray, int]) -> np.ndarray:
+    """One integer per row from ``parts`` of (codes, how many codes there are): equal for two rows exactly when their
+    codes are, the parts folded in one by one (the key renumbered densely first when a fold could pass 2**62).
+
+    >>> folded((np.array([0, 0, 1]), 2), (np.array([2, 2, 2]), 3)).tolist()
+    [2, 2, 5]
+    """
+    key, bound = np.zeros(len(parts[0][0]), dtype=np.int64), 1
+    for codes, size in parts:
+        size = max(size, 1)
         if bound * size >= 1 << 62:
             key = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
             bound = int(key.max()) + 1 if len(key) else 1
-        key = key * size + encoded.indices.to_numpy().astype(np.int64)
+        key = key * size + codes
         bound *= size
     return key
 
@@ -135,16 +180,18 @@ def _objects(values: pd.Series) -> pd.Series:
 @check("adjacency_pairs")
 def _adjacency_pairs(ctx: Context) -> Problem | None:
     adj = _adjacency(ctx)
-    unordered, dup = pair_problems(adj)
+    unordered, dup = pair_problems(adj, _shared_codes(ctx, adj))
     return merge([p for p in (bad_rows("adjacency", "cell_id_a", unordered,
                                         "cell_id_a not before cell_id_b in byte order"),
                                bad_rows("adjacency", None, dup, "pair listed more than once")) if p])
 
 
-def pair_problems(adj: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def pair_problems(adj: pd.DataFrame, codes: ContactCodes | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rows whose cell_id_a is not before cell_id_b in byte order, NA read as ""; rows whose pair is listed more
-    than once): by Arrow and integer codes when every value is Arrow text and none is missing, else by pandas and
-    numpy (the same answer)."""
+    than once): by Arrow and integer codes (``codes``: the endpoint check's, when made) when every value is Arrow
+    text and none is missing, else by pandas and numpy (the same answer)."""
+    if codes is not None:
+        return ~pc.less(codes.cell_a, codes.cell_b).to_numpy(zero_copy_only=False), repeated(codes.pair_keys())
     image, a, b = (_present_text(adj[c]) for c in ("image_id", "cell_id_a", "cell_id_b"))
     if image is not None and a is not None and b is not None:
         # Arrow compares text by its UTF-8 bytes: byte order, as the spec says
