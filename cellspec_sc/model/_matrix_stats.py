@@ -27,6 +27,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cellspec_sc.spec import is_arrow_text
+
 _BLOCK_ROWS = 1 << 15
 _CACHE_BYTES = 1 << 20  # rows handled at once: about 1 MB, so the five reductions read each value from the cache
 _INT64_DIGITS = 18  # every number of up to 18 decimal digits fits in int64 (its largest value has 19)
@@ -72,7 +74,7 @@ def first_seen_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     >>> codes.tolist(), list(names)
     ([0, 1, -1, 0], ['b', 'a'])
     """
-    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
+    if isinstance(values, pd.Series) and is_arrow_text(values):
         return arrow_first_seen_codes(pa.array(values.array))  # what pd.factorize does for it, without its overhead
     codes, names = pd.factorize(values, use_na_sentinel=True)
     return np.asarray(codes, dtype=np.int64), np.asarray(names, dtype=object)
@@ -86,8 +88,8 @@ def first_seen_code_array(values: pd.Series) -> np.ndarray:
     [0, 1, -1, 0]
     """
     try:  # Arrow-backed text hands its Arrow array over (converting the Series costs ten times as much)
-        arrow = pa.array(values.array) if isinstance(values, pd.Series) and isinstance(values.dtype, pd.StringDtype) \
-            and values.dtype.storage == "pyarrow" else pa.array(values, from_pandas=True)
+        arrow = pa.array(values.array) if isinstance(values, pd.Series) and is_arrow_text(values) \
+            else pa.array(values, from_pandas=True)
         return arrow_code_array(arrow)
     except (pa.ArrowException, TypeError, ValueError):
         return first_seen_codes(values)[0]

@@ -82,10 +82,11 @@ class ContactCodes:
         self.images, self.n_images = joint_codes(image, contact_image)
 
     @classmethod
-    def of(cls, cells: list[pd.Series], adj: pd.DataFrame) -> ContactCodes | None:
-        """The codes of ``cells`` ([image_id, cell_id]) and ``adj``; None unless every value is Arrow text and none
-        is missing."""
-        texts = [_present_text(s) for s in (*cells, adj["image_id"], adj["cell_id_a"], adj["cell_id_b"])]
+    def of(cls, cells: list[pd.Series] | None, adj: pd.DataFrame) -> ContactCodes | None:
+        """The codes of ``cells`` ([image_id, cell_id]; None: no cells, for the pair check alone) and ``adj``; None
+        unless every value is Arrow text and none is missing."""
+        columns = cells if cells is not None else [pd.Series([], dtype="string[pyarrow]")] * 2
+        texts = [_present_text(s) for s in (*columns, adj["image_id"], adj["cell_id_a"], adj["cell_id_b"])]
         return cls(texts) if all(text is not None for text in texts) else None
 
     def endpoints_found(self) -> np.ndarray:
@@ -108,7 +109,8 @@ def endpoints_missing(cells: list[pd.Series], adj: pd.DataFrame, codes: ContactC
     ``cells``: by integer codes of the ids (:class:`ContactCodes`, ``codes`` when the caller made them) when every
     value is Arrow text and none is missing, else by pandas' MultiIndex (same answer, a hundred times the fixed
     cost)."""
-    codes = codes or ContactCodes.of(cells, adj)
+    if codes is None:
+        codes = ContactCodes.of(cells, adj)
     if codes is not None:
         return ~codes.endpoints_found()
     image = adj["image_id"]
@@ -132,17 +134,6 @@ def joint_codes(*columns: pa.Array) -> tuple[np.ndarray, int]:
     codes = [chunk.indices.to_numpy().astype(np.int64) for chunk in encoded.chunks]
     joined = np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64)
     return joined, int(joined.max()) + 1 if joined.size else 0  # codes number the values from 0 as first seen
-
-
-def row_codes(*columns: pa.Array) -> np.ndarray:
-    """One integer per row, equal for two rows exactly when they hold the same values in every one of ``columns``
-    (text without missing values): each column's dictionary code, :func:`folded`.
-
-    >>> row_codes(pa.array(["i", "i", "i"]), pa.array(["1", "1", "1"]), pa.array(["2", "3", "2"])).tolist()
-    [0, 1, 0]
-    """
-    encoded = [pc.dictionary_encode(column) for column in columns]
-    return folded(*((e.indices.to_numpy().astype(np.int64), len(e.dictionary)) for e in encoded))
 
 
 def folded(*parts: tuple[np.ndarray, int]) -> np.ndarray:
@@ -190,13 +181,10 @@ def pair_problems(adj: pd.DataFrame, codes: ContactCodes | None = None) -> tuple
     """(rows whose cell_id_a is not before cell_id_b in byte order, NA read as ""; rows whose pair is listed more
     than once): by Arrow and integer codes (``codes``: the endpoint check's, when made) when every value is Arrow
     text and none is missing, else by pandas and numpy (the same answer)."""
-    if codes is not None:
+    if codes is None:
+        codes = ContactCodes.of(None, adj)
+    if codes is not None:  # Arrow compares text by its UTF-8 bytes: byte order, as the spec says
         return ~pc.less(codes.cell_a, codes.cell_b).to_numpy(zero_copy_only=False), repeated(codes.pair_keys())
-    image, a, b = (_present_text(adj[c]) for c in ("image_id", "cell_id_a", "cell_id_b"))
-    if image is not None and a is not None and b is not None:
-        # Arrow compares text by its UTF-8 bytes: byte order, as the spec says
-        unordered = ~pc.less(a, b).to_numpy(zero_copy_only=False)
-        return unordered, repeated(row_codes(image, a, b))
     a = adj["cell_id_a"].astype(object).where(adj["cell_id_a"].notna(), "")
     b = adj["cell_id_b"].astype(object).where(adj["cell_id_b"].notna(), "")
     # UTF-8 byte order equals the code point order Python compares str by (numpy's str arrays would drop trailing
