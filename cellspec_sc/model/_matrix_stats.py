@@ -241,15 +241,22 @@ class MatrixStats:
         # costs the exact count), and a column has negatives only if its minimum is negative.
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, or an overflowing sum
             total = np.add.reduce(block, axis=0)
-        low, high = np.fmin.reduce(block, axis=0), np.fmax.reduce(block, axis=0)  # fmin/fmax skip NaN
+        cols = slice(first, first + block.shape[1])
+        runs = self.image_runs(start, block.shape[0]) if self.codes is not None else None
+        if runs is not None and len(runs) > 1:  # images in runs of rows: each run's range from a view of its rows
+            low, high = self._add_runs(block, cols, runs)
+        else:
+            low, high = np.fmin.reduce(block, axis=0), np.fmax.reduce(block, axis=0)  # fmin/fmax skip NaN
+            if runs is not None and runs[0][0] >= 0:  # one image (cells are usually grouped by image)
+                self._widen(runs[0][0], cols, low, high)
+            elif runs is None and self.codes is not None:  # images interleaved
+                self._add_interleaved(start, block, cols)
         odd = np.flatnonzero(~np.isfinite(total))
         if odd.size:
             self._count_nonfinite(start, block[:, odd], first + odd)
         negative = np.flatnonzero(low < 0)
         if negative.size:
             self.negative[first + negative] += np.count_nonzero(block[:, negative] < 0, axis=0)
-        if self.codes is not None:
-            self._add_ranges(start, block, slice(first, first + block.shape[1]), low, high)
 
     def image_runs(self, start: int, n: int, most: int = 64) -> list[tuple[int, int, int]] | None:
         """(image code, first, stop) of the runs of equal codes in rows ``start:start + n`` (offsets from
@@ -303,13 +310,21 @@ class MatrixStats:
         update = (rows >= 0) & ((seen < 0) | (rows < seen))
         self.first_infinite[columns[update]] = rows[update]
 
-    def _add_ranges(self, start: int, block: np.ndarray, cols: slice, low: np.ndarray, high: np.ndarray) -> None:
+    def _add_runs(self, block: np.ndarray, cols: slice, runs: list[tuple[int, int, int]]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Widen each run's image by the range of its rows; the block's own (low, high) from the runs' ranges."""
+        lows, highs = [], []
+        for code, a, b in runs:
+            rows = block[a:b]  # a view: no copy of the rows, unlike a mask
+            low, high = np.fmin.reduce(rows, axis=0), np.fmax.reduce(rows, axis=0)
+            if code >= 0:
+                self._widen(code, cols, low, high)
+            lows.append(low)
+            highs.append(high)
+        return np.fmin.reduce(lows, axis=0), np.fmax.reduce(highs, axis=0)
+
+    def _add_interleaved(self, start: int, block: np.ndarray, cols: slice) -> None:
         codes = self.codes[start:start + block.shape[0]]
-        if codes.size and codes[0] == codes[-1] and (codes == codes[0]).all():
-            # cells are usually grouped by image: the block's own range is the image's
-            if codes[0] >= 0:
-                self._widen(int(codes[0]), cols, low, high)
-            return
         present = np.unique(codes)
         for code in present[present >= 0]:
             rows = block[codes == code]
