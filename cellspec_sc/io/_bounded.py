@@ -28,6 +28,7 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
+from cellspec_sc._files import read_at_most
 from cellspec_sc.io._refusals import FileTooLarge, NotARegularFile
 
 DONE_MAX_BYTES = 1024  # 64 hex digits and a newline
@@ -75,7 +76,7 @@ def open_regular(path: Path, directory: Path | str, file: str, max_bytes: int | 
 def read_bounded(path: Path, directory: Path | str, file: str, max_bytes: int) -> bytes:
     """The bytes of a regular file of at most ``max_bytes`` (also if it grows while being read)."""
     with open_regular(path, directory, file, max_bytes) as handle:
-        data = handle.read(max_bytes + 1)
+        data = read_at_most(handle, max_bytes + 1)
     if len(data) > max_bytes:
         raise FileTooLarge(directory, file, f"grew past the limit for this file ({max_bytes} bytes) while read")
     return data

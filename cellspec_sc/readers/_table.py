@@ -81,7 +81,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from cellspec_sc._background import in_background, ordered_map, usable_cpus
-from cellspec_sc._files import FileDigest
+from cellspec_sc._files import FileDigest, read_at_most
 from cellspec_sc.errors import CellspecWarning, InputError, MissingPath
 from cellspec_sc.io import PieceHash
 from cellspec_sc.model import MatrixStats, all_distinct, arrow_code_array, empty_matrix
@@ -326,7 +326,7 @@ def detect_encoding(path: Path, encoding: str | None = None) -> str:
         check_encoding_name(name, path)
         return name
     with open(path, "rb") as handle:
-        sample = handle.read(ENCODING_SAMPLE)
+        sample = read_at_most(handle, ENCODING_SAMPLE)
     return sample_encoding(path, sample)
 
 
@@ -396,7 +396,7 @@ def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: s
         sample = None
         if encoding is None:  # the encoding sample: the whole file when it is small, kept for the parse
             handle.seek(0)
-            sample = handle.read(ENCODING_SAMPLE)
+            sample = read_at_most(handle, ENCODING_SAMPLE)
     endless = len(first) > HEADER_MAX_BYTES and not first.endswith(b"\n")
     check_not_container(path, first)
     check_wide_encoding(path, first)
@@ -1142,7 +1142,7 @@ def _small_file(path: Path) -> bytes | None:
     if path.stat().st_size > most:
         return None
     with open(path, "rb") as handle:
-        data = handle.read(most + 1)
+        data = read_at_most(handle, most + 1)
     return data if len(data) <= most else None  # grown meanwhile: read in pieces
 
 
@@ -1171,7 +1171,7 @@ def _estimated_rows(path: Path, sample: int = SAMPLE_BYTES) -> int:
     line length of the first ``sample`` bytes, plus a tenth (pieces beyond it keep their own blocks)."""
     size = path.stat().st_size
     with open(path, "rb") as handle:
-        head = handle.read(sample)
+        head = read_at_most(handle, sample)
     return _rows_from_head(head, size)
 
 
@@ -1259,7 +1259,7 @@ def _whole_file(path: Path, known: bytes | None = None) -> bytes | None:
     if path.stat().st_size > SIDE_FILE_BYTES:
         return None
     with open(path, "rb") as handle:
-        data = handle.read(SIDE_FILE_BYTES + 1)
+        data = read_at_most(handle, SIDE_FILE_BYTES + 1)
     if len(data) > SIDE_FILE_BYTES:  # grew meanwhile
         return None
     digests[os.path.abspath(path)] = FileDigest.of(data)
