@@ -90,7 +90,8 @@ def hash_from(handle: Any, digest: Any, chunk_size: int = 1 << 22, stop: Callabl
     each time where malloc hands large blocks back to the system at once (``MALLOC_TRIM_THRESHOLD_``, which
     dask's worker processes set): a page fault and the zeroing of every page, as much kernel time as the hash.
     """
-    buffer = bytearray(chunk_size)
+    left = _left_in(handle)
+    buffer = bytearray(chunk_size if left is None else max(1, min(chunk_size, left + 1)))  # a small file: a small one
     view = memoryview(buffer)
     total = 0
     while not (stop is not None and stop()) and (count := handle.readinto(buffer)):
@@ -128,17 +129,22 @@ def read_at_most(handle: Any, n: int) -> bytes:
     ...     handle.read(1), read_at_most(handle, 1 << 20), read_at_most(handle, 1 << 20)
     (b'a', b'bcdef', b'')
     """
-    try:
-        info = os.fstat(handle.fileno())
-        left = info.st_size - handle.tell() if stat.S_ISREG(info.st_mode) else None
-    except (AttributeError, OSError, ValueError):  # no file descriptor, or not seekable
-        left = None
+    left = _left_in(handle)
     if left is None or left + 1 >= n:
         return handle.read(n)
-    data = handle.read(max(left, 0) + 1)  # one byte more than the file held: a file that grew shows it
+    data = handle.read(left + 1)  # one byte more than the file held: a file that grew shows it
     if len(data) > left:
         data += handle.read(n - len(data))
     return data
+
+
+def _left_in(handle: Any) -> int | None:
+    """The bytes left after ``handle``'s position in a regular file (None for anything else)."""
+    try:
+        info = os.fstat(handle.fileno())
+        return max(info.st_size - handle.tell(), 0) if stat.S_ISREG(info.st_mode) else None
+    except (AttributeError, OSError, ValueError):  # no file descriptor, or not seekable
+        return None
 
 
 def pid_alive(pid: int) -> bool:
