@@ -593,18 +593,6 @@ def data_start(path: Path) -> int:
         return handle.tell()
 
 
-def data_lines(path: Path) -> int:
-    """Lines after the header (a last line without a newline counts): at least the data rows, unless lines end
-    in a bare CR."""
-    with open(path, "rb") as handle:
-        handle.readline()
-        lines, last = 0, b"\n"
-        while chunk := handle.read(1 << 24):
-            lines += chunk.count(b"\n")
-            last = chunk[-1:]
-    return lines + (last != b"\n")
-
-
 def line_pieces(path: Path, start: int, piece_bytes: int | None = None) -> list[tuple[int, int]]:
     """Byte ranges ``[a, b)`` covering ``start`` to the end of the file, each ending just after a newline
     (the last one at the end of the file), about ``piece_bytes`` long (default :data:`PIECE_BYTES`, or for a
