@@ -66,7 +66,7 @@ import stat
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import wait
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -1218,20 +1218,6 @@ def recorded_digest(path: str | os.PathLike) -> FileDigest | None:
     None)."""
     digests = _DIGESTS.get()
     return None if digests is None else digests.get(os.path.abspath(path))
-
-
-def with_digests[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
-    """``fn`` for another thread: the digests of the files it reads whole are kept where the caller's
-    :func:`recorded_digests` block keeps them (a thread starts without the caller's context)."""
-    digests = _DIGESTS.get()
-
-    def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        token = _DIGESTS.set(digests)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _DIGESTS.reset(token)
-    return run
 
 
 def _whole_file(path: Path, known: bytes | None = None) -> bytes | None:
