@@ -185,9 +185,10 @@ class PieceHash:
             self._failed = True
             self._turn.notify_all()
 
-    def result(self) -> FileDigest:
-        """The SHA-256 of the whole file (every piece added) and its size."""
-        size = self.path.stat().st_size
+    def result(self, size: int | None = None) -> FileDigest:
+        """The SHA-256 of the whole file (every piece added) and its size; ``size``: the file's size when the last
+        piece was read, if it was asked then (else it is asked now)."""
+        size = self.path.stat().st_size if size is None else size
         if self._failed:
             raise RuntimeError(f"{self.path.name}: a piece was not read, so the file has no digest")
         if self._next != size:

@@ -157,7 +157,8 @@ class ToolAdapter(ABC):
         """Parse the export as ``plan`` says (every tool so far streams it with pyarrow); the plan the parse used."""
         roles = plan.roles
         parsed = stream_columns(plan.header, text=roles.text, numbers=roles.numbers, matrix=roles.matrix,
-                                keep=roles.keep, unfiltered=roles.unfiltered, group=roles.group, nulls=roles.nulls)
+                                keep=roles.keep, unfiltered=roles.unfiltered, group=roles.group, nulls=roles.nulls,
+                                digest_later=True)
         return parsed, plan
 
     @abstractmethod
@@ -235,7 +236,7 @@ def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tu
     tables = adapter.tables(plan, parsed, dictionary, applied)
     table = plan.header.path  # the export, or the table a reader chose in a folder (a steinbock folder: itself)
     if record is None and table.is_file():  # the tables of a steinbock folder are inputs of their own
-        record = input_record(table, digest=parsed.digest)
+        record = input_record(table, digest=parsed.file_digest())  # hashed while the adapter made the tables
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
     stats = image_stats(parsed, x.cells, tables.image_codes)
     # the cell-id codes may still be in the making on another core (and raise the adapter's refusal of repeated

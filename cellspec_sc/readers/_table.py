@@ -14,7 +14,8 @@ newlines (the readers, like pyarrow with ``newlines_in_values=False``, allow no 
 parsed as independent pieces: :func:`stream_columns` hands them to :func:`cellspec_sc._background.ordered_map`
 (pyarrow and numpy release the GIL while they parse and copy) and puts the results together in file order, with
 only a few pieces in flight so that memory stays bounded. Each piece (:func:`parse_piece`, on a worker thread) is
-read once (handing its bytes to the file's :class:`~cellspec_sc.io._hashing.PieceHash`), checked, parsed in
+read once (handing its bytes to the file's :class:`~cellspec_sc.io._hashing.PieceHash`, or, for a reader that
+asks, keeping them to be hashed on another thread after the parse), checked, parsed in
 cache-sized blocks, filtered to the rows the adapter asks for, and written directly into its rows of the
 preallocated matrix (:class:`RowSlots` hands out the rows in file order), infinities converted to NA and the
 :class:`~cellspec_sc.model._matrix_stats.MatrixStats` validation needs gathered on the way. Every parse
@@ -67,7 +68,7 @@ import threading
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import wait
+from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -658,6 +659,8 @@ class ParseJob:
     hasher: PieceHash | None
     whole: bytes | None = None
     """The whole file when it was read at once (a small file: its one piece is cut from these bytes)."""
+    keep_bytes: bool = False
+    """Each piece keeps the bytes it parsed (:attr:`Piece.data`), to be hashed after the parse."""
 
 
 @dataclass
@@ -677,6 +680,8 @@ class Piece:
     counts: dict[str, int]
     stats: MatrixStats
     groups: list[str | None]
+    data: bytes | None = None
+    """The piece's bytes, when the job keeps them for a hash after the parse."""
 
 
 class PieceUnparsable(Exception):
@@ -747,6 +752,7 @@ def _parse(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
     finally:
         if not hashed:  # the pieces after this one wait for its bytes, whether or not they parsed
             job.hasher.add(span, data)
+    kept_bytes = data if job.keep_bytes else None
     del data
     sel = kept_rows(table, job.keep)
     kept, kept_sel = table, sel
@@ -763,7 +769,7 @@ def _parse(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
     codes, groups = _group_codes(text[job.group] if job.group is not None else None, m)
     counts, stats = fill_rows(kept, job.positions, kept_sel, block, codes, len(groups))  # rows from the piece's first
     return Piece(table.num_rows, sel, start, m, None if rows is not None else block, text, numbers,
-                 {name: table.column(name) for name in job.unfiltered}, counts, stats, groups)
+                 {name: table.column(name) for name in job.unfiltered}, counts, stats, groups, kept_bytes)
 
 
 def read_options(header: Header, **options) -> pacsv.ReadOptions:
@@ -885,8 +891,9 @@ class Parsed:
     unfiltered: dict[str, pa.ChunkedArray]
     matrix: np.ndarray
     counts: dict[str, int]
-    digest: FileDigest | None = None
-    """SHA-256 and size of the file, when the parse hashed it (from the bytes it read)."""
+    digest: FileDigest | Future[FileDigest] | None = None
+    """SHA-256 and size of the file, when the parse hashed it (from the bytes it read); a Future while another
+    thread still hashes them (``stream_columns(digest_later=True)``): :meth:`file_digest` waits for it."""
     stats: GroupedStats | None = None
     """Matrix stats gathered while parsing, ranges per group (see :class:`GroupedStats`)."""
     parts: tuple[int, ...] = ()
@@ -918,6 +925,10 @@ class Parsed:
     def number(self, name: str) -> np.ndarray:
         """A float64 column of the kept rows (NaN for missing)."""
         return self.number_columns[name]
+
+    def file_digest(self) -> FileDigest | None:
+        """:attr:`digest`, once it is taken (raising what hashing raised: a file that changed while it was read)."""
+        return self.digest.result() if isinstance(self.digest, Future) else self.digest
 
 
 @dataclass(frozen=True)
@@ -963,7 +974,7 @@ SAMPLE_BYTES = 1 << 18
 
 def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str], matrix: Sequence[str],
                    keep: tuple[str, Sequence[str]] | None = None, unfiltered: Sequence[str] = (),
-                   group: str | None = None, nulls: Sequence[str] = ("",)) -> Parsed:
+                   group: str | None = None, nulls: Sequence[str] = ("",), digest_later: bool = False) -> Parsed:
     """Parse the file with pyarrow's CSV reader, in pieces on every core, straight into the measurement matrix.
 
     ``text`` columns are read as strings (kept as Arrow arrays), every other column as float64 (empty
@@ -984,15 +995,29 @@ def stream_columns(header: Header, *, text: Sequence[str], numbers: Sequence[str
     missing (the empty field; inForm also writes ``#N/A``). The matrix stats
     (:attr:`Parsed.stats`) have ranges per value of the text column ``group`` (the column that decides
     each row's image; None: one image).
+
+    ``digest_later``: a file of :data:`HASH_LATER_BYTES` to :data:`HASH_LATER_MAX_BYTES` is hashed after the parse,
+    from the bytes it parsed, on another thread (:attr:`Parsed.digest` is then a Future): the parse keeps both cores
+    busy, the caller's Python that follows keeps one.
     """
     try:
         return _stream(header, text=text, numbers=numbers, matrix=matrix, keep=keep, unfiltered=unfiltered,
-                       group=group, numbers_as_text=False, nulls=nulls)
+                       group=group, numbers_as_text=False, nulls=nulls, digest_later=digest_later)
     except _ConversionFailed as failed:
         if keep is None:
             raise _located_error(header, failed.message) from None
     return _stream(header, text=text, numbers=numbers, matrix=matrix, keep=keep, unfiltered=unfiltered,
-                   group=group, numbers_as_text=True, nulls=nulls)
+                   group=group, numbers_as_text=True, nulls=nulls, digest_later=digest_later)
+
+
+KeptPiece = tuple[tuple[int, int], bytes]
+"""The span of a piece of a file and its bytes, kept to be hashed after the parse."""
+
+# A file from this size on is hashed after its parse on another thread when the caller asks (stream_columns'
+# ``digest_later``): SHA-256 of 256 kB takes about as long as starting a thread ...
+HASH_LATER_BYTES = 1 << 18
+# ... up to this size: the bytes of a bigger file are hashed piece by piece as they are parsed (bounded memory).
+HASH_LATER_MAX_BYTES = 2 * PIECE_BYTES
 
 
 class NotANumber(InputError):
@@ -1019,7 +1044,7 @@ class _ConversionFailed(Exception):
 
 
 def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, numbers_as_text: bool,
-            nulls: Sequence[str] = ("",)) -> Parsed:
+            nulls: Sequence[str] = ("",), digest_later: bool = False) -> Parsed:
     as_text = set(header.names) if numbers_as_text else set(text)
     types = {name: (pa.string() if name in as_text else pa.float64()) for name in header.names}
     convert = pacsv.ConvertOptions(column_types=types, null_values=list(nulls), strings_can_be_null=True,
@@ -1027,6 +1052,7 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     position = {name: i for i, name in enumerate(header.names)}
     contents = header.contents if header.contents is not None and len(header.contents) <= min(
         MIN_PIECE_BYTES, PIECE_BYTES) else _small_file(header.path)
+    later = False
     if contents is not None:  # read once: its one piece cut and its SHA-256 taken from these bytes
         start = contents.find(b"\n") + 1 or len(contents)
         out, hasher = empty_matrix(0, len(matrix)), None  # the piece's own block becomes the matrix: rows uncounted
@@ -1034,8 +1060,11 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
         out = empty_matrix(_estimated_rows(header.path), len(matrix))
         start = data_start(header.path)
         hasher = PieceHash(header.path, start)
+        later = digest_later and header.path.stat().st_size <= HASH_LATER_MAX_BYTES
     job = ParseJob(header, convert, [position[name] for name in matrix], text, numbers, unfiltered, keep,
-                   group if group in text else None, numbers_as_text, RowSlots(out), hasher, contents)
+                   group if group in text else None, numbers_as_text, RowSlots(out), None if later else hasher,
+                   contents, keep_bytes=later)
+    kept_bytes: list[KeptPiece] = []
     counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
     parts: dict[str, list[pa.Array]] = {name: [] for name in text}
     number_parts: dict[str, list[np.ndarray]] = {name: [] for name in numbers}
@@ -1060,6 +1089,8 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
             for name, count in piece.counts.items():
                 counts[name] += count
             stats.add(piece)
+            if piece.data is not None:
+                kept_bytes.append((spans[len(kept_bytes)], piece.data))  # pieces come in file order
             row_parts.append(np.arange(read, read + piece.rows) if piece.sel is None else piece.sel + read)
             read += piece.rows
             filled += piece.kept
@@ -1080,9 +1111,29 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
         unfiltered={n: pa.chunked_array(whole[n], type=pa.string()) for n in unfiltered},
         matrix=_with_overflow(out, filled, overflow),
         counts=counts,
-        digest=FileDigest.of(contents) if contents is not None else hasher.result(),
+        digest=_digest(contents, hasher, (kept_bytes, header.path.stat().st_size) if later else None, digest_later),
         stats=stats.result(),
     )
+
+
+def _digest(contents: bytes | None, hasher: PieceHash | None, kept: tuple[list[KeptPiece], int] | None,
+            later: bool) -> FileDigest | Future[FileDigest]:
+    """The file's digest: of ``contents`` (a file read whole), of the pieces the parse ``kept`` (with the file's
+    size once they were read; hashed in order by ``hasher``), or the one ``hasher`` took during the parse; on
+    another thread when ``later`` and the file holds at least :data:`HASH_LATER_BYTES`."""
+    if contents is not None:
+        return in_background(FileDigest.of, contents, name="cellspec-sha256") \
+            if later and len(contents) >= HASH_LATER_BYTES else FileDigest.of(contents)
+    if kept is None:
+        return hasher.result()
+    return in_background(_hashed_pieces, hasher, *kept, name="cellspec-sha256")
+
+
+def _hashed_pieces(hasher: PieceHash, pieces: list[KeptPiece], size: int) -> FileDigest:
+    """The digest of ``pieces`` (the file from its header on), refused as a changed file unless they end at ``size``."""
+    for span, data in pieces:
+        hasher.add(span, data)
+    return hasher.result(size)
 
 
 def parsed_pieces(job: ParseJob, items: list[tuple[int, tuple[int, int]]], threads: int) -> Iterator[Piece]:

@@ -16,6 +16,7 @@ from cellspec_sc.errors import InputError
 from cellspec_sc.io import _hashing as hashing
 from cellspec_sc.io import _parquet as parquet_io
 from cellspec_sc.io._hashing import BackgroundHash, FollowingHash
+from cellspec_sc.readers import _table as table
 
 DATA = Path(__file__).parent.parent / "data" / "qupath"
 
@@ -105,31 +106,25 @@ def test_a_piece_parses_while_another_piece_is_being_hashed_instead_of_waiting(t
     assert hasher.result() == (hashlib.sha256(path.read_bytes()).hexdigest(), 12)
 
 
-def test_a_qupath_export_appended_to_during_the_read_is_refused_by_name(tmp_path, monkeypatch):
+@pytest.mark.parametrize("hashed", ["as parsed", "after the parse"])
+def test_a_qupath_export_appended_to_during_the_read_is_refused_by_name(tmp_path, monkeypatch, hashed):
     source = tmp_path / "detections.tsv"
     header, *rows = (DATA / "v04_cell_detection.tsv").read_bytes().splitlines(keepends=True)
     # more than the first megabyte, which is parsed from the one read that samples its encoding: the rest is read
-    # (and hashed) in pieces, between which the second process appends
+    # in pieces, between which the second process appends
     copies = (1 << 20) // len(b"".join(rows)) + 2
     source.write_bytes(header + b"".join(rows) * copies)
-    added, added_if_next = hashing.PieceHash.add, hashing.PieceHash.add_if_next
+    read_piece = table.piece_bytes
 
-    def append():  # a second process writing the export while it is read
+    def read_then_append(path, span):  # a second process writing the export while it is read
+        data = read_piece(path, span)
         with open(source, "ab") as out:
-            out.write(source.read_bytes().splitlines(keepends=True)[-1])
+            out.write(rows[-1])
+        return data
 
-    def add_then_append(self, span, data):
-        added(self, span, data)
-        append()
-
-    def add_if_next_then_append(self, span, data):
-        done = added_if_next(self, span, data)
-        if done:
-            append()
-        return done
-
-    monkeypatch.setattr(hashing.PieceHash, "add", add_then_append)
-    monkeypatch.setattr(hashing.PieceHash, "add_if_next", add_if_next_then_append)
+    monkeypatch.setattr(table, "piece_bytes", read_then_append)
+    if hashed == "as parsed":
+        monkeypatch.setattr(table, "HASH_LATER_MAX_BYTES", 0)
     with pytest.raises(InputError, match="detections.tsv: the file changed while it was read"):
         cs.read_qupath(source, pixel_size=0.5)
 

@@ -11,9 +11,10 @@ import pytest
 
 import cellspec_sc as cs
 import cellspec_sc.readers._pipeline as pipeline
+import cellspec_sc.readers._table as table
 from cellspec_sc.readers.halo._adapter import HaloAdapter
 from cellspec_sc.readers.steinbock._adapter import SteinbockAdapter
-from tool_layouts import write_halo, write_mcmicro, write_steinbock
+from tool_layouts import HALO_HEAD, HALO_ROWS, write_halo, write_mcmicro, write_steinbock
 
 
 def appended_after_the_parse(monkeypatch, adapter: type, files: list[Path]) -> dict[Path, bytes]:
@@ -36,8 +37,19 @@ def assert_records_describe(record: dict, data: bytes) -> None:
     assert record["sha256"] == hashlib.sha256(data).hexdigest()
 
 
-def test_an_export_grown_after_its_read_is_recorded_as_read(tmp_path, monkeypatch):
-    path = write_halo(tmp_path)
+def halo_in_pieces(folder: Path) -> Path:
+    """A HALO table of more than a megabyte, which is read in pieces and hashed after its parse."""
+    path = folder / "Total_Object_Results.csv"
+    first = HALO_ROWS[0]
+    rows = [",".join(HALO_HEAD)] + [",".join([*first[:3], str(i), *first[4:]]) for i in range(12_000)]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert path.stat().st_size > table.SMALL_TABLE_BYTES
+    return path
+
+
+@pytest.mark.parametrize("write", [write_halo, halo_in_pieces], ids=["one piece", "in pieces"])
+def test_an_export_grown_after_its_read_is_recorded_as_read(tmp_path, monkeypatch, write):
+    path = write(tmp_path)
     before = appended_after_the_parse(monkeypatch, HaloAdapter, [path])
     x = cs.read_halo(path, pixel_size=0.5)
     assert path.stat().st_size > len(before[path])

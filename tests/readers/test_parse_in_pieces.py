@@ -15,6 +15,7 @@ from cellspec_sc.errors import InputError
 from cellspec_sc.readers import ReaderWarning
 from cellspec_sc.readers import _table as pieces
 from cellspec_sc.readers._table import data_start, line_pieces
+from cellspec_sc.readers.qupath._adapter import QuPathAdapter
 from exports import qupath_rows
 from exports import write_qupath_rows as write
 
@@ -146,3 +147,18 @@ def test_a_file_of_two_pieces_reads_as_one_piece_and_refuses_in_either_half(tmp_
         assert (bad_path.read_bytes().count(b"\n", 0, middle) > row + 1) == (row < 150)
         with pytest.raises(InputError, match=rf"line {row + 2}, column 'Cell: CD3: Mean': cannot parse 'high'"):
             cs.read_qupath(bad_path)
+
+
+@pytest.mark.parametrize("rows", [5_000, 30_000], ids=["read whole", "in pieces"])
+def test_an_export_hashed_after_its_parse_has_the_digest_of_its_bytes(tmp_path, rows):
+    path = write(tmp_path / "cells.tsv", qupath_rows(rows, np.random.default_rng(4)))
+    assert pieces.HASH_LATER_BYTES <= path.stat().st_size <= pieces.HASH_LATER_MAX_BYTES
+    plan = QuPathAdapter().plan(path)
+    roles = plan.roles
+    columns = {"text": roles.text, "numbers": roles.numbers, "matrix": roles.matrix, "keep": roles.keep}
+    later = pieces.stream_columns(plan.header, **columns, digest_later=True)
+    now = pieces.stream_columns(plan.header, **columns)
+    expected = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_size)
+    assert isinstance(later.digest, _background.Future) and not isinstance(now.digest, _background.Future)
+    assert later.file_digest() == now.file_digest() == expected
+    np.testing.assert_array_equal(later.matrix, now.matrix)

@@ -46,8 +46,8 @@ def test_parse_stats_equal_a_walk_over_the_matrix(tmp_path, monkeypatch, piece_b
         parsed = parse(path)
         x = cs.read_qupath(path)
     data = path.read_bytes()
-    assert parsed.digest == (hashlib.sha256(data).hexdigest(), len(data))
-    assert x.provenance["inputs"][0]["sha256"] == parsed.digest.sha256
+    assert parsed.file_digest() == (hashlib.sha256(data).hexdigest(), len(data))
+    assert x.provenance["inputs"][0]["sha256"] == parsed.file_digest().sha256
     codes, names = first_seen_codes(x.cells["image_id"])
     assert list(names) == ["a.tif", "b.tif", "c.tif"]
     given = parsed.stats.for_images(codes, names)

@@ -96,7 +96,7 @@ class SteinbockAdapter(ToolAdapter):
                                     name="cellspec-steinbock")
         try:
             for stem, (intensities, regionprops), (a, b) in zip(plan.stems, plan.files, parsed_tables, strict=True):
-                hashes[intensities.path] = a.digest
+                hashes[intensities.path] = a.file_digest()
                 if start + a.n > matrix.shape[0]:  # the estimate was short: grown (doubled) rather than overrun
                     grown = empty_matrix(max(start + a.n, 2 * matrix.shape[0]), matrix.shape[1])
                     grown[:start] = matrix[:start]
@@ -146,7 +146,7 @@ class SteinbockAdapter(ToolAdapter):
         """One image's parsed intensities ``a`` joined on ``Object`` with its parsed regionprops ``b`` (rows in the
         order of the intensities table), the measurements written into ``out``; the regionprops' hash goes to
         ``hashes``, the joined matrix stats of the image to ``stats`` (:func:`joined_stats`)."""
-        hashes[regionprops.path] = b.digest
+        hashes[regionprops.path] = b.file_digest()
         ids = a.arrow(OBJECT)
         check_image_ids(intensities.path, ids, OBJECT, stem)
         order = _aligned(stem, intensities, regionprops, ids, b)
