@@ -156,27 +156,13 @@ def _dtype_text(dtype: Any) -> str:
     return text
 
 
-# A text column of at most this many rows is digested from its values as Python strings: for the few rows of the
-# dictionary, images and channels tables that takes a fifth of the time of the Arrow buffers' three hashes.
-SMALL_TEXT_ROWS = 256
-
-
 def column_digest(column: pd.Series) -> str:
-    """Hex xxh3-128 of a column's dtype and values (see the module docstring).
-
-    >>> short, long = (pd.Series(["a", None] * n, dtype="string") for n in (2, 200))
-    >>> column_digest(short) != column_digest(short.astype(object).astype("string")[::-1].reset_index(drop=True))
-    True
-    >>> column_digest(long) == column_digest(pd.concat([long[:7], long[7:]], ignore_index=True))
-    True
-    """
+    """Hex xxh3-128 of a column's dtype and values (see the module docstring). Stored: an AnnData's record keeps the
+    digest of each ``obs`` column (:mod:`cellspec_sc.bridges.anndata._record`), so it never changes for given values."""
     dtype = column.dtype
     head = f"{_dtype_text(dtype)}|{len(column)}|".encode()
     if isinstance(dtype, pd.StringDtype):
-        text = pa.array(column.array)
-        if len(column) <= SMALL_TEXT_ROWS:  # repr of str and None: unambiguous
-            return _join(head, xxhash.xxh3_128(repr(text.to_pylist()).encode("utf-8", "surrogatepass")).hexdigest())
-        return _text_digest(head, pa.chunked_array(text))
+        return _text_digest(head, pa.chunked_array(pa.array(column.array)))
     if isinstance(dtype, np.dtype) and dtype.kind in "fiub":
         return array_digest(column.to_numpy(), head)  # np.asarray of a Series costs five times as much
     if isinstance(dtype, (pd.Int32Dtype, pd.BooleanDtype)) or pd.api.types.is_extension_array_dtype(dtype) \
@@ -228,20 +214,39 @@ def _text_digest(head: bytes, chunks: pa.ChunkedArray) -> str:
     return _join(head, lengths.hexdigest(), data.hexdigest(), missing.hexdigest())
 
 
+def _small_text_digest(column: pd.Series) -> str:
+    """A short text column's dtype and the repr of its values (str, or None for NA: unambiguous)."""
+    values = pa.array(column.array).to_pylist()
+    head = f"{_dtype_text(column.dtype)}|{len(values)}|small|".encode()
+    return _join(head, xxhash.xxh3_128(repr(values).encode("utf-8", "surrogatepass")).hexdigest())
+
+
 def _join(head: bytes, *parts: str) -> str:
     return xxhash.xxh3_128(head + "|".join(parts).encode()).hexdigest()
 
 
+# A text column of at most this many rows is digested by :func:`frame_digest` from its values as Python strings: for
+# the few rows of the dictionary, images and channels tables a fifth of the time of the Arrow buffers' three hashes.
+SMALL_TEXT_ROWS = 256
+
+
 def frame_digest(frame: pd.DataFrame, items: list[tuple[Any, pd.Series]] | None = None) -> str:
-    """Hex digest of a frame's column names, index and every column's :func:`column_digest`; ``items`` are
-    ``list(frame.items())`` when the caller made them already.
+    """Hex digest of a frame's column names, index and every column's values (:func:`column_digest`, but a text
+    column of up to :data:`SMALL_TEXT_ROWS` rows by its values as Python strings); ``items`` are
+    ``list(frame.items())`` when the caller made them already. Kept in memory only (the validation memo's token).
 
     >>> frame_digest(pd.DataFrame({"a": [1.0]})) != frame_digest(pd.DataFrame({"b": [1.0]}))
+    True
+    >>> short = pd.DataFrame({"t": pd.Series(["a", None, "b"], dtype="string")})
+    >>> frame_digest(short) == frame_digest(pd.concat([short[:1], short[1:]], ignore_index=True))
+    True
+    >>> frame_digest(short) != frame_digest(short.assign(t=short["t"].fillna("None")))
     True
     """
     index = frame.index
     kept = f"range({index.start}, {index.stop}, {index.step})" if isinstance(index, pd.RangeIndex) else \
         column_digest(index.to_series())
     parts = [repr(list(map(repr, frame.columns))), kept]
-    parts += [column_digest(column) for _, column in (frame.items() if items is None else items)]
+    parts += [_small_text_digest(column) if isinstance(column.dtype, pd.StringDtype) and len(column) <= SMALL_TEXT_ROWS
+              else column_digest(column) for _, column in (frame.items() if items is None else items)]
     return _join(b"frame", *parts)

@@ -9,8 +9,9 @@ steps that differ between tools. :func:`read_export_report` runs them, top to bo
    kept) and one :class:`~cellspec_sc.readers._features.FeatureSpec` per measurement column. Nothing is
    parsed yet;
 2. :meth:`ToolAdapter.parse` executes the plan's roles (by default
-   :func:`~cellspec_sc.readers._table.stream_columns`, which hashes the file from the bytes it parses) and
-   returns the plan the parse settled on (QuPath reads as text the columns it finds hold text);
+   :func:`~cellspec_sc.readers._table.stream_columns`, which hashes the file from the bytes it parses: for an
+   export of 256 kB to 16 MB on another thread after the parse, while step 4 runs) and returns the plan the parse
+   settled on (QuPath reads as text the columns it finds hold text);
 3. :func:`~cellspec_sc.readers._features.build_dictionary` applies the vocabulary to the plan's features, while
    another thread parses (:func:`parsed_with_dictionary`: the parse's refusals still come first);
 4. :meth:`ToolAdapter.tables` builds cells, images and channels from the parsed rows (it may still be checking

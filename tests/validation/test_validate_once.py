@@ -73,6 +73,22 @@ def test_an_edit_in_place_is_validated_again(tmp_path, runs):
     assert len(runs) == before + 2
 
 
+@pytest.mark.parametrize(("table", "column", "value", "check"), [
+    ("cells", "cell_id", "row 0", "cells_key_unique"),  # 60 rows: a short text column, digested by its values
+    ("dictionary", "kind", "bogus", "dictionary_kind"),
+    ("channels", "marker", "row 0", "channels_names"),
+    ("images", "sample_id", "", "images_sample_present"),
+])
+def test_an_edit_of_a_short_text_column_in_place_is_validated_again(tmp_path, runs, table, column, value, check):
+    x = cs.read(cs.write(cs.example(n_cells=60), tmp_path / "a"))
+    before = len(runs)
+    assert cs.validate(x).status(check) == "pass" and len(runs) == before
+    frame = getattr(x, table)
+    frame.loc[1, column] = frame.loc[0, column] if value == "row 0" else value  # row 1 is in row 0's image
+    assert cs.validate(x).status(check) == "fail"
+    assert len(runs) == before + 1
+
+
 @pytest.mark.parametrize("row", [0, 29, 30, 59], ids=["first", "last of the first half", "first of the second", "last"])
 def test_an_edit_in_either_half_of_a_big_matrix_is_validated_again(tmp_path, runs, monkeypatch, row):
     """A big matrix is digested in two halves at once (two cores); an edit in any row of either half is
