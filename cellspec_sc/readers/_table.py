@@ -1052,7 +1052,6 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     position = {name: i for i, name in enumerate(header.names)}
     contents = header.contents if header.contents is not None and len(header.contents) <= min(
         MIN_PIECE_BYTES, PIECE_BYTES) else _small_file(header.path)
-    later = False
     if contents is not None:  # read once: its one piece cut and its SHA-256 taken from these bytes
         start = contents.find(b"\n") + 1 or len(contents)
         out, hasher = empty_matrix(0, len(matrix)), None  # the piece's own block becomes the matrix: rows uncounted
@@ -1060,10 +1059,12 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
         out = empty_matrix(_estimated_rows(header.path), len(matrix))
         start = data_start(header.path)
         hasher = PieceHash(header.path, start)
-        later = digest_later and header.path.stat().st_size <= HASH_LATER_MAX_BYTES
+    size = len(contents) if contents is not None else header.path.stat().st_size
+    later = digest_later and HASH_LATER_BYTES <= size <= HASH_LATER_MAX_BYTES
+    keeps = later and contents is None  # the pieces keep their bytes for the hash after the parse
     job = ParseJob(header, convert, [position[name] for name in matrix], text, numbers, unfiltered, keep,
-                   group if group in text else None, numbers_as_text, RowSlots(out), None if later else hasher,
-                   contents, keep_bytes=later)
+                   group if group in text else None, numbers_as_text, RowSlots(out), None if keeps else hasher,
+                   contents, keep_bytes=keeps)
     kept_bytes: list[KeptPiece] = []
     counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
     parts: dict[str, list[pa.Array]] = {name: [] for name in text}
@@ -1111,22 +1112,20 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
         unfiltered={n: pa.chunked_array(whole[n], type=pa.string()) for n in unfiltered},
         matrix=_with_overflow(out, filled, overflow),
         counts=counts,
-        digest=_digest(contents, hasher, (kept_bytes, header.path.stat().st_size) if later else None, digest_later),
+        digest=_digest(contents, hasher, kept_bytes, header.path) if later else
+        FileDigest.of(contents) if contents is not None else hasher.result(),
         stats=stats.result(),
     )
 
 
-def _digest(contents: bytes | None, hasher: PieceHash | None, kept: tuple[list[KeptPiece], int] | None,
-            later: bool) -> FileDigest | Future[FileDigest]:
-    """The file's digest: of ``contents`` (a file read whole), of the pieces the parse ``kept`` (with the file's
-    size once they were read; hashed in order by ``hasher``), or the one ``hasher`` took during the parse; on
-    another thread when ``later`` and the file holds at least :data:`HASH_LATER_BYTES`."""
+def _digest(contents: bytes | None, hasher: PieceHash | None, pieces: list[KeptPiece], path: Path
+            ) -> Future[FileDigest]:
+    """The file's digest, taken on another thread: of ``contents`` (a file read whole), else of the ``pieces`` the
+    parse kept, hashed in order by ``hasher`` and refused as a changed file unless they end at the size ``path``
+    has now, just after its last piece was read."""
     if contents is not None:
-        return in_background(FileDigest.of, contents, name="cellspec-sha256") \
-            if later and len(contents) >= HASH_LATER_BYTES else FileDigest.of(contents)
-    if kept is None:
-        return hasher.result()
-    return in_background(_hashed_pieces, hasher, *kept, name="cellspec-sha256")
+        return in_background(FileDigest.of, contents, name="cellspec-sha256")
+    return in_background(_hashed_pieces, hasher, pieces, path.stat().st_size, name="cellspec-sha256")
 
 
 def _hashed_pieces(hasher: PieceHash, pieces: list[KeptPiece], size: int) -> FileDigest:
