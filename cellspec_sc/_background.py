@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
+from queue import Empty, SimpleQueue
 from typing import Any
 
 __all__ = ["Future", "as_completed_map", "daemon", "in_background", "in_order", "in_turn", "ordered_map",
@@ -37,20 +38,80 @@ def usable_cpus() -> int:
 def in_background[T](fn: Callable[..., T], *args: Any, name: str = "cellspec-background") -> Future[T]:
     """Run ``fn(*args)`` on another thread while the caller goes on; ``.result()`` waits and raises what it raised.
 
-    With one usable CPU the call runs at once in the caller's thread (a second thread would only take turns).
+    The thread is one of :data:`_WORKERS`: an idle one when there is one, else a new one. With one usable CPU the call
+    runs at once in the caller's thread (a second thread would only take turns).
     """
+    done: Future[T] = Future()
     if usable_cpus() < 2:
-        done: Future[T] = Future()
-        try:
-            done.set_result(fn(*args))
-        except BaseException as err:  # noqa: BLE001 - handed to the caller through .result(), like a thread's
-            done.set_exception(err)
+        _run(done, fn, args)
         return done
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    _WORKERS.submit(done, fn, args, name)
+    return done
+
+
+def _run(done: Future[Any], fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    if not done.set_running_or_notify_cancel():
+        return
     try:
-        return pool.submit(fn, *args)
-    finally:
-        pool.shutdown(wait=False)  # the thread ends when fn returns
+        result = fn(*args)
+    except BaseException as err:  # noqa: BLE001 - handed to the caller through .result(), like a thread's
+        done.set_exception(err)
+    else:
+        done.set_result(result)
+
+
+class _Workers:
+    """Threads for :func:`in_background` that wait :data:`IDLE_SECONDS` for the next call before they end.
+
+    Starting a thread costs the caller 0.1-0.3 ms on a small virtual machine (``Thread.start`` waits until the new
+    thread runs), about what a read of a few thousand rows hands to other threads twice (a piece to parse, a file
+    to hash); a thread that waits for work takes a call in a few microseconds. There is no limit on the threads: a
+    call never waits for another to finish (one background call may wait for another that it started), and idle
+    threads end by themselves. They are daemon threads, so an idle one never holds up the end of the program, and a
+    forked child starts with none (its parent's threads do not exist there). A waiting thread costs its stack's
+    address space for a second at most; the malloc arena a thread used outlives it whether it waits or ends.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...], str]] = SimpleQueue()
+        self._idle = 0  # threads waiting for a call that no call has been handed to yet
+
+    def submit(self, done: Future[Any], fn: Callable[..., Any], args: tuple[Any, ...], name: str) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+                self._calls.put((done, fn, args, name))
+                return
+        threading.Thread(target=self._work, args=((done, fn, args, name),), name=name, daemon=True).start()
+
+    def _work(self, call: tuple[Future[Any], Callable[..., Any], tuple[Any, ...], str]) -> None:
+        while True:
+            done, fn, args, name = call
+            threading.current_thread().name = name
+            _run(done, fn, args)
+            del done, fn, args  # nothing of a finished call is kept alive while waiting
+            with self._lock:
+                self._idle += 1
+            try:
+                call = self._calls.get(timeout=IDLE_SECONDS)
+            except Empty:
+                with self._lock:
+                    try:
+                        call = self._calls.get_nowait()  # handed over just as the wait ended
+                    except Empty:
+                        self._idle -= 1
+                        return
+
+    def _forget(self) -> None:
+        self.__init__()
+
+
+# How long a background thread waits for the next call before it ends.
+IDLE_SECONDS = 1.0
+_WORKERS = _Workers()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WORKERS._forget)
 
 
 def ordered_map[T, R](fn: Callable[[T], R], items: Iterable[T], *, threads: int,

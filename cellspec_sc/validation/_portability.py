@@ -96,16 +96,26 @@ def _any_nul_byte(text: pd.Series) -> bool:
 def unstorable_name(x: Any, limit: int = NAME_MAX_BYTES) -> str | None:
     """A column name or image id of ``x`` longer than ``limit`` bytes (the first), or None."""
     for table, frame in _tables(x):
-        for column in frame.columns:
-            if len(os.fsencode(str(column))) > limit:
-                return f"{table} column {str(column)[:40]!r}... is {len(os.fsencode(str(column)))} bytes long"
+        for column in map(str, frame.columns):
+            if _longer_than(column, limit):
+                return f"{table} column {column[:40]!r}... is {len(os.fsencode(column))} bytes long"
     images = getattr(x, "images", None)
     if isinstance(images, pd.DataFrame) and "image_id" in images.columns:
         ids = images["image_id"].to_numpy(dtype=object)
         for value in map(str, ids[~pd.isna(ids)]):
-            if len(os.fsencode(value)) > limit:
+            if _longer_than(value, limit):
                 return f"image_id {value[:40]!r}... is {len(os.fsencode(value))} bytes long"
     return None
+
+
+def _longer_than(name: str, limit: int) -> bool:
+    """Whether ``name`` as a file name takes more than ``limit`` bytes: never when it has at most ``limit / 4``
+    characters (UTF-8 writes a character in at most four bytes), which spares encoding the usual short names.
+
+    >>> _longer_than("é" * 128, 255), _longer_than("é" * 127, 255), _longer_than("a" * 255, 255)
+    (True, False, False)
+    """
+    return len(name) * 4 > limit and len(os.fsencode(name)) > limit
 
 
 def refuse_unstorable(x: Any, target: str | os.PathLike, format_name: str, *, text: bool, names: bool) -> None:
