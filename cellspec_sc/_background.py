@@ -18,7 +18,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from contextlib import contextmanager
 from queue import Empty, SimpleQueue
 from typing import Any
@@ -116,22 +116,72 @@ if hasattr(os, "register_at_fork"):
 
 def ordered_map[T, R](fn: Callable[[T], R], items: Iterable[T], *, threads: int,
                    name: str = "cellspec-map") -> Iterator[R]:
-    """``fn`` over ``items`` on up to ``threads`` threads, results in order, at most ``2 * threads`` in flight."""
+    """``fn`` over ``items`` on up to ``threads`` threads, results in order, at most ``2 * threads`` in flight.
+
+    Leaving early (an error, or the caller stops iterating) cancels the items not started and waits for the
+    started ones."""
     if threads <= 1:
         yield from map(fn, items)
         return
+    lanes = _Lanes(fn, threads, name)
     pending: deque[Future[R]] = deque()
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name) as pool:
-        try:
-            for item in items:
-                pending.append(pool.submit(fn, item))
-                if len(pending) >= 2 * threads:
-                    yield pending.popleft().result()
-            while pending:
+    try:
+        for item in items:
+            pending.append(lanes.add(item))
+            if len(pending) >= 2 * threads:
                 yield pending.popleft().result()
-        finally:
-            for future in pending:
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        lanes.close()
+
+
+class _Lanes[T, R]:
+    """``fn`` over items handed in one by one, on at most ``threads`` background calls at once: each call (a lane)
+    takes items until none is left, so a map runs on the threads waiting in :data:`_WORKERS` instead of starting
+    threads of its own.
+
+    >>> lanes = _Lanes(lambda v: v + 1, 2, "doctest-lanes")
+    >>> futures = [lanes.add(v) for v in range(5)]
+    >>> [f.result() for f in futures]
+    [1, 2, 3, 4, 5]
+    >>> lanes.close()
+    """
+
+    def __init__(self, fn: Callable[[T], R], threads: int, name: str) -> None:
+        self._fn, self._threads, self._name = fn, threads, name
+        self._lock = threading.Lock()
+        self._todo: deque[tuple[Future[R], T]] = deque()
+        self._running = 0  # lanes at work
+        self._lanes: list[Future[None]] = []
+
+    def add(self, item: T) -> Future[R]:
+        """Hand ``item`` in; a lane starts when fewer than ``threads`` are at work."""
+        future: Future[R] = Future()
+        with self._lock:
+            self._todo.append((future, item))
+            start = self._running < self._threads
+            self._running += start
+        if start:
+            self._lanes.append(in_background(self._lane, name=self._name))
+        return future
+
+    def close(self) -> None:
+        """Cancel the items not started and wait for the lanes to end (the items they started included)."""
+        with self._lock:
+            for future, _ in self._todo:
                 future.cancel()
+            self._todo.clear()
+        wait(self._lanes)
+
+    def _lane(self) -> None:
+        while True:
+            with self._lock:
+                if not self._todo:
+                    self._running -= 1
+                    return
+                future, item = self._todo.popleft()
+            _run(future, self._fn, (item,))
 
 
 def as_completed_map[T, R](fn: Callable[[T], R], items: Iterable[T], *, threads: int,

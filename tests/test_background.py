@@ -87,3 +87,38 @@ def test_a_forked_child_runs_background_calls_on_threads_of_its_own():
     _, status = os.waitpid(pid, 0)
     with os.fdopen(reader, "rb") as pipe:
         assert pipe.read() == b"42" and status == 0
+
+
+def test_a_map_runs_on_the_waiting_threads(monkeypatch):
+    workers = _own_workers(monkeypatch)
+
+    def threads_of(items: range) -> set[int]:
+        both = threading.Barrier(2, timeout=10)  # the first two items run at once: one on each lane
+
+        def call(i: int) -> int:
+            if i < 2:
+                both.wait()
+            return _thread_of_call()
+
+        return set(_background.ordered_map(call, items, threads=2))
+
+    first = threads_of(range(40))
+    _until(lambda: workers._idle == 2)
+    assert len(first) == 2 and threads_of(range(40)) == first  # the same two threads the second time
+
+
+def test_a_map_left_early_waits_for_the_items_it_started_and_starts_no_more():
+    started, finished = [], []
+
+    def slow(i: int) -> int:
+        started.append(i)
+        time.sleep(0.02)
+        finished.append(i)
+        return i
+
+    results = _background.ordered_map(slow, range(100), threads=2)
+    assert next(results) == 0
+    results.close()  # the caller stops iterating
+    assert sorted(finished) == sorted(started) and len(started) <= 5  # two lanes, four in flight
+    time.sleep(0.1)
+    assert len(started) == len(finished) <= 5  # nothing started after the map ended
