@@ -84,19 +84,23 @@ class FeatureIdRule:
         >>> vocabulary().feature_id_rule("intensity").format(compartment="nucleus", marker="FOXP3", statistic="mean")
         'nucleus:FOXP3:mean'
         """
-        values = {"compartment": compartment, "marker": marker, "statistic": statistic, "name": statistic}
-        parts = template_parts(self.template)  # text, name, text, name, ..., text
-        return "".join(str(values[part]) if i % 2 else part for i, part in enumerate(parts))
+        return template_format(self.template).format(compartment=compartment, marker=marker, statistic=statistic,
+                                                     name=statistic)
 
 
 @cache
-def template_parts(template: str) -> tuple[str, ...]:
-    """A feature-id template cut at its ``<name>`` fields (split once per template, not per feature).
+def template_format(template: str) -> str:
+    """A feature-id template as a ``str.format`` pattern (made once per template, not per feature): its
+    ``<name>`` fields become ``{name}``, its braces are escaped.
 
-    >>> template_parts("<compartment>:<marker>:<statistic>")
-    ('', 'compartment', ':', 'marker', ':', 'statistic', '')
+    >>> template_format("<compartment>:<marker>:<statistic>")
+    '{compartment}:{marker}:{statistic}'
+    >>> template_format("{x}_<name>").format(name="area")
+    '{x}_area'
     """
-    return tuple(re.split(r"<(\w+)>", template))
+    parts = re.split(r"<(\w+)>", template)  # text, name, text, name, ..., text
+    return "".join(f"{{{part}}}" if i % 2 else part.replace("{", "{{").replace("}", "}}")
+                   for i, part in enumerate(parts))
 
 
 @dataclass(frozen=True)

@@ -52,8 +52,11 @@ def unique_columns(table: str, frame: pd.DataFrame) -> list[tuple[Any, pd.Series
 def unstorable_text(x: Any, columns: Columns = unique_columns) -> str | None:
     """Where ``x`` holds text with a NUL character (the first such value), or None."""
     for table, frame in _tables(x):
-        for column, values in _character_columns(columns(table, frame)):
-            text = values if is_arrow_text(values) else values.astype("string")
+        for column, values in columns(table, frame):
+            arrow = is_arrow_text(values)
+            if not arrow and spec_type_of(values) != "character":
+                continue
+            text = values if arrow else values.astype("string")
             if not _any_nul_byte(text):
                 continue
             found = text.str.contains("\x00", regex=False).fillna(False).to_numpy(dtype=bool)
@@ -63,10 +66,7 @@ def unstorable_text(x: Any, columns: Columns = unique_columns) -> str | None:
     return None
 
 
-def _character_columns(columns: Iterable[tuple[Any, pd.Series]]) -> list[tuple[Any, pd.Series]]:
-    """The character columns among ``columns``: the spec's ``string`` dtype is known by its dtype alone, so only
-    other columns are asked their spec type."""
-    return [(name, values) for name, values in columns if is_arrow_text(values) or spec_type_of(values) == "character"]
+_OFFSET_FORMATS = {pa.string(): "i", pa.large_string(): "q"}
 
 
 def _any_nul_byte(text: pd.Series) -> bool:
@@ -81,31 +81,40 @@ def _any_nul_byte(text: pd.Series) -> bool:
     """
     arrow = pa.array(text.array) if is_arrow_text(text) else pa.array(text.array, from_pandas=True)
     for chunk in arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]:
-        offsets, data = chunk.buffers()[1:3]
+        offsets_format = _OFFSET_FORMATS.get(chunk.type)
+        if offsets_format is None:
+            return True  # another layout (string views): checked value by value
+        _, offsets, data = chunk.buffers()
         if data is None or not len(chunk):
             continue
-        if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
-            return True  # another layout (string views): checked value by value
-        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-        first, last = np.frombuffer(offsets, dtype=width)[[chunk.offset, chunk.offset + len(chunk)]]
-        if last > first and np.frombuffer(data, dtype=np.uint8)[first:last].min() == 0:
+        ends = memoryview(offsets).cast("B").cast(offsets_format)  # two offsets read, no array made
+        first, last = ends[chunk.offset], ends[chunk.offset + len(chunk)]
+        if last > first and np.frombuffer(data, np.uint8, last - first, first).min() == 0:
             return True
     return False
 
 
-def unstorable_name(x: Any, limit: int = NAME_MAX_BYTES) -> str | None:
+def unstorable_name(x: Any, limit: int = NAME_MAX_BYTES, columns: Columns = unique_columns) -> str | None:
     """A column name or image id of ``x`` longer than ``limit`` bytes (the first), or None."""
+    image_ids = None
     for table, frame in _tables(x):
-        for column in map(str, frame.columns):
+        for column in map(str, frame.columns.tolist()):  # every name, repeated ones too (an Index iterates slowly)
             if _longer_than(column, limit):
                 return f"{table} column {column[:40]!r}... is {len(os.fsencode(column))} bytes long"
-    images = getattr(x, "images", None)
-    if isinstance(images, pd.DataFrame) and "image_id" in images.columns:
-        ids = images["image_id"].to_numpy(dtype=object)
-        for value in map(str, ids[~pd.isna(ids)]):
-            if _longer_than(value, limit):
-                return f"image_id {value[:40]!r}... is {len(os.fsencode(value))} bytes long"
+        if table == "images" and "image_id" in frame.columns:
+            image_ids = dict(columns(table, frame)).get("image_id")
+    for value in _present_values(image_ids) if image_ids is not None else ():
+        if _longer_than(value := str(value), limit):
+            return f"image_id {value[:40]!r}... is {len(os.fsencode(value))} bytes long"
     return None
+
+
+def _present_values(values: pd.Series) -> list[Any]:
+    """The values of a column that are not missing, as Python objects (Arrow text read by Arrow)."""
+    if is_arrow_text(values):
+        return [v for v in pa.array(values.array).to_pylist() if v is not None]
+    objects = values.to_numpy(dtype=object)
+    return list(objects[~pd.isna(objects)])
 
 
 def _longer_than(name: str, limit: int) -> bool:
@@ -140,5 +149,5 @@ def _name_max(target: str | os.PathLike) -> int:
 def portability_problems(x: Any, columns: Columns = unique_columns) -> list[str]:
     """Every kind of value of ``x`` some target format cannot store (for validate's note)."""
     found = [(unstorable_text(x, columns), "an .h5ad file cannot store it"),
-             (unstorable_name(x), "zarr stores (AnnData, SpatialData) cannot use it as a file name")]
+             (unstorable_name(x, columns=columns), "zarr stores (AnnData, SpatialData) cannot use it as a file name")]
     return [f"{what}: {why}" for what, why in found if what]
