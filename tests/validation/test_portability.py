@@ -59,3 +59,21 @@ def test_a_nul_is_found_exactly_among_the_values_of_a_column_slice(values, start
         assert (found is None) is (first is None)
         if first is not None:
             assert found.startswith(f"cells.note row {first} holds a NUL")
+
+
+@pytest.mark.parametrize(("characters", "noted"), [(127, False), (128, True)], ids=["254 bytes", "256 bytes"])
+def test_an_image_id_longer_than_a_file_name_may_be_is_noted_by_validate(characters, noted):
+    """'é' takes two bytes in UTF-8: 128 of them are 256 bytes, one more than most file systems allow a name."""
+    long_id = "é" * characters
+    x = cs.example(n_cells=20)
+    renamed = {"img1": long_id}
+
+    def rename(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.assign(image_id=frame["image_id"].replace(renamed))
+
+    y = x.replace(cells=rename(x.cells), images=rename(x.images), channels=rename(x.channels))
+    result = cs.validate(y).result("portability")
+    assert cs.validate(y).ok
+    assert result.status == ("warn" if noted else "pass")
+    if noted:
+        assert f"image_id {long_id[:40]!r}... is 256 bytes long" in result.message
