@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from cellspec_sc.spec import spec_type_of
+from cellspec_sc.spec import column_values, spec_type_of
 
 _MAX_SHOWN = 5
 
@@ -156,23 +156,38 @@ def _dtype_text(dtype: Any) -> str:
     return text
 
 
-def column_digest(column: pd.Series) -> str:
-    """Hex xxh3-128 of a column's dtype and values (see the module docstring). Stored: an AnnData's record keeps the
-    digest of each ``obs`` column (:mod:`cellspec_sc.bridges.anndata._record`), so it never changes for given values."""
-    dtype = column.dtype
-    head = f"{_dtype_text(dtype)}|{len(column)}|".encode()
+def column_digest(column: pd.Series | np.ndarray | pd.api.extensions.ExtensionArray) -> str:
+    """Hex xxh3-128 of a column's dtype and values (see the module docstring), given as a Series or as its values
+    (:func:`~cellspec_sc.spec.column_values`: the same digest). Stored: an AnnData's record keeps the digest of each
+    ``obs`` column (:mod:`cellspec_sc.bridges.anndata._record`), so it never changes for given values.
+
+    >>> column_digest(pd.Series([1.0, None])) == column_digest(np.array([1.0, np.nan]))
+    True
+    """
+    values = _values_of(column)
+    dtype = values.dtype
+    head = f"{_dtype_text(dtype)}|{len(values)}|".encode()
     if isinstance(dtype, pd.StringDtype):
-        return _text_digest(head, pa.chunked_array(pa.array(column.array)))
+        return _text_digest(head, pa.chunked_array(pa.array(values)))
     if isinstance(dtype, np.dtype) and dtype.kind in "fiub":
-        return array_digest(column.to_numpy(), head)  # np.asarray of a Series costs five times as much
+        return array_digest(np.asarray(values), head)
     if isinstance(dtype, (pd.Int32Dtype, pd.BooleanDtype)) or pd.api.types.is_extension_array_dtype(dtype) \
             and dtype.kind in "iub":
-        array = column.array  # the values without a Series around each step
-        missing = np.asarray(array.isna(), dtype=bool)
-        values = array.to_numpy(dtype=np.int64, na_value=0)
-        return _join(head, array_digest(values), array_digest(np.flatnonzero(missing)))
-    hashes = pd.util.hash_pandas_object(column, index=False).to_numpy(dtype=np.uint64)  # anything else
+        missing = np.asarray(values.isna(), dtype=bool)
+        numbers = values.to_numpy(dtype=np.int64, na_value=0)
+        return _join(head, array_digest(numbers), array_digest(np.flatnonzero(missing)))
+    series = column if isinstance(column, pd.Series) else pd.Series(values, copy=False)
+    hashes = pd.util.hash_pandas_object(series, index=False).to_numpy(dtype=np.uint64)  # anything else
     return array_digest(hashes, head)
+
+
+def _values_of(column: pd.Series | np.ndarray | pd.api.extensions.ExtensionArray
+               ) -> np.ndarray | pd.api.extensions.ExtensionArray:
+    """A column's values as :func:`~cellspec_sc.spec.column_values` gives them (np.asarray of a Series costs five
+    times as much as ``to_numpy``)."""
+    if not isinstance(column, pd.Series):
+        return column
+    return column.to_numpy() if isinstance(column.dtype, np.dtype) else column.array
 
 
 def array_digest(values: np.ndarray, head: bytes = b"", *, same_nan: bool = True) -> str:
@@ -214,9 +229,9 @@ def _text_digest(head: bytes, chunks: pa.ChunkedArray) -> str:
     return _join(head, lengths.hexdigest(), data.hexdigest(), missing.hexdigest())
 
 
-def _small_text_digest(column: pd.Series) -> str:
+def _small_text_digest(column: pd.api.extensions.ExtensionArray) -> str:
     """A short text column's dtype and the repr of its values (str, or None for NA: unambiguous)."""
-    values = pa.array(column.array).to_pylist()
+    values = pa.array(column).to_pylist()
     head = f"{_dtype_text(column.dtype)}|{len(values)}|small|".encode()
     return _join(head, xxhash.xxh3_128(repr(values).encode("utf-8", "surrogatepass")).hexdigest())
 
@@ -230,10 +245,10 @@ def _join(head: bytes, *parts: str) -> str:
 SMALL_TEXT_ROWS = 256
 
 
-def frame_digest(frame: pd.DataFrame, items: list[tuple[Any, pd.Series]] | None = None) -> str:
+def frame_digest(frame: pd.DataFrame, items: list[tuple[Any, Any]] | None = None) -> str:
     """Hex digest of a frame's column names, index and every column's values (:func:`column_digest`, but a text
     column of up to :data:`SMALL_TEXT_ROWS` rows by its values as Python strings); ``items`` are
-    ``list(frame.items())`` when the caller made them already. Kept in memory only (the validation memo's token).
+    ``column_values(frame)`` when the caller made them already. Kept in memory only (the validation memo's token).
 
     >>> frame_digest(pd.DataFrame({"a": [1.0]})) != frame_digest(pd.DataFrame({"b": [1.0]}))
     True
@@ -246,7 +261,8 @@ def frame_digest(frame: pd.DataFrame, items: list[tuple[Any, pd.Series]] | None 
     index = frame.index
     kept = f"range({index.start}, {index.stop}, {index.step})" if isinstance(index, pd.RangeIndex) else \
         column_digest(index.to_series())
-    parts = [repr(list(map(repr, frame.columns))), kept]
-    parts += [_small_text_digest(column) if isinstance(column.dtype, pd.StringDtype) and len(column) <= SMALL_TEXT_ROWS
-              else column_digest(column) for _, column in (frame.items() if items is None else items)]
+    items = column_values(frame) if items is None else items
+    parts = [repr([repr(name) for name, _ in items]), kept]
+    parts += [_small_text_digest(values) if isinstance(values.dtype, pd.StringDtype) and len(values) <= SMALL_TEXT_ROWS
+              else column_digest(values) for _, values in items]
     return _join(b"frame", *parts)

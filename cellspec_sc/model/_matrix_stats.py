@@ -66,7 +66,8 @@ def _dask_row_blocks(m: Any) -> Iterator[tuple[int, np.ndarray]]:
         start += size
 
 
-def first_seen_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def first_seen_codes(values: pd.Series | np.ndarray | pd.api.extensions.ExtensionArray
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """(code of each value, -1 for NA; the distinct values in order of first appearance), e.g. the image of
     each cell.
 
@@ -74,8 +75,8 @@ def first_seen_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     >>> codes.tolist(), list(names)
     ([0, 1, -1, 0], ['b', 'a'])
     """
-    if isinstance(values, pd.Series) and is_arrow_text(values):
-        return arrow_first_seen_codes(pa.array(values.array))  # what pd.factorize does for it, without its overhead
+    if is_arrow_text(values):  # a Series or its array: what pd.factorize does for it, without its overhead
+        return arrow_first_seen_codes(pa.array(values.array if isinstance(values, pd.Series) else values))
     codes, names = pd.factorize(values, use_na_sentinel=True)
     return np.asarray(codes, dtype=np.int64), np.asarray(names, dtype=object)
 

@@ -21,7 +21,9 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and edit
         as_spec_type,
         canonical_frame,
         character_array,
+        column_names,
         column_spec_types,
+        column_values,
         declared_type,
         is_arrow_text,
         spec_type_of,
@@ -39,7 +41,9 @@ _WHERE = {
     "as_spec_type": "cellspec_sc.spec._types",
     "canonical_frame": "cellspec_sc.spec._types",
     "character_array": "cellspec_sc.spec._types",
+    "column_names": "cellspec_sc.spec._types",
     "column_spec_types": "cellspec_sc.spec._types",
+    "column_values": "cellspec_sc.spec._types",
     "declared_type": "cellspec_sc.spec._types",
     "is_arrow_text": "cellspec_sc.spec._types",
     "spec_type_of": "cellspec_sc.spec._types",
@@ -48,8 +52,8 @@ _WHERE = {
 }
 
 __all__ = ["PANDAS_DTYPES", "SPEC_TYPES", "SPEC_VERSION", "Vocabulary", "arrow_text", "as_spec_type", "canonical_frame",
-           "character_array", "column_spec_types", "declared_type", "is_arrow_text", "spec_type_of", "vocabulary",
-           "without_repeated_names"]
+           "character_array", "column_names", "column_spec_types", "column_values", "declared_type", "is_arrow_text",
+           "spec_type_of", "vocabulary", "without_repeated_names"]
 
 
 __getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())

@@ -28,7 +28,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cellspec_sc.model import MatrixStats, first_seen_code_array, first_seen_codes, matrix_stats
-from cellspec_sc.spec import PANDAS_DTYPES, SPEC_TYPES, Vocabulary, is_arrow_text, spec_type_of, without_repeated_names
+from cellspec_sc.spec import (
+    PANDAS_DTYPES,
+    SPEC_TYPES,
+    Vocabulary,
+    column_values,
+    is_arrow_text,
+    spec_type_of,
+    without_repeated_names,
+)
 from cellspec_sc.validation._report import MAX_ROWS_SHOWN
 
 
@@ -93,19 +101,23 @@ class Context:
     def table(self, name: str) -> pd.DataFrame:
         return self.part(name)
 
-    def items(self, table: str) -> list[tuple[Any, pd.Series]]:
-        """(name, column) of every column of a table, in order: pandas builds a Series on every column access, so
-        the checks, the portability note and the memo's token share these, made once per validation."""
+    def names(self, table: str) -> list[Any]:
+        """The column names of a table, in order (repeated ones too), made once per validation."""
+        return [name for name, _ in self.items(table)]
+
+    def items(self, table: str) -> list[tuple[Any, Values]]:
+        """(name, values) of every column of a table, in order (:func:`~cellspec_sc.spec.column_values`: no Series
+        around each): the checks, the portability note and the memo's token share these, made once per validation."""
         return self.frame_items(table, self.table(table))
 
-    def frame_items(self, table: str, frame: pd.DataFrame) -> list[tuple[Any, pd.Series]]:
+    def frame_items(self, table: str, frame: pd.DataFrame) -> list[tuple[Any, Values]]:
         """:meth:`items` of ``frame``, the object's table ``table`` (whether or not a check found it unusable)."""
         if table not in self._items:
-            self._items[table] = list(frame.items())
+            self._items[table] = column_values(frame)
         return self._items[table]
 
-    def single_columns(self, table: str) -> dict[Any, pd.Series]:
-        """{name: column} of :meth:`items` without the names that are duplicated (the required-columns check
+    def single_columns(self, table: str) -> dict[Any, Values]:
+        """{name: values} of :meth:`items` without the names that are duplicated (the required-columns check
         reports those), in order."""
         key = ("single", table)
         if key not in self._items:
@@ -119,13 +131,12 @@ class Context:
             self._items[("shared", key)] = make()
         return self._items[("shared", key)]
 
-    def col(self, table: str, column: str) -> pd.Series:
-        frame = self.table(table)
-        if column not in frame.columns:
-            raise Skip(f"{table} has no column {column!r}")
+    def col(self, table: str, column: str) -> Values:
+        """The values of ``column`` of ``table`` (a numpy or pandas array; skips when it is absent or repeated)."""
         values = self.single_columns(table).get(column)
         if values is None:
-            raise Skip(f"{table} has duplicated column {column!r}")
+            reason = "duplicated" if column in self.table(table).columns else "no"
+            raise Skip(f"{table} has {reason} column {column!r}")
         return values
 
     def text(self, table: str, column: str) -> np.ndarray:
@@ -133,8 +144,14 @@ class Context:
         character): the checks iterate and compare them, without a Series' cost per call."""
         return self._converted(table, column, "text")
 
+    def character(self, table: str, column: str) -> Values:
+        """A character column's values as the table holds them (Arrow-backed ``string`` in a canonical table; skips
+        like text)."""
+        return self._converted(table, column, "character")
+
     def strings(self, table: str, column: str) -> pd.Series:
-        """A character column as pandas ``string`` (Arrow-backed: fast on a million ids; skips like text)."""
+        """A character column as a Series of pandas ``string`` (Arrow-backed: fast on a million ids; skips like
+        text)."""
         return self._converted(table, column, "strings")
 
     def number(self, table: str, column: str) -> np.ndarray:
@@ -145,16 +162,17 @@ class Context:
         # Several checks read the same cells columns; converting a million ids once, not per check.
         key = (table, column, how)
         if key not in self._columns:
-            s = self.col(table, column)
-            if how in ("text", "strings"):
-                if spec_type_of(s) != "character":
+            values = self.col(table, column)
+            if how in ("text", "strings", "character"):
+                if spec_type_of(values) != "character":
                     raise Skip(f"{table}.{column} is not character")
                 target = PANDAS_DTYPES["character"]
-                self._columns[key] = _objects(s) if how == "text" else s if s.dtype == target else s.astype(target)
+                self._columns[key] = values if how == "character" else _objects(values) if how == "text" else \
+                    pd.Series(values, copy=False) if values.dtype == target else pd.Series(values).astype(target)
             else:
-                if spec_type_of(s) not in ("double", "integer"):
+                if spec_type_of(values) not in ("double", "integer"):
                     raise Skip(f"{table}.{column} is not numeric")
-                self._columns[key] = s.to_numpy(dtype=np.float64, na_value=np.nan)
+                self._columns[key] = _floats(values)
         return self._columns[key]
 
     def matrix(self) -> Any:
@@ -231,18 +249,38 @@ class Context:
         return lookup[codes]  # code -1 (NA) picks the trailing ``missing``
 
 
-def _objects(s: pd.Series) -> np.ndarray:
+Values = np.ndarray | pd.api.extensions.ExtensionArray
+"""A column's values as :func:`~cellspec_sc.spec.column_values` gives them."""
+
+
+def _objects(values: Values) -> np.ndarray:
     """A character column's values as str objects with None for NA (from Arrow directly when Arrow holds it).
 
-    >>> _objects(pd.Series(["a", None], dtype="string")).tolist()
-    ['a', None]
+    >>> _objects(pd.array(["a", None], dtype="string")).tolist(), _objects(np.array(["b", np.nan], dtype=object))
+    (['a', None], array(['b', None], dtype=object))
     """
-    if is_arrow_text(s):
-        return pa.chunked_array(pa.array(s.array)).to_numpy(zero_copy_only=False)
-    values = s.to_numpy(dtype=object)
-    out = values.copy()
-    out[pd.isna(values)] = None
+    if is_arrow_text(values):
+        return pa.chunked_array(pa.array(values)).to_numpy(zero_copy_only=False)
+    objects = np.asarray(values, dtype=object)
+    out = objects.copy()
+    out[pd.isna(objects)] = None
     return out
+
+
+def _floats(values: Values) -> np.ndarray:
+    """A numeric column's values as float64 with NaN for NA; a float64 column's own array, read-only (the checks
+    only read it).
+
+    >>> _floats(pd.array([1, None], dtype="Int32")).tolist(), _floats(np.array([2.0])).flags.writeable
+    ([1.0, nan], False)
+    """
+    if isinstance(values, np.ndarray) and values.dtype == np.float64:
+        view = values.view()
+        view.flags.writeable = False
+        return view
+    if isinstance(values, np.ndarray):
+        return values.astype(np.float64)
+    return values.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def rows_text(rows: np.ndarray, count: int) -> str:
@@ -259,24 +297,52 @@ def bad_rows(table: str, column: str | None, mask: np.ndarray, what: str) -> Pro
     return Problem(f"{where}: {what} in {rows_text(rows, rows.size)}", column, rows, int(rows.size))
 
 
-def missing_or_empty(values: pd.Series | np.ndarray) -> np.ndarray:
-    """Where ``values`` (a column, or :meth:`Context.text`'s array) is missing or ``""`` (Arrow-backed text with
-    neither is answered by Arrow alone).
+def missing_or_empty(values: pd.Series | Values) -> np.ndarray:
+    """Where ``values`` (a column or its values, or :meth:`Context.text`'s array) is missing or ``""`` (Arrow-backed
+    text with neither is answered by Arrow alone).
 
     >>> missing_or_empty(pd.Series(["a", "", None], dtype="string")).tolist()
     [False, True, True]
     >>> missing_or_empty(np.array(["", "b", None], dtype=object)).tolist()
     [True, False, True]
+    >>> missing_or_empty(pd.array(["", "b", None], dtype="string[python]")).tolist()
+    [True, False, True]
     """
     if isinstance(values, np.ndarray):
         return _missing_or_empty_objects(values)
-    if is_arrow_text(values):
-        text = pa.chunked_array(pa.array(values.array))
-        if text.null_count == 0 and (len(text) == 0 or pc.min(pc.binary_length(text)).as_py() > 0):
-            return np.zeros(len(text), dtype=bool)
-    if values.dtype == object:
-        return _missing_or_empty_objects(values.to_numpy())
-    return (values.isna() | values.eq("")).to_numpy(dtype=bool, na_value=True)
+    array = values.array if isinstance(values, pd.Series) else values
+    if is_arrow_text(array) and _all_present(pa.chunked_array(pa.array(array))):
+        return np.zeros(len(array), dtype=bool)
+    if array.dtype == object:
+        return _missing_or_empty_objects(np.asarray(array, dtype=object))
+    equal = array == ""  # a boolean array with NA (pd.NA semantics) or a numpy array (NaN semantics)
+    empty = equal.to_numpy(dtype=bool, na_value=True) if isinstance(equal, pd.api.extensions.ExtensionArray) else \
+        np.asarray(equal, dtype=bool)
+    return np.asarray(pd.isna(array), dtype=bool) | empty
+
+
+_OFFSET_TYPES = {pa.string(): np.int32, pa.large_string(): np.int64}
+
+
+def _all_present(text: pa.ChunkedArray) -> bool:
+    """Whether Arrow text holds neither a missing nor an empty value: an empty value is two equal offsets in a
+    row (read from each chunk's offsets buffer, without a compute call per chunk).
+
+    >>> [_all_present(pa.chunked_array([values])) for values in (["a", "bc"], ["a", ""], ["a", None], [])]
+    [True, False, False, True]
+    """
+    for chunk in text.chunks:
+        if not len(chunk):
+            continue
+        if chunk.null_count:
+            return False
+        offset_type = _OFFSET_TYPES.get(chunk.type)
+        if offset_type is None:  # another layout (string views): the caller looks value by value
+            return False
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=offset_type)[chunk.offset:chunk.offset + len(chunk) + 1]
+        if not (offsets[1:] > offsets[:-1]).all():
+            return False
+    return True
 
 
 def _missing_or_empty_objects(objects: np.ndarray) -> np.ndarray:
@@ -286,8 +352,7 @@ def _missing_or_empty_objects(objects: np.ndarray) -> np.ndarray:
 
 
 def required_columns(ctx: Context, table: str, check_duplicates: bool = False) -> Problem | None:
-    frame = ctx.table(table)
-    names = list(frame.columns)
+    names = ctx.names(table)
     present = set(names)
     missing = [c for c in ctx.voc.required(table) if c not in present]
     dups = sorted({c for c, n in Counter(names).items() if n > 1}) if check_duplicates else []
@@ -315,7 +380,7 @@ def column_types(ctx: Context, table: str, only_declared: bool = True) -> Proble
     return None
 
 
-def not_unicode(values: pd.Series) -> str | None:
+def not_unicode(values: pd.Series | Values) -> str | None:
     """Where a text column holds a string that no UTF-8 file can store (a lone surrogate, as ``os.fsdecode``
     makes of a file name that is not UTF-8), or None. Only Python strings can: Arrow text is UTF-8.
 
@@ -325,12 +390,13 @@ def not_unicode(values: pd.Series) -> str | None:
     """
     if values.dtype != object:
         return None
+    objects = np.asarray(values, dtype=object)
     try:
-        pa.array(values.to_numpy(), type=pa.string(), from_pandas=True)
+        pa.array(objects, type=pa.string(), from_pandas=True)
         return None
     except UnicodeEncodeError:
         pass
-    for row, value in enumerate(values.to_numpy()):
+    for row, value in enumerate(objects):
         if isinstance(value, str):
             try:
                 value.encode("utf-8")
@@ -345,7 +411,7 @@ def ids_present(ctx: Context, table: str, columns: tuple[str, ...]) -> Problem |
     seen = 0
     for column in columns:
         try:
-            values = ctx.strings(table, column)
+            values = ctx.character(table, column)
         except Skip:
             continue
         seen += 1
@@ -392,10 +458,15 @@ def merge(problems: list[Problem]) -> Problem | None:
 
 
 def feature_ids(ctx: Context, n: int) -> list[str]:
+    """The dictionary's feature ids as text (``<NA>`` for a missing one), then ``column j`` for the matrix's columns
+    beyond them."""
     try:
-        ids = [str(v) for v in ctx.col("dictionary", "feature_id")]
+        ids = ["<NA>" if v is None else v for v in ctx.text("dictionary", "feature_id").tolist()]
     except Skip:
-        ids = []
+        try:
+            ids = [str(v) for v in ctx.col("dictionary", "feature_id")]
+        except Skip:
+            ids = []
     return ids + [f"column {j}" for j in range(len(ids), n)] if len(ids) < n else ids
 
 

@@ -28,7 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from cellspec_sc.errors import Unstorable
-from cellspec_sc.spec import is_arrow_text, spec_type_of, without_repeated_names
+from cellspec_sc.spec import column_names, column_values, is_arrow_text, spec_type_of, without_repeated_names
 
 NAME_MAX_BYTES = 255
 TABLES = ("cells", "dictionary", "images", "channels", "adjacency")
@@ -40,13 +40,14 @@ def _tables(x: Any) -> list[tuple[str, pd.DataFrame]]:
     return [(name, frame) for name in TABLES if isinstance(frame := getattr(x, name, None), pd.DataFrame)]
 
 
-Columns = Callable[[str, pd.DataFrame], Iterable[tuple[Any, pd.Series]]]
-"""(name, column) of each column of a table whose name is not duplicated, given the table's name and frame."""
+Columns = Callable[[str, pd.DataFrame], Iterable[tuple[Any, Any]]]
+"""(name, values) of each column of a table whose name is not duplicated (values as
+:func:`~cellspec_sc.spec.column_values` gives them), given the table's name and frame."""
 
 
-def unique_columns(table: str, frame: pd.DataFrame) -> list[tuple[Any, pd.Series]]:
+def unique_columns(table: str, frame: pd.DataFrame) -> list[tuple[Any, Any]]:
     """:data:`Columns` straight from the frame (validation passes the columns its checks already made)."""
-    return without_repeated_names(frame.items())
+    return without_repeated_names(column_values(frame))
 
 
 def unstorable_text(x: Any, columns: Columns = unique_columns) -> str | None:
@@ -54,32 +55,37 @@ def unstorable_text(x: Any, columns: Columns = unique_columns) -> str | None:
     for table, frame in _tables(x):
         for column, values in columns(table, frame):
             arrow = is_arrow_text(values)
-            if not arrow and spec_type_of(values) != "character":
+            if not arrow and (_holds_no_text(values) or spec_type_of(values) != "character"):
                 continue
-            text = values if arrow else values.astype("string")
+            text = values if arrow else pd.Series(values, copy=False).astype("string").array
             if not _any_nul_byte(text):
                 continue
-            found = text.str.contains("\x00", regex=False).fillna(False).to_numpy(dtype=bool)
+            found = pd.Series(text, copy=False).str.contains("\x00", regex=False).fillna(False).to_numpy(dtype=bool)
             if found.any():
                 row = int(found.argmax())
-                return f"{table}.{column} row {row} holds a NUL character ({values.iloc[row]!r})"
+                return f"{table}.{column} row {row} holds a NUL character ({values[row]!r})"
     return None
+
+
+def _holds_no_text(values: Any) -> bool:
+    """Whether a column's values are a numpy array of numbers (or dates): no text, without asking for its spec type."""
+    return isinstance(values, np.ndarray) and values.dtype.kind in "biufcmM"
 
 
 _OFFSET_FORMATS = {pa.string(): "i", pa.large_string(): "q"}
 
 
-def _any_nul_byte(text: pd.Series) -> bool:
+def _any_nul_byte(text: pd.api.extensions.ExtensionArray) -> bool:
     """Whether a NUL byte is among the bytes of the values of a text column (one pass over each chunk's
     bytes at memory speed; UTF-8 holds byte 0 only for the NUL character). Only the bytes between a chunk's
     first and last offset are read: Arrow pads a data buffer (an empty column has 8 zero bytes) and a slice
     shares its parent's. A missing value may still own bytes: a True is checked value by value, a False is
     certain.
 
-    >>> [_any_nul_byte(pd.Series(values, dtype="string")) for values in (["a", None, "b"], ["a\\x00"], [])]
+    >>> [_any_nul_byte(pd.array(values, dtype="string")) for values in (["a", None, "b"], ["a\\x00"], [])]
     [False, True, False]
     """
-    arrow = pa.array(text.array) if is_arrow_text(text) else pa.array(text.array, from_pandas=True)
+    arrow = pa.array(text) if is_arrow_text(text) else pa.array(text, from_pandas=True)
     for chunk in arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]:
         offsets_format = _OFFSET_FORMATS.get(chunk.type)
         if offsets_format is None:
@@ -98,7 +104,7 @@ def unstorable_name(x: Any, limit: int = NAME_MAX_BYTES, columns: Columns = uniq
     """A column name or image id of ``x`` longer than ``limit`` bytes (the first), or None."""
     image_ids = None
     for table, frame in _tables(x):
-        for column in map(str, frame.columns.tolist()):  # every name, repeated ones too (an Index iterates slowly)
+        for column in map(str, column_names(frame)):  # every name, repeated ones too
             if _longer_than(column, limit):
                 return f"{table} column {column[:40]!r}... is {len(os.fsencode(column))} bytes long"
         if table == "images" and "image_id" in frame.columns:
@@ -109,11 +115,12 @@ def unstorable_name(x: Any, limit: int = NAME_MAX_BYTES, columns: Columns = uniq
     return None
 
 
-def _present_values(values: pd.Series) -> list[Any]:
-    """The values of a column that are not missing, as Python objects (Arrow text read by Arrow)."""
+def _present_values(values: Any) -> list[Any]:
+    """The values of a column (as :func:`~cellspec_sc.spec.column_values` gives them) that are not missing, as
+    Python objects (Arrow text read by Arrow)."""
     if is_arrow_text(values):
-        return [v for v in pa.array(values.array).to_pylist() if v is not None]
-    objects = values.to_numpy(dtype=object)
+        return [v for v in pa.array(values).to_pylist() if v is not None]
+    objects = np.asarray(values, dtype=object)
     return list(objects[~pd.isna(objects)])
 
 

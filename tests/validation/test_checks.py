@@ -9,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import cellspec_sc as cs
+from cellspec_sc.spec._types import public_column_values
+from cellspec_sc.validation import _context as context_module
 from cellspec_sc.validation import implemented_checks
 
 
@@ -281,3 +283,16 @@ def test_text_with_a_lone_surrogate_fails_column_types_naming_column_and_row():
     assert "image_id row 7 holds text that is not Unicode ('slide\\udce9': a lone surrogate" in result.message
     with pytest.raises(cs.ValidationError, match="cells_column_types"):
         report.raise_if_failed()
+
+
+@pytest.mark.parametrize("name", sorted({**FAILING, **WARNING}))
+def test_a_validation_through_pandas_public_api_alone_gives_the_same_report(name, monkeypatch):
+    """Validation takes the tables' columns from pandas' blocks; without them (another pandas), from a Series each:
+    every breaking case gives the same report either way."""
+    x = {**FAILING, **WARNING}[name](base())
+    fast = cs.validate(x)
+    monkeypatch.setattr(context_module, "column_values", public_column_values)
+    public = cs.validate(x.replace() if isinstance(x, cs.CellSpec) else x)  # a copy: no memo of the first report
+    assert public is not fast
+    assert [(r.name, r.status, r.message, r.column, r.rows, r.count) for r in public.results] == \
+        [(r.name, r.status, r.message, r.column, r.rows, r.count) for r in fast.results]

@@ -31,7 +31,7 @@ def _cells_types(ctx: Context) -> Problem | None:
 @check("cells_reserved_names")
 def _cells_reserved(ctx: Context) -> Problem | None:
     bad = []
-    for name in map(str, ctx.table("cells").columns):
+    for name in map(str, ctx.names("cells")):
         if name.startswith(ctx.voc.internal_prefix):
             bad.append(f"{name} uses the internal prefix {ctx.voc.internal_prefix}")
         for prefix in ("region__", "boundary_distance__"):
@@ -84,7 +84,7 @@ def _cells_sample(ctx: Context) -> Problem | None:
     images = dict(zip(ctx.text("images", "image_id"), ctx.text("images", "sample_id"), strict=True))
     # Compared as codes: each cell's sample, and the sample its image expects, as positions in the
     # cells' own samples (-2: a sample no cell has), so no per-cell strings are made.
-    actual, samples = first_seen_codes(ctx.strings("cells", "sample_id"))
+    actual, samples = first_seen_codes(ctx.character("cells", "sample_id"))
     position = {sample: i for i, sample in enumerate(samples)}
     expected = ctx.per_cell({image: position.get(sample, -2) for image, sample in images.items() if sample is not None},
                             -3, np.int64)
