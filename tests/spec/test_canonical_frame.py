@@ -3,12 +3,15 @@ the one pandas builds when the names are given (same column Index, dtypes, block
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cellspec_sc.spec import PANDAS_DTYPES, canonical_frame
+from cellspec_sc.spec._types import frame_of_arrays
 
 NAMES = st.lists(st.text(min_size=1, max_size=6), min_size=1, max_size=6, unique=True)
 
@@ -52,3 +55,43 @@ def test_no_columns_give_an_empty_index_of_names() -> None:
     want = pd.DataFrame({}, index=pd.RangeIndex(0), columns=[])
     assert got.shape == (0, 0) and got.columns.equals(want.columns) and got.columns.dtype == want.columns.dtype
     assert type(got.columns) is type(want.columns)
+
+
+KINDS = {
+    "float": lambda v, n: np.array([v] * n, dtype=np.float64),
+    "text": lambda v, n: pd.array([f"{v:g}", None, "001"][:n] + ["é"] * max(0, n - 3), dtype="string[pyarrow]"),
+    "int": lambda v, n: pd.array([None] + [int(v) % 1000 if math.isfinite(v) else 7] * (n - 1) if n else [],
+                                 dtype="Int32"),
+    "flag": lambda v, n: pd.array([v > 0] * n, dtype="boolean"),
+    "object": lambda v, n: np.array([v] * n, dtype=object),
+}
+
+
+def _blocks(frame: pd.DataFrame) -> list[tuple[str, list[int]]]:
+    return sorted((str(block.dtype), list(block.mgr_locs.as_array)) for block in frame._mgr.blocks)
+
+
+@settings(max_examples=80, deadline=None)
+@given(kinds=st.lists(st.sampled_from(sorted(KINDS)), max_size=7), names=st.data(), rows=st.integers(0, 4),
+       v=st.floats(allow_nan=True, allow_infinity=True))
+def test_frame_of_arrays_is_the_frame_pandas_builds_and_owns_its_values(kinds, names, rows, v) -> None:
+    labels = names.draw(st.lists(st.text(min_size=1, max_size=4) | st.integers(0, 9), min_size=len(kinds),
+                                 max_size=len(kinds), unique=True))
+    columns = {label: KINDS[kind](v, rows) for label, kind in zip(labels, kinds, strict=True)}
+    got, want = frame_of_arrays(columns, rows), pd.DataFrame(columns, index=pd.RangeIndex(rows))
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert got.columns.dtype == want.columns.dtype and type(got.index) is type(want.index)
+    assert _blocks(got) == _blocks(want)  # the same block layout: numbers in one block, each pandas array in its own
+    for label, values in columns.items():  # copies, as pandas' constructor makes: nothing shared with the caller
+        kept = got[label].array
+        if isinstance(values, np.ndarray):
+            assert not np.shares_memory(got[label].to_numpy(), values)
+        elif hasattr(values, "_data") and isinstance(values._data, np.ndarray):
+            assert not np.shares_memory(kept._data, values._data)
+
+
+def test_a_name_given_to_one_frames_columns_stays_with_that_frame() -> None:
+    first, second = (canonical_frame({"x": np.zeros(1), "cell_id": ["c"]}, "cells") for _ in range(2))
+    first.columns.name = "features"
+    third = canonical_frame({"x": np.zeros(1), "cell_id": ["c"]}, "cells")
+    assert second.columns.name is None and third.columns.name is None
