@@ -45,13 +45,20 @@ def sealed(matrix: Any) -> Any:
 
 
 class HandedOver:
-    """A matrix given to a CellSpec while another thread still fills it: stored as it is, neither copied nor
-    sealed; the code that made it calls :func:`sealed` once the filling is done."""
+    """A part given to a CellSpec that nothing else holds, stored as it is: a matrix another thread still fills
+    (neither copied nor sealed; the code that made it calls :func:`sealed` once the filling is done), or a table
+    just built for the object (not copied: a reader's or a decoder's own frame).
 
-    __slots__ = ("matrix",)
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"a": [1.0]})
+    >>> owned_frame(HandedOver(frame)) is frame, owned_frame(frame) is frame
+    (True, False)
+    """
 
-    def __init__(self, matrix: np.ndarray):
-        self.matrix = matrix
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
 
 
 def owned_matrix(matrix: Any) -> Any:
@@ -62,7 +69,7 @@ def owned_matrix(matrix: Any) -> Any:
     (an invalid object being built to be reported) is stored as given.
     """
     if isinstance(matrix, HandedOver):
-        return matrix.matrix
+        return matrix.value
     if not isinstance(matrix, np.ndarray):
         return matrix
     if type(matrix) is not np.ndarray:  # a subclass (np.memmap, ...): kept as a plain array
@@ -99,5 +106,8 @@ def guarded_view(matrix: Any) -> Any:
 
 
 def owned_frame(frame: Any) -> Any:
-    """A table as the object keeps it: pandas' copy-on-write copy (no data copied until either side changes)."""
+    """A table as the object keeps it: pandas' copy-on-write copy (no data copied until either side changes), or a
+    frame :class:`HandedOver` as it is."""
+    if isinstance(frame, HandedOver):
+        return frame.value
     return frame.copy(deep=False) if isinstance(frame, pd.DataFrame) else frame

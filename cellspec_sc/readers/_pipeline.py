@@ -44,7 +44,15 @@ import pandas as pd
 from cellspec_sc._background import in_background
 from cellspec_sc._files import FileDigest
 from cellspec_sc.errors import InputError, ValidationError, argument_error, is_positive_number
-from cellspec_sc.model import CellSpec, MatrixStats, first_seen_codes, input_record, new_provenance, sealed
+from cellspec_sc.model import (
+    CellSpec,
+    HandedOver,
+    MatrixStats,
+    first_seen_codes,
+    input_record,
+    new_provenance,
+    sealed,
+)
 from cellspec_sc.progress import step
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
 from cellspec_sc.readers._recognise import is_gzip, other_tool_advice
@@ -108,7 +116,8 @@ class Plan:
 
 @dataclass
 class Tables:
-    """What an adapter makes of the parsed rows: the spec tables besides measurements and dictionary."""
+    """What an adapter makes of the parsed rows: the spec tables besides measurements and dictionary, made for the
+    object (its frames are handed to it without a copy: nothing else may keep them)."""
 
     cells: dict[str, Any]
     images: dict[str, Any]
@@ -350,15 +359,15 @@ def assemble(adapter: ToolAdapter, *, parsed: Parsed, dictionary: pd.DataFrame, 
         parameters={**tables.parameters, **({"recognised_as": chosen} if (chosen := adapter.recognised or
                                                                             RECOGNISED.get()) else {})},
     )
-    return CellSpec(
+    return CellSpec(  # every table made for this object: handed over, not copied
         spec_version=SPEC_VERSION,
-        cells=canonical_frame(tables.cells, "cells"),
+        cells=HandedOver(canonical_frame(tables.cells, "cells")),
         measurements=sealed(np.ascontiguousarray(parsed.matrix, dtype=np.float64)),
-        dictionary=dictionary,
-        images=canonical_frame(tables.images, "images"),
-        channels=tables.channels,
+        dictionary=HandedOver(dictionary),
+        images=HandedOver(canonical_frame(tables.images, "images")),
+        channels=HandedOver(tables.channels),
         provenance=provenance,
-        adjacency=tables.adjacency,
+        adjacency=None if tables.adjacency is None else HandedOver(tables.adjacency),
     )
 
 

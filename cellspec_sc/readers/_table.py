@@ -783,9 +783,9 @@ def _group_codes(values: pa.ChunkedArray | None, n: int) -> tuple[np.ndarray, li
     """(code of each row, the distinct values in order of first appearance); one group without ``values``."""
     if values is None:
         return np.zeros(n, dtype=np.int64), [None]
-    distinct = pc.unique(values)
-    codes = pc.index_in(values, value_set=distinct)
-    return pc.fill_null(codes, -1).to_numpy().astype(np.int64), distinct.to_pylist()
+    encoded = pc.dictionary_encode(values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values)
+    codes = encoded.indices if not encoded.indices.null_count else pc.fill_null(encoded.indices, -1)
+    return codes.to_numpy().astype(np.int64), encoded.dictionary.to_pylist()
 
 
 def kept_rows(table: pa.Table, keep: tuple[str, Sequence[str]] | None) -> np.ndarray | None:

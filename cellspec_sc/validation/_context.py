@@ -517,7 +517,7 @@ def repeated(values: np.ndarray) -> np.ndarray:
 def duplicated_rows(codes: np.ndarray, *numbers: np.ndarray) -> np.ndarray:
     """Rows whose (code, numbers...) occur more than once: ``DataFrame.duplicated(keep=False)``, with NaN
     equal to NaN and -0.0 to 0.0 as there, but one 64-bit hash per row finds the few candidates and only
-    those are compared exactly (a tenth of the time on a million cells).
+    those are compared exactly, by the bits of their canonical values (a tenth of the time on a million cells).
 
     >>> duplicated_rows(np.array([0, 0, 1, 0]), np.array([1.0, 2.0, 1.0, -0.0]),
     ...                 np.array([5.0, np.nan, 5.0, 0.0])).tolist()
@@ -525,17 +525,20 @@ def duplicated_rows(codes: np.ndarray, *numbers: np.ndarray) -> np.ndarray:
     >>> duplicated_rows(np.array([0, 0, 0]), np.array([0.0, -0.0, np.nan]), np.array([np.nan, np.nan, 1.0])).tolist()
     [True, True, False]
     """
-    key = np.asarray(codes).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    codes = np.asarray(codes, dtype=np.int64)
+    key = codes.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    bits = [codes.view(np.uint64)]  # equal values, equal bits: one NaN, and 0.0 for -0.0
     for values in numbers:
-        canonical = np.where(np.isnan(values), np.nan, np.asarray(values, dtype=np.float64) + 0.0)  # -0.0 -> 0.0
-        key = (key ^ canonical.view(np.uint64)) * np.uint64(0xBF58476D1CE4E5B9)
+        canonical = np.where(np.isnan(values), np.nan, np.asarray(values, dtype=np.float64) + 0.0)
+        bits.append(canonical.view(np.uint64))
+        key = (key ^ bits[-1]) * np.uint64(0xBF58476D1CE4E5B9)
         key ^= key >> np.uint64(31)
     out = np.zeros(len(key), dtype=bool)
     candidates = np.flatnonzero(repeated(key))
     if candidates.size:
-        exact = pd.DataFrame({"code": np.asarray(codes)[candidates],
-                              **{f"v{i}": np.asarray(v)[candidates] for i, v in enumerate(numbers)}})
-        out[candidates] = exact.duplicated(keep=False).to_numpy()
+        exact = np.column_stack([b[candidates] for b in bits])
+        _, inverse, counts = np.unique(exact, axis=0, return_inverse=True, return_counts=True)
+        out[candidates] = counts[inverse.reshape(-1)] > 1
     return out
 
 
