@@ -14,14 +14,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import first_free_name
 from cellspec_sc.readers._table import other_name
-from cellspec_sc.spec import canonical_frame, character_array, vocabulary
+from cellspec_sc.spec import canonical_frame, character_array, column_values, is_arrow_text, vocabulary
 
 MARKER_COLON_REPLACEMENT = "_"
 # scikit-image regionprops names (what mcquant's --mask_props and steinbock write) -> (statistic, unit).
@@ -179,14 +181,27 @@ def feature_positions(dictionary: pd.DataFrame, **match: str) -> list[int]:
     >>> feature_positions(d, kind="shape", statistic="area"), feature_positions(d, kind="intensity")
     ([0], [])
     """
-    columns = [dictionary[c].to_numpy(dtype=object) for c in match]
+    columns = dictionary_columns(dictionary, *match)
     wanted = tuple(match.values())
     return [j for j, row in enumerate(zip(*columns, strict=True)) if row == wanted]
+
+
+def dictionary_columns(dictionary: pd.DataFrame, *names: str) -> list[list[Any]]:
+    """The values of the dictionary's ``names`` columns as Python lists (None for NA), read by Arrow without a
+    Series each (a row per feature: the readers compare them as Python strings).
+
+    >>> d, _ = build_dictionary([FeatureSpec("shape", "area", "um2", "Cell: Area", "cell")])
+    >>> dictionary_columns(d, "kind", "marker")
+    [['shape'], [None]]
+    """
+    values = dict(column_values(dictionary))
+    return [pa.array(values[name]).to_pylist() if is_arrow_text(values[name]) else
+            [None if v is pd.NA else v for v in np.asarray(values[name], dtype=object).tolist()] for name in names]
 
 
 def intensity_channels(dictionary: pd.DataFrame, applied: Mapping[str, str]) -> tuple[list[str], list[str]]:
     """(channel names, markers) of the intensity features, in order of first appearance."""
     back = {m: src for src, m in applied.items()}
-    kinds, names = dictionary["kind"].to_numpy(dtype=object), dictionary["marker"].to_numpy(dtype=object)
+    kinds, names = dictionary_columns(dictionary, "kind", "marker")
     markers = list(dict.fromkeys(str(m) for k, m in zip(kinds, names, strict=True) if k == "intensity"))
     return [back.get(m, m) for m in markers], markers

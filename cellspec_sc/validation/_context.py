@@ -223,7 +223,7 @@ class Context:
         """(image code of each cell, -1 for NA; the image ids in order of first appearance)."""
         key = ("cells", "image_id", "codes")
         if key not in self._columns:
-            ids = self.strings("cells", "image_id")
+            ids = self.character("cells", "image_id")
             # a reader's, made from the same column
             known = self.expected_image_codes if self.given_stats is None else self.given_stats.image_codes
             self._columns[key] = known if known is not None and len(known[0]) == len(ids) else first_seen_codes(ids)
@@ -237,7 +237,7 @@ class Context:
         if key not in self._columns:
             if self.stats_pending and self.expected_cell_codes:
                 raise StatsPending()  # the reader's codes are on their way; encoding them here would do it twice
-            ids = self.strings("cells", "cell_id")
+            ids = self.character("cells", "cell_id")
             known = None if self.given_stats is None else self.given_stats.cell_codes
             self._columns[key] = known if known is not None and len(known) == len(ids) else first_seen_code_array(ids)
         return self._columns[key]

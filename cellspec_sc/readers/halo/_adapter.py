@@ -21,7 +21,12 @@ from cellspec_sc.readers._cells import (
     images_frame,
     pixel_cells,
 )
-from cellspec_sc.readers._features import channels_frame, feature_positions, intensity_channels
+from cellspec_sc.readers._features import (
+    channels_frame,
+    dictionary_columns,
+    feature_positions,
+    intensity_channels,
+)
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
 from cellspec_sc.readers._table import SEPARATORS, Parsed, positive_area, string_column
 from cellspec_sc.readers.halo._plan import ADAPTER, ADAPTER_VERSION, BOX, ID_COLUMN, TOOL, HaloPlan, plan_export
@@ -57,7 +62,7 @@ class HaloAdapter(ToolAdapter):
         if area:
             j = area[0]
             per_row = np.array([sizes[i] for i in rows.order], dtype=np.float64)[rows.index]
-            scale = 1.0 if dictionary["unit"].iloc[j] == "um2" else per_row * per_row
+            scale = 1.0 if dictionary_columns(dictionary, "unit")[0][j] == "um2" else per_row * per_row
             cells["area"] = positive_area(parsed.matrix[:, j] * scale)
         cells.update({target: string_column(parsed.arrow(name)) for name, target in plan.text_targets.items()})
         cells.update({target: flag_column(parsed.number(name)) for name, target in plan.flags.items()})

@@ -15,7 +15,12 @@ import numpy as np
 import pandas as pd
 
 from cellspec_sc.readers._cells import checked_cell_ids, image_pixel_sizes, image_rows, images_frame, pixel_cells
-from cellspec_sc.readers._features import channels_frame, feature_positions, intensity_channels
+from cellspec_sc.readers._features import (
+    channels_frame,
+    dictionary_columns,
+    feature_positions,
+    intensity_channels,
+)
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
 from cellspec_sc.readers._table import SEPARATORS, Parsed, positive_area, string_column
 from cellspec_sc.readers.inform._plan import (
@@ -67,7 +72,7 @@ class InformAdapter(ToolAdapter):
         area = feature_positions(dictionary, kind="shape", statistic="area", compartment="cell")
         if area:
             j = area[0]
-            scale = 1.0 if dictionary["unit"].iloc[j] == "um2" else per_row * per_row
+            scale = 1.0 if dictionary_columns(dictionary, "unit")[0][j] == "um2" else per_row * per_row
             cells["area"] = positive_area(parsed.matrix[:, j] * scale)
         cells.update({target: string_column(parsed.arrow(name)) for name, target in plan.text_targets.items()})
         cells.update({target: percent_value(parsed.arrow(name), (header.path.name, name))

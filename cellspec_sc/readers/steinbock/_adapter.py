@@ -25,7 +25,7 @@ from cellspec_sc._background import ordered_map
 from cellspec_sc._files import FileDigest
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import MatrixStats, empty_matrix
-from cellspec_sc.readers._features import channels_frame, clean_marker
+from cellspec_sc.readers._features import channels_frame, clean_marker, feature_positions
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
 from cellspec_sc.readers._table import (
     SMALL_TABLE_BYTES,
@@ -129,7 +129,7 @@ class SteinbockAdapter(ToolAdapter):
         cells = {"cell_id": string_column(parsed.arrow(OBJECT)), "image_id": images,
                  "sample_id": images if self.sample_id is None else repeated_strings([self.sample_id], [len(images)]),
                  "x": x_px * per_row, "y": y_px * per_row_y}
-        area = np.flatnonzero(((dictionary["kind"] == "shape") & (dictionary["statistic"] == "area")).to_numpy())
+        area = feature_positions(dictionary, kind="shape", statistic="area")
         if len(area):
             cells["area"] = positive_area(parsed.matrix[:, area[0]] * per_row * per_row_y)
         cells.update({"x_px": x_px, "y_px": y_px})

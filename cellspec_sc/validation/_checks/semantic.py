@@ -68,7 +68,7 @@ def _feature_support(ctx: Context) -> Problem | None:
     ctx.matrix()
     if "measurements_rows" in ctx.broken:
         raise Skip("measurements rows do not match cells")
-    ctx.strings("cells", "image_id")
+    ctx.character("cells", "image_id")
     stats = ctx.stats()
     cols = np.flatnonzero(dictionary_mask(ctx, kind="intensity", statistic="mean")[: stats.n_features])
     flat = ~(stats.high[:, cols] > stats.low[:, cols])  # constant, or fewer than two non-NA values
