@@ -124,10 +124,10 @@ class PieceHash:
     """SHA-256 of a file whose pieces are read by several threads (a parse cut at line boundaries): each
     thread hands in the bytes it read, and they are hashed in file order, so the file is read once.
 
-    ``start`` bytes from the beginning (the header) are hashed at once. :meth:`add` waits until the
-    pieces before its own are in; a thread that could not read its piece calls :meth:`fail`, so that
-    no thread waits for it. A piece is only ever waited for by pieces after it, which started later
-    (a thread pool runs work in order), so nothing waits forever.
+    ``start`` bytes from the beginning (the header; ``head`` when the caller read them) are hashed at once.
+    :meth:`add` waits until the pieces before its own are in; a thread that could not read its piece calls
+    :meth:`fail`, so that no thread waits for it. A piece is only ever waited for by pieces after it, which
+    started later (a thread pool runs work in order), so nothing waits forever.
 
     >>> import tempfile, pathlib, hashlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "f.csv"
@@ -138,10 +138,11 @@ class PieceHash:
     True
     """
 
-    def __init__(self, path: str | os.PathLike, start: int):
+    def __init__(self, path: str | os.PathLike, start: int, head: bytes | None = None):
         self.path = Path(path)
-        with open(self.path, "rb") as handle:
-            head = handle.read(start)
+        if head is None or len(head) != start:  # else the first bytes as the caller read them already
+            with open(self.path, "rb") as handle:
+                head = handle.read(start)
         self._digest = hashlib.sha256(head)
         self._next = len(head)
         self._failed = False

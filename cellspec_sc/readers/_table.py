@@ -296,6 +296,9 @@ class Header:
     contents: bytes | None = field(default=None, compare=False, repr=False)
     """The whole file, when reading its encoding sample read all of it (a file under 1 MB): the parse takes its
     bytes from here instead of reading the file again."""
+    head: bytes | None = field(default=None, compare=False, repr=False)
+    """The first :data:`ENCODING_SAMPLE` bytes of a bigger file, as its encoding sample read them: the parse finds
+    the data's start and the rows to expect there, and takes a first piece that lies within from them."""
 
     @cached_property
     def normalised(self) -> dict[str, str]:
@@ -407,10 +410,10 @@ def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: s
     if endless:
         raise UnreadableText(f"{path.name}: line 1 runs past {HEADER_MAX_BYTES >> 20} MiB without a line end: not "
                              f"the header line of a {tool} table (a binary file, or text without line ends?)")
-    contents = None
+    contents = head = None
     if sample is not None:
         encoding = sample_encoding(path, sample)
-        contents = sample if len(sample) < ENCODING_SAMPLE else None
+        contents, head = (sample, None) if len(sample) < ENCODING_SAMPLE else (None, sample)
     else:
         encoding = detect_encoding(path, encoding)
     text = first.decode("utf-8-sig" if encoding == "utf-8" else encoding, errors="replace").rstrip("\r\n")
@@ -430,7 +433,7 @@ def read_header(path: str | os.PathLike, delimiter: str | Sequence[str], tool: s
     if dups:
         raise InputError(f"{path.name}: line 1: duplicated column name(s) {', '.join(map(repr, dups))}"
                          f"{_quote_note(text, delimiter, names, dups)}")
-    return Header(path, delimiter, names, encoding, contents)
+    return Header(path, delimiter, names, encoding, contents, head)
 
 
 def _quote_note(text: str, delimiter: str, names: tuple[str, ...], dups: list[str]) -> str:
@@ -594,17 +597,19 @@ def data_start(path: Path) -> int:
         return handle.tell()
 
 
-def line_pieces(path: Path, start: int, piece_bytes: int | None = None) -> list[tuple[int, int]]:
+def line_pieces(path: Path, start: int, piece_bytes: int | None = None, *, head: bytes | None = None
+                ) -> list[tuple[int, int]]:
     """Byte ranges ``[a, b)`` covering ``start`` to the end of the file, each ending just after a newline
     (the last one at the end of the file), about ``piece_bytes`` long (default :data:`PIECE_BYTES`, or for a
     smaller file an equal share per thread of :func:`workers`, at least :data:`MIN_PIECE_BYTES`); a file shorter
-    than two pieces is one piece, or two halves when longer than one."""
+    than two pieces is one piece, or two halves when longer than one. ``head``: the file's first bytes, already
+    read (:attr:`Header.head`), where the halves' line end is looked for first."""
     size = path.stat().st_size
     if size <= start:
         return []
     piece_bytes = piece_bytes or min(PIECE_BYTES, max(MIN_PIECE_BYTES, -(-(size - start) // workers())))
     if size - start < 2 * piece_bytes:
-        return [(start, size)] if size - start <= piece_bytes else _halves(path, start, size)
+        return [(start, size)] if size - start <= piece_bytes else _halves(path, start, size, head)
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
         pieces, a = [], start
         while a < size:
@@ -615,11 +620,14 @@ def line_pieces(path: Path, start: int, piece_bytes: int | None = None) -> list[
     return pieces
 
 
-def _halves(path: Path, start: int, size: int) -> list[tuple[int, int]]:
+def _halves(path: Path, start: int, size: int, head: bytes | None = None) -> list[tuple[int, int]]:
     """Two pieces of about equal size (a file a little over one piece is not cut into a piece and a sliver, whose
     thread would cost more than it parses)."""
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-        newline = view.find(b"\n", start + (size - start) // 2 - 1)
+    middle = start + (size - start) // 2 - 1
+    newline = head.find(b"\n", middle) if head is not None else -1
+    if newline < 0:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            newline = view.find(b"\n", middle)
     return [(start, size)] if newline < 0 or newline + 1 >= size else [(start, newline + 1), (newline + 1, size)]
 
 
@@ -661,6 +669,9 @@ class ParseJob:
     """The whole file when it was read at once (a small file: its one piece is cut from these bytes)."""
     keep_bytes: bool = False
     """Each piece keeps the bytes it parsed (:attr:`Piece.data`), to be hashed after the parse."""
+    head: bytes | None = None
+    """The first bytes of the file as its header's read took them (:attr:`Header.head`): a piece within them is
+    cut from them instead of read again."""
 
 
 @dataclass
@@ -736,7 +747,9 @@ def parse_piece(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
 def _parse(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
     header = job.header
     try:
-        data = job.whole[span[0]:span[1]] if job.whole is not None else piece_bytes(header.path, span)
+        data = job.whole[span[0]:span[1]] if job.whole is not None else \
+            job.head[span[0]:span[1]] if job.head is not None and span[1] <= len(job.head) else \
+            piece_bytes(header.path, span)
     except BaseException:
         if job.hasher is not None:
             job.hasher.fail()
@@ -1052,19 +1065,24 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     position = {name: i for i, name in enumerate(header.names)}
     contents = header.contents if header.contents is not None and len(header.contents) <= min(
         MIN_PIECE_BYTES, PIECE_BYTES) else _small_file(header.path)
+    head = header.head if contents is None and header.head is not None and b"\n" in header.head else None
+    size = len(contents) if contents is not None else header.path.stat().st_size
     if contents is not None:  # read once: its one piece cut and its SHA-256 taken from these bytes
         start = contents.find(b"\n") + 1 or len(contents)
         out, hasher = empty_matrix(0, len(matrix)), None  # the piece's own block becomes the matrix: rows uncounted
+    elif head is not None:  # the start of the file as the header's read took it: not read again for these
+        start = head.find(b"\n") + 1
+        out = empty_matrix(_rows_from_head(head[:SAMPLE_BYTES], size), len(matrix))
+        hasher = PieceHash(header.path, start, head[:start])
     else:
         out = empty_matrix(_estimated_rows(header.path), len(matrix))
         start = data_start(header.path)
         hasher = PieceHash(header.path, start)
-    size = len(contents) if contents is not None else header.path.stat().st_size
     later = digest_later and HASH_LATER_BYTES <= size <= HASH_LATER_MAX_BYTES
     keeps = later and contents is None  # the pieces keep their bytes for the hash after the parse
     job = ParseJob(header, convert, [position[name] for name in matrix], text, numbers, unfiltered, keep,
                    group if group in text else None, numbers_as_text, RowSlots(out), None if keeps else hasher,
-                   contents, keep_bytes=keeps)
+                   contents, keep_bytes=keeps, head=head)
     kept_bytes: list[KeptPiece] = []
     counts = {"na_converted": 0, "nonfinite_converted": 0, "missing_in_source": 0}
     parts: dict[str, list[pa.Array]] = {name: [] for name in text}
@@ -1074,7 +1092,7 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     stats = _GroupStats(len(matrix))
     overflow: list[np.ndarray] = []  # blocks of the pieces beyond the estimated rows, in order
     read = filled = 0
-    spans = line_pieces(header.path, start) if contents is None else \
+    spans = line_pieces(header.path, start, head=head) if contents is None else \
         ([(start, len(contents))] if len(contents) > start else [])
     items = list(enumerate(spans))
     try:

@@ -162,3 +162,28 @@ def test_an_export_hashed_after_its_parse_has_the_digest_of_its_bytes(tmp_path, 
     assert isinstance(later.digest, _background.Future) and not isinstance(now.digest, _background.Future)
     assert later.file_digest() == now.file_digest() == expected
     np.testing.assert_array_equal(later.matrix, now.matrix)
+
+
+def test_a_file_over_the_encoding_sample_takes_its_first_half_from_the_header_read(tmp_path, monkeypatch):
+    """A table a little over 1 MB is parsed in two halves; the first lies within the bytes the header's encoding
+    sample read, so only the second is read from disk: the values and the hash are those of reading both halves
+    from disk (the encoding given: no sample is taken)."""
+    rows = qupath_rows(20_000, np.random.default_rng(7))
+    path = write(tmp_path / "big.tsv", rows)
+    size = path.stat().st_size
+    assert pieces.ENCODING_SAMPLE < size < 2 * pieces.ENCODING_SAMPLE
+    reads = []
+    disk_read = pieces.piece_bytes
+    monkeypatch.setattr(pieces, "piece_bytes", lambda p, span: reads.append(span) or disk_read(p, span))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReaderWarning)
+        sampled = cs.read_qupath(path)
+        from_sample = list(reads)
+        reads.clear()
+        given = cs.read_qupath(path, encoding="utf-8")
+    halves = line_pieces(path, data_start(path))
+    assert len(halves) == 2 and halves[0][1] <= pieces.ENCODING_SAMPLE
+    assert set(from_sample) == {halves[1]} and set(reads) == set(halves)  # (QuPath's rows may be parsed twice)
+    assert sampled.equals(given.replace(provenance=sampled.provenance)), sampled.differences(given)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert sampled.provenance["inputs"][0]["sha256"] == given.provenance["inputs"][0]["sha256"] == digest
