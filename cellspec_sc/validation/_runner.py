@@ -32,6 +32,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
@@ -253,11 +254,18 @@ def run_check(ctx: Context, name: str, level: str, rule: str, fn: CheckFn | None
     except Exception as err:  # noqa: BLE001 - a malformed object must give a report, not a traceback
         found = Problem(f"could not be checked ({type(err).__name__}: {err})")
     if found is None:
-        return CheckResult(name, level, "pass", rule, rule)
+        return _passed(name, level, rule)
     problem = found if isinstance(found, Problem) else Problem(str(found))
     rows = tuple(int(r) for r in (problem.rows if problem.rows is not None else [])[:MAX_ROWS_SHOWN])
     return CheckResult(name, level, "fail" if level == "structure" else "warn", problem.message, rule,
                        problem.column, rows, int(problem.count if problem.count is not None else max(len(rows), 1)))
+
+
+@functools.lru_cache(maxsize=256)
+def _passed(name: str, level: str, rule: str) -> CheckResult:
+    """The result of a check that passed: one immutable object per check, shared by every report (most checks pass
+    on most objects, and making a frozen result costs more than the check's own work on a small table)."""
+    return CheckResult(name, level, "pass", rule, rule)
 
 
 SPLIT_BYTES = 1 << 26  # matrices at least this big are digested in two halves at once
