@@ -80,8 +80,8 @@ def column_values(frame: pd.DataFrame) -> list[tuple[Any, np.ndarray | pd.api.ex
 
     ``frame.items()`` builds a Series around every column, about 8 us each: for the few rows of the dictionary,
     images and channels tables more than what validation then does with them. The values are taken from the
-    frame's blocks where pandas has them (``DataFrame._mgr.iget_values``, a private method pandas has had since
-    1.x); without it, from ``frame.items()`` (a test holds the two to the same values).
+    frame's blocks (``DataFrame._mgr.iget_values``, a private method of pandas' block manager); a pandas without it
+    gets them from ``frame.items()`` (a test holds the two to the same values).
 
     >>> frame = pd.DataFrame({"a": [1.0], "b": pd.array(["x"], dtype="string")})
     >>> [(name, type(values).__name__) for name, values in column_values(frame)]
