@@ -95,3 +95,12 @@ def test_a_name_given_to_one_frames_columns_stays_with_that_frame() -> None:
     first.columns.name = "features"
     third = canonical_frame({"x": np.zeros(1), "cell_id": ["c"]}, "cells")
     assert second.columns.name is None and third.columns.name is None
+
+
+def test_names_equal_as_keys_but_not_as_names_keep_their_types() -> None:
+    """1, 1.0 and True are one key of a dict but three column names: each frame keeps the names it was given."""
+    for name in (1, 1.0, True, "1"):
+        got = frame_of_arrays({name: np.zeros(1)}, 1)
+        want = pd.DataFrame({name: np.zeros(1)}, index=pd.RangeIndex(1))
+        assert got.columns.equals(want.columns) and got.columns.dtype == want.columns.dtype
+        assert type(got.columns[0]) is type(want.columns[0]), name
