@@ -18,12 +18,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import first_free_name
 from cellspec_sc.readers._table import other_name
-from cellspec_sc.spec import canonical_frame, character_array, column_values, is_arrow_text, vocabulary
+from cellspec_sc.spec import canonical_frame, character_array, column_values, python_values, vocabulary
 
 MARKER_COLON_REPLACEMENT = "_"
 # scikit-image regionprops names (what mcquant's --mask_props and steinbock write) -> (statistic, unit).
@@ -195,8 +194,7 @@ def dictionary_columns(dictionary: pd.DataFrame, *names: str) -> list[list[Any]]
     [['shape'], [None]]
     """
     values = dict(column_values(dictionary))
-    return [pa.array(values[name]).to_pylist() if is_arrow_text(values[name]) else
-            [None if v is pd.NA else v for v in np.asarray(values[name], dtype=object).tolist()] for name in names]
+    return [python_values(values[name]) for name in names]
 
 
 def intensity_channels(dictionary: pd.DataFrame, applied: Mapping[str, str]) -> tuple[list[str], list[str]]:

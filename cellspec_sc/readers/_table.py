@@ -1070,14 +1070,10 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
     if contents is not None:  # read once: its one piece cut and its SHA-256 taken from these bytes
         start = contents.find(b"\n") + 1 or len(contents)
         out, hasher = empty_matrix(0, len(matrix)), None  # the piece's own block becomes the matrix: rows uncounted
-    elif head is not None:  # the start of the file as the header's read took it: not read again for these
-        start = head.find(b"\n") + 1
-        out = empty_matrix(_rows_from_head(head[:SAMPLE_BYTES], size), len(matrix))
-        hasher = PieceHash(header.path, start, head[:start])
-    else:
-        out = empty_matrix(_estimated_rows(header.path), len(matrix))
-        start = data_start(header.path)
-        hasher = PieceHash(header.path, start)
+    else:  # the start of a bigger file, when the header's read kept it, is not read again for these
+        out = empty_matrix(estimated_rows(header, size), len(matrix))
+        start = head.find(b"\n") + 1 if head is not None else data_start(header.path)
+        hasher = PieceHash(header.path, start, None if head is None else head[:start])
     later = digest_later and HASH_LATER_BYTES <= size <= HASH_LATER_MAX_BYTES
     keeps = later and contents is None  # the pieces keep their bytes for the hash after the parse
     job = ParseJob(header, convert, [position[name] for name in matrix], text, numbers, unfiltered, keep,
@@ -1238,13 +1234,15 @@ def _rows_from_head(head: bytes, size: int) -> int:
     return max(int(size / (len(head) / max(lines, 1)) * 1.1) + 1024, 1)
 
 
-def estimated_rows(header: Header) -> int:
+def estimated_rows(header: Header, size: int | None = None) -> int:
     """Room for the data rows of ``header``'s file, without reading it whole (see :func:`_estimated_rows`): from
-    the bytes its header kept of a small file, when it did."""
-    contents = header.contents
-    if contents is None:
+    the bytes its header kept (all of a small file, the first megabyte of a bigger one), when it did. ``size``: the
+    file's size, when the caller asked for it already."""
+    if header.contents is not None:
+        return _rows_from_head(header.contents[:SAMPLE_BYTES], len(header.contents))
+    if header.head is None:
         return _estimated_rows(header.path)
-    return _rows_from_head(contents[:SAMPLE_BYTES], len(contents))
+    return _rows_from_head(header.head[:SAMPLE_BYTES], header.path.stat().st_size if size is None else size)
 
 
 def _joined(parts: list[np.ndarray], dtype) -> np.ndarray:

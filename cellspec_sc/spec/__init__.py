@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for type checkers and edit
         column_values,
         declared_type,
         is_arrow_text,
+        python_values,
         spec_type_of,
         without_repeated_names,
     )
@@ -46,6 +47,7 @@ _WHERE = {
     "column_values": "cellspec_sc.spec._types",
     "declared_type": "cellspec_sc.spec._types",
     "is_arrow_text": "cellspec_sc.spec._types",
+    "python_values": "cellspec_sc.spec._types",
     "spec_type_of": "cellspec_sc.spec._types",
     "vocabulary": "cellspec_sc.spec._vocabulary",
     "without_repeated_names": "cellspec_sc.spec._types",
@@ -53,7 +55,7 @@ _WHERE = {
 
 __all__ = ["PANDAS_DTYPES", "SPEC_TYPES", "SPEC_VERSION", "Vocabulary", "arrow_text", "as_spec_type", "canonical_frame",
            "character_array", "column_names", "column_spec_types", "column_values", "declared_type", "is_arrow_text",
-           "spec_type_of", "vocabulary", "without_repeated_names"]
+           "python_values", "spec_type_of", "vocabulary", "without_repeated_names"]
 
 
 __getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())

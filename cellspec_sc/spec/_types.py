@@ -109,6 +109,20 @@ def column_names(frame: pd.DataFrame) -> list[Any]:
     return index.tolist()
 
 
+def python_values(values: np.ndarray | pd.api.extensions.ExtensionArray) -> list[Any]:
+    """A column's values (as :func:`column_values` gives them) as Python objects, None for every missing value (NA,
+    NaN, None): Arrow text read by Arrow, without a Python call per value.
+
+    >>> python_values(pd.array(["a", None], dtype="string")), python_values(np.array(["b", np.nan], dtype=object))
+    (['a', None], ['b', None])
+    """
+    if is_arrow_text(values):
+        return pa.array(values).to_pylist()
+    objects = np.asarray(values, dtype=object)
+    return [None if missing else value for value, missing in zip(objects.tolist(), pd.isna(objects).tolist(),
+                                                                  strict=True)]
+
+
 def public_column_values(frame: pd.DataFrame) -> list[tuple[Any, np.ndarray | pd.api.extensions.ExtensionArray]]:
     """:func:`column_values` through pandas' public API alone (a Series per column).
 

@@ -28,7 +28,14 @@ import pandas as pd
 import pyarrow as pa
 
 from cellspec_sc.errors import Unstorable
-from cellspec_sc.spec import column_names, column_values, is_arrow_text, spec_type_of, without_repeated_names
+from cellspec_sc.spec import (
+    column_names,
+    column_values,
+    is_arrow_text,
+    python_values,
+    spec_type_of,
+    without_repeated_names,
+)
 
 NAME_MAX_BYTES = 255
 TABLES = ("cells", "dictionary", "images", "channels", "adjacency")
@@ -118,10 +125,7 @@ def unstorable_name(x: Any, limit: int = NAME_MAX_BYTES, columns: Columns = uniq
 def _present_values(values: Any) -> list[Any]:
     """The values of a column (as :func:`~cellspec_sc.spec.column_values` gives them) that are not missing, as
     Python objects (Arrow text read by Arrow)."""
-    if is_arrow_text(values):
-        return [v for v in pa.array(values).to_pylist() if v is not None]
-    objects = np.asarray(values, dtype=object)
-    return list(objects[~pd.isna(objects)])
+    return [value for value in python_values(values) if value is not None]
 
 
 def _longer_than(name: str, limit: int) -> bool:

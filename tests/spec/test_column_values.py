@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cellspec_sc.model import column_digest
-from cellspec_sc.spec import column_names, column_values, spec_type_of
+from cellspec_sc.spec import column_names, column_values, python_values, spec_type_of
 from cellspec_sc.spec._types import public_column_values
 
 ROWS = 3
@@ -60,6 +60,8 @@ def test_column_values_are_the_public_values_of_every_column(kinds: list[str], n
             assert np.shares_memory(got, series.to_numpy())  # the frame's own values, never a copy
         assert spec_type_of(got) == spec_type_of(series)
         assert column_digest(got) == column_digest(series)
+        expected = [None if pd.isna(v) else v for v in series.tolist()]  # as Python objects, every missing one None
+        assert all(_same(a, b) for a, b in zip(python_values(got), expected, strict=True)), name
 
 
 @pytest.mark.parametrize("index", [pd.Index(["a", None], dtype="str"), pd.Index(["a", None], dtype="string"),
