@@ -340,7 +340,7 @@ def _read_steinbock(env: Env):
     import cellspec_sc as cs
 
     folder = _steinbock(env)
-    return lambda i: cs.read_steinbock(folder, aggregation="mean", neighbor_method="mask_touching")
+    return lambda i: cs.read_steinbock(folder, aggregation="mean", neighbors_method="mask_touching")
 
 
 def _steinbock_15(env: Env) -> Path:
@@ -351,7 +351,7 @@ def _read_steinbock_15(env: Env):
     import cellspec_sc as cs
 
     folder = _steinbock_15(env)
-    return lambda i: cs.read_steinbock(folder, aggregation="mean", neighbor_method="mask_touching")
+    return lambda i: cs.read_steinbock(folder, aggregation="mean", neighbors_method="mask_touching")
 
 
 def _steinbock_15_files(env: Env) -> list[Path]:
@@ -484,7 +484,7 @@ def small_exports(data: Path, rows: int) -> list[tuple[str, Callable[[], Any], l
                                     ("read_steinbock_15_images", 15, _steinbock_15)):
         folder = folder_of(Env(n=max(rows, images), f=COLUMNS, data=data, work=data / "scratch"))
         out.append((case, (lambda f: lambda: cs.read_steinbock(f, aggregation="mean",
-                                                                neighbor_method="mask_touching"))(folder),
+                                                                neighbors_method="mask_touching"))(folder),
                      _tables_of(folder), ",", max(rows, images), STEINBOCK_CHANNELS + 5))
     return out
 

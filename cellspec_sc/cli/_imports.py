@@ -87,7 +87,7 @@ def cmd_import_steinbock(args: argparse.Namespace) -> int:
     _check_target(args)
     adapter = SteinbockAdapter(pixel_size=args.pixel_size, sample_id=args.sample_id,
                                marker_map=_marker_map(args.marker), aggregation=args.aggregation,
-                               neighbors=not args.no_neighbors, neighbor_method=args.neighbor_method,
+                               neighbors=not args.no_neighbors, neighbors_method=args.neighbors_method,
                                encoding=args.encoding, segmentation=args.segmentation)
     return _import(adapter, args.folder, args)
 
@@ -164,7 +164,7 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="the --aggr steinbock measured intensities with (default: mean, with a warning: the tables "
                         "do not say)")
     s.add_argument("--no-neighbors", action="store_true", help="do not turn the CSV files of neighbors/ into adjacency")
-    s.add_argument("--neighbor-method", default=None,
+    s.add_argument("--neighbors-method", default=None,
                    choices=("mask_touching", "polygon_intersection", "delaunay", "borders", "expansion", "centroids"),
                    help="how the neighbours were measured: an adjacency method, or steinbock's --type (borders, "
                         "expansion, centroids: left out); default mask_touching, with a warning")

@@ -63,6 +63,6 @@ def test_import_steinbock_takes_segmentation_aggregation_and_neighbour_method(tm
     (root / "images.csv").rename(segmented / "images.csv")
     assert main(["import", "steinbock", str(segmented), str(tmp_path / "a")]) == 2
     assert main(["import", "steinbock", str(segmented), str(tmp_path / "b"), "--segmentation", "deepcell",
-                 "--aggregation", "median", "--neighbor-method", "expansion"]) == 0
+                 "--aggregation", "median", "--neighbors-method", "expansion"]) == 0
     back = cs.read(tmp_path / "b")
     assert back.feature_ids[:2] == ["cell:DNA1:median", "cell:CD3:median"] and back.adjacency is None

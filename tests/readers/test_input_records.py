@@ -77,6 +77,6 @@ def test_a_gzip_export_is_recorded_as_its_compressed_bytes_were_read(tmp_path, m
 def test_a_folder_file_grown_after_its_read_is_recorded_as_read(tmp_path, monkeypatch, grown):
     folder = write_steinbock(tmp_path)
     before = appended_after_the_parse(monkeypatch, SteinbockAdapter, [folder / grown])
-    x = cs.read_steinbock(folder, neighbor_method="mask_touching")
+    x = cs.read_steinbock(folder, neighbors_method="mask_touching")
     records = {r["path_basename"]: r for r in x.provenance["inputs"]}
     assert_records_describe(records[grown], before[folder / grown])

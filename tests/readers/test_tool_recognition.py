@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import warnings
 
 import numpy as np
 import pytest
 
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
+from cellspec_sc.readers import ReaderWarning
 from tool_layouts import OPTIONS, TOOL_NAMES, WRITERS
 
 READERS = {"halo": "read_halo", "inform": "read_inform", "cellprofiler": "read_cellprofiler",
@@ -55,6 +57,19 @@ def test_read_export_refuses_an_argument_the_chosen_reader_does_not_take(tmp_pat
     with pytest.raises(cs.InputError, match="read_halo takes no argument 'markers_csv'"):
         cs.read_export(path, pixel_size=0.5, markers_csv="markers.csv")
 
+
+@pytest.mark.parametrize("export", ["steinbock", "cellprofiler"])
+def test_the_readers_of_contacts_take_the_neighbours_options_under_the_same_names(tmp_path, export):
+    path = WRITERS[export](tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReaderWarning)  # the method is given: nothing is assumed about it
+        x = cs.read_export(path, **OPTIONS[export], aggregation="mean", neighbors=True,
+                           neighbors_method="mask_touching") if export == "steinbock" else \
+            cs.read_export(path, **OPTIONS[export], neighbors=True, neighbors_method="mask_touching")
+    assert len(x.adjacency) == 1 and x.adjacency["method"].tolist() == ["mask_touching"]
+    assert x.provenance["parameters"]["neighbors"]["method"] == "mask_touching"
+    y = cs.read_export(path, **OPTIONS[export], neighbors=False, neighbors_method="mask_touching")
+    assert y.adjacency is None
 
 def test_a_gzip_mcquant_table_reads_as_the_plain_one_and_is_recorded_as_stored(tmp_path):
     import gzip

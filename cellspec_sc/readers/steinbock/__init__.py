@@ -27,7 +27,7 @@ def read_steinbock(
     marker_map: Mapping[str, str] | None = None,
     aggregation: str | None = None,
     neighbors: bool = True,
-    neighbor_method: str | None = None,
+    neighbors_method: str | None = None,
     encoding: str | None = None,
     segmentation: str | None = None,
 ) -> CellSpec:
@@ -53,7 +53,7 @@ def read_steinbock(
     neighbors
         Read ``neighbors/<image>.csv`` into the adjacency table: one row per unordered pair,
         ``shared_boundary`` 0 (steinbock does not measure it).
-    neighbor_method
+    neighbors_method
         How the neighbours were measured: an adjacency method of the spec (``"mask_touching"`` ...), or
         steinbock's ``--type`` (``"borders"``, ``"expansion"``, ``"centroids"``: distance-limited or expanded
         neighbours, which no method of the spec describes, so they are left out with a warning). The files do not
@@ -80,6 +80,6 @@ def read_steinbock(
     check_reader_arguments("read_steinbock", folder, pixel_size=pixel_size, sample_id=sample_id, marker_map=marker_map,
                            flags={"neighbors": neighbors})
     adapter = SteinbockAdapter(pixel_size=pixel_size, sample_id=sample_id, marker_map=marker_map,
-                               aggregation=aggregation, neighbors=neighbors, neighbor_method=neighbor_method,
+                               aggregation=aggregation, neighbors=neighbors, neighbors_method=neighbors_method,
                                encoding=encoding, segmentation=segmentation)
     return read_export(adapter, folder)

@@ -68,17 +68,17 @@ class SteinbockAdapter(ToolAdapter):
     name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, "steinbock"
 
     def __init__(self, *, pixel_size=None, sample_id=None, marker_map=None, aggregation: str | None = None,
-                 neighbors: bool = True, neighbor_method: str | None = None, encoding: str | None = None,
+                 neighbors: bool = True, neighbors_method: str | None = None, encoding: str | None = None,
                  segmentation: str | None = None) -> None:
         super().__init__(marker_map, encoding)
         if aggregation is not None and aggregation not in AGGREGATIONS:
             raise InputError(f"aggregation={aggregation!r}: steinbock's --aggr is one of {', '.join(AGGREGATIONS)}")
         methods = (*vocabulary().adjacency_methods, *NEIGHBOR_TYPES)
-        if neighbor_method is not None and neighbor_method not in methods:
-            raise InputError(f"neighbor_method={neighbor_method!r}: one of {', '.join(methods)} (an adjacency method "
+        if neighbors_method is not None and neighbors_method not in methods:
+            raise InputError(f"neighbors_method={neighbors_method!r}: one of {', '.join(methods)} (an adjacency method "
                              "of spec section 7, or the --type steinbock measured the neighbours with)")
         self.pixel_size, self.sample_id, self.aggregation = pixel_size, sample_id, aggregation
-        self.neighbors, self.neighbor_method, self.segmentation = neighbors, neighbor_method, segmentation
+        self.neighbors, self.neighbors_method, self.segmentation = neighbors, neighbors_method, segmentation
 
     def plan(self, path: Path) -> SteinbockPlan:
         """The plan of the folder at ``path`` (see :func:`~cellspec_sc.readers.steinbock._plan.plan_export`)."""
@@ -163,13 +163,13 @@ class SteinbockAdapter(ToolAdapter):
 
     def _adjacency(self, plan: SteinbockPlan, parsed: Parsed) -> tuple[pd.DataFrame | None, dict | None]:
         """The neighbour tables as adjacency, and what was done (provenance). The tables do not say how steinbock
-        measured them: ``neighbor_method`` says, else mask_touching is assumed with a warning; a --type that no
+        measured them: ``neighbors_method`` says, else mask_touching is assumed with a warning; a --type that no
         method of the spec describes (distance-limited or expanded neighbours) leaves them out, with a warning."""
         tables, ids = plan.tables, parsed.arrow(OBJECT)
         folder = f"{tables.root.name}/{tables.where(tables.folder / tables.layout.neighbors)}"
         if not any(tables.path(2, stem).is_file() for stem in plan.stems):
             return None, None
-        method, source = self.neighbor_method, "argument"
+        method, source = self.neighbors_method, "argument"
         if method in NEIGHBOR_TYPES:
             notice(f"{folder}: neighbours measured with --type {method} ({NEIGHBOR_TYPES[method]}) are not contacts "
                    "of any adjacency method of the spec (mask_touching, polygon_intersection, delaunay); they are "
@@ -178,8 +178,8 @@ class SteinbockAdapter(ToolAdapter):
         if method is None:
             method, source = "mask_touching", "assumed (the neighbour tables do not say how they were measured)"
             notice(f"{folder}: the neighbour tables do not say how steinbock measured them; read as mask_touching "
-                   "(masks that touch): pass neighbor_method= ('borders', 'expansion' or 'centroids' for what "
-                   "steinbock's --type was, which leaves them out; CLI --neighbor-method) if they are not")
+                   "(masks that touch): pass neighbors_method= ('borders', 'expansion' or 'centroids' for what "
+                   "steinbock's --type was, which leaves them out; CLI --neighbors-method) if they are not")
         ends = np.cumsum([0, *parsed.parts])
         # one image after another: pyarrow parses each small table in a fraction of the Python that makes its pairs,
         # so threads only contend for the GIL (measured: 3,000 cells in four images 2.55 ms in turn, 2.95-3.1 on two)

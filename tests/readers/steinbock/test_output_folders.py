@@ -160,7 +160,7 @@ def test_every_file_of_the_folder_is_read_once_and_hashed_from_the_bytes_parsed(
     def hashed_again(path, *args, **kwargs):
         raise AssertionError(f"{path} was read a second time to hash it")
     monkeypatch.setattr(provenance, "file_digest", hashed_again)
-    x = cs.read_steinbock(folder, neighbor_method="mask_touching")
+    x = cs.read_steinbock(folder, neighbors_method="mask_touching")
     inputs = {i["path_basename"]: i for i in x.provenance["inputs"]}
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.csv"))
     assert sorted(inputs) == files and len(files) == 8  # panel, images.csv and 3 tables of 2 images
@@ -171,13 +171,13 @@ def test_every_file_of_the_folder_is_read_once_and_hashed_from_the_bytes_parsed(
 
 def test_a_small_folder_parses_each_table_from_the_bytes_its_header_read_took(tmp_path, monkeypatch):
     folder = two_images(tmp_path)
-    one = cs.read_steinbock(folder, neighbor_method="mask_touching")
+    one = cs.read_steinbock(folder, neighbors_method="mask_touching")
 
     def read_again(*args, **kwargs):
         raise AssertionError("a table was read a second time")
     for name in ("piece_bytes", "_small_file", "data_start", "_estimated_rows"):
         monkeypatch.setattr(pieces, name, read_again)
-    again = cs.read_steinbock(folder, neighbor_method="mask_touching")
+    again = cs.read_steinbock(folder, neighbors_method="mask_touching")
     assert again.equals(one.replace(provenance=again.provenance)), again.differences(one)
     assert again.provenance["inputs"] == one.provenance["inputs"]
 
@@ -191,7 +191,7 @@ def test_a_folder_or_fifo_in_place_of_a_table_is_refused_as_such(tmp_path, kind)
         path.mkdir() if kind == "folder" else os.mkfifo(path)
         what = "a directory" if kind == "folder" else r"a FIFO \(named pipe\)"
         with pytest.raises(InputError, match=rf"Patient1_002.csv: is {what}, not a regular file"):
-            cs.read_steinbock(folder, neighbor_method="mask_touching")
+            cs.read_steinbock(folder, neighbors_method="mask_touching")
 
 
 def test_refusals_name_file_line_column_and_what_to_pass(tmp_path):
@@ -223,8 +223,8 @@ def test_refusals_by_name(tmp_path):
     with pytest.raises(InputError,
                        match=r"neighbors/Patient1_002.csv: line 2, column 'Neighbor': object '8' is not in"):
         cs.read_steinbock(folder)
-    with pytest.raises(InputError, match="neighbor_method='touching'"):
-        cs.read_steinbock(folder, neighbor_method="touching")
+    with pytest.raises(InputError, match="neighbors_method='touching'"):
+        cs.read_steinbock(folder, neighbors_method="touching")
     (folder / "regionprops" / "Patient1_001.csv").write_text("Object,area\n1,3\n")
     with pytest.raises(InputError, match=r"not a steinbock regionprops table: expected column\(s\) not found: "
                                          r"'centroid-1'; 'centroid-0'"):

@@ -42,7 +42,7 @@ def write(root: Path, *, tables: str = "", early: bool = False, images_place: st
 
 
 def read(folder: Path, **options) -> cs.CellSpec:
-    return cs.read_steinbock(folder, aggregation="mean", neighbor_method="mask_touching", **options)
+    return cs.read_steinbock(folder, aggregation="mean", neighbors_method="mask_touching", **options)
 
 
 def test_a_segmentation_subfolder_with_images_csv_under_img_and_an_indexed_panel_reads(tmp_path):
@@ -91,17 +91,17 @@ def test_read_export_recognises_a_segmentation_subfolder_layout(tmp_path):
 def test_without_aggregation_the_mean_is_assumed_aloud_and_recorded(tmp_path):
     folder = write(tmp_path / "run")
     with pytest.warns(ReaderWarning, match="do not say which --aggr measured them; read as the mean"):
-        x = cs.read_steinbock(folder, neighbor_method="mask_touching")
+        x = cs.read_steinbock(folder, neighbors_method="mask_touching")
     assert x.feature_ids[:2] == ["cell:DNA1:mean", "cell:CD3:mean"]
     assert x.provenance["parameters"]["aggregation_source"].startswith("assumed")
     with warnings.catch_warnings():
         warnings.simplefilter("error", ReaderWarning)
-        y = cs.read_steinbock(folder, aggregation="median", neighbor_method="mask_touching")
+        y = cs.read_steinbock(folder, aggregation="median", neighbors_method="mask_touching")
     assert y.feature_ids[:2] == ["cell:DNA1:median", "cell:CD3:median"]
     assert y.provenance["parameters"]["aggregation_source"] == "argument"
 
 
-def test_without_neighbor_method_touching_is_assumed_aloud_and_recorded(tmp_path):
+def test_without_neighbors_method_touching_is_assumed_aloud_and_recorded(tmp_path):
     folder = write(tmp_path / "run")
     with pytest.warns(ReaderWarning, match="do not say how steinbock measured them; read as mask_touching"):
         x = cs.read_steinbock(folder, aggregation="mean")
@@ -112,7 +112,7 @@ def test_without_neighbor_method_touching_is_assumed_aloud_and_recorded(tmp_path
 @pytest.mark.parametrize("kind", ["borders", "expansion", "centroids"])
 def test_distance_limited_or_expanded_neighbours_are_left_out_with_the_reason(tmp_path, kind):
     with pytest.warns(ReaderWarning, match=f"--type {kind} .* are not contacts of any adjacency method of the spec"):
-        x = cs.read_steinbock(write(tmp_path / "run"), aggregation="mean", neighbor_method=kind)
+        x = cs.read_steinbock(write(tmp_path / "run"), aggregation="mean", neighbors_method=kind)
     assert x.adjacency is None
     assert x.provenance["parameters"]["neighbors"] == {"left_out": f"--type {kind}"}
 
