@@ -17,7 +17,6 @@ from pathlib import Path, PureWindowsPath
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import arrow_code_array
@@ -65,26 +64,50 @@ def image_rows(header: Header, parsed: Parsed, column: str | None, image_id: str
     """The image of every row: ``image_id`` for a file of one image, else the text ``column`` (its file names when
     ``basename``), else the file name. Refuses a missing value, and ``image_id`` for a file of several images."""
     n = parsed.n
-    if column is None or (image_id is not None and _single(parsed.arrow(column))):
-        name = image_id if image_id is not None else file_stem(header.path)
-        return ImageRows(constant_strings(name, n), [name], np.zeros(n, dtype=np.int64))
-    values = parsed.arrow(column)
-    if has_missing_text(values):
-        check_missing_text(header.path, parsed.text(column), column, parsed.rows)
-    distinct = [str(v) for v in pc.unique(values).to_pylist()]
+    if column is None:
+        return _one_image(header, image_id, n)
+    index, distinct = parsed.groups(column)
+    if image_id is not None and len(distinct) + _any_missing(index) <= 1:  # the column holds one value (or none)
+        return _one_image(header, image_id, n)
+    _check_present(header, parsed, column, index, distinct)
     if image_id is not None:
         raise InputError(f"{header.path.name}: image_id={image_id!r} given, but column {column!r} names "
                          f"{len(distinct)} images ({', '.join(map(repr, distinct[:4]))}); leave image_id unset")
-    index = pc.index_in(values, value_set=pa.array(distinct, type=pa.string())).to_numpy(zero_copy_only=False)
     names = [image_name(v) for v in distinct] if basename else distinct
     if len(set(names)) < len(names):  # two folders hold images of one name: keep the paths
         names = distinct
     ids = pa.array(names, type=pa.string()).take(pa.array(index))
-    return ImageRows(ids, names, index.astype(np.int64, copy=False))
+    return ImageRows(ids, names, index)
 
 
-def _single(values: pa.ChunkedArray) -> bool:
-    return len(pc.unique(values)) <= 1
+def _one_image(header: Header, image_id: str | None, n: int) -> ImageRows:
+    name = image_id if image_id is not None else file_stem(header.path)
+    return ImageRows(constant_strings(name, n), [name], np.zeros(n, dtype=np.int64))
+
+
+def grouped_rows(header: Header, parsed: Parsed, column: str) -> tuple[np.ndarray, list[str]]:
+    """(each kept row's position among the distinct values of text ``column``, those values in order of first
+    appearance: :meth:`Parsed.groups`), once no value is missing or empty (else the refusal names its line).
+
+    >>> parsed = Parsed(3, None, {"image": pa.chunked_array([["b", "a", "b"]])}, {}, {}, np.zeros((3, 0)), {})
+    >>> index, values = grouped_rows(Header(Path("t.csv"), ",", ("image",)), parsed, "image")
+    >>> index.tolist(), values
+    ([0, 1, 0], ['b', 'a'])
+    """
+    index, distinct = parsed.groups(column)
+    _check_present(header, parsed, column, index, distinct)
+    return index, distinct
+
+
+def _any_missing(codes: np.ndarray) -> bool:
+    return bool(len(codes)) and int(codes.min()) < 0
+
+
+def _check_present(header: Header, parsed: Parsed, column: str, codes: np.ndarray, distinct: list[str]) -> None:
+    """Refuse a missing or empty value of text ``column`` (``codes``, ``distinct``: :meth:`Parsed.groups`), naming
+    its line."""
+    if "" in distinct or _any_missing(codes):
+        check_missing_text(header.path, parsed.text(column), column, parsed.rows)
 
 
 def checked_cell_ids(header: Header, parsed: Parsed, column: str, rows: ImageRows) -> tuple[pa.Array, np.ndarray]:
@@ -141,5 +164,5 @@ def flag_column(values: np.ndarray) -> pd.api.extensions.ExtensionArray | np.nda
     return values
 
 
-__all__ = ["ImageRows", "checked_cell_ids", "file_stem", "flag_column", "image_name", "image_pixel_sizes",
-           "image_rows", "images_frame", "pixel_cells"]
+__all__ = ["ImageRows", "checked_cell_ids", "file_stem", "flag_column", "grouped_rows", "image_name",
+           "image_pixel_sizes", "image_rows", "images_frame", "pixel_cells"]

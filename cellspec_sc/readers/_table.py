@@ -779,7 +779,7 @@ def _parse(job: ParseJob, index: int, span: tuple[int, int]) -> Piece:
     m = table.num_rows if sel is None else len(sel)
     start, rows = job.slots.claim(index, m)
     block = rows if rows is not None else empty_matrix(m, len(job.positions))
-    codes, groups = _group_codes(text[job.group] if job.group is not None else None, m)
+    codes, groups = group_codes(text[job.group] if job.group is not None else None, m)
     counts, stats = fill_rows(kept, job.positions, kept_sel, block, codes, len(groups))  # rows from the piece's first
     return Piece(table.num_rows, sel, start, m, None if rows is not None else block, text, numbers,
                  {name: table.column(name) for name in job.unfiltered}, counts, stats, groups, kept_bytes)
@@ -792,7 +792,7 @@ def read_options(header: Header, **options) -> pacsv.ReadOptions:
     return pacsv.ReadOptions(**options)
 
 
-def _group_codes(values: pa.ChunkedArray | None, n: int) -> tuple[np.ndarray, list[str | None]]:
+def group_codes(values: pa.ChunkedArray | None, n: int) -> tuple[np.ndarray, list[str | None]]:
     """(code of each row, the distinct values in order of first appearance); one group without ``values``."""
     if values is None:
         return np.zeros(n, dtype=np.int64), [None]
@@ -913,6 +913,8 @@ class Parsed:
     """Rows of each table joined into this one, in order (a folder of tables), or ``()`` for a single table."""
     hashes: dict[Path, FileDigest] | None = None
     """SHA-256 and size of each table joined into this one (a folder of tables), from the bytes the parse read."""
+    group: str | None = None
+    """The text column whose values :attr:`stats` are grouped by (``stream_columns``' ``group``), None for none."""
 
     def __post_init__(self) -> None:
         self._objects: dict[str, np.ndarray] = {}
@@ -938,6 +940,18 @@ class Parsed:
     def number(self, name: str) -> np.ndarray:
         """A float64 column of the kept rows (NaN for missing)."""
         return self.number_columns[name]
+
+    def groups(self, name: str) -> tuple[np.ndarray, list[str]]:
+        """(each kept row's code, -1 where it is missing; the distinct values in order of first appearance) of the
+        text column ``name``: as the parse found them while grouping its stats by it, else encoded now.
+
+        >>> parsed = Parsed(3, None, {"image": pa.chunked_array([["b", None, "a"]])}, {}, {}, np.zeros((3, 0)), {})
+        >>> codes, values = parsed.groups("image"); codes.tolist(), values
+        ([0, -1, 1], ['b', 'a'])
+        """
+        if name == self.group and self.stats is not None and self.stats.stats.codes is not None:
+            return self.stats.stats.codes, list(self.stats.groups)
+        return group_codes(self.text_columns[name], self.n)
 
     def file_digest(self) -> FileDigest | None:
         """:attr:`digest`, once it is taken (raising what hashing raised: a file that changed while it was read)."""
@@ -1129,6 +1143,7 @@ def _stream(header: Header, *, text, numbers, matrix, keep, unfiltered, group, n
         digest=_digest(contents, hasher, kept_bytes, header.path) if later else
         FileDigest.of(contents) if contents is not None else hasher.result(),
         stats=stats.result(),
+        group=job.group,
     )
 
 

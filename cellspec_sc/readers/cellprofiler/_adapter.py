@@ -16,16 +16,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.readers._cells import ImageRows, checked_cell_ids, image_pixel_sizes, images_frame, pixel_cells
+from cellspec_sc.readers._cells import (
+    ImageRows,
+    checked_cell_ids,
+    grouped_rows,
+    image_pixel_sizes,
+    images_frame,
+    pixel_cells,
+)
 from cellspec_sc.readers._features import channels_frame, feature_positions, intensity_channels
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
 from cellspec_sc.readers._table import (
     Parsed,
-    check_missing_text,
-    has_missing_text,
     notice,
     positive_area,
     read_as_text,
@@ -76,14 +80,10 @@ class CellProfilerAdapter(ToolAdapter):
                ) -> Tables:
         """Cells of every image (ids checked), images with their pixel sizes, channels, adjacency, parameters."""
         header = plan.header
-        numbers = parsed.arrow(IMAGE_NUMBER)
-        if has_missing_text(numbers):
-            check_missing_text(header.path, parsed.text(IMAGE_NUMBER), IMAGE_NUMBER, parsed.rows)
-        distinct = [str(v) for v in pc.unique(numbers).to_pylist()]
+        index, distinct = grouped_rows(header, parsed, IMAGE_NUMBER)
         names, name_source = image_names(plan.image_table, distinct, self.encoding)
-        index = pc.index_in(numbers, value_set=pa.array(distinct, type=pa.string())).to_numpy(zero_copy_only=False)
         order = [names[d] for d in distinct]
-        rows = ImageRows(pa.array(order, type=pa.string()).take(pa.array(index)), order, index.astype(np.int64))
+        rows = ImageRows(pa.array(order, type=pa.string()).take(pa.array(index)), order, index)
         ids, codes = checked_cell_ids(header, parsed, OBJECT_NUMBER, rows)
         sizes = image_pixel_sizes(header, order, self.pixel_size, "pass pixel_size=")
         per_row = np.array([sizes[i] for i in order], dtype=np.float64)[rows.index]
