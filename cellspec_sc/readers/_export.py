@@ -17,6 +17,7 @@ from cellspec_sc.errors import InputError, MissingPath
 from cellspec_sc.model import CellSpec
 from cellspec_sc.readers._pipeline import RECOGNISED, ToolAdapter
 from cellspec_sc.readers._recognise import Signature, known_tools, recognise
+from cellspec_sc.readers._table import check_regular_file
 
 LOG = logging.getLogger("cellspec_sc.readers")
 
@@ -47,6 +48,8 @@ def recognised_reader(path: str | os.PathLike, options: dict[str, Any]) -> tuple
     path = Path(path)
     if not path.exists():
         raise MissingPath(path, f"{path}: no such file or folder")
+    if not path.is_dir():
+        check_regular_file(path)  # a FIFO or a device is refused as such, as every reader refuses it
     found = recognise(path)
     if found is None:
         what = "folder's layout" if path.is_dir() else "header line"

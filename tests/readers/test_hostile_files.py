@@ -18,6 +18,7 @@ from exports import DATA
 QUPATH = (DATA / "qupath" / "v04_cell_detection.tsv", cs.read_qupath, {"pixel_size": 0.5})
 MCMICRO = (DATA / "mcmicro" / "exemplar-001--unmicst_cell.csv", cs.read_mcmicro, {"pixel_size": 0.65})
 READERS = pytest.mark.parametrize(("source", "reader", "options"), [QUPATH, MCMICRO], ids=["qupath", "mcmicro"])
+EXPORT = (DATA / "mcmicro" / "exemplar-001--unmicst_cell.csv", cs.read_export, {"pixel_size": 0.65})
 
 
 def lf_bytes(source: Path) -> bytes:
@@ -121,7 +122,8 @@ def test_a_nul_byte_names_its_line_and_column(tmp_path, source, reader, options)
         reader(written(tmp_path, source, b"\n".join(lines)), **options)
 
 
-@READERS
+@pytest.mark.parametrize(("source", "reader", "options"), [QUPATH, MCMICRO, EXPORT],
+                         ids=["qupath", "mcmicro", "read_export"])
 def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path, source, reader, options):
     fifo = tmp_path / f"pipe{source.suffix}"
     os.mkfifo(fifo)

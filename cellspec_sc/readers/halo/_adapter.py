@@ -28,7 +28,7 @@ from cellspec_sc.readers._features import (
     intensity_channels,
 )
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
-from cellspec_sc.readers._table import SEPARATORS, Parsed, positive_area, string_column
+from cellspec_sc.readers._table import SEPARATORS, Parsed, check_finite_centroids, positive_area, string_column
 from cellspec_sc.readers.halo._plan import ADAPTER, ADAPTER_VERSION, BOX, ID_COLUMN, TOOL, HaloPlan, plan_export
 
 
@@ -55,8 +55,11 @@ class HaloAdapter(ToolAdapter):
         rows = image_rows(header, parsed, plan.image_column, self.image_id, basename=True)
         ids, codes = checked_cell_ids(header, parsed, header.find(ID_COLUMN), rows)
         sizes = image_pixel_sizes(header, rows.order, self.pixel_size, "pass pixel_size=")
-        x_min, x_max, y_min, y_max = (parsed.number(header.find(c)) for c in BOX)
-        cells = pixel_cells(header, rows, ids, (x_min + x_max) / 2, (y_min + y_max) / 2, ("XMin", "YMin"), sizes,
+        box = {header.find(c): parsed.number(header.find(c)) for c in BOX}
+        for column, values in box.items():  # a refusal names the edge that is missing (the centre comes from two)
+            check_finite_centroids(header.path, values, column, parsed.rows)
+        x_min, x_max, y_min, y_max = box.values()
+        cells = pixel_cells(header, rows, ids, (x_min + x_max) / 2, (y_min + y_max) / 2, tuple(box)[::2], sizes,
                             self.sample_id, parsed.rows)
         area = feature_positions(dictionary, kind="shape", statistic="area", compartment="cell")
         if area:

@@ -4,6 +4,7 @@ the names) and a round trip of generated tables."""
 
 from __future__ import annotations
 
+import csv
 import tempfile
 from pathlib import Path, PureWindowsPath
 
@@ -64,6 +65,20 @@ def test_pixel_sizes_per_image_and_a_single_image_renamed(tmp_path):
     assert x.cells["x"].tolist()[2] == (10 + 21) / 2 * 0.25
     with pytest.raises(cs.InputError, match="names 2 images"):
         cs.read_halo(path, pixel_size=0.5, image_id="one")
+
+
+@pytest.mark.parametrize("edge", ["XMin", "XMax", "YMin", "YMax"])
+def test_a_missing_box_edge_is_refused_naming_that_column_and_line(tmp_path, edge):
+    path = write_halo(tmp_path)
+    text = path.read_bytes().decode("utf-8-sig")
+    lines = text.split("\r\n")
+    at = next(csv.reader([lines[0]])).index(edge)
+    row = next(csv.reader([lines[2]]))
+    row[at] = ""
+    lines[2] = ",".join(f'"{v}"' if "," in v else v for v in row)
+    path.write_bytes("\r\n".join(lines).encode("utf-8-sig"))
+    with pytest.raises(cs.InputError, match=rf"line 3, column '{edge}': centroid is missing or not finite"):
+        cs.read_halo(path, pixel_size=0.5)
 
 
 def test_repeated_object_ids_in_one_image_are_refused_naming_both_lines(tmp_path):
