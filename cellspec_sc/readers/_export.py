@@ -16,8 +16,8 @@ from typing import Any
 from cellspec_sc.errors import InputError, MissingPath
 from cellspec_sc.model import CellSpec
 from cellspec_sc.readers._pipeline import RECOGNISED, ToolAdapter
-from cellspec_sc.readers._recognise import Signature, known_tools, recognise
-from cellspec_sc.readers._table import check_regular_file
+from cellspec_sc.readers._recognise import GZIP_MAGIC, Signature, known_tools, recognise
+from cellspec_sc.readers._table import check_not_container, check_regular_file, check_wide_encoding
 
 LOG = logging.getLogger("cellspec_sc.readers")
 
@@ -52,6 +52,8 @@ def recognised_reader(path: str | os.PathLike, options: dict[str, Any]) -> tuple
         check_regular_file(path)  # a FIFO or a device is refused as such, as every reader refuses it
     found = recognise(path)
     if found is None:
+        if not path.is_dir():
+            refuse_what_is_not_text(path)
         what = "folder's layout" if path.is_dir() else "header line"
         raise InputError(f"{path.name}: no reader recognises this {what} as an export it reads; the readers know: "
                          f"{known_tools()}; call the tool's reader directly if the export is one of these")
@@ -65,6 +67,16 @@ def recognised_reader(path: str | os.PathLike, options: dict[str, Any]) -> tuple
     source = "folder layout" if path.is_dir() else "header line"
     LOG.info("%s: recognised as %s (from the %s); reading with %s", path.name, found.what, source, name)
     return found, reader, source
+
+
+def refuse_what_is_not_text(path: Path) -> None:
+    """Refuse a file that is no text table, saying what it is (a ZIP archive or workbook, UTF-16 text ...), as each
+    reader would; a gzip file is let through (a compressed table is read)."""
+    with open(path, "rb") as handle:
+        start = handle.read(64)
+    if not start.startswith(GZIP_MAGIC):
+        check_not_container(path, start)
+    check_wide_encoding(path, start)
 
 
 def read_export(path: str | os.PathLike, **options: Any) -> CellSpec:
@@ -102,4 +114,4 @@ def read_export(path: str | os.PathLike, **options: Any) -> CellSpec:
         RECOGNISED.reset(token)
 
 
-__all__ = ["READERS", "read_export", "recognised_adapter", "recognised_reader"]
+__all__ = ["READERS", "read_export", "recognised_adapter", "recognised_reader", "refuse_what_is_not_text"]

@@ -84,6 +84,8 @@ STEINBOCK_TABLES = ("intensities", "cell_intensities")
 
 # Bytes read from the start of a file for its header line.
 HEADER_SAMPLE = 1 << 16
+# The first bytes of every gzip file.
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 def known_tools() -> str:
@@ -124,7 +126,7 @@ def header_names(path: Path) -> list[str]:
     dropped; the separator the line holds most of: tab, comma or semicolon). Empty when no line is readable."""
     with open(path, "rb") as handle:
         start = handle.read(HEADER_SAMPLE)
-    if start.startswith(b"\x1f\x8b"):
+    if start.startswith(GZIP_MAGIC):
         try:
             start = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(start, HEADER_SAMPLE)
         except zlib.error:
@@ -177,7 +179,7 @@ def is_gzip(path: Path) -> bool:
     """Whether the file at ``path`` starts with the gzip magic bytes."""
     try:
         with open(path, "rb") as handle:
-            return handle.read(2) == b"\x1f\x8b"
+            return handle.read(2) == GZIP_MAGIC
     except OSError:
         return False
 

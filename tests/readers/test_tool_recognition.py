@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
+import re
 import warnings
+import zipfile
 
 import numpy as np
 import pytest
@@ -50,6 +53,26 @@ def test_read_export_refuses_an_unknown_file_listing_the_tools(tmp_path):
     with pytest.raises(cs.InputError) as err:
         cs.read_export(path)
     assert all(f"{TOOL_NAMES[k]} ({READERS[k]})" in str(err.value) for k in READERS)
+
+
+@pytest.mark.parametrize(("name", "encode", "said"), [
+    ("objects.xlsx", lambda text: zipped(text), "is a ZIP archive, e.g. an Excel workbook (.xlsx), not text"),
+    ("objects.csv", lambda text: text.encode("utf-16"), "line 1: the file is UTF-16 text"),
+])
+def test_read_export_says_what_a_file_that_is_no_text_table_is(tmp_path, name, encode, said):
+    path = tmp_path / name
+    path.write_bytes(encode(WRITERS["halo"](tmp_path).read_bytes().decode("utf-8-sig")))
+    with pytest.raises(cs.InputError, match=rf"{name}: .*{re.escape(said)}"):
+        cs.read_export(path, pixel_size=0.5)
+    with pytest.raises(cs.InputError, match=re.escape(said)):  # as the tool's own reader says it
+        cs.read_halo(path, pixel_size=0.5)
+
+
+def zipped(text: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("sheet.csv", text)
+    return buffer.getvalue()
 
 
 def test_read_export_refuses_an_argument_the_chosen_reader_does_not_take(tmp_path):
