@@ -146,8 +146,8 @@ class CellProfilerAdapter(ToolAdapter):
 
 
 def image_names(table: Path | None, numbers: list[str], encoding: str | None) -> tuple[dict[str, str], str]:
-    """ImageNumber -> image id: the per-image table's first ``FileName_*`` column (when its names are distinct and
-    present for every image), else the number itself."""
+    """ImageNumber -> image id: the per-image table's first ``FileName_*`` column (when every image has one row there
+    and a distinct name), else the number itself (said in a warning when the table is there)."""
     fallback = ({n: n for n in numbers}, "ImageNumber")
     if table is None:
         return fallback
@@ -157,6 +157,13 @@ def image_names(table: Path | None, numbers: list[str], encoding: str | None) ->
     if not files:
         return fallback
     frame = read_as_text(header, [IMAGE_NUMBER, files[0]]).to_pandas()
+    repeated = frame[IMAGE_NUMBER][frame[IMAGE_NUMBER].duplicated()]
+    if len(repeated):  # e.g. the per-image tables of two batches joined: which row names the image?
+        number = repeated.iloc[0]
+        rows = [i + 2 for i in np.flatnonzero((frame[IMAGE_NUMBER] == number).to_numpy())]
+        notice(f"{table.name}: ImageNumber {number!r} has {len(rows)} rows (lines {', '.join(map(str, rows[:5]))}); "
+               "images are named by ImageNumber")
+        return fallback
     found = dict(zip(frame[IMAGE_NUMBER].astype(str), frame[files[0]], strict=True))
     names = {n: found.get(n) for n in numbers}
     values = list(names.values())

@@ -54,6 +54,17 @@ def test_the_object_table_alone_names_images_by_number(tmp_path):
     assert x.provenance["parameters"]["image_id_source"] == "ImageNumber"
 
 
+def test_an_image_table_of_two_rows_for_one_image_names_images_by_number_aloud(tmp_path):
+    folder = write_cellprofiler(tmp_path)
+    with open(folder / "MyExpt_Image.csv", "a") as table:  # a second batch's row for image 2, joined after the first
+        table.write("2,B07_s1.tiff,/data,B07_s1_cd3.tiff,4,B07\n")
+    with pytest.warns(ReaderWarning, match=r"MyExpt_Image.csv: ImageNumber '2' has 2 rows \(lines 3, 4\); images "
+                                           "are named by ImageNumber"):
+        x = cs.read_cellprofiler(folder, pixel_size=0.5)
+    assert x.cells["image_id"].tolist() == ["1", "1", "2"]  # not the last row's file name, picked silently
+    assert x.provenance["parameters"]["image_id_source"] == "ImageNumber"
+
+
 @pytest.mark.parametrize("method", ["Expanded", "15"])
 def test_expanded_or_distance_limited_neighbours_are_left_out_with_a_warning(tmp_path, method):
     folder = write_cellprofiler(tmp_path)
