@@ -20,6 +20,7 @@ from cellspec_sc.readers._recognise import GZIP_MAGIC, Signature, known_tools, r
 from cellspec_sc.readers._table import check_not_container, check_regular_file, check_wide_encoding
 
 LOG = logging.getLogger("cellspec_sc.readers")
+UTF8_BOM = b"\xef\xbb\xbf"
 
 # Tool key -> (module, reader function, adapter class): each reader's adapter takes the reader's keyword arguments.
 READERS = {
@@ -70,10 +71,12 @@ def recognised_reader(path: str | os.PathLike, options: dict[str, Any]) -> tuple
 
 
 def refuse_what_is_not_text(path: Path) -> None:
-    """Refuse a file that is no text table, saying what it is (a ZIP archive or workbook, UTF-16 text ...), as each
-    reader would; a gzip file is let through (a compressed table is read)."""
+    """Refuse a file that is no text table, saying what it is (empty, a ZIP archive or workbook, UTF-16 text ...), as
+    each reader would; a gzip file is let through (a compressed table is read)."""
     with open(path, "rb") as handle:
         start = handle.read(64)
+    if len(start) < 64 and not start.removeprefix(UTF8_BOM).strip():
+        raise InputError(f"{path.name}: line 1: the file is empty; expected an export with a header line")
     if not start.startswith(GZIP_MAGIC):
         check_not_container(path, start)
     check_wide_encoding(path, start)

@@ -68,6 +68,14 @@ def test_read_export_says_what_a_file_that_is_no_text_table_is(tmp_path, name, e
         cs.read_halo(path, pixel_size=0.5)
 
 
+@pytest.mark.parametrize("content", [b"", b"\xef\xbb\xbf", b"\r\n\n"], ids=["nothing", "a byte order mark", "blank"])
+def test_read_export_says_an_empty_file_is_empty(tmp_path, content):
+    path = tmp_path / "objects.csv"
+    path.write_bytes(content)
+    with pytest.raises(cs.InputError, match=r"^objects.csv: line 1: the file is empty"):
+        cs.read_export(path)
+
+
 def zipped(text: str) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
