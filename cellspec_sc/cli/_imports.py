@@ -6,11 +6,12 @@
     cellspec import halo      FILE OUT_DIR --pixel-size UM [--image-id ID] [--sample-id ID] [--marker OLD=NEW]
     cellspec import inform    FILE OUT_DIR --pixel-size UM [--position-unit pixels|microns] ...
     cellspec import cellprofiler FILE|FOLDER OUT_DIR --pixel-size UM [--objects Cells] [--compartment cell] ...
-    cellspec import auto      PATH OUT_DIR [--pixel-size UM] [--sample-id ID] [--marker OLD=NEW] ...
+    cellspec import auto      PATH OUT_DIR [--pixel-size UM] [--sample-id ID] [any option of the tools above] ...
 
 ``auto`` recognises the tool from the file's header line or the folder's layout, says which reader it chose
-and refuses an export no reader knows, listing the tools they know. The target is checked first (an existing
-OUT_DIR needs ``--overwrite``), then the export is read through the reader pipeline
+and refuses an export no reader knows, listing the tools they know; it takes every tool's options (:data:`FLAGS`,
+each defined once) and refuses those the recognised tool's command does not take. The target is checked first (an
+existing OUT_DIR needs ``--overwrite``), then the export is read through the reader pipeline
 (:func:`cellspec_sc.readers.read_export_report`), validated once, and written with :func:`cellspec_sc.write`
 (which reuses that report); a short summary and the validation verdict are printed. Refused input exits with
 status 2 and a message naming file, line and column.
@@ -19,6 +20,9 @@ status 2 and a message naming file, line and column.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.io import CELLSPEC_DIRECTORY, TargetExists, check_target, write
@@ -30,6 +34,7 @@ from cellspec_sc.readers import (
     QuPathAdapter,
     SteinbockAdapter,
     read_export_report,
+    recognise,
     recognised_adapter,
 )
 
@@ -67,65 +72,110 @@ def _import(adapter, source: str, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_import_qupath(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class ToolFlag:
+    """A command-line option of one or more tools' readers: its flag, the reader's keyword it sets, what argparse needs
+    (``default`` is never given: an option not given leaves the reader's own default) and how its value becomes the
+    keyword's (``given``)."""
+
+    flag: str
+    keyword: str
+    argparse: dict[str, Any]
+    given: Callable[[Any], Any] = lambda value: value  # noqa: E731 - the value as given
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+# Every tool's own options, each defined once: a tool's command takes its own, ``auto`` takes them all and refuses
+# those of the tools it did not recognise.
+FLAGS = {flag.flag: flag for flag in (
+    ToolFlag("--object-types", "object_types", {"nargs": "+", "metavar": "TYPE",
+             "help": "keep rows of these Object type values (default: Cell Detection)"}, tuple),
+    ToolFlag("--all-objects", "object_types", {"action": "store_const", "const": True,
+             "help": "keep every row whatever its Object type"}, lambda _: None),
+    ToolFlag("--markers", "markers_csv", {"metavar": "CSV", "help": "MCMICRO markers.csv (channel order and names)"}),
+    ToolFlag("--image", "image", {"metavar": "IMAGE",
+             "help": "OME-TIFF (or .ome.xml) to read PhysicalSizeX and the image size from"}),
+    ToolFlag("--strict", "strict", {"action": "store_const", "const": True,
+             "help": "refuse a markers.csv that does not fit the table (names none or only part of the marker "
+                     "columns, channels without a column, names in quotes the columns lack)"}),
+    ToolFlag("--aggregation", "aggregation", {"choices": ("mean", "median", "sum", "min", "max", "std", "var"),
+             "help": "the --aggr steinbock measured intensities with (default: mean, with a warning: the tables do "
+                     "not say)"}),
+    ToolFlag("--no-neighbors", "neighbors", {"action": "store_const", "const": True,
+             "help": "do not turn the neighbour tables (steinbock's neighbors/, CellProfiler's Neighbors "
+                     "relationships) into adjacency"}, lambda _: False),
+    ToolFlag("--neighbors-method", "neighbors_method", {
+             "choices": ("mask_touching", "polygon_intersection", "delaunay", "borders", "expansion", "centroids"),
+             "help": "how the neighbours were measured: an adjacency method (CellProfiler: when the table has no "
+                     "Neighbors_*_<method> column to say it), or steinbock's --type (borders, expansion, centroids: "
+                     "left out); steinbock's default is mask_touching, with a warning"}),
+    ToolFlag("--segmentation", "segmentation", {"metavar": "SUBFOLDER",
+             "help": "the sub-folder whose tables to read when several hold them (e.g. deepcell)"}),
+    ToolFlag("--position-unit", "position_unit", {"choices": ("pixels", "microns"),
+             "help": "unit of Cell X/Y Position when no header names it"}),
+    ToolFlag("--objects", "objects", {"help": "object set to read when the folder has several (e.g. Cells)"}),
+    ToolFlag("--compartment", "compartment", {"choices": ("cell", "nucleus", "cytoplasm", "membrane"),
+             "help": "compartment of the objects' measurements (default: from the object name)"}),
+)}
+TOOL_FLAGS = {
+    "qupath": ("--object-types", "--all-objects"),
+    "mcmicro": ("--markers", "--image", "--strict"),
+    "steinbock": ("--aggregation", "--no-neighbors", "--neighbors-method", "--segmentation"),
+    "halo": (),
+    "inform": ("--position-unit",),
+    "cellprofiler": ("--objects", "--compartment", "--no-neighbors", "--neighbors-method"),
+}
+ADAPTERS = {"qupath": QuPathAdapter, "mcmicro": McquantAdapter, "steinbock": SteinbockAdapter, "halo": HaloAdapter,
+            "inform": InformAdapter, "cellprofiler": CellProfilerAdapter}
+
+
+def _common_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The reader keywords of the options every import takes (those given)."""
+    given = {"pixel_size": args.pixel_size, "image_id": getattr(args, "image_id", None),
+             "sample_id": args.sample_id, "marker_map": _marker_map(args.marker) or None, "encoding": args.encoding}
+    return {keyword: value for keyword, value in given.items() if value is not None}
+
+
+def _tool_options(args: argparse.Namespace, flags: Sequence[str]) -> dict[str, Any]:
+    """The reader keywords of the tool options among ``flags`` that were given."""
+    out = {}
+    for flag in (FLAGS[f] for f in flags):
+        value = getattr(args, flag.dest, None)
+        if value is not None:
+            out[flag.keyword] = flag.given(value)
+    return out
+
+
+def _given_flags(args: argparse.Namespace) -> list[str]:
+    return [flag for flag, spec in FLAGS.items() if getattr(args, spec.dest, None) is not None]
+
+
+def cmd_import_tool(args: argparse.Namespace) -> int:
+    """``cellspec import <tool>``: the tool's adapter with the options given."""
     _check_target(args)
-    adapter = QuPathAdapter(pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
-                            marker_map=_marker_map(args.marker), encoding=args.encoding,
-                            object_types=None if args.all_objects else tuple(args.object_types))
-    return _import(adapter, args.file, args)
-
-
-def cmd_import_mcmicro(args: argparse.Namespace) -> int:
-    _check_target(args)
-    adapter = McquantAdapter(pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
-                             marker_map=_marker_map(args.marker), markers_csv=args.markers, image=args.image,
-                             strict=args.strict, encoding=args.encoding)
-    return _import(adapter, args.file, args)
-
-
-def cmd_import_steinbock(args: argparse.Namespace) -> int:
-    _check_target(args)
-    adapter = SteinbockAdapter(pixel_size=args.pixel_size, sample_id=args.sample_id,
-                               marker_map=_marker_map(args.marker), aggregation=args.aggregation,
-                               neighbors=not args.no_neighbors, neighbors_method=args.neighbors_method,
-                               encoding=args.encoding, segmentation=args.segmentation)
-    return _import(adapter, args.folder, args)
-
-
-def cmd_import_halo(args: argparse.Namespace) -> int:
-    _check_target(args)
-    adapter = HaloAdapter(pixel_size=args.pixel_size, image_id=args.image_id, sample_id=args.sample_id,
-                          marker_map=_marker_map(args.marker), encoding=args.encoding)
-    return _import(adapter, args.file, args)
-
-
-def cmd_import_inform(args: argparse.Namespace) -> int:
-    _check_target(args)
-    adapter = InformAdapter(pixel_size=args.pixel_size, position_unit=args.position_unit, image_id=args.image_id,
-                            sample_id=args.sample_id, marker_map=_marker_map(args.marker), encoding=args.encoding)
-    return _import(adapter, args.file, args)
-
-
-def cmd_import_cellprofiler(args: argparse.Namespace) -> int:
-    _check_target(args)
-    adapter = CellProfilerAdapter(pixel_size=args.pixel_size, objects=args.objects, compartment=args.compartment,
-                                  neighbors=not args.no_neighbors, neighbors_method=args.neighbors_method,
-                                  sample_id=args.sample_id, marker_map=_marker_map(args.marker),
-                                  encoding=args.encoding)
-    return _import(adapter, args.file, args)
+    adapter = ADAPTERS[args.tool](**_common_options(args), **_tool_options(args, TOOL_FLAGS[args.tool]))
+    return _import(adapter, args.source, args)
 
 
 def cmd_import_auto(args: argparse.Namespace) -> int:
     _check_target(args)
-    given = {"pixel_size": args.pixel_size, "image_id": args.image_id, "sample_id": args.sample_id,
-             "marker_map": _marker_map(args.marker) or None, "encoding": args.encoding}
-    adapter, found = recognised_adapter(args.file, **{k: v for k, v in given.items() if v is not None})
-    print(f"{args.file}: recognised as {found.what}; reading with {found.reader}")
-    return _import(adapter, args.file, args)
+    found = recognise(args.source)
+    if found is not None:  # an option of another tool is refused in the CLI's words (else read_export says why)
+        foreign = [flag for flag in _given_flags(args) if flag not in TOOL_FLAGS[found.key]]
+        if foreign:
+            raise InputError(f"{args.source}: recognised as {found.what}, which `cellspec import {found.key}` "
+                             f"reads; it takes no {', '.join(foreign)}")
+    options = {**_common_options(args), **_tool_options(args, _given_flags(args))}
+    adapter, found = recognised_adapter(args.source, **options)
+    print(f"{args.source}: recognised as {found.what}; reading with {found.reader}")
+    return _import(adapter, args.source, args)
 
 
 def _common(p: argparse.ArgumentParser, source: str = "file", image_id: bool = True) -> None:
-    p.add_argument(source, metavar=source.upper(), help="the tool's export")
+    p.add_argument("source", metavar=source.upper(), help="the tool's export")
     p.add_argument("out_dir", metavar="OUT_DIR", help="cellspec directory to write")
     p.add_argument("--pixel-size", type=float, default=None, metavar="UM", help="micrometres per pixel")
     if image_id:
@@ -137,64 +187,33 @@ def _common(p: argparse.ArgumentParser, source: str = "file", image_id: bool = T
     p.add_argument("--encoding", default=None, help="text encoding of the export (default: UTF-8, else cp1252)")
 
 
+def _add_flags(p: argparse.ArgumentParser, flags: Sequence[str]) -> None:
+    for flag in (FLAGS[f] for f in flags):
+        p.add_argument(flag.flag, dest=flag.dest, default=None, **flag.argparse)
+
+
+TOOL_HELP = {
+    "qupath": ("file", "QuPath 'Export measurements' table (TSV, or CSV if named .csv)"),
+    "mcmicro": ("file", "MCMICRO mcquant table (<image>--<segmentation>_<mask>.csv)"),
+    "steinbock": ("folder", "steinbock output folder (intensities/, regionprops/, neighbors/, panel.csv, images.csv)"),
+    "halo": ("file", "HALO object data table (CSV: Object Id, XMin/XMax/YMin/YMax, ...)"),
+    "inform": ("file", "inForm cell_seg_data.txt (tab-separated, Cell X Position, ...)"),
+    "cellprofiler": ("file", "CellProfiler ExportToSpreadsheet object table (Cells.csv) or its folder"),
+}
+# the tools whose reader takes no image_id (the image ids come from the folder or the per-image table)
+WITHOUT_IMAGE_ID = ("steinbock", "cellprofiler")
+
+
 def register(p: argparse.ArgumentParser) -> None:
     tools = p.add_subparsers(dest="tool", metavar="TOOL", required=True)
-
-    q = tools.add_parser("qupath", help="QuPath 'Export measurements' table (TSV, or CSV if named .csv)")
-    _common(q)
-    q.add_argument("--object-types", nargs="+", default=["Cell", "Detection"], metavar="TYPE",
-                   help="keep rows of these Object type values (default: Cell Detection)")
-    q.add_argument("--all-objects", action="store_true", help="keep every row whatever its Object type")
-    q.set_defaults(func=cmd_import_qupath)
-
-    m = tools.add_parser("mcmicro", help="MCMICRO mcquant table (<image>--<segmentation>_<mask>.csv)")
-    _common(m)
-    m.add_argument("--markers", default=None, metavar="CSV", help="MCMICRO markers.csv (channel order and names)")
-    m.add_argument("--image", default=None, metavar="IMAGE",
-                   help="OME-TIFF (or .ome.xml) to read PhysicalSizeX and the image size from")
-    m.add_argument("--strict", action="store_true",
-                   help="refuse a markers.csv that does not fit the table (names none or only part of the marker "
-                        "columns, channels without a column, names in quotes the columns lack)")
-    m.set_defaults(func=cmd_import_mcmicro)
-
-    s = tools.add_parser("steinbock", help="steinbock output folder (intensities/, regionprops/, neighbors/, "
-                                           "panel.csv, images.csv)")
-    _common(s, source="folder", image_id=False)
-    s.add_argument("--aggregation", default=None, choices=("mean", "median", "sum", "min", "max", "std", "var"),
-                   help="the --aggr steinbock measured intensities with (default: mean, with a warning: the tables "
-                        "do not say)")
-    s.add_argument("--no-neighbors", action="store_true", help="do not turn the CSV files of neighbors/ into adjacency")
-    s.add_argument("--neighbors-method", default=None,
-                   choices=("mask_touching", "polygon_intersection", "delaunay", "borders", "expansion", "centroids"),
-                   help="how the neighbours were measured: an adjacency method, or steinbock's --type (borders, "
-                        "expansion, centroids: left out); default mask_touching, with a warning")
-    s.add_argument("--segmentation", default=None, metavar="SUBFOLDER",
-                   help="the sub-folder whose tables to read when several hold them (e.g. deepcell)")
-    s.set_defaults(func=cmd_import_steinbock)
-
-    h = tools.add_parser("halo", help="HALO object data table (CSV: Object Id, XMin/XMax/YMin/YMax, ...)")
-    _common(h)
-    h.set_defaults(func=cmd_import_halo)
-
-    i = tools.add_parser("inform", help="inForm cell_seg_data.txt (tab-separated, Cell X Position, ...)")
-    _common(i)
-    i.add_argument("--position-unit", choices=("pixels", "microns"), default=None,
-                   help="unit of Cell X/Y Position when no header names it")
-    i.set_defaults(func=cmd_import_inform)
-
-    c = tools.add_parser("cellprofiler", help="CellProfiler ExportToSpreadsheet object table (Cells.csv) or its "
-                                              "folder")
-    _common(c, image_id=False)
-    c.add_argument("--objects", default=None, help="object set to read when the folder has several (e.g. Cells)")
-    c.add_argument("--compartment", default=None, choices=("cell", "nucleus", "cytoplasm", "membrane"),
-                   help="compartment of the objects' measurements (default: from the object name)")
-    c.add_argument("--no-neighbors", action="store_true", help="do not turn Neighbors relationships into adjacency")
-    c.add_argument("--neighbors-method", default=None,
-                   choices=("mask_touching", "polygon_intersection", "delaunay"),
-                   help="adjacency method when the table has no Neighbors_*_<method> column to say it")
-    c.set_defaults(func=cmd_import_cellprofiler)
-
+    for tool, (source, help_text) in TOOL_HELP.items():
+        command = tools.add_parser(tool, help=help_text)
+        _common(command, source=source, image_id=tool not in WITHOUT_IMAGE_ID)
+        _add_flags(command, TOOL_FLAGS[tool])
+        command.set_defaults(func=cmd_import_tool)
     a = tools.add_parser("auto", help="any export the readers know: the tool is recognised from the file's header "
-                                      "line or the folder's layout")
-    _common(a)
+                                      "line or the folder's layout; the options of every tool are taken, and those "
+                                      "of another tool than the one recognised are refused")
+    _common(a, source="path")
+    _add_flags(a, list(FLAGS))
     a.set_defaults(func=cmd_import_auto)

@@ -135,6 +135,34 @@ def test_cellspec_import_auto_writes_what_the_tools_reader_reads(tmp_path, expor
     assert back.cells["cell_id"].tolist() == x.cells["cell_id"].tolist() and back.feature_ids == x.feature_ids
 
 
+@pytest.mark.parametrize(("export", "flags", "expected"), [
+    ("steinbock", ["--aggregation", "median", "--neighbors-method", "delaunay"],
+     {"aggregation": "median", "neighbors_method": "delaunay"}),
+    ("cellprofiler", ["--pixel-size", "0.5", "--no-neighbors", "--compartment", "nucleus"],
+     {"pixel_size": 0.5, "neighbors": False, "compartment": "nucleus"}),
+    ("qupath", ["--all-objects"], {"object_types": None}),
+    ("inform", ["--pixel-size", "0.5", "--position-unit", "pixels"], {"pixel_size": 0.5, "position_unit": "pixels"}),
+])
+def test_cellspec_import_auto_takes_the_recognised_tools_own_options(tmp_path, export, flags, expected, capsys):
+    path = WRITERS[export](tmp_path)
+    assert main(["import", "auto", str(path), str(tmp_path / "out"), *flags]) == 0
+    assert "warning" not in capsys.readouterr().err  # nothing assumed: the options said it
+    back = cs.read(tmp_path / "out")
+    x = getattr(cs, READERS[export])(path, **expected)  # what the tool's reader makes of the same options
+    assert back.equals(x.replace(provenance=back.provenance)), back.differences(x)
+    assert back.provenance["parameters"] == {**x.provenance["parameters"],
+                                             "recognised_as": back.provenance["parameters"]["recognised_as"]}
+
+
+def test_cellspec_import_auto_refuses_another_tools_option_in_its_own_words(tmp_path, capsys):
+    path = WRITERS["halo"](tmp_path)
+    assert main(["import", "auto", str(path), str(tmp_path / "out"), "--pixel-size", "0.5", "--aggregation",
+                 "median", "--segmentation", "deepcell"]) == 2
+    assert ("recognised as a HALO object table, which `cellspec import halo` reads; it takes no --aggregation, "
+            "--segmentation") in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_cellspec_import_auto_refuses_an_unknown_file(tmp_path, capsys):
     path = tmp_path / "notes.txt"
     path.write_text("a\tb\n1\t2\n")
