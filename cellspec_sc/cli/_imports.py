@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cellspec_sc.errors import InputError
@@ -36,6 +37,7 @@ from cellspec_sc.readers import (
     read_export_report,
     recognise,
     recognised_adapter,
+    what_it_is,
 )
 
 
@@ -153,6 +155,12 @@ def _given_flags(args: argparse.Namespace) -> list[str]:
     return [flag for flag, spec in FLAGS.items() if getattr(args, spec.dest, None) is not None]
 
 
+def _foreign_flags(args: argparse.Namespace, tool: str) -> list[str]:
+    """The options given that ``cellspec import <tool>`` does not take."""
+    image_id = ["--image-id"] if tool in WITHOUT_IMAGE_ID and getattr(args, "image_id", None) is not None else []
+    return image_id + [flag for flag in _given_flags(args) if flag not in TOOL_FLAGS[tool]]
+
+
 def cmd_import_tool(args: argparse.Namespace) -> int:
     """``cellspec import <tool>``: the tool's adapter with the options given."""
     _check_target(args)
@@ -164,13 +172,13 @@ def cmd_import_auto(args: argparse.Namespace) -> int:
     _check_target(args)
     found = recognise(args.source)
     if found is not None:  # an option of another tool is refused in the CLI's words (else read_export says why)
-        foreign = [flag for flag in _given_flags(args) if flag not in TOOL_FLAGS[found.key]]
+        foreign = _foreign_flags(args, found.key)
         if foreign:
-            raise InputError(f"{args.source}: recognised as {found.what}, which `cellspec import {found.key}` "
-                             f"reads; it takes no {', '.join(foreign)}")
+            raise InputError(f"{args.source}: recognised as {what_it_is(found, Path(args.source))}, which "
+                             f"`cellspec import {found.key}` reads; it takes no {', '.join(foreign)}")
     options = {**_common_options(args), **_tool_options(args, _given_flags(args))}
     adapter, found = recognised_adapter(args.source, **options)
-    print(f"{args.source}: recognised as {found.what}; reading with {found.reader}")
+    print(f"{args.source}: recognised as {what_it_is(found, Path(args.source))}; reading with {found.reader}")
     return _import(adapter, args.source, args)
 
 

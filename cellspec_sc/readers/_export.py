@@ -16,7 +16,7 @@ from typing import Any
 from cellspec_sc.errors import InputError, MissingPath
 from cellspec_sc.model import CellSpec
 from cellspec_sc.readers._pipeline import RECOGNISED, ToolAdapter
-from cellspec_sc.readers._recognise import GZIP_MAGIC, Signature, known_tools, recognise
+from cellspec_sc.readers._recognise import GZIP_MAGIC, Signature, known_tools, recognise, what_it_is
 from cellspec_sc.readers._table import check_not_container, check_regular_file, check_wide_encoding
 
 LOG = logging.getLogger("cellspec_sc.readers")
@@ -63,10 +63,11 @@ def recognised_reader(path: str | os.PathLike, options: dict[str, Any]) -> tuple
     taken = [p for p in inspect.signature(reader).parameters if p not in ("path", "folder")]
     unknown = sorted(set(options) - set(taken))
     if unknown:
-        raise InputError(f"{path.name}: recognised as {found.what}, but {name} takes no argument "
+        raise InputError(f"{path.name}: recognised as {what_it_is(found, path)}, but {name} takes no argument "
                          f"{', '.join(map(repr, unknown))}; it takes {', '.join(taken)}")
     source = "folder layout" if path.is_dir() else "header line"
-    LOG.info("%s: recognised as %s (from the %s); reading with %s", path.name, found.what, source, name)
+    LOG.info("%s: recognised as %s (from the %s); reading with %s", path.name, what_it_is(found, path), source,
+             name)
     return found, reader, source
 
 

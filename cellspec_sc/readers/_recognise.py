@@ -190,13 +190,10 @@ def other_tool_advice(path: Path, reader_key: str) -> str | None:
     found = recognise(path)
     if found is None or found.key == reader_key:
         return None
-    if path.is_dir():
-        what = FOLDER_WHAT.get(found.key, found.what)
-    elif found.key == "steinbock":
+    if found.key == "steinbock" and not path.is_dir():
         return (f"{path.name}: this looks like {found.what} (one image's table): use read_steinbock on the output "
                 "folder (`cellspec import steinbock FOLDER OUT`), not on one of its files")
-    else:
-        what = found.what
+    what = what_it_is(found, path)
     return (f"{path.name}: this looks like {what}, not an export of {BY_KEY[reader_key].tool}: use "
             f"{found.reader} (`cellspec import {found.key} ...`)")
 
@@ -205,5 +202,11 @@ def other_tool_advice(path: Path, reader_key: str) -> str | None:
 FOLDER_WHAT = {"steinbock": "a steinbock output folder", "cellprofiler": "a CellProfiler ExportToSpreadsheet folder"}
 
 
+def what_it_is(found: Signature, path: Path) -> str:
+    """What ``path``, recognised as ``found``'s, is, for messages: the tool's table, or its output folder."""
+    return FOLDER_WHAT.get(found.key, found.what) if path.is_dir() else found.what
+
+
 __all__ = ["BY_KEY", "SIGNATURES", "Signature", "cellprofiler_object_tables", "header_names", "is_gzip",
-           "known_tools", "other_tool_advice", "recognise", "recognise_header", "steinbock_table_folders"]
+           "known_tools", "other_tool_advice", "recognise", "recognise_header", "steinbock_table_folders",
+           "what_it_is"]

@@ -161,6 +161,9 @@ def test_cellspec_import_auto_refuses_another_tools_option_in_its_own_words(tmp_
     assert ("recognised as a HALO object table, which `cellspec import halo` reads; it takes no --aggregation, "
             "--segmentation") in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+    folder = WRITERS["steinbock"](tmp_path)  # its image ids come from the folder
+    assert main(["import", "auto", str(folder), str(tmp_path / "out"), "--image-id", "core 1"]) == 2
+    assert "which `cellspec import steinbock` reads; it takes no --image-id" in capsys.readouterr().err
 
 
 def test_cellspec_import_auto_refuses_an_unknown_file(tmp_path, capsys):
