@@ -27,18 +27,7 @@ from typing import Any
 
 from cellspec_sc.errors import InputError
 from cellspec_sc.io import CELLSPEC_DIRECTORY, TargetExists, check_target, write
-from cellspec_sc.readers import (
-    CellProfilerAdapter,
-    HaloAdapter,
-    InformAdapter,
-    McquantAdapter,
-    QuPathAdapter,
-    SteinbockAdapter,
-    read_export_report,
-    recognise,
-    recognised_adapter,
-    what_it_is,
-)
+from cellspec_sc.readers import adapter_for, read_export_report, recognised_reader, tool_adapter, what_it_is
 
 
 def _marker_map(pairs: list[str] | None) -> dict[str, str]:
@@ -130,8 +119,6 @@ TOOL_FLAGS = {
     "inform": ("--position-unit",),
     "cellprofiler": ("--objects", "--compartment", "--no-neighbors", "--neighbors-method"),
 }
-ADAPTERS = {"qupath": QuPathAdapter, "mcmicro": McquantAdapter, "steinbock": SteinbockAdapter, "halo": HaloAdapter,
-            "inform": InformAdapter, "cellprofiler": CellProfilerAdapter}
 
 
 def _common_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -164,20 +151,18 @@ def _foreign_flags(args: argparse.Namespace, tool: str) -> list[str]:
 def cmd_import_tool(args: argparse.Namespace) -> int:
     """``cellspec import <tool>``: the tool's adapter with the options given."""
     _check_target(args)
-    adapter = ADAPTERS[args.tool](**_common_options(args), **_tool_options(args, TOOL_FLAGS[args.tool]))
+    adapter = tool_adapter(args.tool, **_common_options(args), **_tool_options(args, TOOL_FLAGS[args.tool]))
     return _import(adapter, args.source, args)
 
 
 def cmd_import_auto(args: argparse.Namespace) -> int:
     _check_target(args)
-    found = recognise(args.source)
-    if found is not None:  # an option of another tool is refused in the CLI's words (else read_export says why)
-        foreign = _foreign_flags(args, found.key)
-        if foreign:
-            raise InputError(f"{args.source}: recognised as {what_it_is(found, Path(args.source))}, which "
-                             f"`cellspec import {found.key}` reads; it takes no {', '.join(foreign)}")
-    options = {**_common_options(args), **_tool_options(args, _given_flags(args))}
-    adapter, found = recognised_adapter(args.source, **options)
+    found, _, source = recognised_reader(args.source, {})  # recognised once; refused when no reader knows it
+    foreign = _foreign_flags(args, found.key)
+    if foreign:  # an option of another tool, in the CLI's words
+        raise InputError(f"{args.source}: recognised as {what_it_is(found, Path(args.source))}, which "
+                         f"`cellspec import {found.key}` reads; it takes no {', '.join(foreign)}")
+    adapter = adapter_for(found, source, {**_common_options(args), **_tool_options(args, _given_flags(args))})
     print(f"{args.source}: recognised as {what_it_is(found, Path(args.source))}; reading with {found.reader}")
     return _import(adapter, args.source, args)
 

@@ -37,10 +37,23 @@ def recognised_adapter(path: str | os.PathLike, **options: Any) -> tuple[ToolAda
     """The adapter of the tool that wrote ``path``, made with ``options`` (the keyword arguments of that tool's
     ``read_<tool>``), and the tool's signature. Refuses an export no reader knows, listing the tools they know, and
     options the chosen reader does not take, listing those it takes."""
-    found, reader, source = recognised_reader(path, options)
-    adapter = getattr(import_module(READERS[found.key][0]), READERS[found.key][2])(**options)
+    found, _, source = recognised_reader(path, options)
+    return adapter_for(found, source, options), found
+
+
+def tool_adapter(key: str, **options: Any) -> ToolAdapter:
+    """The adapter of the tool ``key`` (a key of :data:`READERS`) made with ``options``; only that tool's reader is
+    imported."""
+    module, _, adapter = READERS[key]
+    return getattr(import_module(module), adapter)(**options)
+
+
+def adapter_for(found: Signature, source: str, options: dict[str, Any]) -> ToolAdapter:
+    """The adapter of the tool recognised as ``found`` (from the ``source``: header line or folder layout), made with
+    ``options``, which says so in the object's provenance."""
+    adapter = tool_adapter(found.key, **options)
     adapter.recognised = f"{found.tool}: {found.reader} (from the {source})"
-    return adapter, found
+    return adapter
 
 
 def recognised_reader(path: str | os.PathLike, options: dict[str, Any]) -> tuple[Signature, Any, str]:
@@ -118,4 +131,5 @@ def read_export(path: str | os.PathLike, **options: Any) -> CellSpec:
         RECOGNISED.reset(token)
 
 
-__all__ = ["READERS", "read_export", "recognised_adapter", "recognised_reader", "refuse_what_is_not_text"]
+__all__ = ["READERS", "adapter_for", "read_export", "recognised_adapter", "recognised_reader",
+           "refuse_what_is_not_text", "tool_adapter"]
