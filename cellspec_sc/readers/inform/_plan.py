@@ -38,6 +38,7 @@ from cellspec_sc.readers._pipeline import ColumnRoles, Plan
 from cellspec_sc.readers._table import (
     Header,
     normalise_header,
+    notice,
     other_name,
     read_header,
     read_options,
@@ -155,6 +156,7 @@ def plan_export(path: Path, *, pixel_size, position_unit: str | None, encoding: 
     targets = {n: text_target(n) for n in header.names}
     text = [n for n, t in targets.items() if t is not False]
     percents = {n: other_name(n) for n in _percent_columns(header) if n not in text}
+    _warn_measurements_as_percents(header, percents, unit)
     centroids = [header.find(c) for c in CENTROIDS]
     fixed = {*text, *percents, *centroids}
     matrix = [n for n in header.names if n not in fixed]
@@ -184,6 +186,17 @@ def _position_unit(header: Header, given: str | None) -> tuple[str, str]:
 def _unit_example(header: Header, unit: str) -> str:
     return next(n for n in header.names if any(UNIT_WORDS.get(m.lower()) == unit
                                                for m in re.findall(r"\(([^)]*)\)", normalise_header(n))))
+
+
+def _warn_measurements_as_percents(header: Header, percents: dict[str, str], unit: str) -> None:
+    """Say so when a column named as a measurement (an intensity or a shape) holds percentages as text: it becomes a
+    cells column of percentages, not the feature its name gives, and a reader of the matrix would miss it."""
+    for name, target in percents.items():
+        feature = classify(name, unit)
+        if feature.kind != "other":
+            notice(f"{header.path.name}: column {name!r} is named as {feature.kind} measurement but holds "
+                   f"percentages written as text; it is read as the cells column {target!r} (the number before the "
+                   "per cent sign) and is not in the matrix (provenance parameters['percent_columns'])")
 
 
 # Bytes of the file whose rows show which columns hold percentages as text.

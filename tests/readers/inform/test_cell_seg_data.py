@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cellspec_sc as cs
+from cellspec_sc.readers import ReaderWarning
 from exports import export_markers, measured_values, number_text
 from tool_layouts import INFORM_HEAD, INFORM_ROWS, tsv, write_inform
 
@@ -141,3 +142,27 @@ def test_a_percentage_column_with_another_text_is_refused_naming_line_and_column
     path.write_text(path.read_text().replace("0.01 %", "high"))
     with pytest.raises(cs.InputError, match=r"line 3, column 'Confidence': cannot parse 'high' as a percentage"):
         cs.read_inform(path, pixel_size=0.5)
+
+
+def test_a_measurement_column_holding_percentages_is_a_cells_column_with_a_warning(tmp_path):
+    path = write_inform(tmp_path)
+    frame = pd.read_csv(path, sep="\t", na_values=["#N/A"], keep_default_na=False, dtype=str)
+    column = "Nucleus DAPI Mean (Normalized Counts, Total Weighting)"
+    written = [None if pd.isna(v) else f"{v} %" for v in frame[column]]
+    frame[column] = written
+    frame.to_csv(path, sep="\t", index=False, na_rep="#N/A")
+    with pytest.warns(ReaderWarning, match=r"'Nucleus DAPI Mean \(Normalized Counts, Total Weighting\)' is named "
+                      r"as intensity measurement but holds percentages written as text; it is read as the cells "
+                      r"column 'nucleus_dapi_mean_normalized_counts_total_weighting'"):
+        x = cs.read_inform(path, pixel_size=0.5)
+    target = x.provenance["parameters"]["percent_columns"][column]
+    expected = [np.nan if v is None else float(v.rstrip(" %")) for v in written]
+    assert not np.isnan(expected).all()
+    assert np.array_equal(x.cells[target].to_numpy(dtype=float), expected, equal_nan=True)
+    assert "nucleus:DAPI:mean" not in x.feature_ids
+
+
+def test_a_percentage_column_named_as_no_measurement_reads_without_a_warning(tmp_path, recwarn):
+    x = cs.read_inform(write_inform(tmp_path), pixel_size=0.5)
+    assert x.cells["confidence"].tolist() == [95.0, 0.01, 87.5]
+    assert not [w for w in recwarn if issubclass(w.category, ReaderWarning)]
