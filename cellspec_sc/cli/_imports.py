@@ -1,7 +1,7 @@
 """``cellspec import``: turn a tool export into a cellspec directory.
 
     cellspec import qupath    FILE OUT_DIR [--pixel-size UM] [--image-id ID] [--sample-id ID] [--marker OLD=NEW]
-    cellspec import mcmicro   FILE OUT_DIR (--pixel-size UM | --image IMAGE) [--markers markers.csv] ...
+    cellspec import mcmicro   FILE|FOLDER OUT_DIR [--pixel-size UM | --image IMAGE] [--markers markers.csv] ...
     cellspec import steinbock FOLDER OUT_DIR [--pixel-size UM] [--aggregation mean] [--no-neighbors] ...
     cellspec import halo      FILE OUT_DIR --pixel-size UM [--image-id ID] [--sample-id ID] [--marker OLD=NEW]
     cellspec import inform    FILE OUT_DIR --pixel-size UM [--position-unit pixels|microns] ...
@@ -187,7 +187,8 @@ def _add_flags(p: argparse.ArgumentParser, flags: Sequence[str]) -> None:
 
 TOOL_HELP = {
     "qupath": ("file", "QuPath 'Export measurements' table (TSV, or CSV if named .csv)"),
-    "mcmicro": ("file", "MCMICRO mcquant table (<image>--<segmentation>_<mask>.csv)"),
+    "mcmicro": ("file", "MCMICRO mcquant table (<image>--<segmentation>_<mask>.csv), or the project folder that "
+                "holds it (markers.csv and registration/<image>.ome.tif are taken from it unless given)"),
     "steinbock": ("folder", "steinbock output folder (intensities/, regionprops/, neighbors/, panel.csv, images.csv)"),
     "halo": ("file", "HALO object data table (CSV: Object Id, XMin/XMax/YMin/YMax, ...)"),
     "inform": ("file", "inForm cell_seg_data.txt (tab-separated, Cell X Position, ...)"),

@@ -103,7 +103,8 @@ def read_export(path: str | os.PathLike, **options: Any) -> CellSpec:
     ----------
     path
         A HALO object table, an inForm ``cell_seg_data.txt``, a CellProfiler object table (or its folder), a QuPath
-        measurement export, an MCMICRO mcquant table (``.csv`` or ``.csv.gz``) or a steinbock output folder.
+        measurement export, an MCMICRO mcquant table (``.csv`` or ``.csv.gz``, or the project folder that holds it)
+        or a steinbock output folder.
     **options
         The keyword arguments of the chosen reader (``pixel_size=``, ``sample_id=``, ``marker_map=`` ...); an
         argument that reader does not take is refused.

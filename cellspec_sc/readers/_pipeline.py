@@ -159,6 +159,12 @@ class ToolAdapter(ABC):
         self.encoding = encoding  # None: detected (UTF-8, else the Windows code page, with a warning)
         checked_marker_map(self.marker_map)  # refuse a bad marker_map before reading anything
 
+    def located(self, path: Path) -> tuple[ToolAdapter, Path]:
+        """The adapter and the export to read for ``path`` as the user gave it, before anything is read: this
+        adapter and ``path``, unless the tool's exports sit in a project folder beside their side files (MCMICRO),
+        where a copy of the adapter takes the side files its options left out, and a project folder its table."""
+        return self, path
+
     @abstractmethod
     def plan(self, path: Path) -> Plan:
         """The checked header of the export at ``path`` (and its side files) as a frozen plan."""
@@ -229,7 +235,7 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     A gzip-compressed export of a tool that writes them (``adapter.reads_gzip``) is decompressed once into a
     temporary file, its SHA-256 taken from the compressed bytes as they are read (provenance names the file as
     stored). When the adapter refuses the export and the file is another tool's, the refusal names that tool."""
-    path = Path(path)
+    adapter, path = adapter.located(Path(path))
     with recorded_digests():  # side files are hashed from the bytes their parse reads
         if adapter.reads_gzip and path.is_file() and is_gzip(path):
             with tempfile.TemporaryDirectory(prefix="cellspec-") as folder:

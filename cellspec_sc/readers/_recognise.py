@@ -147,6 +147,8 @@ def _recognise_folder(folder: Path) -> Signature | None:
         return BY_KEY["steinbock"]
     if cellprofiler_object_tables(folder):
         return BY_KEY["cellprofiler"]
+    if mcquant_tables(folder):
+        return BY_KEY["mcmicro"]
     return None
 
 
@@ -165,14 +167,32 @@ def steinbock_table_folders(folder: Path) -> list[Path]:
 
 def cellprofiler_object_tables(folder: Path) -> list[Path]:
     """The CSV files of a folder whose header is a CellProfiler object table (``ImageNumber``, ``ObjectNumber``)."""
-    out = []
-    for child in sorted(folder.glob("*.csv")):
+    return [child for child in sorted(folder.glob("*.csv")) if _is_table_of(child, "cellprofiler")]
+
+
+# The sub-folder of an MCMICRO project folder that holds the mcquant tables.
+MCMICRO_TABLES = "quantification"
+
+
+def mcquant_tables(folder: Path) -> list[Path]:
+    """The mcquant tables (``.csv``, ``.csv.gz``) of an MCMICRO project folder's ``quantification/`` folder, or of
+    ``folder`` itself when it holds them (it is that folder)."""
+    for place in (folder / MCMICRO_TABLES, folder):
         try:
-            if child.is_file() and recognise_header(header_names(child)) is BY_KEY["cellprofiler"]:
-                out.append(child)
+            children = sorted(c for c in place.iterdir() if c.name.lower().endswith((".csv", ".csv.gz")))
         except OSError:
             continue
-    return out
+        tables = [c for c in children if _is_table_of(c, "mcmicro")]
+        if tables:
+            return tables
+    return []
+
+
+def _is_table_of(path: Path, key: str) -> bool:
+    try:
+        return path.is_file() and recognise_header(header_names(path)) is BY_KEY[key]
+    except OSError:
+        return False
 
 
 def is_gzip(path: Path) -> bool:
@@ -199,7 +219,8 @@ def other_tool_advice(path: Path, reader_key: str) -> str | None:
 
 
 # What a folder recognised as a tool's output is, for messages.
-FOLDER_WHAT = {"steinbock": "a steinbock output folder", "cellprofiler": "a CellProfiler ExportToSpreadsheet folder"}
+FOLDER_WHAT = {"steinbock": "a steinbock output folder", "cellprofiler": "a CellProfiler ExportToSpreadsheet folder",
+               "mcmicro": "an MCMICRO project folder"}
 
 
 def what_it_is(found: Signature, path: Path) -> str:
@@ -208,5 +229,5 @@ def what_it_is(found: Signature, path: Path) -> str:
 
 
 __all__ = ["BY_KEY", "SIGNATURES", "Signature", "cellprofiler_object_tables", "header_names", "is_gzip",
-           "known_tools", "other_tool_advice", "recognise", "recognise_header", "steinbock_table_folders",
-           "what_it_is"]
+           "known_tools", "mcquant_tables", "other_tool_advice", "recognise", "recognise_header",
+           "steinbock_table_folders", "what_it_is"]

@@ -41,7 +41,10 @@ def read_mcmicro(
     Parameters
     ----------
     path
-        The mcquant table.
+        The mcquant table, or an MCMICRO project folder (or its ``quantification/`` folder) with one table. A table
+        in a project folder takes ``markers.csv`` and ``registration/<image>.ome.tif`` from it when
+        ``markers_csv``, or ``image`` and ``pixel_size``, are not given (``provenance["parameters"]
+        ["found_in_project"]``).
     pixel_size
         Micrometres per pixel; else the OME-XML ``PhysicalSizeX`` of ``image`` is used. Without either the
         reader stops.

@@ -8,9 +8,11 @@ Everything is in pixels of the full-resolution image. ``X_centroid`` is scikit-i
 
 from __future__ import annotations
 
+import copy
 import os
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +44,7 @@ from cellspec_sc.readers.mcmicro._plan import (
     OmePixels,
     plan_export,
 )
+from cellspec_sc.readers.mcmicro._project import MARKERS, project_files
 
 
 class McquantAdapter(ToolAdapter):
@@ -58,10 +61,29 @@ class McquantAdapter(ToolAdapter):
         self.pixel_size, self.image_id, self.sample_id = pixel_size, image_id, sample_id
         self.markers_csv, self.image, self.strict = markers_csv, image, strict
 
+    found: tuple[str, ...] = ()
+    """The side files found in the MCMICRO project folder (relative paths), set by :meth:`located`."""
+
+    def located(self, path: Path) -> tuple[McquantAdapter, Path]:
+        """The table to read (a project folder's one table) and, when it is in an MCMICRO project folder, a copy
+        of this adapter that takes the side files its options left out from the folder (see
+        :mod:`~cellspec_sc.readers.mcmicro._project`)."""
+        files = project_files(path, markers_csv=self.markers_csv, image=self.image, pixel_size=self.pixel_size)
+        if not files.found:
+            return self, files.table
+        adapter = copy.copy(self)
+        adapter.markers_csv, adapter.image, adapter.found = files.markers_csv, files.image, files.found
+        return adapter, files.table
+
     def plan(self, path: Path) -> McmicroPlan:
         """The plan of the table at ``path`` (see :func:`~cellspec_sc.readers.mcmicro._plan.plan_export`)."""
-        return plan_export(path, pixel_size=self.pixel_size, markers_csv=self.markers_csv, image=self.image,
+        plan = plan_export(path, pixel_size=self.pixel_size, markers_csv=self.markers_csv, image=self.image,
                            strict=self.strict, encoding=self.encoding)
+        found_image = [f for f in self.found if f != MARKERS]
+        if plan.ome is not None and self.pixel_size is None and found_image:
+            plan = replace(plan, pixel_size_source=f"OME-XML PhysicalSizeX of {found_image[0]} (found in the "
+                                                   "project folder)")
+        return plan
 
     def tables(self, plan: McmicroPlan, parsed: Parsed, dictionary: pd.DataFrame, applied: Mapping[str, str]
                ) -> Tables:
@@ -93,6 +115,7 @@ class McquantAdapter(ToolAdapter):
             "markers_csv": None if self.markers_csv is None else Path(self.markers_csv).name,
             "markers_removed": list(plan.removed),
             "image": None if self.image is None else Path(self.image).name,
+            "found_in_project": list(self.found),
             "image_pixel_size": None if plan.ome is None else plan.ome.pixel_size,
             "mask": plan.file_mask, "compartment": plan.compartment, "shape_compartment": plan.shape_compartment,
             "centroids": centroid_cols,

@@ -56,7 +56,9 @@ ADAPTER = "mcmicro"
 # X_position / Y_position layout read; Latin-1/cp1252 files read.
 # 1.2.0: markers.csv names in quotes matched to the table's unquoted columns; its remove column honoured;
 # Unnamed: N and scikit-image properties without a spec statistic (bbox-0, euler_number) kind other.
-ADAPTER_VERSION = "1.2.0"
+# 1.3.0: a table in an MCMICRO project folder takes markers.csv and its registered image from the folder when not
+# given (parameters["found_in_project"]); the project folder is read as its one table.
+ADAPTER_VERSION = "1.3.0"
 TOOL = "MCMICRO mcquant"
 
 ID_COLUMN = "CellID"

@@ -1,0 +1,97 @@
+"""An MCMICRO project folder as the pipeline leaves it, and what a read finds in it.
+
+MCMICRO writes one folder per sample: ``markers.csv`` (the channels, in channel order) at its top,
+``registration/<sample>.ome.tif`` (the stitched and registered image, whose OME-XML gives the pixel size and the
+image size) and ``quantification/<image>--<segmentation>_<mask>.csv``, the mcquant tables. A table read from such a
+folder takes the side files the user did not give from it: ``markers.csv`` unless ``markers_csv=`` is given, the
+registered image of the table's image unless ``image=`` or ``pixel_size=`` is given (the image is then an input of
+the read and is hashed for provenance). The project folder itself, or its ``quantification/`` folder, is read as
+its one mcquant table; a folder with several is refused, naming them.
+
+>>> import tempfile
+>>> project = Path(tempfile.mkdtemp()) / "exemplar-001"
+>>> (project / "quantification").mkdir(parents=True)
+>>> _ = (project / "markers.csv").write_text("cycle,marker_name\\n1,DNA_1\\n")
+>>> _ = (project / "quantification" / "exemplar-001--unmicst_cell.csv").write_text("CellID,X_centroid,Y_centroid\\n")
+>>> found = project_files(project, markers_csv=None, image=None, pixel_size=0.65)
+>>> found.table.name, found.markers_csv.name, found.image, found.found
+('exemplar-001--unmicst_cell.csv', 'markers.csv', None, ('markers.csv',))
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cellspec_sc.errors import InputError
+from cellspec_sc.readers._recognise import mcquant_tables, other_tool_advice
+from cellspec_sc.readers._table import listed
+from cellspec_sc.readers.mcmicro._plan import split_file_name
+
+LOG = logging.getLogger("cellspec_sc.readers")
+
+MARKERS = "markers.csv"
+TABLES = "quantification"
+REGISTRATION = "registration"
+# The registered image's names MCMICRO writes, for an image (sample) name.
+IMAGE_SUFFIXES = (".ome.tif", ".ome.tiff")
+
+
+@dataclass(frozen=True)
+class ProjectFiles:
+    """The table to read and its side files: given by the user, or found in the project folder (``found``: their
+    paths relative to the project, for provenance)."""
+
+    table: Path
+    markers_csv: str | os.PathLike | None
+    image: str | os.PathLike | None
+    found: tuple[str, ...] = ()
+
+
+def project_files(path: Path, *, markers_csv: str | os.PathLike | None, image: str | os.PathLike | None,
+                  pixel_size: object) -> ProjectFiles:
+    """The table at ``path`` (or the one mcquant table of the project folder ``path``) with the side files the user
+    gave, completed from the MCMICRO project folder the table is in (see the module docstring); logged."""
+    table = one_table(path) if path.is_dir() else path
+    project = table.parent.parent if table.parent.name == TABLES else None
+    if project is None:
+        return ProjectFiles(table, markers_csv, image)
+    found = []
+    if markers_csv is None and (project / MARKERS).is_file():
+        markers_csv = project / MARKERS
+        found.append(MARKERS)
+    if image is None and pixel_size is None:
+        image = registered_image(project, table)
+        if image is not None:
+            found.append(image.relative_to(project).as_posix())
+    if found:
+        LOG.info("%s: found %s in the MCMICRO project folder %s", table.name, " and ".join(found), project.name)
+    return ProjectFiles(table, markers_csv, image, tuple(found))
+
+
+def one_table(folder: Path) -> Path:
+    """The one mcquant table of a project folder (under ``quantification/``) or of a ``quantification/`` folder;
+    refuses a folder with none, or with several, naming them."""
+    tables = mcquant_tables(folder)
+    if not tables:
+        advice = other_tool_advice(folder, "mcmicro")  # a steinbock or CellProfiler folder names its reader
+        if advice is not None:
+            raise InputError(advice)
+        raise InputError(f"{folder.name}: no mcquant table (a CSV with CellID and centroid columns) in the folder or "
+                         f"its {TABLES}/ folder; pass the table itself")
+    if len(tables) > 1:
+        names = listed([t.name for t in tables])
+        raise InputError(f"{folder.name}: {len(tables)} mcquant tables in {tables[0].parent.name}/ ({names}); pass "
+                         f"the one to read: read_mcmicro({str(tables[0])!r}) or `cellspec import mcmicro "
+                         f"{tables[0]} OUT`")
+    return tables[0]
+
+
+def registered_image(project: Path, table: Path) -> Path | None:
+    """``registration/<image>.ome.tif`` of the table's image in the project, or None."""
+    name = table.name[:-3] if table.name.lower().endswith(".gz") else table.name
+    image, _ = split_file_name(name)
+    candidates = [project / REGISTRATION / f"{image}{suffix}" for suffix in IMAGE_SUFFIXES]
+    return next((c for c in candidates if c.is_file()), None)
