@@ -16,7 +16,14 @@ from typing import Any
 from cellspec_sc.errors import InputError, MissingPath
 from cellspec_sc.model import CellSpec
 from cellspec_sc.readers._pipeline import RECOGNISED, ToolAdapter
-from cellspec_sc.readers._recognise import GZIP_MAGIC, Signature, known_tools, recognise, what_it_is
+from cellspec_sc.readers._recognise import (
+    GZIP_MAGIC,
+    Signature,
+    folder_of_tables_advice,
+    known_tools,
+    recognise,
+    what_it_is,
+)
 from cellspec_sc.readers._table import check_not_container, check_regular_file, check_wide_encoding
 
 LOG = logging.getLogger("cellspec_sc.readers")
@@ -68,6 +75,8 @@ def recognised_reader(path: str | os.PathLike, options: dict[str, Any]) -> tuple
     if found is None:
         if not path.is_dir():
             refuse_what_is_not_text(path)
+        elif (advice := folder_of_tables_advice(path)) is not None:
+            raise InputError(advice)
         what = "folder's layout" if path.is_dir() else "header line"
         raise InputError(f"{path.name}: no reader recognises this {what} as an export it reads; the readers know: "
                          f"{known_tools()}; call the tool's reader directly if the export is one of these")

@@ -204,10 +204,60 @@ def is_gzip(path: Path) -> bool:
         return False
 
 
+# Names of the files of a folder that may be one table each of a single-table tool.
+TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz")
+
+
+def tables_in_folder(folder: Path) -> tuple[Signature, list[Path]] | None:
+    """The tool and the tables of a folder that holds one export table per image or field (inForm's batch export
+    writes a ``cell_seg_data.txt`` per field, HALO and QuPath a table per image when asked), or None: the folder's
+    files (not its sub-folders) recognised by their header line, all of one tool."""
+    try:
+        children = sorted(c for c in folder.iterdir() if c.name.lower().endswith(TABLE_SUFFIXES))
+    except OSError:
+        return None
+    found = [(c, recognise_header(header_names(c))) for c in children if _is_file(c)]
+    tools = {s.key for _, s in found if s is not None}
+    if len(tools) != 1:
+        return None
+    key = tools.pop()
+    return BY_KEY[key], [c for c, s in found if s is not None]
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def folder_of_tables_advice(folder: Path) -> str | None:
+    """What to say of a folder of one table per image of a tool whose reader reads one table (None: it is not)."""
+    found = tables_in_folder(folder)
+    if found is None:
+        return None
+    tool, tables = found
+    return (f"{folder.name}: a folder of {len(tables)} {tool.tool} tables ({listed_names(tables)}); {tool.reader} "
+            f"reads one table: read each (`cellspec import {tool.key} FILE OUT` for each) and open the imported "
+            "directories together with cs.open_cohort, or merge the tables into one with the tool first")
+
+
+def listed_names(paths: Sequence[Path], most: int = 3) -> str:
+    """The first ``most`` file names of ``paths`` for a message.
+
+    >>> listed_names([Path("a.txt"), Path("b.txt"), Path("c.txt"), Path("d.txt")])
+    "'a.txt', 'b.txt', 'c.txt', ..."
+    """
+    shown = ", ".join(repr(p.name) for p in paths[:most])
+    return shown + (", ..." if len(paths) > most else "")
+
+
 def other_tool_advice(path: Path, reader_key: str) -> str | None:
     """What to say when the reader ``reader_key`` refuses ``path`` and the file is another tool's export (None: it
-    is not, or it is this reader's own)."""
+    is not, or it is this reader's own), or ``path`` is a folder of one table per image."""
     found = recognise(path)
+    if found is None and path.is_dir():
+        return folder_of_tables_advice(path)
     if found is None or found.key == reader_key:
         return None
     if found.key == "steinbock" and not path.is_dir():
@@ -229,5 +279,5 @@ def what_it_is(found: Signature, path: Path) -> str:
 
 
 __all__ = ["BY_KEY", "SIGNATURES", "Signature", "cellprofiler_object_tables", "header_names", "is_gzip",
-           "known_tools", "mcquant_tables", "other_tool_advice", "recognise", "recognise_header",
-           "steinbock_table_folders", "what_it_is"]
+           "folder_of_tables_advice", "known_tools", "mcquant_tables", "other_tool_advice", "recognise",
+           "recognise_header", "steinbock_table_folders", "tables_in_folder", "what_it_is"]
