@@ -1,10 +1,10 @@
 """``cellspec import``: turn a tool export into a cellspec directory.
 
-    cellspec import qupath    FILE OUT_DIR [--pixel-size UM] [--image-id ID] [--sample-id ID] [--marker OLD=NEW]
+    cellspec import qupath    FILE|FOLDER OUT_DIR [--pixel-size UM] [--image-id ID] [--sample-id ID] [--marker OLD=NEW]
     cellspec import mcmicro   FILE|FOLDER OUT_DIR [--pixel-size UM | --image IMAGE] [--markers markers.csv] ...
     cellspec import steinbock FOLDER OUT_DIR [--pixel-size UM] [--aggregation mean] [--no-neighbors] ...
-    cellspec import halo      FILE OUT_DIR --pixel-size UM [--image-id ID] [--sample-id ID] [--marker OLD=NEW]
-    cellspec import inform    FILE OUT_DIR --pixel-size UM [--position-unit pixels|microns] ...
+    cellspec import halo      FILE|FOLDER OUT_DIR --pixel-size UM [--image-id ID] [--sample-id ID] [--marker OLD=NEW]
+    cellspec import inform    FILE|FOLDER OUT_DIR --pixel-size UM [--position-unit pixels|microns] ...
     cellspec import cellprofiler FILE|FOLDER OUT_DIR --pixel-size UM [--objects Cells] [--compartment cell] ...
     cellspec import auto      PATH OUT_DIR [--pixel-size UM] [--sample-id ID] [any option of the tools above] ...
 
@@ -186,12 +186,13 @@ def _add_flags(p: argparse.ArgumentParser, flags: Sequence[str]) -> None:
 
 
 TOOL_HELP = {
-    "qupath": ("file", "QuPath 'Export measurements' table (TSV, or CSV if named .csv)"),
+    "qupath": ("file", "QuPath 'Export measurements' table (TSV, or CSV if named .csv), or a folder of them"),
     "mcmicro": ("file", "MCMICRO mcquant table (<image>--<segmentation>_<mask>.csv), or the project folder that "
                 "holds it (markers.csv and registration/<image>.ome.tif are taken from it unless given)"),
     "steinbock": ("folder", "steinbock output folder (intensities/, regionprops/, neighbors/, panel.csv, images.csv)"),
-    "halo": ("file", "HALO object data table (CSV: Object Id, XMin/XMax/YMin/YMax, ...)"),
-    "inform": ("file", "inForm cell_seg_data.txt (tab-separated, Cell X Position, ...)"),
+    "halo": ("file", "HALO object data table (CSV: Object Id, XMin/XMax/YMin/YMax, ...), or a folder of them"),
+    "inform": ("file", "inForm cell_seg_data.txt (tab-separated, Cell X Position, ...), or a folder of them (a "
+               "batch export: one per field)"),
     "cellprofiler": ("file", "CellProfiler ExportToSpreadsheet object table (Cells.csv) or its folder"),
 }
 # the tools whose reader takes no image_id (the image ids come from the folder or the per-image table)

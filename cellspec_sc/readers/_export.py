@@ -19,7 +19,6 @@ from cellspec_sc.readers._pipeline import RECOGNISED, ToolAdapter
 from cellspec_sc.readers._recognise import (
     GZIP_MAGIC,
     Signature,
-    folder_of_tables_advice,
     known_tools,
     recognise,
     what_it_is,
@@ -75,8 +74,6 @@ def recognised_reader(path: str | os.PathLike, options: dict[str, Any]) -> tuple
     if found is None:
         if not path.is_dir():
             refuse_what_is_not_text(path)
-        elif (advice := folder_of_tables_advice(path)) is not None:
-            raise InputError(advice)
         what = "folder's layout" if path.is_dir() else "header line"
         raise InputError(f"{path.name}: no reader recognises this {what} as an export it reads; the readers know: "
                          f"{known_tools()}; call the tool's reader directly if the export is one of these")
@@ -113,7 +110,7 @@ def read_export(path: str | os.PathLike, **options: Any) -> CellSpec:
     path
         A HALO object table, an inForm ``cell_seg_data.txt``, a CellProfiler object table (or its folder), a QuPath
         measurement export, an MCMICRO mcquant table (``.csv`` or ``.csv.gz``, or the project folder that holds it)
-        or a steinbock output folder.
+        or a steinbock output folder; or a folder of one HALO, inForm, QuPath or mcquant table per image.
     **options
         The keyword arguments of the chosen reader (``pixel_size=``, ``sample_id=``, ``marker_map=`` ...); an
         argument that reader does not take is refused.

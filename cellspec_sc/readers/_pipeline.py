@@ -53,9 +53,10 @@ from cellspec_sc.model import (
     new_provenance,
     sealed,
 )
-from cellspec_sc.progress import step
+from cellspec_sc.progress import progress, step
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
-from cellspec_sc.readers._recognise import is_gzip, other_tool_advice
+from cellspec_sc.readers._folder import combined
+from cellspec_sc.readers._recognise import folder_tables, is_gzip, other_tool_advice
 from cellspec_sc.readers._table import (
     SMALL_TABLE_BYTES,
     Header,
@@ -151,6 +152,9 @@ class ToolAdapter(ABC):
     """``provenance.producer.tool``."""
     reads_gzip: ClassVar[bool] = False
     """Whether the tool's exports may come gzip-compressed (decompressed once, hashed as stored)."""
+    reads_table_folders: ClassVar[bool] = False
+    """Whether a folder of the tool's tables (one per image or field) is read as one object
+    (:mod:`~cellspec_sc.readers._folder`)."""
     recognised: str | None = None
     """Set by :func:`~cellspec_sc.readers.read_export` when it chose this reader: recorded in provenance."""
 
@@ -236,12 +240,33 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     temporary file, its SHA-256 taken from the compressed bytes as they are read (provenance names the file as
     stored). When the adapter refuses the export and the file is another tool's, the refusal names that tool."""
     adapter, path = adapter.located(Path(path))
+    if adapter.reads_table_folders and path.is_dir():
+        return _read_folder(adapter, path)
     with recorded_digests():  # side files are hashed from the bytes their parse reads
         if adapter.reads_gzip and path.is_file() and is_gzip(path):
             with tempfile.TemporaryDirectory(prefix="cellspec-") as folder:
                 plain, digest = decompressed(path, Path(folder))
                 return _read(adapter, plain, input_record(path, digest=digest))
         return _read(adapter, path, None)
+
+
+def _read_folder(adapter: ToolAdapter, folder: Path) -> tuple[CellSpec, ValidationReport]:
+    """Every table of a folder of the tool's tables read as the tool's reader reads one, then the objects as one
+    (:func:`~cellspec_sc.readers._folder.combined`), validated once more as a whole."""
+    tables = folder_tables(folder, adapter.name)
+    parts = []
+    size = sum(t.stat().st_size for t in tables) // 8  # about a value for every eight bytes of text
+    with progress(len(tables), f"reading {len(tables)} {adapter.tool} tables of {folder.name}", unit="tables",
+                  size=size) as bar:
+        for table in tables:
+            x, report = read_export_report(adapter, table)
+            if not report.ok:
+                raise ValidationError(report, context=f"{table.name}: the {adapter.name} reader built an invalid "
+                                                      "object")
+            parts.append(x)
+            bar.update(1)
+    x = combined(parts, [t.name for t in tables])
+    return x, validate(x)
 
 
 def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tuple[CellSpec, ValidationReport]:

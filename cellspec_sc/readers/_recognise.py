@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cellspec_sc.errors import InputError
 from cellspec_sc.readers._table import normalise_header
 
 
@@ -149,6 +150,9 @@ def _recognise_folder(folder: Path) -> Signature | None:
         return BY_KEY["cellprofiler"]
     if mcquant_tables(folder):
         return BY_KEY["mcmicro"]
+    tables = list(tables_by_tool(folder))
+    if len(tables) == 1 and tables[0] in TABLE_FOLDER_TOOLS:
+        return BY_KEY[tables[0]]
     return None
 
 
@@ -206,22 +210,23 @@ def is_gzip(path: Path) -> bool:
 
 # Names of the files of a folder that may be one table each of a single-table tool.
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz")
+# The tools whose readers read a folder of one table per image or field as one object (inForm's batch export
+# writes a cell_seg_data.txt per field; HALO and QuPath a table per image when asked).
+TABLE_FOLDER_TOOLS = ("halo", "inform", "qupath")
 
 
-def tables_in_folder(folder: Path) -> tuple[Signature, list[Path]] | None:
-    """The tool and the tables of a folder that holds one export table per image or field (inForm's batch export
-    writes a ``cell_seg_data.txt`` per field, HALO and QuPath a table per image when asked), or None: the folder's
-    files (not its sub-folders) recognised by their header line, all of one tool."""
+def tables_by_tool(folder: Path) -> dict[str, list[Path]]:
+    """The files of ``folder`` (not of its sub-folders) recognised by their header line as a tool's export table, by
+    tool key, in name order."""
     try:
         children = sorted(c for c in folder.iterdir() if c.name.lower().endswith(TABLE_SUFFIXES))
     except OSError:
-        return None
-    found = [(c, recognise_header(header_names(c))) for c in children if _is_file(c)]
-    tools = {s.key for _, s in found if s is not None}
-    if len(tools) != 1:
-        return None
-    key = tools.pop()
-    return BY_KEY[key], [c for c, s in found if s is not None]
+        return {}
+    out: dict[str, list[Path]] = {}
+    for child in children:
+        if _is_file(child) and (found := recognise_header(header_names(child))) is not None:
+            out.setdefault(found.key, []).append(child)
+    return out
 
 
 def _is_file(path: Path) -> bool:
@@ -231,15 +236,23 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def folder_of_tables_advice(folder: Path) -> str | None:
-    """What to say of a folder of one table per image of a tool whose reader reads one table (None: it is not)."""
-    found = tables_in_folder(folder)
-    if found is None:
-        return None
-    tool, tables = found
-    return (f"{folder.name}: a folder of {len(tables)} {tool.tool} tables ({listed_names(tables)}); {tool.reader} "
-            f"reads one table: read each (`cellspec import {tool.key} FILE OUT` for each) and open the imported "
-            "directories together with cs.open_cohort, or merge the tables into one with the tool first")
+def folder_tables(folder: Path, key: str) -> list[Path]:
+    """The tables of the folder of one table per image of the tool ``key`` (a :data:`TABLE_FOLDER_TOOLS` tool), in name
+    order; refuses a folder of another tool's export (naming its reader), of tables of several tools, or without
+    one table of the tool."""
+    tables = tables_by_tool(folder)
+    if list(tables) == [key]:
+        return tables[key]
+    advice = other_tool_advice(folder, key)
+    if advice is not None:
+        raise InputError(advice)
+    tool = BY_KEY[key]
+    if len(tables) > 1:
+        held = "; ".join(f"{BY_KEY[k].tool}: {listed_names(v)}" for k, v in tables.items())
+        raise InputError(f"{folder.name}: a folder of tables of several tools ({held}); {tool.reader} reads a folder "
+                         f"of {tool.tool} tables only: pass one table, or a folder of them")
+    raise InputError(f"{folder.name}: no {tool.tool} table in the folder (a file whose header line is "
+                     f"{tool.what}'s); pass the export table, or a folder of them")
 
 
 def listed_names(paths: Sequence[Path], most: int = 3) -> str:
@@ -254,10 +267,8 @@ def listed_names(paths: Sequence[Path], most: int = 3) -> str:
 
 def other_tool_advice(path: Path, reader_key: str) -> str | None:
     """What to say when the reader ``reader_key`` refuses ``path`` and the file is another tool's export (None: it
-    is not, or it is this reader's own), or ``path`` is a folder of one table per image."""
+    is not, or it is this reader's own)."""
     found = recognise(path)
-    if found is None and path.is_dir():
-        return folder_of_tables_advice(path)
     if found is None or found.key == reader_key:
         return None
     if found.key == "steinbock" and not path.is_dir():
@@ -270,7 +281,8 @@ def other_tool_advice(path: Path, reader_key: str) -> str | None:
 
 # What a folder recognised as a tool's output is, for messages.
 FOLDER_WHAT = {"steinbock": "a steinbock output folder", "cellprofiler": "a CellProfiler ExportToSpreadsheet folder",
-               "mcmicro": "an MCMICRO project folder"}
+               "mcmicro": "an MCMICRO project folder", "halo": "a folder of HALO object tables",
+               "inform": "a folder of inForm cell_seg_data tables", "qupath": "a folder of QuPath measurement exports"}
 
 
 def what_it_is(found: Signature, path: Path) -> str:
@@ -279,5 +291,5 @@ def what_it_is(found: Signature, path: Path) -> str:
 
 
 __all__ = ["BY_KEY", "SIGNATURES", "Signature", "cellprofiler_object_tables", "header_names", "is_gzip",
-           "folder_of_tables_advice", "known_tools", "mcquant_tables", "other_tool_advice", "recognise",
-           "recognise_header", "steinbock_table_folders", "tables_in_folder", "what_it_is"]
+           "folder_tables", "known_tools", "mcquant_tables", "other_tool_advice", "recognise",
+           "recognise_header", "steinbock_table_folders", "tables_by_tool", "what_it_is"]

@@ -150,10 +150,8 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path, source, reader
 
 @READERS
 def test_a_directory_and_a_missing_file_are_refused(tmp_path, source, reader, options):
-    # read_mcmicro reads an MCMICRO project folder: a folder without an mcquant table is refused as such
-    refusal = (InputError, r"no mcquant table") if reader is cs.read_mcmicro else \
-        (UnreadableText, r"is a directory, not a regular file")
-    with pytest.raises(refusal[0], match=refusal[1]):
+    # both read a folder (QuPath: of one table per image; MCMICRO: a project folder): an empty one is refused as such
+    with pytest.raises(InputError, match=r"no (QuPath|mcquant) table \(?.*in the folder"):
         reader(tmp_path, **options)
     with pytest.raises(InputError, match=r"nope\.csv: no such file"):
         reader(tmp_path / "nope.csv", **options)

@@ -227,34 +227,3 @@ def test_gzip_halo_and_inform_tables_read_as_the_plain_ones(tmp_path, export):
     assert x.cells.equals(y.cells) and np.array_equal(x.measurements, y.measurements, equal_nan=True)
     assert x.provenance["inputs"][0]["path_basename"] == gz.name
 
-
-def per_image_tables(folder, tool, names):
-    """A folder of one export table per image, as a batch export leaves them (each a copy of the tool's layout)."""
-    folder.mkdir()
-    source = WRITERS[tool](folder.parent / f"{tool}-source")
-    for name in names:
-        (folder / name).write_bytes(source.read_bytes())
-    return folder
-
-
-@pytest.mark.parametrize("reader", ["read_export", "read_inform", "read_halo"])
-def test_a_folder_of_per_field_tables_is_refused_naming_the_tool_and_what_to_do(tmp_path, reader):
-    (tmp_path / "inform-source").mkdir()
-    names = [f"Core[1,{i},1]_[1000{i},2000]_cell_seg_data.txt" for i in range(4)]
-    folder = per_image_tables(tmp_path / "fields", "inform", names)
-    (folder / "Core[1,0,1]_cell_seg_data_summary.txt").write_text("Sample Name\tTotal Cells\nCore\t3\n")
-    with pytest.raises(cs.InputError) as err:
-        getattr(cs, reader)(folder, pixel_size=0.5)
-    assert str(err.value) == (
-        f"fields: a folder of 4 inForm tables ({', '.join(map(repr, names[:3]))}, ...); read_inform reads one table: "
-        "read each (`cellspec import inform FILE OUT` for each) and open the imported directories together with "
-        "cs.open_cohort, or merge the tables into one with the tool first")
-
-
-def test_a_folder_of_tables_of_two_tools_is_no_tools_folder(tmp_path):
-    (tmp_path / "halo-source").mkdir()
-    (tmp_path / "inform-source").mkdir()
-    folder = per_image_tables(tmp_path / "mixed", "halo", ["a.csv"])
-    (folder / "b_cell_seg_data.txt").write_bytes(WRITERS["inform"](tmp_path / "inform-source").read_bytes())
-    with pytest.raises(cs.InputError, match="mixed: no reader recognises this folder's layout"):
-        cs.read_export(folder, pixel_size=0.5)

@@ -32,7 +32,8 @@ def read_halo(
     Parameters
     ----------
     path
-        The object data table.
+        The object data table, or a folder of them (one per image), read as one object (docs/readers.md, "Folders
+        of one table per image").
     pixel_size
         Micrometres per pixel, a number or ``{image: size}`` (image: the file name of ``Image Location``). HALO's
         bounding boxes are in pixels and the table carries no pixel size: without it the reader stops.

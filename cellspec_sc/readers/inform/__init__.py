@@ -33,7 +33,8 @@ def read_inform(
     Parameters
     ----------
     path
-        The table.
+        The table, or a folder of them (a batch export: one per field), read as one object (docs/readers.md,
+        "Folders of one table per image").
     pixel_size
         Micrometres per pixel, a number or ``{sample name: size}``; inForm tables carry none, so without it the
         reader stops.

@@ -42,6 +42,7 @@ class InformAdapter(ToolAdapter):
 
     name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, "inForm (Akoya Biosciences)"
     reads_gzip = True  # large exports are often kept compressed
+    reads_table_folders = True  # a batch export: one table per image or field
 
     def __init__(self, *, pixel_size=None, position_unit: str | None = None, image_id=None, sample_id=None,
                  marker_map=None, encoding: str | None = None) -> None:

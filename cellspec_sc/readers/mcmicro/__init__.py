@@ -41,7 +41,8 @@ def read_mcmicro(
     Parameters
     ----------
     path
-        The mcquant table, or an MCMICRO project folder (or its ``quantification/`` folder) with one table. A table
+        The mcquant table, or an MCMICRO project folder (or its ``quantification/`` folder) with one table, or with
+        tables of several images (a TMA's cores: read as one object). A table
         in a project folder takes ``markers.csv`` and ``registration/<image>.ome.tif`` from it when
         ``markers_csv``, or ``image`` and ``pixel_size``, are not given (``provenance["parameters"]
         ["found_in_project"]``).

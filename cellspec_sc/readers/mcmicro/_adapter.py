@@ -53,6 +53,7 @@ class McquantAdapter(ToolAdapter):
 
     name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, "mcquant (MCMICRO)"
     reads_gzip = True  # cycif pipelines store tables as <image>--<segmentation>_<mask>.csv.gz
+    reads_table_folders = True  # a TMA's cores: one table per core
 
     def __init__(self, *, pixel_size=None, image_id=None, sample_id=None, marker_map=None,
                  markers_csv: str | os.PathLike | None = None, image: str | os.PathLike | None = None,

@@ -6,7 +6,9 @@ image size) and ``quantification/<image>--<segmentation>_<mask>.csv``, the mcqua
 folder takes the side files the user did not give from it: ``markers.csv`` unless ``markers_csv=`` is given, the
 registered image of the table's image unless ``image=`` or ``pixel_size=`` is given (the image is then an input of
 the read and is hashed for provenance). The project folder itself, or its ``quantification/`` folder, is read as
-its one mcquant table; a folder with several is refused, naming them.
+its one mcquant table, or, when it holds tables of several images (a TMA's cores), as one object of all of them
+(:mod:`~cellspec_sc.readers._folder`); several tables of one image (its masks or segmentations) are refused, naming
+them.
 
 >>> import tempfile
 >>> project = Path(tempfile.mkdtemp()) / "exemplar-001"
@@ -53,8 +55,11 @@ class ProjectFiles:
 def project_files(path: Path, *, markers_csv: str | os.PathLike | None, image: str | os.PathLike | None,
                   pixel_size: object) -> ProjectFiles:
     """The table at ``path`` (or the one mcquant table of the project folder ``path``) with the side files the user
-    gave, completed from the MCMICRO project folder the table is in (see the module docstring); logged."""
-    table = one_table(path) if path.is_dir() else path
+    gave, completed from the MCMICRO project folder the table is in (see the module docstring); logged. A folder of
+    tables of several images is returned as it is: each of its tables finds its side files when it is read."""
+    table = tables_to_read(path) if path.is_dir() else path
+    if table.is_dir():
+        return ProjectFiles(table, markers_csv, image)
     project = table.parent.parent if table.parent.name == TABLES else None
     if project is None:
         return ProjectFiles(table, markers_csv, image)
@@ -71,9 +76,11 @@ def project_files(path: Path, *, markers_csv: str | os.PathLike | None, image: s
     return ProjectFiles(table, markers_csv, image, tuple(found))
 
 
-def one_table(folder: Path) -> Path:
-    """The one mcquant table of a project folder (under ``quantification/``) or of a ``quantification/`` folder;
-    refuses a folder with none, or with several, naming them."""
+def tables_to_read(folder: Path) -> Path:
+    """The one mcquant table of a project folder (under ``quantification/``) or of a ``quantification/`` folder, or
+    the folder that holds the tables when they are of several images (a TMA's cores, a folder of slides' tables:
+    read as one object); refuses a folder with none, or with several tables of one image (masks or segmentations),
+    naming them."""
     tables = mcquant_tables(folder)
     if not tables:
         advice = other_tool_advice(folder, "mcmicro")  # a steinbock or CellProfiler folder names its reader
@@ -81,17 +88,25 @@ def one_table(folder: Path) -> Path:
             raise InputError(advice)
         raise InputError(f"{folder.name}: no mcquant table (a CSV with CellID and centroid columns) in the folder or "
                          f"its {TABLES}/ folder; pass the table itself")
-    if len(tables) > 1:
-        names = listed([t.name for t in tables])
-        raise InputError(f"{folder.name}: {len(tables)} mcquant tables in {tables[0].parent.name}/ ({names}); pass "
-                         f"the one to read: read_mcmicro({str(tables[0])!r}) or `cellspec import mcmicro "
-                         f"{tables[0]} OUT`")
-    return tables[0]
+    if len(tables) == 1:
+        return tables[0]
+    images = [image_of(t) for t in tables]
+    repeated = [t.name for t, image in zip(tables, images, strict=True) if images.count(image) > 1]
+    if not repeated:
+        return tables[0].parent
+    raise InputError(f"{folder.name}: {len(repeated)} mcquant tables of one image in {tables[0].parent.name}/ "
+                     f"({listed(repeated)}: its masks or segmentations); pass the one to read: "
+                     f"read_mcmicro({str(tables[0].parent / repeated[0])!r}) or `cellspec import mcmicro "
+                     f"{tables[0].parent / repeated[0]} OUT`")
+
+
+def image_of(table: Path) -> str:
+    """The image a table's file name names (``<image>--<segmentation>_<mask>.csv[.gz]``)."""
+    name = table.name[:-3] if table.name.lower().endswith(".gz") else table.name
+    return split_file_name(name)[0]
 
 
 def registered_image(project: Path, table: Path) -> Path | None:
     """``registration/<image>.ome.tif`` of the table's image in the project, or None."""
-    name = table.name[:-3] if table.name.lower().endswith(".gz") else table.name
-    image, _ = split_file_name(name)
-    candidates = [project / REGISTRATION / f"{image}{suffix}" for suffix in IMAGE_SUFFIXES]
+    candidates = [project / REGISTRATION / f"{image_of(table)}{suffix}" for suffix in IMAGE_SUFFIXES]
     return next((c for c in candidates if c.is_file()), None)

@@ -46,7 +46,8 @@ def read_qupath(
     Parameters
     ----------
     path
-        The export.
+        The export, or a folder of them (one per image), read as one object (docs/readers.md, "Folders of one
+        table per image").
     pixel_size
         Micrometres per pixel, or ``{image: size}``; needed unless the file has both micrometre and pixel
         centroids, from which it is derived.

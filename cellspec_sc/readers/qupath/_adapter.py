@@ -64,6 +64,7 @@ class QuPathAdapter(ToolAdapter):
     pixel size derived from both)."""
 
     name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, TOOL
+    reads_table_folders = True  # a script's export: one table per image
 
     def __init__(self, *, pixel_size=None, image_id=None, sample_id=None, marker_map=None,
                  object_types: Sequence[str] | None = ("Cell", "Detection"), encoding: str | None = None) -> None:

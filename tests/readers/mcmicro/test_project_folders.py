@@ -107,13 +107,39 @@ def test_a_gzipped_table_in_a_project_finds_the_same_side_files(tmp_path):
     assert x.provenance["inputs"][0]["path_basename"] == packed.name
 
 
-def test_a_project_with_several_tables_is_refused_naming_them(tmp_path):
+def test_a_project_with_several_tables_of_its_image_is_refused_naming_them(tmp_path):
     project, table = make_project(tmp_path)
     shutil.copyfile(table, table.with_name("exemplar-001--unmicst_nuclei.csv"))
-    with pytest.raises(InputError, match=r"exemplar-001: 2 mcquant tables in quantification/ \("
-                       r"'exemplar-001--unmicst_cell.csv', 'exemplar-001--unmicst_nuclei.csv'\); pass the one to "
-                       r"read: read_mcmicro\('[^']*exemplar-001/quantification/exemplar-001--unmicst_cell.csv'\)"):
+    with pytest.raises(InputError, match=r"exemplar-001: 2 mcquant tables of one image in quantification/ \("
+                       r"'exemplar-001--unmicst_cell.csv', 'exemplar-001--unmicst_nuclei.csv': its masks or "
+                       r"segmentations\); pass the one to read: "
+                       r"read_mcmicro\('[^']*exemplar-001/quantification/exemplar-001--unmicst_cell.csv'\)"):
         cs.read_mcmicro(project)
+
+
+def test_a_tma_projects_cores_read_as_one_object_with_the_projects_markers(tmp_path):
+    project, table = make_project(tmp_path, "tma-01")
+    (project / "registration" / "tma-01.ome.tif").unlink()  # cores have no registered image of their own
+    source = table.read_text().splitlines()
+    cores = []
+    for core in ("1", "2", "3"):  # MCMICRO names a TMA core's table after the core: <core>--unmicst_cell.csv
+        path = table.with_name(f"{core}--unmicst_cell.csv")
+        path.write_text("\n".join([source[0], *source[1 + int(core):3 + int(core)]]) + "\n")
+        cores.append(path)
+    table.unlink()
+    with pytest.warns(ReaderWarning, match="AF555_background"):
+        x = cs.read_mcmicro(project, pixel_size=0.65)
+    frames = [pd.read_csv(c) for c in cores]
+    assert x.images["image_id"].tolist() == ["1", "2", "3"]
+    assert x.cells["image_id"].tolist() == [core for core, f in zip("123", frames, strict=True) for _ in range(len(f))]
+    assert np.array_equal(x.cells["x_px"], np.concatenate([f["X_centroid"].to_numpy() + 0.5 for f in frames]))
+    assert np.array_equal(x.measurements[:, x.feature_ids.index("cell:CD3:mean")],
+                          np.concatenate([f["CD3"].to_numpy() for f in frames]), equal_nan=True)
+    assert x.channels["marker"].tolist() == 3 * ["DNA_1", "AF488", "CD3", "CD8a", "AF555_background"]
+    assert x.provenance["parameters"]["found_in_project"] == ["markers.csv"]
+    # one entry per input file: the markers.csv every core's read used is listed once
+    assert [i["path_basename"] for i in x.provenance["inputs"]] == [cores[0].name, "markers.csv", *(c.name for c in
+                                                                                                  cores[1:])]
 
 
 def test_a_folder_without_mcquant_tables_is_refused_as_such(tmp_path):

@@ -1,0 +1,154 @@
+"""A folder of one export table per image or field, read as one object.
+
+inForm's batch export writes a ``cell_seg_data.txt`` per field, and HALO and QuPath write a table per image when
+asked. The readers of these tools take such a folder: every table is read by the tool's reader as if it were given
+alone (its own checks, messages naming the file and line, one validation), then :func:`combined` puts the objects
+together, refusing what cannot be one object: tables that measure other features or carry other cells columns, and
+an image held by two tables. Provenance lists every table as an input, sums the counts, and keeps each parameter
+once when every table has the same value, merged when they are per-image mappings (``pixel_size``), and per table
+otherwise (``parameters["by_table"]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cellspec_sc.errors import InputError
+from cellspec_sc.model import CellSpec, HandedOver, new_provenance, sealed
+from cellspec_sc.readers._table import listed
+from cellspec_sc.spec import SPEC_VERSION
+
+
+def combined(parts: Sequence[CellSpec], names: Sequence[str]) -> CellSpec:
+    """One object of the objects read from the tables ``names`` of a folder (in that order); refuses what cannot be
+    one object, naming the tables (see the module docstring)."""
+    first = parts[0]
+    for part, name in zip(parts[1:], names[1:], strict=True):
+        _check_same_features(first, part, names[0], name)
+        _check_same_columns(first.cells, part.cells, "cells", names[0], name)
+        _check_same_columns(first.images, part.images, "images", names[0], name)
+    _check_images_apart(parts, names)
+    adjacency = [p.adjacency for p in parts]
+    return CellSpec(
+        spec_version=SPEC_VERSION,
+        cells=HandedOver(pd.concat([p.cells for p in parts], ignore_index=True)),
+        measurements=sealed(np.concatenate([p.measurements for p in parts])),
+        dictionary=HandedOver(first.dictionary.copy()),
+        images=HandedOver(pd.concat([p.images for p in parts], ignore_index=True)),
+        channels=HandedOver(pd.concat([p.channels for p in parts], ignore_index=True)),
+        provenance=combined_provenance([p.provenance for p in parts], names),
+        adjacency=None if any(a is None for a in adjacency) else HandedOver(pd.concat(adjacency, ignore_index=True)),
+    )
+
+
+def _check_same_features(first: CellSpec, part: CellSpec, first_name: str, name: str) -> None:
+    if part.dictionary.equals(first.dictionary):
+        return
+    ours, theirs = first.feature_ids, part.feature_ids
+    only_here = [f for f in theirs if f not in ours]
+    only_there = [f for f in ours if f not in theirs]
+    how = "; ".join(what for what in (
+        f"only in {name}: {listed(only_here)}" if only_here else "",
+        f"only in {first_name}: {listed(only_there)}" if only_there else "") if what)
+    raise InputError(f"{name}: its features differ from those of {first_name} "
+                     f"({how or 'the same ids, in another order or with other units or names'}); the tables of a "
+                     "folder are read as one object and must measure the same features: read them one by one")
+
+
+def _check_same_columns(first: pd.DataFrame, part: pd.DataFrame, table: str, first_name: str, name: str) -> None:
+    if list(part.columns) == list(first.columns) and part.dtypes.equals(first.dtypes):
+        return
+    only_here = [c for c in part.columns if c not in first.columns]
+    only_there = [c for c in first.columns if c not in part.columns]
+    typed = [c for c in part.columns if c in first.columns and part[c].dtype != first[c].dtype]
+    how = "; ".join(what for what in (
+        f"only in {name}: {listed(only_here)}" if only_here else "",
+        f"only in {first_name}: {listed(only_there)}" if only_there else "",
+        f"of other types: {listed(typed)}" if typed else "") if what)
+    raise InputError(f"{name}: its {table} columns differ from those of {first_name} "
+                     f"({how or 'in another order'}); the tables of a folder are read as one object: read them one "
+                     "by one")
+
+
+def _check_images_apart(parts: Sequence[CellSpec], names: Sequence[str]) -> None:
+    """Refuse an image held by two tables (each table is read as its own images)."""
+    holder: dict[str, str] = {}
+    for part, name in zip(parts, names, strict=True):
+        for image in part.images["image_id"].tolist():
+            if image in holder:
+                raise InputError(f"{name}: image {image!r} is in {holder[image]} too; each table of a folder holds "
+                                 "images of its own (given image_id= names every table's image the same)")
+            holder[image] = name
+
+
+def combined_provenance(records: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    """One provenance record of the records of the tables ``names``: every input once, the counts summed, the
+    parameters merged (see the module docstring).
+
+    >>> a = {"producer": {"tool": "t"}, "reader": {"adapter": "a", "adapter_version": "1"}, "inputs": [{"n": 1}],
+    ...      "counts": {"rows_read": 2}, "parameters": {"unit": "px", "pixel_size": {"i": 0.5}, "source": "x"}}
+    >>> b = {**a, "inputs": [{"n": 2}], "parameters": {"unit": "px", "pixel_size": {"j": 0.5}, "source": "y"}}
+    >>> p = combined_provenance([a, b], ["a.txt", "b.txt"])
+    >>> p["counts"], p["parameters"]["pixel_size"], p["parameters"]["by_table"]
+    ({'rows_read': 4}, {'i': 0.5, 'j': 0.5}, {'a.txt': {'source': 'x'}, 'b.txt': {'source': 'y'}})
+    """
+    first = records[0]
+    counts: dict[str, int] = {}
+    for record in records:
+        for key, value in record["counts"].items():
+            counts[key] = counts.get(key, 0) + value
+    parameters = merged_parameters([r["parameters"] for r in records], names)
+    return new_provenance(producer=dict(first["producer"]), adapter=first["reader"]["adapter"],
+                          adapter_version=first["reader"]["adapter_version"],
+                          inputs=_each_once([i for r in records for i in r["inputs"]]), counts=counts,
+                          parameters={**parameters, "tables": list(names)})
+
+
+def _each_once(inputs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The input records in order, a side file every table's read used (``markers.csv``) listed once."""
+    out: list[dict[str, Any]] = []
+    for record in inputs:
+        if record not in out:
+            out.append(record)
+    return out
+
+
+def merged_parameters(each: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    """Each key once: its value when every table has the same, the union of per-image mappings that agree where
+    they meet, else each table's value under ``by_table``."""
+    out: dict[str, Any] = {}
+    by_table: dict[str, dict[str, Any]] = {}
+    keys = list(dict.fromkeys(k for parameters in each for k in parameters))
+    for key in keys:
+        values = [parameters.get(key) for parameters in each]
+        union = _union(values)
+        if all(v == values[0] for v in values):
+            out[key] = values[0]
+        elif union is not None:
+            out[key] = union
+        else:
+            for name, value in zip(names, values, strict=True):
+                by_table.setdefault(name, {})[key] = value
+    if by_table:
+        out["by_table"] = by_table
+    return out
+
+
+def _union(values: Sequence[Any]) -> dict[str, Any] | None:
+    """The union of mappings that agree on every key they share, or None."""
+    if not all(isinstance(v, dict) for v in values):
+        return None
+    out: dict[str, Any] = {}
+    for value in values:
+        for key, item in value.items():
+            if key in out and out[key] != item:
+                return None
+            out[key] = item
+    return out
+
+
+__all__ = ["combined", "combined_provenance", "merged_parameters"]

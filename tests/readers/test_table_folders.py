@@ -1,0 +1,154 @@
+"""A folder of one export table per image or field (inForm's batch export, per-image HALO and QuPath tables) read as
+one object: the same object as the merged table of the same rows, every table an input of its own, and what cannot
+be one object refused naming the tables."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+
+import numpy as np
+import pytest
+
+import cellspec_sc as cs
+from cellspec_sc.cli.main import main
+from tool_layouts import tsv, write_halo, write_inform
+
+QUPATH_HEAD = ["Image", "Object ID", "Object type", "Classification", "Centroid X µm", "Centroid Y µm",
+               "Centroid X px", "Centroid Y px", "Cell: Area µm^2", "Nucleus: CD3: Mean"]
+QUPATH_ROWS = [["a.tif", "c1", "Cell", "CD3+", "10", "5", "20", "10", "80.5", "450.25"],
+               ["a.tif", "c2", "Cell", "Tumor", "14", "6", "28", "12", "90", "8.5"],
+               ["b.tif", "c1", "Cell", "Tumor", "3", "4.5", "6", "9", "70.25", "NaN"]]
+
+
+def write_qupath(folder):
+    path = folder / "measurements.tsv"
+    path.write_text(tsv(QUPATH_HEAD, QUPATH_ROWS), encoding="utf-8")
+    return path
+
+
+# tool -> (merged table writer, image column, reader, options)
+TOOLS = {"inform": (write_inform, "Sample Name", cs.read_inform, {"pixel_size": 0.5}),
+         "halo": (write_halo, "Image Location", cs.read_halo, {"pixel_size": 0.5}),
+         "qupath": (write_qupath, "Image", cs.read_qupath, {})}
+
+
+def split_by_image(merged, image_column, folder):
+    """The merged table's rows written as one table per image, byte for byte as the tool wrote them (header, byte
+    order mark, separator and line ends kept), named so that they sort in the merged table's order."""
+    data = merged.read_bytes()
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+    end = b"\r\n" if b"\r\n" in data else b"\n"
+    header, *rows = data[len(bom):].rstrip(end).split(end)
+    delimiter = "\t" if b"\t" in header else ","
+    column = next(csv.reader([header.decode()], delimiter=delimiter)).index(image_column)
+    groups: dict[str, list[bytes]] = {}
+    for row in rows:
+        groups.setdefault(next(csv.reader([row.decode()], delimiter=delimiter))[column], []).append(row)
+    folder.mkdir()
+    paths = []
+    for k, lines in enumerate(groups.values()):
+        path = folder / f"{k:02d}_{merged.name}"
+        path.write_bytes(bom + end.join([header, *lines]) + end)
+        paths.append(path)
+    return paths
+
+
+def same_object_but_provenance(a, b):
+    assert a.cells.equals(b.cells) and a.dictionary.equals(b.dictionary)
+    assert a.images.equals(b.images) and a.channels.equals(b.channels)
+    assert np.array_equal(a.measurements.view(np.int64), b.measurements.view(np.int64))  # to the bit, NaN too
+
+
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+def test_a_folder_of_per_image_tables_reads_as_the_merged_table(tmp_path, tool):
+    write, image_column, reader, options = TOOLS[tool]
+    (tmp_path / "merged").mkdir()
+    merged_path = write(tmp_path / "merged")
+    tables = split_by_image(merged_path, image_column, tmp_path / "batch")
+    assert len(tables) >= 2
+    (tmp_path / "batch" / "notes.txt").write_text("not a table\n")  # a stray file is not read
+    merged = reader(merged_path, **options)
+    for read in (reader, cs.read_export):
+        x = read(tmp_path / "batch", **options)
+        same_object_but_provenance(x, merged)
+        assert x.provenance["inputs"] == [{"path_basename": t.name, "bytes": t.stat().st_size,
+                                           "sha256": hashlib.sha256(t.read_bytes()).hexdigest()} for t in tables]
+        assert x.provenance["counts"] == merged.provenance["counts"]
+        parameters = dict(x.provenance["parameters"])
+        assert parameters.pop("tables") == [t.name for t in tables]
+        parameters.pop("recognised_as", None)
+        assert parameters == merged.provenance["parameters"]
+        back = cs.read(cs.write(x, tmp_path / f"{tool}-{read.__name__}"))
+        assert back.equals(x), back.differences(x)
+
+
+def test_the_command_imports_a_folder_of_per_field_tables(tmp_path):
+    (tmp_path / "merged").mkdir()
+    merged_path = write_inform(tmp_path / "merged")
+    split_by_image(merged_path, "Sample Name", tmp_path / "batch")
+    merged = cs.read_inform(merged_path, pixel_size=0.5)
+    for tool in ("inform", "auto"):
+        assert main(["import", tool, str(tmp_path / "batch"), str(tmp_path / tool), "--pixel-size", "0.5"]) == 0
+        same_object_but_provenance(cs.read(tmp_path / tool), merged)
+
+
+def batch(tmp_path):
+    (tmp_path / "merged").mkdir()
+    return split_by_image(write_inform(tmp_path / "merged"), "Sample Name", tmp_path / "batch")
+
+
+def test_tables_that_measure_other_features_are_refused_naming_the_table_and_features(tmp_path):
+    first, second = batch(tmp_path)
+    second.write_text(second.read_text().replace("Nucleus Compactness", "Nucleus Solidity"))
+    with pytest.raises(cs.InputError, match=rf"{second.name}: its features differ from those of {first.name} \(only "
+                       rf"in {second.name}: 'other:nucleus_solidity'; only in {first.name}: "
+                       r"'other:nucleus_compactness'\); the tables of a folder are read as one object"):
+        cs.read_inform(tmp_path / "batch", pixel_size=0.5)
+
+
+def test_tables_with_other_cells_columns_are_refused_naming_them(tmp_path):
+    first, second = batch(tmp_path)
+    second.write_text(second.read_text().replace("Tissue Category", "Phenotype-CD8"))
+    with pytest.raises(cs.InputError, match=rf"{second.name}: its cells columns differ from those of {first.name} "
+                       rf"\(only in {second.name}: 'phenotype_cd8'; only in {first.name}: 'tissue_category'\)"):
+        cs.read_inform(tmp_path / "batch", pixel_size=0.5)
+
+
+def test_an_image_in_two_tables_is_refused_naming_both(tmp_path):
+    first, second = batch(tmp_path)
+    second.write_bytes(first.read_bytes())
+    with pytest.raises(cs.InputError, match=rf"{second.name}: image 'Core\[1,5,6,1\]_\[21302,15107\].im3' is in "
+                       rf"{first.name} too; each table of a folder holds images of its own"):
+        cs.read_inform(tmp_path / "batch", pixel_size=0.5)
+
+
+def test_a_refusal_inside_one_table_names_that_table_and_line(tmp_path):
+    _, second = batch(tmp_path)
+    second.write_text(second.read_text().replace("87.5%", "high"))
+    with pytest.raises(cs.InputError, match=rf"{second.name}: line 2, column 'Confidence': cannot parse 'high'"):
+        cs.read_inform(tmp_path / "batch", pixel_size=0.5)
+
+
+def test_a_folder_of_another_tools_tables_names_that_tool(tmp_path):
+    batch(tmp_path)
+    with pytest.raises(cs.InputError, match=r"batch: this looks like a folder of inForm cell_seg_data tables, not an "
+                       r"export of HALO: use read_inform"):
+        cs.read_halo(tmp_path / "batch", pixel_size=0.5)
+
+
+def test_a_folder_of_tables_of_two_tools_is_refused_listing_them(tmp_path):
+    batch(tmp_path)
+    (tmp_path / "batch" / "objects.csv").write_bytes(write_halo(tmp_path / "merged").read_bytes())
+    with pytest.raises(cs.InputError, match=r"batch: a folder of tables of several tools \(inForm: '00_Merge_cell_seg_"
+                       r"data.txt', '01_Merge_cell_seg_data.txt'; HALO: 'objects.csv'\); read_inform reads a folder "
+                       r"of inForm tables only"):
+        cs.read_inform(tmp_path / "batch", pixel_size=0.5)
+    with pytest.raises(cs.InputError, match=r"batch: no reader recognises this folder's layout"):
+        cs.read_export(tmp_path / "batch", pixel_size=0.5)
+
+
+def test_a_folder_without_a_table_of_the_tool_is_refused_as_such(tmp_path):
+    (tmp_path / "notes.txt").write_text("a\tb\n1\t2\n")
+    with pytest.raises(cs.InputError, match=r"no inForm table in the folder"):
+        cs.read_inform(tmp_path, pixel_size=0.5)
