@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
+from exports import measured_values, number_text
 from tool_layouts import tsv, write_halo, write_inform
 
 QUPATH_HEAD = ["Image", "Object ID", "Object type", "Classification", "Centroid X µm", "Centroid Y µm",
@@ -152,3 +157,37 @@ def test_a_folder_without_a_table_of_the_tool_is_refused_as_such(tmp_path):
     (tmp_path / "notes.txt").write_text("a\tb\n1\t2\n")
     with pytest.raises(cs.InputError, match=r"no inForm table in the folder"):
         cs.read_inform(tmp_path, pixel_size=0.5)
+
+
+# field names as inForm writes them, with non-ASCII and zero-padded parts
+FIELDS = st.lists(st.sampled_from(["Core[1,1,1]_[001,2].im3", "Kern_µ[2,1,1].im3", "Core[1,1,2]_[010,2].im3",
+                                   "Core[1,2,1]_[9,007].im3"]), min_size=1, max_size=4, unique=True)
+
+
+@settings(max_examples=20, deadline=None)
+@given(fields=FIELDS, data=st.data())
+def test_generated_batches_read_as_the_merged_table_and_the_source_values(fields, data):
+    head = ["Sample Name", "Cell ID", "Cell X Position", "Cell Y Position", "Nucleus Area (pixels)",
+            "Nucleus DAPI Mean (Normalized Counts, Total Weighting)", "Entire Cell CD8 Total (Normalized Counts, "
+            "Total Weighting)"]
+    rows, values = [], []
+    for field in fields:
+        for k in range(data.draw(st.integers(1, 4))):
+            row = [data.draw(st.one_of(measured_values(infinities=False), st.none())) for _ in range(2)]
+            values.append(row)
+            rows.append([field, f"{k + 1:03d}", str(data.draw(st.integers(0, 1868))), "7.5", "100",
+                         *("#N/A" if v is None else number_text(v) for v in row)])
+    with tempfile.TemporaryDirectory() as tmp:
+        merged_path = Path(tmp) / "merged" / "Merge_cell_seg_data.txt"
+        merged_path.parent.mkdir()
+        merged_path.write_text(tsv(head, rows), encoding="utf-8")
+        split_by_image(merged_path, "Sample Name", Path(tmp) / "batch")
+        x = cs.read_inform(Path(tmp) / "batch", pixel_size=0.5)
+        same_object_but_provenance(x, cs.read_inform(merged_path, pixel_size=0.5))
+        raw = np.array([[np.nan if v is None else v for v in row] for row in values], dtype=np.float64)
+        got = x.measurements[:, 1:]
+        assert np.array_equal(np.isnan(got), np.isnan(raw))
+        assert np.array_equal(got.view(np.int64)[~np.isnan(raw)], raw.view(np.int64)[~np.isnan(raw)])  # -0.0 too
+        assert x.cells["cell_id"].tolist() == [r[1] for r in rows]
+        back = cs.read(cs.write(x, Path(tmp) / "out"))
+        assert back.equals(x), back.differences(x)
