@@ -16,13 +16,7 @@ from typing import Any
 from cellspec_sc.errors import InputError, MissingPath
 from cellspec_sc.model import CellSpec
 from cellspec_sc.readers._pipeline import RECOGNISED, ToolAdapter
-from cellspec_sc.readers._recognise import (
-    GZIP_MAGIC,
-    Signature,
-    known_tools,
-    recognise,
-    what_it_is,
-)
+from cellspec_sc.readers._recognise import GZIP_MAGIC, Signature, known_tools, recognise, what_it_is
 from cellspec_sc.readers._table import check_not_container, check_regular_file, check_wide_encoding
 
 LOG = logging.getLogger("cellspec_sc.readers")

@@ -31,6 +31,7 @@ def combined(parts: Sequence[CellSpec], names: Sequence[str]) -> CellSpec:
         _check_same_features(first, part, names[0], name)
         _check_same_columns(first.cells, part.cells, "cells", names[0], name)
         _check_same_columns(first.images, part.images, "images", names[0], name)
+        _check_same_columns(first.channels, part.channels, "channels", names[0], name)
     _check_images_apart(parts, names)
     adjacency = [p.adjacency for p in parts]
     return CellSpec(

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cellspec_sc.errors import InputError
-from cellspec_sc.readers._table import normalise_header
+from cellspec_sc.readers._table import listed, normalise_header
 
 
 @dataclass(frozen=True)
@@ -179,14 +179,10 @@ MCMICRO_TABLES = "quantification"
 
 
 def mcquant_tables(folder: Path) -> list[Path]:
-    """The mcquant tables (``.csv``, ``.csv.gz``) of an MCMICRO project folder's ``quantification/`` folder, or of
-    ``folder`` itself when it holds them (it is that folder)."""
+    """The mcquant tables of an MCMICRO project folder's ``quantification/`` folder, or of ``folder`` itself when
+    it holds them (it is that folder)."""
     for place in (folder / MCMICRO_TABLES, folder):
-        try:
-            children = sorted(c for c in place.iterdir() if c.name.lower().endswith((".csv", ".csv.gz")))
-        except OSError:
-            continue
-        tables = [c for c in children if _is_table_of(c, "mcmicro")]
+        tables = tables_by_tool(place).get("mcmicro", [])
         if tables:
             return tables
     return []
@@ -194,7 +190,7 @@ def mcquant_tables(folder: Path) -> list[Path]:
 
 def _is_table_of(path: Path, key: str) -> bool:
     try:
-        return path.is_file() and recognise_header(header_names(path)) is BY_KEY[key]
+        return _is_file(path) and recognise_header(header_names(path)) is BY_KEY[key]
     except OSError:
         return False
 
@@ -248,21 +244,11 @@ def folder_tables(folder: Path, key: str) -> list[Path]:
         raise InputError(advice)
     tool = BY_KEY[key]
     if len(tables) > 1:
-        held = "; ".join(f"{BY_KEY[k].tool}: {listed_names(v)}" for k, v in tables.items())
+        held = "; ".join(f"{BY_KEY[k].tool}: {listed([p.name for p in v], most=3)}" for k, v in tables.items())
         raise InputError(f"{folder.name}: a folder of tables of several tools ({held}); {tool.reader} reads a folder "
                          f"of {tool.tool} tables only: pass one table, or a folder of them")
     raise InputError(f"{folder.name}: no {tool.tool} table in the folder (a file whose header line is "
                      f"{tool.what}'s); pass the export table, or a folder of them")
-
-
-def listed_names(paths: Sequence[Path], most: int = 3) -> str:
-    """The first ``most`` file names of ``paths`` for a message.
-
-    >>> listed_names([Path("a.txt"), Path("b.txt"), Path("c.txt"), Path("d.txt")])
-    "'a.txt', 'b.txt', 'c.txt', ..."
-    """
-    shown = ", ".join(repr(p.name) for p in paths[:most])
-    return shown + (", ..." if len(paths) > most else "")
 
 
 def other_tool_advice(path: Path, reader_key: str) -> str | None:
