@@ -69,8 +69,10 @@ class FileDigest(NamedTuple):
         return cls(hashlib.sha256(data).hexdigest(), len(data))
 
 
-def file_digest(path: str | os.PathLike, chunk_size: int = 1 << 22) -> FileDigest:
-    """:class:`FileDigest` of a file, read once in chunks (constant memory): its size is what was hashed.
+def file_digest(path: str | os.PathLike, chunk_size: int = 1 << 22, seen: Callable[[int], Any] | None = None
+                ) -> FileDigest:
+    """:class:`FileDigest` of a file, read once in chunks (constant memory): its size is what was hashed; ``seen``
+    is told each chunk's bytes (a progress bar's ``update``).
 
     >>> import tempfile
     >>> path = Path(tempfile.mkdtemp()) / "f"
@@ -80,13 +82,15 @@ def file_digest(path: str | os.PathLike, chunk_size: int = 1 << 22) -> FileDiges
     """
     digest = hashlib.sha256()
     with open(path, "rb", buffering=0) as handle:
-        size = hash_from(handle, digest, chunk_size)
+        size = hash_from(handle, digest, chunk_size, seen=seen)
     return FileDigest(digest.hexdigest(), size)
 
 
-def hash_from(handle: Any, digest: Any, chunk_size: int = 1 << 22, stop: Callable[[], bool] | None = None) -> int:
+def hash_from(handle: Any, digest: Any, chunk_size: int = 1 << 22, stop: Callable[[], bool] | None = None,
+              seen: Callable[[int], Any] | None = None) -> int:
     """Feed ``digest`` what is left of the binary file ``handle`` (until ``stop()`` is true, if given), read
-    into one buffer again and again; returns the bytes hashed. A new ``bytes`` per chunk would be fresh memory
+    into one buffer again and again, telling ``seen`` (a progress bar's ``update``) each chunk's bytes; returns the
+    bytes hashed. A new ``bytes`` per chunk would be fresh memory
     each time where malloc hands large blocks back to the system at once (``MALLOC_TRIM_THRESHOLD_``, which
     dask's worker processes set): a page fault and the zeroing of every page, as much kernel time as the hash.
     """
@@ -97,6 +101,8 @@ def hash_from(handle: Any, digest: Any, chunk_size: int = 1 << 22, stop: Callabl
     while not (stop is not None and stop()) and (count := handle.readinto(buffer)):
         digest.update(view[:count])
         total += count
+        if seen is not None:
+            seen(count)
     return total
 
 

@@ -48,8 +48,7 @@ def same_tables(a, b):
 def test_a_table_in_a_project_takes_markers_csv_and_the_registered_image_from_it(tmp_path, caplog):
     project, table = make_project(tmp_path)
     image = project / "registration" / "exemplar-001.ome.tif"
-    with caplog.at_level(logging.INFO, logger="cellspec_sc.readers"), \
-            pytest.warns(ReaderWarning, match="AF555_background"):
+    with caplog.at_level(logging.INFO, logger="cellspec_sc"), pytest.warns(ReaderWarning, match="AF555_background"):
         x = cs.read_mcmicro(table)
     source = pd.read_csv(table)
     assert x.images[["pixel_size", "width_px", "height_px"]].values.tolist() == [[PIXEL_SIZE, WIDTH, HEIGHT]]
@@ -63,6 +62,8 @@ def test_a_table_in_a_project_takes_markers_csv_and_the_registered_image_from_it
     assert [i["path_basename"] for i in x.provenance["inputs"]] == [table.name, "markers.csv", image.name]
     assert "found markers.csv and registration/exemplar-001.ome.tif in the MCMICRO project folder exemplar-001" \
         in caplog.text
+    # the whole image is hashed for provenance, counted by a progress bar (shown when that takes a while)
+    assert f"hashing exemplar-001.ome.tif for provenance: {image.stat().st_size:,} B in" in caplog.text
     with pytest.warns(ReaderWarning, match="AF555_background"):
         given = cs.read_mcmicro(table, markers_csv=project / "markers.csv", image=image)
     same_tables(x, given)
