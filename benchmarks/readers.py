@@ -179,7 +179,8 @@ def write_halo_file(path: Path, rows: int, markers: int = TOOL_MARKERS, seed: in
     return path
 
 
-def write_inform_file(path: Path, rows: int, markers: int = TOOL_MARKERS, seed: int = 0) -> Path:
+def write_inform_file(path: Path, rows: int, markers: int = TOOL_MARKERS, seed: int = 0,
+                      field: str = "field_[1,2].im3") -> Path:
     """An inForm cell_seg_data.txt of one field, one value in fifty missing (#N/A) (kept between runs)."""
     import pyarrow as pa
 
@@ -188,7 +189,7 @@ def write_inform_file(path: Path, rows: int, markers: int = TOOL_MARKERS, seed: 
     rng = np.random.default_rng(seed)
     names = ["Sample Name", "Cell ID", "Cell X Position", "Cell Y Position", "Nucleus Area (pixels)",
              *(f"Entire Cell M{i:03d} Mean (Normalized Counts, Total Weighting)" for i in range(markers))]
-    data = [pa.array(np.full(rows, "field_[1,2].im3")), pa.array(np.arange(1, rows + 1)),
+    data = [pa.array(np.full(rows, field)), pa.array(np.arange(1, rows + 1)),
             pa.array(rng.integers(0, 1868, rows)), pa.array(rng.integers(0, 1400, rows)),
             pa.array(rng.integers(20, 400, rows))]
     for _ in range(markers):
@@ -376,6 +377,15 @@ def _read_tool(kind: str, via_export: bool = False):
     return read
 
 
+INFORM_FIELDS = 15
+
+
+def write_inform_batch(folder: Path, rows: int, fields: int = INFORM_FIELDS) -> list[Path]:
+    """An inForm batch export: a cell_seg_data.txt of ``rows`` rows per field (kept between runs)."""
+    return [write_inform_file(folder / f"field_[{k},1]_cell_seg_data.txt", rows, seed=k, field=f"field_[{k},1].im3")
+            for k in range(fields)]
+
+
 def _halo_files(env: Env) -> list[Path]:
     return [_tool_file("halo", env)]
 
@@ -480,6 +490,10 @@ def small_exports(data: Path, rows: int) -> list[tuple[str, Callable[[], Any], l
                     TOOL_MARKERS + 5))
     halo = _tool_file("halo", env)
     out.append(("read_export_halo", lambda: cs.read_export(halo, pixel_size=0.5), [halo], ",", rows, TOOL_MARKERS + 5))
+    batch = data / f"inform{INFORM_FIELDS}-{rows}x{TOOL_MARKERS}"
+    fields = write_inform_batch(batch, rows)
+    out.append((f"read_inform_{INFORM_FIELDS}_fields", lambda: cs.read_inform(batch, pixel_size=0.5), fields, "\t",
+                rows * INFORM_FIELDS, TOOL_MARKERS + 5))
     for case, images, folder_of in (("read_steinbock", STEINBOCK_IMAGES, _steinbock),
                                     ("read_steinbock_15_images", 15, _steinbock_15)):
         folder = folder_of(Env(n=max(rows, images), f=COLUMNS, data=data, work=data / "scratch"))

@@ -1,12 +1,13 @@
 """A folder of one export table per image or field, read as one object.
 
-inForm's batch export writes a ``cell_seg_data.txt`` per field, and HALO and QuPath write a table per image when
-asked. The readers of these tools take such a folder: every table is read by the tool's reader as if it were given
-alone (its own checks, messages naming the file and line, one validation), then :func:`combined` puts the objects
-together, refusing what cannot be one object: tables that measure other features or carry other cells columns, and
-an image held by two tables. Provenance lists every table as an input, sums the counts, and keeps each parameter
-once when every table has the same value, merged when they are per-image mappings (``pixel_size``), and per table
-otherwise (``parameters["by_table"]``).
+inForm's batch export writes a ``cell_seg_data.txt`` per field, a TMA's MCMICRO run an mcquant table per core, and
+HALO and QuPath a table per image when asked. The readers of these tools take such a folder: every table is read by
+the tool's reader as if it were given alone (its own checks, messages naming the file and line), then
+:func:`combined` puts the objects together (the pipeline validates the whole once), refusing what cannot be one
+object: tables that measure other features or carry other columns, and an image held by two tables. Provenance lists
+every table (and each side file once) as an input, sums the counts, and keeps each parameter once when every table
+has the same value, merged when they are per-image mappings (``pixel_size``), and per table otherwise
+(``parameters["by_table"]``).
 """
 
 from __future__ import annotations
@@ -29,21 +30,29 @@ def combined(parts: Sequence[CellSpec], names: Sequence[str]) -> CellSpec:
     first = parts[0]
     for part, name in zip(parts[1:], names[1:], strict=True):
         _check_same_features(first, part, names[0], name)
-        _check_same_columns(first.cells, part.cells, "cells", names[0], name)
-        _check_same_columns(first.images, part.images, "images", names[0], name)
-        _check_same_columns(first.channels, part.channels, "channels", names[0], name)
     _check_images_apart(parts, names)
     adjacency = [p.adjacency for p in parts]
     return CellSpec(
         spec_version=SPEC_VERSION,
-        cells=HandedOver(pd.concat([p.cells for p in parts], ignore_index=True)),
+        cells=HandedOver(_stacked(parts, names, "cells")),
         measurements=sealed(np.concatenate([p.measurements for p in parts])),
         dictionary=HandedOver(first.dictionary.copy()),
-        images=HandedOver(pd.concat([p.images for p in parts], ignore_index=True)),
-        channels=HandedOver(pd.concat([p.channels for p in parts], ignore_index=True)),
+        images=HandedOver(_stacked(parts, names, "images")),
+        channels=HandedOver(_stacked(parts, names, "channels")),
         provenance=combined_provenance([p.provenance for p in parts], names),
         adjacency=None if any(a is None for a in adjacency) else HandedOver(pd.concat(adjacency, ignore_index=True)),
     )
+
+
+def _stacked(parts: Sequence[CellSpec], names: Sequence[str], table: str) -> pd.DataFrame:
+    """The ``table`` of every part, one after another; refused, naming the first table that differs, when their
+    columns or column types differ (pandas would add columns of NA, or make a column of mixed types)."""
+    frames = [getattr(p, table) for p in parts]
+    out = pd.concat(frames, ignore_index=True)
+    if list(out.columns) != list(frames[0].columns) or not out.dtypes.equals(frames[0].dtypes):
+        for frame, name in zip(frames[1:], names[1:], strict=True):
+            _check_same_columns(frames[0], frame, table, names[0], name)
+    return out
 
 
 def _check_same_features(first: CellSpec, part: CellSpec, first_name: str, name: str) -> None:

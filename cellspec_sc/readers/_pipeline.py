@@ -242,34 +242,38 @@ def read_export_report(adapter: ToolAdapter, path: str | os.PathLike) -> tuple[C
     adapter, path = adapter.located(Path(path))
     if adapter.reads_table_folders and path.is_dir():
         return _read_folder(adapter, path)
+    x, stats = _built_export(adapter, path)
+    return x, validate(x, stats=stats)
+
+
+def _built_export(adapter: ToolAdapter, path: Path) -> tuple[CellSpec, MatrixStats | None]:
+    """The object read from the export at ``path`` (decompressed first when it is gzip) and its matrix stats, not
+    validated yet."""
     with recorded_digests():  # side files are hashed from the bytes their parse reads
         if adapter.reads_gzip and path.is_file() and is_gzip(path):
             with tempfile.TemporaryDirectory(prefix="cellspec-") as folder:
                 plain, digest = decompressed(path, Path(folder))
-                return _read(adapter, plain, input_record(path, digest=digest))
-        return _read(adapter, path, None)
+                return _built(adapter, plain, input_record(path, digest=digest))
+        return _built(adapter, path, None)
 
 
 def _read_folder(adapter: ToolAdapter, folder: Path) -> tuple[CellSpec, ValidationReport]:
-    """Every table of a folder of the tool's tables read as the tool's reader reads one, then the objects as one
-    (:func:`~cellspec_sc.readers._folder.combined`), validated once more as a whole."""
+    """Every table of a folder of the tool's tables read as the tool's reader reads one (each located first, with
+    its side files), then the objects as one (:func:`~cellspec_sc.readers._folder.combined`), validated once as a
+    whole, as a steinbock folder's images are."""
     tables = folder_tables(folder, adapter.name)
     parts = []
     size = sum(t.stat().st_size for t in tables) // 8  # about a value for every eight bytes of text
     with progress(len(tables), f"reading {len(tables)} {adapter.tool} tables of {folder.name}", unit="tables",
                   size=size) as bar:
         for table in tables:
-            x, report = read_export_report(adapter, table)
-            if not report.ok:
-                raise ValidationError(report, context=f"{table.name}: the {adapter.name} reader built an invalid "
-                                                      "object")
-            parts.append(x)
+            parts.append(_built_export(*adapter.located(table))[0])
             bar.update(1)
     x = combined(parts, [t.name for t in tables])
     return x, validate(x)
 
 
-def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tuple[CellSpec, ValidationReport]:
+def _built(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tuple[CellSpec, MatrixStats | None]:
     with step(f"reading the header of {path.name} ({adapter.name})"):
         plan = planned(adapter, path)
     with step(f"parsing {path.name} ({adapter.name})"):
@@ -285,7 +289,7 @@ def _read(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tu
     codes = _finished(tables.cell_codes)
     if stats is not None:
         stats.cell_codes = codes
-    return x, validate(x, stats=stats)
+    return x, stats
 
 
 def parsed_with_dictionary(adapter: ToolAdapter, plan: Plan

@@ -12,7 +12,7 @@ from results_page import assert_renders_in_results_page
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ["read_qupath", "read_mcmicro", "read_halo", "read_inform", "read_cellprofiler", "read_export_halo",
-         "read_steinbock", "read_steinbock_15_images"]
+         "read_inform_15_fields", "read_steinbock", "read_steinbock_15_images"]
 
 
 def test_small_export_rows_cover_every_reader_and_the_fifteen_image_folder(tmp_path):
@@ -23,7 +23,8 @@ def test_small_export_rows_cover_every_reader_and_the_fifteen_image_folder(tmp_p
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]
     assert [r["operation"] for r in rows] == CASES * 2
-    assert [r["n_cells"] for r in rows] == [1] * 6 + [4, 15] + [40] * 8  # a steinbock folder: a row per image at least
+    # the inForm batch: a table of that many rows per field; a steinbock folder: a row per image at least
+    assert [r["n_cells"] for r in rows] == [1] * 6 + [15, 4, 15] + [40] * 6 + [600, 40, 40]
     for row in rows:
         assert len(row["ours_times_s"]) == len(row["baseline_times_s"]) == 2
         assert row["ours_min_s"] == min(row["ours_times_s"]) and row["baseline_min_s"] == min(row["baseline_times_s"])
