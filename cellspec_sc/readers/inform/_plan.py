@@ -194,7 +194,8 @@ def _warn_measurements_as_percents(header: Header, percents: dict[str, str], uni
     for name, target in percents.items():
         feature = classify(name, unit)
         if feature.kind != "other":
-            notice(f"{header.path.name}: column {name!r} is named as {feature.kind} measurement but holds "
+            article = "an" if feature.kind[0] in "aeiou" else "a"
+            notice(f"{header.path.name}: column {name!r} is named as {article} {feature.kind} measurement but holds "
                    f"percentages written as text; it is read as the cells column {target!r} (the number before the "
                    "per cent sign) and is not in the matrix (provenance parameters['percent_columns'])")
 

@@ -152,7 +152,7 @@ def test_a_measurement_column_holding_percentages_is_a_cells_column_with_a_warni
     frame[column] = written
     frame.to_csv(path, sep="\t", index=False, na_rep="#N/A")
     with pytest.warns(ReaderWarning, match=r"'Nucleus DAPI Mean \(Normalized Counts, Total Weighting\)' is named "
-                      r"as intensity measurement but holds percentages written as text; it is read as the cells "
+                      r"as an intensity measurement but holds percentages written as text; it is read as the cells "
                       r"column 'nucleus_dapi_mean_normalized_counts_total_weighting'"):
         x = cs.read_inform(path, pixel_size=0.5)
     target = x.provenance["parameters"]["percent_columns"][column]
