@@ -12,7 +12,9 @@ has the same value, merged when they are per-image mappings (``pixel_size``), an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -95,6 +97,53 @@ def _check_images_apart(parts: Sequence[CellSpec], names: Sequence[str]) -> None
             holder[image] = name
 
 
+@contextmanager
+def each_warning_once(names: Sequence[str]) -> Iterator[None]:
+    """Warnings raised while the tables ``names`` of a folder are read, each said once when the block ends (or
+    fails): one that several tables give in the same words but for the table's name names the first table and the
+    others (a batch of two hundred fields warns once, not two hundred times).
+    """
+    said: list[tuple[type, str]] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                yield
+            finally:
+                said = grouped_warnings(caught, names)
+    finally:  # said after the filters are restored, also when a table was refused
+        for category, message in said:
+            warnings.warn(message, category, stacklevel=4)
+
+
+def grouped_warnings(caught: Sequence[warnings.WarningMessage], names: Sequence[str]) -> list[tuple[type, str]]:
+    """(category, message) of each distinct warning of ``caught``, in order: warnings alike but for the table name
+    in them as one, the first table's message naming the others.
+
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     for name in ("a.txt", "b.txt", "c.txt"):
+    ...         warnings.warn(f"{name}: column 'X' holds text", UserWarning)
+    >>> [message for _, message in grouped_warnings(caught, ["a.txt", "b.txt", "c.txt"])]
+    ["a.txt: column 'X' holds text (the same in 2 other table(s) of the folder: 'b.txt', 'c.txt')"]
+    """
+    tables: dict[tuple[type, str], list[str]] = {}
+    first: dict[tuple[type, str], str] = {}
+    for w in caught:
+        text = str(w.message)
+        name = max((n for n in names if n in text), key=len, default=None)
+        key = (w.category, text.replace(name, "\0") if name else text)
+        first.setdefault(key, text)
+        if name is not None and name not in tables.setdefault(key, []):
+            tables[key].append(name)
+    out = []
+    for key, text in first.items():
+        others = tables.get(key, [])[1:]
+        out.append((key[0], text + (f" (the same in {len(others)} other table(s) of the folder: {listed(others)})"
+                                    if others else "")))
+    return out
+
+
 def combined_provenance(records: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, Any]:
     """One provenance record of the records of the tables ``names``: every input once, the counts summed, the
     parameters merged (see the module docstring).
@@ -161,4 +210,4 @@ def _union(values: Sequence[Any]) -> dict[str, Any] | None:
     return out
 
 
-__all__ = ["combined", "combined_provenance", "merged_parameters"]
+__all__ = ["combined", "combined_provenance", "each_warning_once", "grouped_warnings", "merged_parameters"]

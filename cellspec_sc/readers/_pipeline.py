@@ -55,7 +55,7 @@ from cellspec_sc.model import (
 )
 from cellspec_sc.progress import progress, step
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
-from cellspec_sc.readers._folder import combined
+from cellspec_sc.readers._folder import combined, each_warning_once
 from cellspec_sc.readers._recognise import folder_tables, is_gzip, other_tool_advice
 from cellspec_sc.readers._table import (
     SMALL_TABLE_BYTES,
@@ -265,7 +265,7 @@ def _read_folder(adapter: ToolAdapter, folder: Path) -> tuple[CellSpec, Validati
     parts = []
     size = sum(t.stat().st_size for t in tables) // 8  # about a value for every eight bytes of text
     with progress(len(tables), f"reading {len(tables)} {adapter.tool} tables of {folder.name}", unit="tables",
-                  size=size) as bar:
+                  size=size) as bar, each_warning_once([t.name for t in tables]):
         for table in tables:
             parts.append(_built_export(*adapter.located(table))[0])
             bar.update(1)

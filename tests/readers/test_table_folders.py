@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import cellspec_sc as cs
 from cellspec_sc.cli.main import main
+from cellspec_sc.readers import ReaderWarning
 from exports import measured_values, number_text
 from tool_layouts import tsv, write_halo, write_inform
 
@@ -191,3 +192,28 @@ def test_generated_batches_read_as_the_merged_table_and_the_source_values(fields
         assert x.cells["cell_id"].tolist() == [r[1] for r in rows]
         back = cs.read(cs.write(x, Path(tmp) / "out"))
         assert back.equals(x), back.differences(x)
+
+
+def test_a_warning_every_table_gives_is_said_once_naming_the_tables(tmp_path):
+    tables = batch(tmp_path)
+    column = "Nucleus DAPI Mean (Normalized Counts, Total Weighting)"
+    for table in tables:  # every field writes that measurement as a percentage
+        table.write_text(table.read_text().replace("\t3.5\t", "\t3.5 %\t").replace("\t4.25\t", "\t4.25 %\t"))
+    with pytest.warns(ReaderWarning) as caught:
+        x = cs.read_inform(tmp_path / "batch", pixel_size=0.5)
+    said = [str(w.message) for w in caught if issubclass(w.category, ReaderWarning)]
+    assert said == [f"{tables[0].name}: column {column!r} is named as an intensity measurement but holds percentages "
+                    "written as text; it is read as the cells column "
+                    "'nucleus_dapi_mean_normalized_counts_total_weighting' (the number before the per cent sign) and "
+                    "is not in the matrix (provenance parameters['percent_columns']) (the same in 1 other table(s) of "
+                    f"the folder: {tables[1].name!r})"]
+    assert x.cells["nucleus_dapi_mean_normalized_counts_total_weighting"].tolist()[::2] == [3.5, 4.25]
+
+
+def test_a_refusal_in_a_later_table_still_lets_the_earlier_warnings_through(tmp_path):
+    first, second = batch(tmp_path)
+    first.write_text(first.read_text().replace("\t3.5\t", "\t3.5 %\t"))
+    second.write_text(second.read_text().replace("87.5%", "high"))
+    with pytest.warns(ReaderWarning, match=rf"{first.name}: column .* holds percentages"), \
+            pytest.raises(cs.InputError, match=rf"{second.name}: line 2, column 'Confidence'"):
+        cs.read_inform(tmp_path / "batch", pixel_size=0.5)
