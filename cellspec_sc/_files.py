@@ -88,11 +88,11 @@ def file_digest(path: str | os.PathLike, chunk_size: int = 1 << 22, seen: Callab
 
 def hash_from(handle: Any, digest: Any, chunk_size: int = 1 << 22, stop: Callable[[], bool] | None = None,
               seen: Callable[[int], Any] | None = None) -> int:
-    """Feed ``digest`` what is left of the binary file ``handle`` (until ``stop()`` is true, if given), read
-    into one buffer again and again, telling ``seen`` (a progress bar's ``update``) each chunk's bytes; returns the
-    bytes hashed. A new ``bytes`` per chunk would be fresh memory
-    each time where malloc hands large blocks back to the system at once (``MALLOC_TRIM_THRESHOLD_``, which
-    dask's worker processes set): a page fault and the zeroing of every page, as much kernel time as the hash.
+    """Feed ``digest`` what is left of the binary file ``handle`` (until ``stop()`` is true, if given), read into
+    one buffer again and again, telling ``seen`` (a progress bar's ``update``) each chunk's bytes; returns the bytes
+    hashed. A new ``bytes`` per chunk would be fresh memory each time where malloc hands large blocks back to the
+    system at once (``MALLOC_TRIM_THRESHOLD_``, which dask's worker processes set): a page fault and the zeroing of
+    every page, as much kernel time as the hash.
     """
     left = _left_in(handle)
     buffer = bytearray(chunk_size if left is None else max(1, min(chunk_size, left + 1)))  # a small file: a small one

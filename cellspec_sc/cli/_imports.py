@@ -28,6 +28,7 @@ from typing import Any
 from cellspec_sc.errors import InputError
 from cellspec_sc.io import CELLSPEC_DIRECTORY, TargetExists, check_target, write
 from cellspec_sc.readers import adapter_for, read_export_report, recognised_reader, tool_adapter, what_it_is
+from cellspec_sc.spec import vocabulary
 
 
 def _marker_map(pairs: list[str] | None) -> dict[str, str]:
@@ -79,6 +80,12 @@ class ToolFlag:
         return self.flag.removeprefix("--").replace("-", "_")
 
 
+# The values of tools' options that are tools' words, not the spec's (a test checks them against each tool's plan;
+# importing the plans here would import every reader to parse a command line).
+STEINBOCK_AGGREGATIONS = ("mean", "median", "sum", "min", "max", "std", "var")
+STEINBOCK_NEIGHBOR_TYPES = ("borders", "expansion", "centroids")
+INFORM_POSITION_UNITS = ("pixels", "microns")
+
 # Every tool's own options, each defined once: a tool's command takes its own, ``auto`` takes them all and refuses
 # those of the tools it did not recognise.
 FLAGS = {flag.flag: flag for flag in (
@@ -92,23 +99,23 @@ FLAGS = {flag.flag: flag for flag in (
     ToolFlag("--strict", "strict", {"action": "store_const", "const": True,
              "help": "refuse a markers.csv that does not fit the table (names none or only part of the marker "
                      "columns, channels without a column, names in quotes the columns lack)"}),
-    ToolFlag("--aggregation", "aggregation", {"choices": ("mean", "median", "sum", "min", "max", "std", "var"),
+    ToolFlag("--aggregation", "aggregation", {"choices": STEINBOCK_AGGREGATIONS,
              "help": "the --aggr steinbock measured intensities with (default: mean, with a warning: the tables do "
                      "not say)"}),
     ToolFlag("--no-neighbors", "neighbors", {"action": "store_const", "const": True,
              "help": "do not turn the neighbour tables (steinbock's neighbors/, CellProfiler's Neighbors "
                      "relationships) into adjacency"}, lambda _: False),
     ToolFlag("--neighbors-method", "neighbors_method", {
-             "choices": ("mask_touching", "polygon_intersection", "delaunay", "borders", "expansion", "centroids"),
+             "choices": (*vocabulary().adjacency_methods, *STEINBOCK_NEIGHBOR_TYPES),
              "help": "how the neighbours were measured: an adjacency method (CellProfiler: when the table has no "
                      "Neighbors_*_<method> column to say it), or steinbock's --type (borders, expansion, centroids: "
                      "left out); steinbock's default is mask_touching, with a warning"}),
     ToolFlag("--segmentation", "segmentation", {"metavar": "SUBFOLDER",
              "help": "the sub-folder whose tables to read when several hold them (e.g. deepcell)"}),
-    ToolFlag("--position-unit", "position_unit", {"choices": ("pixels", "microns"),
+    ToolFlag("--position-unit", "position_unit", {"choices": INFORM_POSITION_UNITS,
              "help": "unit of Cell X/Y Position when no header names it"}),
     ToolFlag("--objects", "objects", {"help": "object set to read when the folder has several (e.g. Cells)"}),
-    ToolFlag("--compartment", "compartment", {"choices": ("cell", "nucleus", "cytoplasm", "membrane"),
+    ToolFlag("--compartment", "compartment", {"choices": vocabulary().compartments,
              "help": "compartment of the objects' measurements (default: from the object name)"}),
 )}
 TOOL_FLAGS = {

@@ -19,7 +19,7 @@ from cellspec_sc._lazy import lazy_names
 __all__ = ["CellProfilerAdapter", "HaloAdapter", "InformAdapter", "McquantAdapter", "QuPathAdapter", "ReaderWarning",
            "SteinbockAdapter", "build_dictionary", "read_cellprofiler", "read_export", "read_export_report",
            "read_halo", "read_inform", "read_mcmicro", "read_qupath", "read_steinbock", "recognise",
-           "recognised_adapter", "recognised_reader", "tool_adapter", "adapter_for", "what_it_is"]
+           "recognised_reader", "tool_adapter", "adapter_for", "what_it_is"]
 
 _HOMES = {
     "read_qupath": "cellspec_sc.readers.qupath", "QuPathAdapter": "cellspec_sc.readers.qupath",
@@ -31,7 +31,7 @@ _HOMES = {
     "read_inform": "cellspec_sc.readers.inform", "InformAdapter": "cellspec_sc.readers.inform",
     "read_cellprofiler": "cellspec_sc.readers.cellprofiler",
     "CellProfilerAdapter": "cellspec_sc.readers.cellprofiler",
-    "read_export": "cellspec_sc.readers._export", "recognised_adapter": "cellspec_sc.readers._export",
+    "read_export": "cellspec_sc.readers._export",
     "recognised_reader": "cellspec_sc.readers._export", "tool_adapter": "cellspec_sc.readers._export",
     "adapter_for": "cellspec_sc.readers._export",
     "recognise": "cellspec_sc.readers._recognise", "what_it_is": "cellspec_sc.readers._recognise",

@@ -6,6 +6,7 @@ with the list of the tools they know.
 
 from __future__ import annotations
 
+import codecs
 import inspect
 import logging
 import os
@@ -20,7 +21,6 @@ from cellspec_sc.readers._recognise import GZIP_MAGIC, Signature, known_tools, r
 from cellspec_sc.readers._table import check_not_container, check_regular_file, check_wide_encoding
 
 LOG = logging.getLogger("cellspec_sc.readers")
-UTF8_BOM = b"\xef\xbb\xbf"
 
 # Tool key -> (module, reader function, adapter class): each reader's adapter takes the reader's keyword arguments.
 READERS = {
@@ -31,14 +31,6 @@ READERS = {
     "mcmicro": ("cellspec_sc.readers.mcmicro", "read_mcmicro", "McquantAdapter"),
     "steinbock": ("cellspec_sc.readers.steinbock", "read_steinbock", "SteinbockAdapter"),
 }
-
-
-def recognised_adapter(path: str | os.PathLike, **options: Any) -> tuple[ToolAdapter, Signature]:
-    """The adapter of the tool that wrote ``path``, made with ``options`` (the keyword arguments of that tool's
-    ``read_<tool>``), and the tool's signature. Refuses an export no reader knows, listing the tools they know, and
-    options the chosen reader does not take, listing those it takes."""
-    found, _, source = recognised_reader(path, options)
-    return adapter_for(found, source, options), found
 
 
 def tool_adapter(key: str, **options: Any) -> ToolAdapter:
@@ -89,7 +81,7 @@ def refuse_what_is_not_text(path: Path) -> None:
     each reader would; a gzip file is let through (a compressed table is read)."""
     with open(path, "rb") as handle:
         start = handle.read(64)
-    if len(start) < 64 and not start.removeprefix(UTF8_BOM).strip():
+    if len(start) < 64 and not start.removeprefix(codecs.BOM_UTF8).strip():
         raise InputError(f"{path.name}: line 1: the file is empty; expected an export with a header line")
     if not start.startswith(GZIP_MAGIC):
         check_not_container(path, start)
@@ -132,5 +124,4 @@ def read_export(path: str | os.PathLike, **options: Any) -> CellSpec:
         RECOGNISED.reset(token)
 
 
-__all__ = ["READERS", "adapter_for", "read_export", "recognised_adapter", "recognised_reader",
-           "refuse_what_is_not_text", "tool_adapter"]
+__all__ = ["READERS", "adapter_for", "read_export", "recognised_reader", "refuse_what_is_not_text", "tool_adapter"]

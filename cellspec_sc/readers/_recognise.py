@@ -146,13 +146,13 @@ def header_names(path: Path) -> list[str]:
 def _recognise_folder(folder: Path) -> Signature | None:
     if steinbock_table_folders(folder):
         return BY_KEY["steinbock"]
-    if cellprofiler_object_tables(folder):
+    tables = tables_by_tool(folder)  # every file's header line looked at once
+    if _csv_only(tables.get("cellprofiler", [])):
         return BY_KEY["cellprofiler"]
-    if mcquant_tables(folder):
+    if tables.get("mcmicro") or tables_by_tool(folder / MCMICRO_TABLES).get("mcmicro"):
         return BY_KEY["mcmicro"]
-    tables = list(tables_by_tool(folder))
-    if len(tables) == 1 and tables[0] in TABLE_FOLDER_TOOLS:
-        return BY_KEY[tables[0]]
+    if len(tables) == 1 and next(iter(tables)) in TABLE_FOLDER_TOOLS:
+        return BY_KEY[next(iter(tables))]
     return None
 
 
@@ -171,7 +171,12 @@ def steinbock_table_folders(folder: Path) -> list[Path]:
 
 def cellprofiler_object_tables(folder: Path) -> list[Path]:
     """The CSV files of a folder whose header is a CellProfiler object table (``ImageNumber``, ``ObjectNumber``)."""
-    return [child for child in sorted(folder.glob("*.csv")) if _is_table_of(child, "cellprofiler")]
+    return _csv_only(tables_by_tool(folder).get("cellprofiler", []))
+
+
+def _csv_only(paths: list[Path]) -> list[Path]:
+    """The ``.csv`` files of ``paths`` (ExportToSpreadsheet's object tables, as the CellProfiler reader reads them)."""
+    return [p for p in paths if p.name.endswith(".csv")]
 
 
 # The sub-folder of an MCMICRO project folder that holds the mcquant tables.
@@ -186,13 +191,6 @@ def mcquant_tables(folder: Path) -> list[Path]:
         if tables:
             return tables
     return []
-
-
-def _is_table_of(path: Path, key: str) -> bool:
-    try:
-        return _is_file(path) and recognise_header(header_names(path)) is BY_KEY[key]
-    except OSError:
-        return False
 
 
 def is_gzip(path: Path) -> bool:
@@ -220,16 +218,19 @@ def tables_by_tool(folder: Path) -> dict[str, list[Path]]:
         return {}
     out: dict[str, list[Path]] = {}
     for child in children:
-        if _is_file(child) and (found := recognise_header(header_names(child))) is not None:
+        found = _tool_of(child)
+        if found is not None:
             out.setdefault(found.key, []).append(child)
     return out
 
 
-def _is_file(path: Path) -> bool:
+def _tool_of(path: Path) -> Signature | None:
+    """The tool whose table the regular file ``path`` is, by its header line (None: not a regular file, unreadable,
+    or no tool's)."""
     try:
-        return path.is_file()
+        return recognise_header(header_names(path)) if path.is_file() else None
     except OSError:
-        return False
+        return None
 
 
 def folder_tables(folder: Path, key: str) -> list[Path]:

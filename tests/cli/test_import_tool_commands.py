@@ -66,3 +66,23 @@ def test_import_steinbock_takes_segmentation_aggregation_and_neighbour_method(tm
                  "--aggregation", "median", "--neighbors-method", "expansion"]) == 0
     back = cs.read(tmp_path / "b")
     assert back.feature_ids[:2] == ["cell:DNA1:median", "cell:CD3:median"] and back.adjacency is None
+
+
+def test_option_values_are_the_readers_own_words():
+    # the CLI spells the tools' words without importing every reader; each must be what the reader takes
+    from cellspec_sc.cli import _imports as cli
+    from cellspec_sc.readers.inform._plan import POSITION_UNITS
+    from cellspec_sc.readers.steinbock._plan import AGGREGATIONS, NEIGHBOR_TYPES
+
+    assert list(cli.STEINBOCK_AGGREGATIONS) == list(AGGREGATIONS)
+    assert set(cli.STEINBOCK_NEIGHBOR_TYPES) == set(NEIGHBOR_TYPES)
+    assert cli.INFORM_POSITION_UNITS == POSITION_UNITS
+
+
+def test_a_neighbour_method_outside_the_spec_and_steinbock_is_refused_listing_both(tmp_path, capsys):
+    code = main(["import", "cellprofiler", str(write_cellprofiler(tmp_path)), str(tmp_path / "out"),
+                 "--pixel-size", "0.5", "--neighbors-method", "voronoi"])
+    err = capsys.readouterr().err
+    assert code == 2 and not (tmp_path / "out").exists()
+    assert ("argument --neighbors-method: invalid choice: 'voronoi' (choose from 'mask_touching', "
+            "'polygon_intersection', 'delaunay', 'borders', 'expansion', 'centroids')") in err

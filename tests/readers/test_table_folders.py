@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import os
 import tempfile
 from pathlib import Path
 
@@ -74,6 +75,10 @@ def test_a_folder_of_per_image_tables_reads_as_the_merged_table(tmp_path, tool):
     tables = split_by_image(merged_path, image_column, tmp_path / "batch")
     assert len(tables) >= 2
     (tmp_path / "batch" / "notes.txt").write_text("not a table\n")  # a stray file is not read
+    # nor what is no regular file: a folder, a dangling link, a FIFO (opening it would wait for a writer)
+    (tmp_path / "batch" / "older.csv").mkdir()
+    (tmp_path / "batch" / "moved.csv").symlink_to(tmp_path / "gone.csv")
+    os.mkfifo(tmp_path / "batch" / "pipe.txt")
     merged = reader(merged_path, **options)
     for read in (reader, cs.read_export):
         x = read(tmp_path / "batch", **options)

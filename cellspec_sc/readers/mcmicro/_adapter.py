@@ -18,10 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cellspec_sc._files import file_digest
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import input_record
-from cellspec_sc.progress import progress
 from cellspec_sc.readers._features import channels_frame, clean_marker, feature_positions, intensity_channels
 from cellspec_sc.readers._pipeline import Tables, ToolAdapter
 from cellspec_sc.readers._table import (
@@ -56,6 +54,8 @@ class McquantAdapter(ToolAdapter):
     name, version, tool, producer = ADAPTER, ADAPTER_VERSION, TOOL, "mcquant (MCMICRO)"
     reads_gzip = True  # cycif pipelines store tables as <image>--<segmentation>_<mask>.csv.gz
     reads_table_folders = True  # a TMA's cores: one table per core
+    found: tuple[str, ...] = ()
+    """The side files found in the MCMICRO project folder (relative paths), set by :meth:`located`."""
 
     def __init__(self, *, pixel_size=None, image_id=None, sample_id=None, marker_map=None,
                  markers_csv: str | os.PathLike | None = None, image: str | os.PathLike | None = None,
@@ -63,9 +63,6 @@ class McquantAdapter(ToolAdapter):
         super().__init__(marker_map, encoding)
         self.pixel_size, self.image_id, self.sample_id = pixel_size, image_id, sample_id
         self.markers_csv, self.image, self.strict = markers_csv, image, strict
-
-    found: tuple[str, ...] = ()
-    """The side files found in the MCMICRO project folder (relative paths), set by :meth:`located`."""
 
     def located(self, path: Path) -> tuple[McquantAdapter, Path]:
         """The table to read (a project folder's one table) and, when it is in an MCMICRO project folder, a copy
@@ -109,7 +106,7 @@ class McquantAdapter(ToolAdapter):
         cells.update({"x_px": x_px, "y_px": y_px})
 
         channel_names, markers = self._channels(plan, dictionary, applied)
-        image_record = image_input(Path(self.image)) if self.image is not None else None
+        image_record = input_record(self.image) if self.image is not None else None
         images_table = _images_table(image_name, self.sample_id, ps, ps_y, plan.ome, image_record)
         parameters = {
             "pixel_size": ps, "pixel_size_y": ps_y, "pixel_size_source": plan.pixel_size_source,
@@ -140,19 +137,6 @@ class McquantAdapter(ToolAdapter):
                              f"{', '.join(map(repr, repeated))}; markers must be unique per image")
         return list(plan.channel_names), markers
 
-
-
-# Bytes hashed in about the time of reading one table value (SHA-256 at about 1.5 GB/s against 20 million values a
-# second): the image's bar shows from the size that takes about a second, as the readers' bars do.
-BYTES_PER_VALUE = 64
-
-
-def image_input(image: Path) -> dict:
-    """The provenance entry of the image whose OME-XML gave the pixel size: it is hashed whole (spec section 11: an
-    input of the read), with a progress bar when that takes a while (a registered slide of tens of GB)."""
-    size = image.stat().st_size
-    with progress(size, f"hashing {image.name} for provenance", unit="B", size=size // BYTES_PER_VALUE) as bar:
-        return input_record(image, digest=file_digest(image, seen=bar.update))
 
 
 def _raw_centroids(header: Header, parsed: Parsed) -> tuple[np.ndarray, np.ndarray, list[str]]:
