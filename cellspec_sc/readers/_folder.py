@@ -58,7 +58,7 @@ def _stacked(parts: Sequence[CellSpec], names: Sequence[str], table: str) -> pd.
 
 
 def _check_same_features(first: CellSpec, part: CellSpec, first_name: str, name: str) -> None:
-    if part.dictionary.equals(first.dictionary):
+    if part.dictionary is first.dictionary or part.dictionary.equals(first.dictionary):  # one, if built once
         return
     ours, theirs = first.feature_ids, part.feature_ids
     only_here = [f for f in theirs if f not in ours]

@@ -31,7 +31,7 @@ import os
 import tempfile
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, wait
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -61,6 +61,7 @@ from cellspec_sc.readers._table import (
     SMALL_TABLE_BYTES,
     Header,
     Parsed,
+    keep_digests,
     recorded_digest,
     recorded_digests,
     stream_columns,
@@ -250,11 +251,15 @@ def _built_export(adapter: ToolAdapter, path: Path) -> tuple[CellSpec, MatrixSta
     """The object read from the export at ``path`` (decompressed first when it is gzip) and its matrix stats, not
     validated yet."""
     with recorded_digests():  # side files are hashed from the bytes their parse reads
-        if adapter.reads_gzip and path.is_file() and is_gzip(path):
+        if _is_gzip_export(adapter, path):
             with tempfile.TemporaryDirectory(prefix="cellspec-") as folder:
                 plain, digest = decompressed(path, Path(folder))
-                return _built(adapter, plain, input_record(path, digest=digest))
-        return _built(adapter, path, None)
+                return _built(_started(adapter, plain, input_record(path, digest=digest)))
+        return _built(_started(adapter, path, None))
+
+
+def _is_gzip_export(adapter: ToolAdapter, path: Path) -> bool:
+    return adapter.reads_gzip and path.is_file() and is_gzip(path)
 
 
 def _read_folder(adapter: ToolAdapter, folder: Path) -> tuple[CellSpec, ValidationReport]:
@@ -262,24 +267,103 @@ def _read_folder(adapter: ToolAdapter, folder: Path) -> tuple[CellSpec, Validati
     its side files), then the objects as one (:func:`~cellspec_sc.readers._folder.combined`), validated once as a
     whole, as a steinbock folder's images are."""
     tables = folder_tables(folder, adapter.name)
-    parts = []
     size = sum(t.stat().st_size for t in tables) // 8  # about a value for every eight bytes of text
     with progress(len(tables), f"reading {len(tables)} {adapter.tool} tables of {folder.name}", unit="tables",
                   size=size) as bar, each_warning_once([t.name for t in tables]):
-        for table in tables:
-            parts.append(_built_export(*adapter.located(table))[0])
+        parts = []
+        for part in _tables_built(adapter, tables):
+            parts.append(part)
             bar.update(1)
     x = combined(parts, [t.name for t in tables])
     return x, validate(x)
 
 
-def _built(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> tuple[CellSpec, MatrixStats | None]:
+def _tables_built(adapter: ToolAdapter, tables: Sequence[Path]) -> Iterator[CellSpec]:
+    """The object of each of ``tables``, in order, each read as :func:`_built_export` reads it, but with the next
+    table planned and its parse started before this one's cells are made: pyarrow parses the next table on
+    another core while this thread does the Python of this one. Each table's steps run in a context of their own
+    (its side files' digests), a refusal of the next table is raised in its turn, and its parse is waited for
+    before this ends, whatever happens. Tables of the same features share one dictionary (the folder's object
+    takes a copy)."""
+    dictionaries: dict[Any, tuple[pd.DataFrame, dict[str, str]]] = {}
+    upcoming = _table_begun(adapter, tables[0], dictionaries)
+    try:
+        for following in [*tables[1:], None]:
+            current, upcoming = upcoming, None
+            if following is not None:
+                upcoming = _table_begun(adapter, following, dictionaries)
+            yield current()
+    finally:
+        if upcoming is not None:
+            upcoming.abandon()
+
+
+class _Begun:
+    """A table of a folder whose reading has begun in a context of its own: calling it finishes the object."""
+
+    def __init__(self, context: contextvars.Context, begun: Started | BaseException | Path,
+                 adapter: ToolAdapter) -> None:
+        self._context, self._begun, self._adapter = context, begun, adapter
+
+    def __call__(self) -> CellSpec:
+        begun = self._begun
+        if isinstance(begun, BaseException):
+            raise begun
+        if isinstance(begun, Path):  # gzip: decompressed and read in its turn
+            return self._context.run(_built_export, self._adapter, begun)[0]
+        return self._context.run(_built, begun)[0]
+
+    def abandon(self) -> None:
+        """Wait for the parse this table started (its turn never came: an earlier table was refused)."""
+        if isinstance(self._begun, Started) and self._begun.parsing is not None:
+            wait([self._begun.parsing])
+
+
+def _table_begun(adapter: ToolAdapter, table: Path, dictionaries: dict[Any, Any]) -> _Begun:
+    """The reading of ``table`` begun in a context of its own (a refusal kept for its turn)."""
+    context = contextvars.copy_context()
+    try:
+        located, path = adapter.located(table)
+        if _is_gzip_export(located, path):
+            return _Begun(context, path, located)
+        context.run(keep_digests)
+        return _Begun(context, context.run(_started, located, path, None, True, dictionaries), located)
+    except Exception as err:  # noqa: BLE001 - raised in the table's turn, after the tables before it
+        return _Begun(context, err, adapter)
+
+
+@dataclass
+class Started:
+    """An export planned, its parse perhaps running on another thread (:func:`_started`)."""
+
+    adapter: ToolAdapter
+    plan: Plan
+    record: dict[str, Any] | None
+    parsing: Future[tuple[Parsed, Plan]] | None
+    dictionaries: dict[Any, tuple[pd.DataFrame, dict[str, str]]] | None = None
+    """Dictionaries of the features already seen (a folder's tables), by features and marker map."""
+
+
+def _started(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None, ahead: bool = False,
+             dictionaries: dict[Any, Any] | None = None) -> Started:
+    """``path`` planned, and its parse started on another thread when the export is one of 64 kB to 1 MB
+    (:func:`_parse_takes_a_while`) or ``ahead`` (a folder's next table, parsed while the table before it is made
+    into cells)."""
     with step(f"reading the header of {path.name} ({adapter.name})"):
         plan = planned(adapter, path)
-    with step(f"parsing {path.name} ({adapter.name})"):
-        parsed, plan, (dictionary, applied) = parsed_with_dictionary(adapter, plan)
+    parsing = None
+    if ahead or _parse_takes_a_while(plan.header):
+        parsing = in_background(contextvars.copy_context().run, adapter.parse, plan, name="cellspec-parse")
+    return Started(adapter, plan, record, parsing, dictionaries)
+
+
+def _built(started: Started) -> tuple[CellSpec, MatrixStats | None]:
+    adapter, plan = started.adapter, started.plan
+    with step(f"parsing {plan.header.path.name} ({adapter.name})"):
+        parsed, plan, (dictionary, applied) = parsed_with_dictionary(started)
     tables = adapter.tables(plan, parsed, dictionary, applied)
     table = plan.header.path  # the export, or the table a reader chose in a folder (a steinbock folder: itself)
+    record = started.record
     if record is None and table.is_file():  # the tables of a steinbock folder are inputs of their own
         record = input_record(table, digest=parsed.file_digest())  # hashed while the adapter made the tables
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
@@ -292,22 +376,20 @@ def _built(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None) -> t
     return x, stats
 
 
-def parsed_with_dictionary(adapter: ToolAdapter, plan: Plan
-                           ) -> tuple[Parsed, Plan, tuple[pd.DataFrame, dict[str, str]]]:
-    """``adapter.parse(plan)`` (which hashes a single-file export from the bytes it parses), and the dictionary of
-    the plan the parse settled on.
+def parsed_with_dictionary(started: Started) -> tuple[Parsed, Plan, tuple[pd.DataFrame, dict[str, str]]]:
+    """The parse :func:`_started` began (else ``adapter.parse(plan)`` now, which hashes a single-file export from
+    the bytes it parses), and the dictionary of the plan the parse settled on.
 
-    The parse of an export of 64 kB to 1 MB (:func:`_parse_takes_a_while`) runs on another thread (in the caller's
-    context) while this one builds the dictionary of ``plan``'s features: pyarrow lets go of the GIL while it
-    parses. A refusal of the parse comes first, as when the two ran in turn; a dictionary built for features the
-    parse then changed (QuPath's measurement columns found to hold text) is built again for the settled plan, and so
-    is one whose building refused the features."""
-    if not _parse_takes_a_while(plan.header):  # a thread would cost more than the little it lets overlap
+    While another thread parses (pyarrow lets go of the GIL), this one builds the dictionary of the plan's features.
+    A refusal of the parse comes first, as when the two ran in turn; a dictionary built for features the parse then
+    changed (QuPath's measurement columns found to hold text) is built again for the settled plan, and so is one
+    whose building refused the features."""
+    adapter, plan, parsing = started.adapter, started.plan, started.parsing
+    if parsing is None:  # a thread would cost more than the little it lets overlap
         parsed, settled = adapter.parse(plan)
-        return parsed, settled, build_dictionary(settled.features, adapter.marker_map)
-    parsing = in_background(contextvars.copy_context().run, adapter.parse, plan, name="cellspec-parse")
+        return parsed, settled, _dictionary(started, settled)
     try:
-        early: tuple[pd.DataFrame, dict[str, str]] | None = build_dictionary(plan.features, adapter.marker_map)
+        early: tuple[pd.DataFrame, dict[str, str]] | None = _dictionary(started, plan)
     except InputError:
         early = None  # raised again below unless the parse refuses first or settles on other features
     except BaseException:
@@ -315,8 +397,19 @@ def parsed_with_dictionary(adapter: ToolAdapter, plan: Plan
         raise
     parsed, settled = parsing.result()
     if early is None or (settled is not plan and settled.features != plan.features):
-        early = build_dictionary(settled.features, adapter.marker_map)
+        early = _dictionary(started, settled)
     return parsed, settled, early
+
+
+def _dictionary(started: Started, plan: Plan) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The dictionary of ``plan``'s features (built once for the tables of a folder that measure the same)."""
+    marker_map = started.adapter.marker_map
+    if started.dictionaries is None:
+        return build_dictionary(plan.features, marker_map)
+    key = (plan.features, tuple(sorted(marker_map.items())))
+    if key not in started.dictionaries:
+        started.dictionaries[key] = build_dictionary(plan.features, marker_map)
+    return started.dictionaries[key]
 
 
 # An export from this size on is parsed on another thread while the dictionary is built (pyarrow's parse of a file

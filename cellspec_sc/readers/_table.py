@@ -1294,6 +1294,12 @@ def recorded_digests() -> Iterator[dict[str, FileDigest]]:
         _DIGESTS.reset(token)
 
 
+def keep_digests() -> None:
+    """Keep the digests :func:`recorded_digests` keeps, in the current context until it ends: for a caller that runs
+    each read's steps in a ``contextvars.Context`` of its own (a folder's tables, read a step ahead)."""
+    _DIGESTS.set({})
+
+
 def recorded_digest(path: str | os.PathLike) -> FileDigest | None:
     """The SHA-256 and size of ``path`` taken from the bytes a read inside :func:`recorded_digests` parsed (else
     None)."""

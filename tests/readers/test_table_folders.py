@@ -222,3 +222,18 @@ def test_a_refusal_in_a_later_table_still_lets_the_earlier_warnings_through(tmp_
     with pytest.warns(ReaderWarning, match=rf"{first.name}: column .* holds percentages"), \
             pytest.raises(cs.InputError, match=rf"{second.name}: line 2, column 'Confidence'"):
         cs.read_inform(tmp_path / "batch", pixel_size=0.5)
+
+
+def test_tables_are_refused_in_their_order_though_the_next_one_is_read_ahead(tmp_path):
+    first, second = batch(tmp_path)
+    # the first table's cells are refused (a repeated id); the second is planned and parsed while the first is made
+    # into cells, and refused too (at its header, or in its parse): the first refusal is the one said
+    first.write_text(first.read_text().replace("\tother\t2\t", "\tother\t1\t"))
+    readable = second.read_text()
+    for broken in ("Tissue Category", "Phenotype"), ("87.5%", "high"):
+        second.write_text(readable.replace(*broken, 1))
+        with pytest.raises(cs.InputError, match=rf"^{second.name}: "):  # alone, the second table is refused
+            cs.read_inform(second, pixel_size=0.5)
+        with pytest.raises(cs.InputError, match=rf"^{first.name}: .*Cell ID") as refused:
+            cs.read_inform(tmp_path / "batch", pixel_size=0.5)
+        assert second.name not in str(refused.value)
