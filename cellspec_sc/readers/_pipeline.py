@@ -327,7 +327,8 @@ def _table_begun(adapter: ToolAdapter, table: Path, dictionaries: dict[Any, Any]
         if _is_gzip_export(located, path):
             return _Begun(context, path, located)
         context.run(keep_digests)
-        return _Begun(context, context.run(_started, located, path, None, True, dictionaries), located)
+        return _Begun(context, context.run(_started, located, path, None, ahead=True, dictionaries=dictionaries),
+                      located)
     except Exception as err:  # noqa: BLE001 - raised in the table's turn, after the tables before it
         return _Begun(context, err, adapter)
 

@@ -5,6 +5,7 @@ be one object refused naming the tables."""
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import os
 import tempfile
@@ -237,3 +238,18 @@ def test_tables_are_refused_in_their_order_though_the_next_one_is_read_ahead(tmp
         with pytest.raises(cs.InputError, match=rf"^{first.name}: .*Cell ID") as refused:
             cs.read_inform(tmp_path / "batch", pixel_size=0.5)
         assert second.name not in str(refused.value)
+
+
+def test_a_folder_with_gzipped_tables_reads_as_the_plain_folder(tmp_path):
+    write, image_column, reader, options = TOOLS["halo"]
+    (tmp_path / "merged").mkdir()
+    tables = split_by_image(write(tmp_path / "merged"), image_column, tmp_path / "batch")
+    plain = reader(tmp_path / "batch", **options)
+    packed = tables[0].with_name(tables[0].name + ".gz")  # the first table kept compressed, as large exports are
+    packed.write_bytes(gzip.compress(tables[0].read_bytes()))
+    tables[0].unlink()
+    x = reader(tmp_path / "batch", **options)
+    same_object_but_provenance(x, plain)
+    inputs = [(i["path_basename"], i["sha256"]) for i in x.provenance["inputs"]]
+    assert inputs == [(packed.name, hashlib.sha256(packed.read_bytes()).hexdigest()),
+                      *[(t.name, hashlib.sha256(t.read_bytes()).hexdigest()) for t in tables[1:]]]
