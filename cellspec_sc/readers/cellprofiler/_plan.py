@@ -19,6 +19,7 @@ FeatureSpec(kind='intensity', statistic='median', unit='a.u.', source_name='Inte
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ NEIGHBOUR_METHODS = {"Adjacent": "mask_touching"}
 NEIGHBOUR_COLUMN = re.compile(r"Neighbors_NumberOfNeighbors_(?P<method>.+)")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the same headers in every table of a folder
 def classify(source: str, compartment: str) -> FeatureSpec:
     """What one column of an object table means (``compartment``: the object's)."""
     match = INTENSITY.fullmatch(source)

@@ -18,6 +18,7 @@ FeatureSpec(kind='intensity', statistic='mean', unit='a.u.', source_name='CD8 (O
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,7 @@ UNITS = {"um²": "um2", "um^2": "um2", "um2": "um2", "um": "um", "px²": "px2", 
          "px": "px", "pixels": "px"}
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the same headers in every table of a folder
 def classify(source: str) -> FeatureSpec:
     """What one HALO measurement column means."""
     norm = normalise_header(source)

@@ -14,7 +14,7 @@ component ``<Compartment> <component> <Statistic> (Normalized Counts, Total Weig
 ('intensity', 'mean', 'cell', 'CD8 (Opal 570)')
 >>> classify("Nucleus Area (square microns)", "microns").unit, classify("Nucleus Major Axis", "pixels").unit
 ('um2', 'px')
->>> position_unit_of(["Cell X Position", "Nucleus Area (pixels)"])
+>>> position_unit_of(("Cell X Position", "Nucleus Area (pixels)"))
 'pixels'
 >>> percent_value(pa.chunked_array([["95.00%", " 0.01 %", None]])).tolist()
 [95.0, 0.01, nan]
@@ -22,6 +22,7 @@ component ``<Compartment> <component> <Statistic> (Normalized Counts, Total Weig
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from dataclasses import dataclass
@@ -82,6 +83,7 @@ UNIT_WORDS = {"pixels": "pixels", "microns": "microns", "square microns": "micro
 POSITION_UNITS = ("pixels", "microns")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the same headers in every table of a folder
 def classify(source: str, position_unit: str) -> FeatureSpec:
     """What one inForm measurement column means (``position_unit``: the unit of the export, for shapes whose name
     gives none)."""
@@ -99,7 +101,8 @@ def classify(source: str, position_unit: str) -> FeatureSpec:
     return FeatureSpec.other(source)
 
 
-def position_unit_of(names: list[str] | tuple[str, ...]) -> str | None:
+@functools.lru_cache(maxsize=1 << 16)  # the same headers in every table of a folder
+def position_unit_of(names: tuple[str, ...]) -> str | None:
     """The unit the export's bracketed units imply for ``Cell X Position`` (None: they say none, or both)."""
     found = {UNIT_WORDS[m.lower()] for n in names for m in re.findall(r"\(([^)]*)\)", normalise_header(n))
              if m.lower() in UNIT_WORDS}
@@ -119,6 +122,7 @@ def percent_value(values: pa.ChunkedArray, where: tuple[str, str] = ("", "")) ->
                          "a percentage") from None
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the same headers in every table of a folder
 def text_target(name: str) -> str | None | bool:
     """The cells column of a text column (None: read, not kept), or False when ``name`` is no text column."""
     key = normalise_header(name).lower()

@@ -20,6 +20,7 @@ FeatureSpec(kind='intensity', statistic='mean', unit='a.u.', source_name='Nucleu
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -137,6 +138,7 @@ def _derived(parts: list[str]) -> bool:
     return parts[0].lower() == "smoothed" or any(PER_PIXEL.fullmatch(p) for p in parts[:-1])
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the same headers in every table of a folder
 def classify(source: str, *, calibrated: bool) -> FeatureSpec:
     """What one QuPath measurement header means (``calibrated``: the file has micrometre centroids,
     so cell-detection shapes without a unit are in micrometres).
