@@ -327,8 +327,8 @@ def _table_begun(adapter: ToolAdapter, table: Path, dictionaries: dict[Any, Any]
         if _is_gzip_export(located, path):
             return _Begun(context, path, located)
         context.run(keep_digests)
-        return _Begun(context, context.run(_started, located, path, None, ahead=True, dictionaries=dictionaries),
-                      located)
+        return _Begun(context, context.run(_started, located, path, None, folder_table=True,
+                                           dictionaries=dictionaries), located)
     except Exception as err:  # noqa: BLE001 - raised in the table's turn, after the tables before it
         return _Begun(context, err, adapter)
 
@@ -341,21 +341,23 @@ class Started:
     plan: Plan
     record: dict[str, Any] | None
     parsing: Future[tuple[Parsed, Plan]] | None
+    folder_table: bool = False
+    """A table of a folder: the folder's object is validated as a whole, which gathers its matrix stats; none are
+    gathered for the table."""
     dictionaries: dict[Any, tuple[pd.DataFrame, dict[str, str]]] | None = None
     """Dictionaries of the features already seen (a folder's tables), by features and marker map."""
 
 
-def _started(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None, ahead: bool = False,
+def _started(adapter: ToolAdapter, path: Path, record: dict[str, Any] | None, *, folder_table: bool = False,
              dictionaries: dict[Any, Any] | None = None) -> Started:
     """``path`` planned, and its parse started on another thread when the export is one of 64 kB to 1 MB
-    (:func:`_parse_takes_a_while`) or ``ahead`` (a folder's next table, parsed while the table before it is made
-    into cells)."""
+    (:func:`_parse_takes_a_while`) or a ``folder_table`` (parsed while the table before it is made into cells)."""
     with step(f"reading the header of {path.name} ({adapter.name})"):
         plan = planned(adapter, path)
     parsing = None
-    if ahead or _parse_takes_a_while(plan.header):
+    if folder_table or _parse_takes_a_while(plan.header):
         parsing = in_background(contextvars.copy_context().run, adapter.parse, plan, name="cellspec-parse")
-    return Started(adapter, plan, record, parsing, dictionaries)
+    return Started(adapter, plan, record, parsing, folder_table, dictionaries)
 
 
 def _built(started: Started) -> tuple[CellSpec, MatrixStats | None]:
@@ -368,7 +370,7 @@ def _built(started: Started) -> tuple[CellSpec, MatrixStats | None]:
     if record is None and table.is_file():  # the tables of a steinbock folder are inputs of their own
         record = input_record(table, digest=parsed.file_digest())  # hashed while the adapter made the tables
     x = assemble(adapter, parsed=parsed, dictionary=dictionary, tables=tables, path_record=record)
-    stats = image_stats(parsed, x.cells, tables.image_codes)
+    stats = None if started.folder_table else image_stats(parsed, x.cells, tables.image_codes)
     # the cell-id codes may still be in the making on another core (and raise the adapter's refusal of repeated
     # ids): the object and its matrix stats were made meanwhile, and validation is handed finished values
     codes = _finished(tables.cell_codes)
