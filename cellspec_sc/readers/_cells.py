@@ -141,9 +141,9 @@ def pixel_cells(header: Header, rows: ImageRows, ids: pa.Array, x_px: np.ndarray
     for values, column in ((x_px, columns[0]), (y_px, columns[1])):
         check_finite_centroids(header.path, values, column, parsed_rows)
     per_row = np.array([sizes[i] for i in rows.order], dtype=np.float64)[rows.index]
-    samples = [sample_id if sample_id is not None else i for i in rows.order]
-    return {"cell_id": string_column(ids), "image_id": string_column(rows.ids),
-            "sample_id": string_column(pa.array(samples, type=pa.string()).take(pa.array(rows.index))),
+    images = string_column(rows.ids)
+    samples = images if sample_id is None else string_column(constant_strings(sample_id, len(rows.index)))
+    return {"cell_id": string_column(ids), "image_id": images, "sample_id": samples,  # the frame copies each
             "x": x_px * per_row, "y": y_px * per_row, "x_px": x_px, "y_px": y_px}
 
 
