@@ -33,6 +33,7 @@ import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, wait
+from contextlib import closing
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -271,9 +272,10 @@ def _read_folder(adapter: ToolAdapter, folder: Path) -> tuple[CellSpec, Validati
     with progress(len(tables), f"reading {len(tables)} {adapter.tool} tables of {folder.name}", unit="tables",
                   size=size) as bar, each_warning_once([t.name for t in tables]):
         parts = []
-        for part in _tables_built(adapter, tables):
-            parts.append(part)
-            bar.update(1)
+        with closing(_tables_built(adapter, tables)) as built:  # the parse ahead ends inside the block, always
+            for part in built:
+                parts.append(part)
+                bar.update(1)
     x = combined(parts, [t.name for t in tables])
     return x, validate(x)
 
