@@ -8,6 +8,10 @@ object: tables that measure other features or carry other columns, and an image 
 every table (and each side file once) as an input, sums the counts, and keeps each parameter once when every table
 has the same value, merged when they are per-image mappings (``pixel_size``), and per table otherwise
 (``parameters["by_table"]``).
+
+A tool that writes a table per mask (MCMICRO's mcquant run with a cell and a nuclei mask) measures the same cells in
+several compartments: the objects of each mask's tables are then put side by side by :func:`joined_compartments`,
+matched by image and cell id.
 """
 
 from __future__ import annotations
@@ -44,6 +48,111 @@ def combined(parts: Sequence[CellSpec], names: Sequence[str]) -> CellSpec:
         provenance=combined_provenance([p.provenance for p in parts], names),
         adjacency=None if any(a is None for a in adjacency) else HandedOver(pd.concat(adjacency, ignore_index=True)),
     )
+
+
+def joined_compartments(objects: Sequence[CellSpec], tables: Sequence[Sequence[str]]) -> CellSpec:
+    """One object of objects that measure the same cells in different compartments, read from the tables
+    ``tables`` (a list per object; MCMICRO's mcquant writes a table per mask): the first object's cells, in its
+    order, with every object's features side by side, matched by image and cell id.
+
+    A cell that another object lacks (a cell without a nucleus) has NA for that object's features, counted in
+    ``parameters["cells_without"]``; an object's cell that the first lacks is refused, naming its table. The later
+    objects' centroids become cells columns ``<compartment>_x`` and ``<compartment>_y`` (micrometres), their
+    features of kind other are named after their compartment (``other:nucleus_<name>``); their images and channels
+    must be the first's. Provenance: every input once, the counts summed (``rows_kept``: the cells), each parameter
+    once when equal, else per compartment (``parameters["by_compartment"]``).
+    """
+    first = objects[0]
+    keys = _cell_keys(first)
+    cells, blocks, dictionaries = first.cells.copy(), [first.measurements], [first.dictionary]
+    compartments, without = [_compartment_of(first, tables[0])], {}
+    for part, names in zip(objects[1:], tables[1:], strict=True):
+        compartment = _compartment_of(part, names)
+        _check_same_images(first, part, tables[0], names)
+        at = keys.get_indexer(_cell_keys(part))
+        if (at < 0).any():
+            row = int(np.flatnonzero(at < 0)[0])
+            image, cell = part.cells["image_id"].iloc[row], part.cells["cell_id"].iloc[row]
+            raise InputError(f"{listed(names)}: cell {cell!r} of image {image!r} is in no table of "
+                             f"{listed(tables[0])}; the tables of the masks of one segmentation are joined by cell id "
+                             "and the first mask's tables hold every cell: read the tables one by one")
+        blocks.append(_rows_at(part.measurements, at, len(keys)))
+        dictionaries.append(_others_named(part.dictionary, compartment))
+        for axis in ("x", "y"):
+            cells[f"{compartment}_{axis}"] = _rows_at(part.cells[axis].to_numpy(np.float64), at, len(keys))
+        compartments.append(compartment)
+        without[compartment] = len(keys) - len(at)
+    dictionary = pd.concat(dictionaries, ignore_index=True)
+    repeated = dictionary["feature_id"][dictionary["feature_id"].duplicated()].tolist()
+    if repeated:
+        raise InputError(f"{listed([n for names in tables for n in names])}: the masks' tables measure the same "
+                         f"features ({listed(repeated)}); read them one by one")
+    return CellSpec(
+        spec_version=SPEC_VERSION,
+        cells=HandedOver(cells),
+        measurements=sealed(np.ascontiguousarray(np.hstack(blocks))),
+        dictionary=HandedOver(dictionary),
+        images=HandedOver(first.images.copy()),
+        channels=HandedOver(first.channels.copy()),
+        provenance=_joined_provenance([o.provenance for o in objects], compartments, tables, len(keys), without),
+        adjacency=None if first.adjacency is None else HandedOver(first.adjacency.copy()),
+    )
+
+
+def _cell_keys(x: CellSpec) -> pd.MultiIndex:
+    return pd.MultiIndex.from_arrays([x.cells["image_id"].to_numpy(object), x.cells["cell_id"].to_numpy(object)])
+
+
+def _rows_at(values: np.ndarray, at: np.ndarray, n: int) -> np.ndarray:
+    """``values`` placed at rows ``at`` of ``n`` rows, NA elsewhere."""
+    out = np.full((n, *values.shape[1:]), np.nan)
+    out[at] = values
+    return out
+
+
+def _compartment_of(x: CellSpec, names: Sequence[str]) -> str:
+    """The one compartment of ``x``'s intensity and shape features (refused when they measure several)."""
+    found = list(dict.fromkeys(x.dictionary["compartment"].dropna().tolist()))
+    if len(found) != 1:
+        raise InputError(f"{listed(names)}: the features measure {listed(found) if found else 'no compartment'}; "
+                         "the tables of the masks of one segmentation are joined when each measures one compartment: "
+                         "read them one by one")
+    return found[0]
+
+
+def _others_named(dictionary: pd.DataFrame, compartment: str) -> pd.DataFrame:
+    """``dictionary`` with its features of kind other named after ``compartment`` (``other:nucleus_<name>``)."""
+    other = (dictionary["kind"] == "other").to_numpy()
+    if not other.any():
+        return dictionary
+    out = dictionary.copy()
+    statistic = compartment + "_" + out.loc[other, "statistic"]
+    out.loc[other, "statistic"] = statistic
+    out.loc[other, "feature_id"] = "other:" + statistic
+    return out
+
+
+def _check_same_images(first: CellSpec, part: CellSpec, first_names: Sequence[str], names: Sequence[str]) -> None:
+    """Refuse a part whose images or channels are not the first's (the same image read with other side files)."""
+    for table in ("images", "channels"):
+        ours = getattr(first, table)
+        theirs = getattr(part, table)
+        same = ours[ours["image_id"].isin(theirs["image_id"])].reset_index(drop=True)
+        if not (len(same) == len(theirs) and same.equals(theirs.reset_index(drop=True))):
+            raise InputError(f"{listed(names)}: its {table} differ from those of {listed(first_names)}; the "
+                             "tables of the masks of one segmentation are read as one object of the same images: "
+                             "read them one by one")
+
+
+def _joined_provenance(records: Sequence[dict[str, Any]], compartments: Sequence[str],
+                       tables: Sequence[Sequence[str]], cells: int, without: dict[str, int]) -> dict[str, Any]:
+    counts = {**_summed_counts(records), "rows_kept": cells}
+    parameters = merged_parameters([r["parameters"] for r in records], compartments)
+    if "by_table" in parameters:
+        parameters["by_compartment"] = parameters.pop("by_table")
+    parameters.update(tables=[n for names in tables for n in names], joined_on=["image_id", "cell_id"],
+                      cells_without=without)
+    return _provenance_of(records, counts, parameters)
 
 
 def _stacked(parts: Sequence[CellSpec], names: Sequence[str], table: str) -> pd.DataFrame:
@@ -155,16 +264,26 @@ def combined_provenance(records: Sequence[dict[str, Any]], names: Sequence[str])
     >>> p["counts"], p["parameters"]["pixel_size"], p["parameters"]["by_table"]
     ({'rows_read': 4}, {'i': 0.5, 'j': 0.5}, {'a.txt': {'source': 'x'}, 'b.txt': {'source': 'y'}})
     """
-    first = records[0]
+    parameters = merged_parameters([r["parameters"] for r in records], names)
+    return _provenance_of(records, _summed_counts(records), {**parameters, "tables": list(names)})
+
+
+def _summed_counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for record in records:
         for key, value in record["counts"].items():
             counts[key] = counts.get(key, 0) + value
-    parameters = merged_parameters([r["parameters"] for r in records], names)
+    return counts
+
+
+def _provenance_of(records: Sequence[dict[str, Any]], counts: dict[str, int], parameters: dict[str, Any]
+                   ) -> dict[str, Any]:
+    """A new provenance record of the first record's producer and reader, every input of ``records`` once."""
+    first = records[0]
     return new_provenance(producer=dict(first["producer"]), adapter=first["reader"]["adapter"],
                           adapter_version=first["reader"]["adapter_version"],
                           inputs=_each_once([i for r in records for i in r["inputs"]]), counts=counts,
-                          parameters={**parameters, "tables": list(names)})
+                          parameters=parameters)
 
 
 def _each_once(inputs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -210,4 +329,5 @@ def _union(values: Sequence[Any]) -> dict[str, Any] | None:
     return out
 
 
-__all__ = ["combined", "combined_provenance", "each_warning_once", "grouped_warnings", "merged_parameters"]
+__all__ = ["combined", "combined_provenance", "each_warning_once", "grouped_warnings", "joined_compartments",
+           "merged_parameters"]

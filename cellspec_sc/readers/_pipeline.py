@@ -56,7 +56,7 @@ from cellspec_sc.model import (
 )
 from cellspec_sc.progress import progress, step
 from cellspec_sc.readers._features import FeatureSpec, build_dictionary, checked_marker_map
-from cellspec_sc.readers._folder import combined, each_warning_once
+from cellspec_sc.readers._folder import combined, each_warning_once, joined_compartments
 from cellspec_sc.readers._recognise import folder_tables, is_gzip, other_tool_advice
 from cellspec_sc.readers._table import (
     SMALL_TABLE_BYTES,
@@ -187,6 +187,12 @@ class ToolAdapter(ABC):
     def tables(self, plan: Plan, parsed: Parsed, dictionary: pd.DataFrame, applied: Mapping[str, str]) -> Tables:
         """Cells, images, channels and reader parameters from the parsed rows."""
 
+    def table_groups(self, tables: Sequence[Path]) -> list[list[Path]]:
+        """The tables of a folder in groups of one compartment, the groups' objects joined by cell id
+        (:func:`~cellspec_sc.readers._folder.joined_compartments`; first group first): one group, unless the tool
+        writes a table per mask (MCMICRO)."""
+        return [list(tables)]
+
 
 _ABSENT = object()
 
@@ -267,7 +273,8 @@ def _read_folder(adapter: ToolAdapter, folder: Path) -> tuple[CellSpec, Validati
     """Every table of a folder of the tool's tables read as the tool's reader reads one (each located first, with
     its side files), then the objects as one (:func:`~cellspec_sc.readers._folder.combined`), validated once as a
     whole, as a steinbock folder's images are."""
-    tables = folder_tables(folder, adapter.name)
+    groups = adapter.table_groups(folder_tables(folder, adapter.name))
+    tables = [t for group in groups for t in group]
     size = sum(t.stat().st_size for t in tables) // 8  # about a value for every eight bytes of text
     with progress(len(tables), f"reading {len(tables)} {adapter.tool} tables of {folder.name}", unit="tables",
                   size=size) as bar, each_warning_once([t.name for t in tables]):
@@ -276,7 +283,11 @@ def _read_folder(adapter: ToolAdapter, folder: Path) -> tuple[CellSpec, Validati
             for part in built:
                 parts.append(part)
                 bar.update(1)
-    x = combined(parts, [t.name for t in tables])
+    objects, first = [], 0
+    for group in groups:
+        objects.append(combined(parts[first:first + len(group)], [t.name for t in group]))
+        first += len(group)
+    x = objects[0] if len(objects) == 1 else joined_compartments(objects, [[t.name for t in g] for g in groups])
     return x, validate(x)
 
 

@@ -246,5 +246,5 @@ def test_adapter_versions_were_bumped_for_changed_output():
     from cellspec_sc.readers.qupath import _plan as qupath
     from cellspec_sc.readers.steinbock import _plan as steinbock
 
-    assert (qupath.ADAPTER_VERSION, mcmicro.ADAPTER_VERSION, steinbock.ADAPTER_VERSION) == ("1.3.0", "1.3.0", "1.3.0")
+    assert (qupath.ADAPTER_VERSION, mcmicro.ADAPTER_VERSION, steinbock.ADAPTER_VERSION) == ("1.3.0", "1.4.0", "1.3.0")
     assert set(string.digits + ".") >= set(qupath.ADAPTER_VERSION)

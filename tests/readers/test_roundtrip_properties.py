@@ -110,3 +110,39 @@ def test_generated_mcquant_tables_read_back_exactly(table, pixel_size):
         assert np.array_equal(x.measurements[:, :-1].view(np.int64)[ok], raw.view(np.int64)[ok])
         back = cs.read(cs.write(x, Path(tmp) / "out", format="tsv"))
         assert back.feature_ids == x.feature_ids and back.cells["cell_id"].equals(x.cells["cell_id"])
+
+
+def mcquant_lines(names, ids, means, centroids, areas):
+    lines = [",".join(["CellID", *names, "X_centroid", "Y_centroid", "Area"])]
+    lines += [",".join([str(i), *(number_text(v) for v in row), repr(cx), repr(cy), str(a)])
+              for i, row, (cx, cy), a in zip(ids, means, centroids, areas, strict=True)]
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=20)
+@given(mcquant_tables(), st.data())
+def test_generated_cell_and_nuclei_tables_join_by_cell_id_to_the_values_written(table, data):
+    names, ids, means, centroids, areas = table
+    # at least one nucleus: a table of no rows is refused, as when it is read alone
+    nucleated = data.draw(st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)).filter(any))
+    order = data.draw(st.permutations([i for i, kept in enumerate(nucleated) if kept]))
+    nuclear = [[data.draw(values) for _ in names] for _ in order]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "quantification"
+        folder.mkdir()
+        (folder / "img--seg_cell.csv").write_text(mcquant_lines(names, ids, means, centroids, areas))
+        (folder / "img--seg_nuclei.csv").write_text(mcquant_lines(
+            names, [ids[i] for i in order], nuclear, [centroids[i] for i in order], [areas[i] for i in order]))
+        x = cs.read_mcmicro(folder, pixel_size=0.5)
+        assert cs.validate(x).ok
+        assert x.cells["cell_id"].tolist() == [str(i) for i in ids]
+        assert x.feature_ids == [f"cell:{m}:mean" for m in names] + ["cell:area"] + \
+            [f"nucleus:{m}:mean" for m in names] + ["nucleus:area"]
+        written = np.full((len(ids), len(names)), np.nan)
+        written[list(order)] = np.array(nuclear, dtype=np.float64).reshape(len(order), len(names))
+        read = x.measurements[:, len(names) + 1:-1]
+        finite = np.isfinite(written)
+        assert np.array_equal(np.isnan(read), ~finite)
+        assert np.array_equal(read.view(np.int64)[finite], written.view(np.int64)[finite])
+        assert x.provenance["parameters"]["cells_without"] == {"nucleus": len(ids) - len(order)}
+        assert cs.read(cs.write(x, Path(tmp) / "out")).equals(x)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,7 +44,7 @@ from cellspec_sc.readers.mcmicro._plan import (
     OmePixels,
     plan_export,
 )
-from cellspec_sc.readers.mcmicro._project import MARKERS, project_files
+from cellspec_sc.readers.mcmicro._project import MARKERS, compartment_groups, project_files
 
 
 class McquantAdapter(ToolAdapter):
@@ -74,6 +74,12 @@ class McquantAdapter(ToolAdapter):
         adapter = copy.copy(self)
         adapter.markers_csv, adapter.image, adapter.found = files.markers_csv, files.image, files.found
         return adapter, files.table
+
+    def table_groups(self, tables: Sequence[Path]) -> list[list[Path]]:
+        """The tables of a folder by the compartment of their mask (``cell`` first), when they are an mcquant run
+        with several masks (see :func:`~cellspec_sc.readers.mcmicro._project.compartment_groups`): their objects
+        are joined by cell id."""
+        return compartment_groups(tables) or [list(tables)]
 
     def plan(self, path: Path) -> McmicroPlan:
         """The plan of the table at ``path`` (see :func:`~cellspec_sc.readers.mcmicro._plan.plan_export`)."""

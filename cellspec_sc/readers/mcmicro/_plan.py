@@ -58,7 +58,9 @@ ADAPTER = "mcmicro"
 # Unnamed: N and scikit-image properties without a spec statistic (bbox-0, euler_number) kind other.
 # 1.3.0: a table in an MCMICRO project folder takes markers.csv and its registered image from the folder when not
 # given (parameters["found_in_project"]); the project folder is read as its one table.
-ADAPTER_VERSION = "1.3.0"
+# 1.4.0: a folder of the tables of several masks of one segmentation (cell, nuclei ...) is read as one object, the
+# masks' features joined by cell id (it was refused).
+ADAPTER_VERSION = "1.4.0"
 TOOL = "MCMICRO mcquant"
 
 ID_COLUMN = "CellID"
@@ -92,6 +94,7 @@ _PROPS_LONGEST_FIRST = sorted(INTENSITY_PROPS, key=len, reverse=True)
 # What pandas' to_csv writes for an unnamed index: the row number, not a marker.
 PANDAS_INDEX = re.compile(r"Unnamed: \d+")
 _MASK_SUFFIX = re.compile(r"^(?P<base>.+)_(?P<mask>[A-Za-z]+Mask)$")
+_MCMICRO_NAME = re.compile(r"(?P<image>.+?)--(?P<seg>.+)_(?P<mask>[^_]+)")
 
 
 def split_file_name(name: str) -> tuple[str, str | None]:
@@ -113,7 +116,7 @@ def split_file_name(name: str) -> tuple[str, str | None]:
     (('TEST1', 'mask_TEST1'), ('core_7', 'nuclei'))
     """
     stem = name[:-4] if name.lower().endswith(".csv") else name
-    match = re.fullmatch(r"(?P<image>.+?)--(?P<seg>.+)_(?P<mask>[^_]+)", stem)
+    match = _MCMICRO_NAME.fullmatch(stem)
     if match:
         return match.group("image"), match.group("mask")
     match = _MASK_SUFFIX.fullmatch(stem)
@@ -126,6 +129,16 @@ def split_file_name(name: str) -> tuple[str, str | None]:
     if match and match.group("mask").lower() in MASKS:
         return match.group("image"), match.group("mask")
     return stem, None
+
+
+def segmentation_of(name: str) -> str | None:
+    """The segmentation an MCMICRO table's file name names (``<image>--<segmentation>_<mask>.csv``), else None.
+
+    >>> segmentation_of("exemplar-001--unmicst_nuclei.csv"), segmentation_of("core_7_nuclei.csv")
+    ('unmicst', None)
+    """
+    match = _MCMICRO_NAME.fullmatch(name[:-4] if name.lower().endswith(".csv") else name)
+    return match.group("seg") if match else None
 
 
 def mask_compartment(mask: str | None) -> str | None:

@@ -108,13 +108,99 @@ def test_a_gzipped_table_in_a_project_finds_the_same_side_files(tmp_path):
     assert x.provenance["inputs"][0]["path_basename"] == packed.name
 
 
-def test_a_project_with_several_tables_of_its_image_is_refused_naming_them(tmp_path):
+def nuclei_of(table, keep, path, shift=1.0):
+    """A nuclei mask's table of the cells ``keep`` (positions in ``table``), as mcquant writes one per mask: the
+    same columns, other values (every measurement halved, centroids moved by ``shift`` pixels)."""
+    source = pd.read_csv(table)
+    nuclei = source.iloc[keep].copy()
+    measured = [c for c in source.columns if c not in ("CellID", "X_centroid", "Y_centroid")]
+    nuclei[measured] = nuclei[measured] * 0.5
+    nuclei[["X_centroid", "Y_centroid"]] += shift
+    nuclei.to_csv(path, index=False)
+    return nuclei
+
+
+def test_the_masks_of_one_segmentation_read_as_one_object_joined_by_cell_id(tmp_path):
     project, table = make_project(tmp_path)
-    shutil.copyfile(table, table.with_name("exemplar-001--unmicst_nuclei.csv"))
+    nuclei_path = table.with_name("exemplar-001--unmicst_nuclei.csv")
+    nuclei = nuclei_of(table, [3, 0, 2], nuclei_path)  # the second cell has no nucleus; rows in another order
+    with pytest.warns(ReaderWarning, match="AF555_background"):
+        cell_only = cs.read_mcmicro(table)
+    with pytest.warns(ReaderWarning, match="AF555_background"):
+        x = cs.read_mcmicro(project)
+    with pytest.warns(ReaderWarning, match="AF555_background"):
+        recognised = cs.read_export(project / "quantification")
+    assert recognised.equals(x.replace(provenance=recognised.provenance))
+    cell_ids = cell_only.feature_ids
+    assert x.feature_ids[:len(cell_ids)] == cell_ids
+    assert np.array_equal(x.measurements[:, :len(cell_ids)], cell_only.measurements, equal_nan=True)
+    source = pd.read_csv(table)
+    row_of = {str(i): r for r, i in enumerate(source["CellID"])}
+    rows = [row_of[str(i)] for i in nuclei["CellID"]]
+    for column, feature in (("CD3", "nucleus:CD3:mean"), ("CD8a_intensity_median", "nucleus:CD8a:median"),
+                            ("Area", "nucleus:area"), ("CD3_gini_index", "other:nucleus_cd3_gini_index")):
+        values = x.measurements[:, x.feature_ids.index(feature)]
+        assert np.array_equal(values[rows], nuclei[column].to_numpy(), equal_nan=True)
+        assert np.isnan(values[row_of["2"]])
+    assert x.dictionary.set_index("feature_id").loc["other:nucleus_cd3_gini_index", "source_name"] == "CD3_gini_index"
+    assert x.cells["nucleus_x"].to_numpy()[rows].tolist() == ((nuclei["X_centroid"] + 0.5) * PIXEL_SIZE).tolist()
+    assert np.isnan(x.cells["nucleus_y"].to_numpy()[row_of["2"]])
+    assert x.cells.drop(columns=["nucleus_x", "nucleus_y"]).equals(cell_only.cells)
+    assert x.images.equals(cell_only.images) and x.channels.equals(cell_only.channels)
+    inputs = x.provenance["inputs"]
+    assert [i["path_basename"] for i in inputs] == [table.name, "markers.csv", "exemplar-001.ome.tif",
+                                                    nuclei_path.name]
+    assert inputs[3]["sha256"] == hashlib.sha256(nuclei_path.read_bytes()).hexdigest()
+    counts, parameters = x.provenance["counts"], x.provenance["parameters"]
+    assert counts["rows_read"] == len(source) + len(nuclei) and counts["rows_kept"] == len(source)
+    assert parameters["cells_without"] == {"nucleus": 1} and parameters["joined_on"] == ["image_id", "cell_id"]
+    assert parameters["by_compartment"]["nucleus"]["tables"] == [nuclei_path.name]
+    assert cs.read(cs.write(x, tmp_path / "joined")).equals(x)
+    assert main(["import", "auto", str(project), str(tmp_path / "imported")]) == 0
+    imported = cs.read(tmp_path / "imported")
+    assert imported.equals(x.replace(provenance=imported.provenance))
+    assert imported.provenance["parameters"]["cells_without"] == {"nucleus": 1}
+
+
+def test_a_tma_of_cores_with_two_masks_each_joins_each_cores_cells(tmp_path):
+    project, table = make_project(tmp_path, "tma-01")
+    (project / "registration" / "tma-01.ome.tif").unlink()
+    source = table.read_text().splitlines()
+    for core in ("1", "2"):  # the same CellIDs in both cores: cells are matched within their core
+        path = table.with_name(f"{core}--unmicst_cell.csv")
+        path.write_text("\n".join(source[:4]) + "\n")
+        nuclei_of(path, [0, 2] if core == "1" else [1], table.with_name(f"{core}--unmicst_nuclei.csv"),
+                  shift=float(core))
+    table.unlink()
+    with pytest.warns(ReaderWarning, match="AF555_background"):
+        x = cs.read_mcmicro(project, pixel_size=0.5)
+    assert x.cells["image_id"].tolist() == ["1"] * 3 + ["2"] * 3
+    nucleus_x = pd.read_csv(table.with_name("1--unmicst_nuclei.csv"))["X_centroid"].tolist()
+    assert x.cells["nucleus_x"].tolist()[:3:2] == [(v + 0.5) * 0.5 for v in nucleus_x]
+    present = ~np.isnan(x.measurements[:, x.feature_ids.index("nucleus:CD3:mean")])
+    assert present.tolist() == [True, False, True, False, True, False]
+    assert x.provenance["parameters"]["cells_without"] == {"nucleus": 3}
+
+
+def test_a_nucleus_of_a_cell_the_cell_table_lacks_is_refused_naming_the_tables(tmp_path):
+    project, table = make_project(tmp_path)
+    nuclei = nuclei_of(table, [0, 1], table.with_name("exemplar-001--unmicst_nuclei.csv"))
+    nuclei.loc[nuclei.index[1], "CellID"] = 99
+    nuclei.to_csv(table.with_name("exemplar-001--unmicst_nuclei.csv"), index=False)
+    with pytest.raises(InputError, match=r"'exemplar-001--unmicst_nuclei.csv': cell '99' of image 'exemplar-001' is "
+                                         r"in no table of 'exemplar-001--unmicst_cell.csv'"), \
+            pytest.warns(ReaderWarning, match="AF555_background"):
+        cs.read_mcmicro(project)
+
+
+def test_two_segmentations_of_one_image_are_refused_naming_them(tmp_path):
+    project, table = make_project(tmp_path)
+    shutil.copyfile(table, table.with_name("exemplar-001--ilastik_cell.csv"))
     with pytest.raises(InputError, match=r"exemplar-001: 2 mcquant tables of one image in quantification/ \("
-                       r"'exemplar-001--unmicst_cell.csv', 'exemplar-001--unmicst_nuclei.csv': its masks or "
-                       r"segmentations\); pass the one to read: "
-                       r"read_mcmicro\('[^']*exemplar-001/quantification/exemplar-001--unmicst_cell.csv'\)"):
+                       r"'exemplar-001--ilastik_cell.csv', 'exemplar-001--unmicst_cell.csv'\), not masks of one "
+                       r"segmentation that measure different compartments \(those are read as one object, joined by "
+                       r"CellID\); pass the one to read: "
+                       r"read_mcmicro\('[^']*exemplar-001/quantification/exemplar-001--ilastik_cell.csv'\)"):
         cs.read_mcmicro(project)
 
 
