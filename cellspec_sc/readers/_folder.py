@@ -133,7 +133,13 @@ def _others_named(dictionary: pd.DataFrame, compartment: str) -> pd.DataFrame:
 
 
 def _check_same_images(first: CellSpec, part: CellSpec, first_names: Sequence[str], names: Sequence[str]) -> None:
-    """Refuse a part whose images or channels are not the first's (the same image read with other side files)."""
+    """Refuse a part with an image the first lacks, or whose images or channels are not the first's (the same image
+    read with other side files)."""
+    lacking = sorted(set(part.images["image_id"]) - set(first.images["image_id"]))
+    if lacking:
+        raise InputError(f"{listed(names)}: image(s) {listed(lacking)} have no table among {listed(first_names)}; the "
+                         "tables of the masks of one segmentation are joined by cell id and the first mask's tables "
+                         "hold every cell: read the tables one by one")
     for table in ("images", "channels"):
         ours = getattr(first, table)
         theirs = getattr(part, table)

@@ -193,6 +193,17 @@ def test_a_nucleus_of_a_cell_the_cell_table_lacks_is_refused_naming_the_tables(t
         cs.read_mcmicro(project)
 
 
+def test_a_nuclei_table_of_an_image_without_a_cell_table_is_refused_naming_the_image(tmp_path):
+    project, table = make_project(tmp_path, "tma-01")
+    for core in ("1", "2"):
+        nuclei_of(table, [0, 1], table.with_name(f"{core}--unmicst_nuclei.csv"))
+    shutil.copyfile(table, table.with_name("1--unmicst_cell.csv"))
+    table.unlink()
+    with pytest.raises(InputError, match=r"'2--unmicst_nuclei.csv': image\(s\) '2' have no table among "
+                                         r"'1--unmicst_cell.csv'"), pytest.warns(ReaderWarning):
+        cs.read_mcmicro(project, pixel_size=0.5)
+
+
 def test_two_segmentations_of_one_image_are_refused_naming_them(tmp_path):
     project, table = make_project(tmp_path)
     shutil.copyfile(table, table.with_name("exemplar-001--ilastik_cell.csv"))
