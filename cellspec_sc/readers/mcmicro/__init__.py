@@ -42,9 +42,10 @@ def read_mcmicro(
     ----------
     path
         The mcquant table, or an MCMICRO project folder (or its ``quantification/`` folder) with one table, or with
-        tables of several images (a TMA's cores: read as one object). A table
-        in a project folder takes ``markers.csv`` and ``registration/<image>.ome.tif`` from it when
-        ``markers_csv``, or ``image`` and ``pixel_size``, are not given (``provenance["parameters"]
+        tables of several images (a TMA's cores: read as one object), or of several masks of one segmentation
+        (``<image>--unmicst_cell.csv`` and ``<image>--unmicst_nuclei.csv``: their features joined by cell id, see
+        ``docs/readers.md``). A table in a project folder takes ``markers.csv`` and ``registration/<image>.ome.tif``
+        from it when ``markers_csv``, or ``image`` and ``pixel_size``, are not given (``provenance["parameters"]
         ["found_in_project"]``).
     pixel_size
         Micrometres per pixel; else the OME-XML ``PhysicalSizeX`` of ``image`` is used. Without either the
