@@ -271,8 +271,9 @@ def _is_gzip_export(adapter: ToolAdapter, path: Path) -> bool:
 
 def _read_folder(adapter: ToolAdapter, folder: Path) -> tuple[CellSpec, ValidationReport]:
     """Every table of a folder of the tool's tables read as the tool's reader reads one (each located first, with
-    its side files), then the objects as one (:func:`~cellspec_sc.readers._folder.combined`), validated once as a
-    whole, as a steinbock folder's images are."""
+    its side files), then the objects as one (:func:`~cellspec_sc.readers._folder.combined`; for tables of several
+    masks, the objects of each mask joined by cell id: :func:`~cellspec_sc.readers._folder.joined_compartments`),
+    validated once as a whole, as a steinbock folder's images are."""
     groups = adapter.table_groups(folder_tables(folder, adapter.name))
     tables = [t for group in groups for t in group]
     size = sum(t.stat().st_size for t in tables) // 8  # about a value for every eight bytes of text
