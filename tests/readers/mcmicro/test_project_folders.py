@@ -162,6 +162,22 @@ def test_the_masks_of_one_segmentation_read_as_one_object_joined_by_cell_id(tmp_
     assert imported.provenance["parameters"]["cells_without"] == {"nucleus": 1}
 
 
+def test_a_gzipped_mask_table_joins_as_the_plain_one(tmp_path):
+    project, table = make_project(tmp_path)
+    nuclei_path = table.with_name("exemplar-001--unmicst_nuclei.csv")
+    nuclei_of(table, [1, 3], nuclei_path)
+    with pytest.warns(ReaderWarning, match="AF555_background"):
+        plain = cs.read_mcmicro(project)
+    packed = nuclei_path.with_name(nuclei_path.name + ".gz")
+    packed.write_bytes(gzip.compress(nuclei_path.read_bytes()))
+    nuclei_path.unlink()
+    with pytest.warns(ReaderWarning, match="AF555_background"):
+        x = cs.read_mcmicro(project)
+    assert x.equals(plain.replace(provenance=x.provenance))
+    assert x.provenance["inputs"][-1]["path_basename"] == packed.name
+    assert x.provenance["inputs"][-1]["sha256"] == hashlib.sha256(packed.read_bytes()).hexdigest()
+
+
 def test_a_tma_of_cores_with_two_masks_each_joins_each_cores_cells(tmp_path):
     project, table = make_project(tmp_path, "tma-01")
     (project / "registration" / "tma-01.ome.tif").unlink()
