@@ -87,7 +87,7 @@ def joined_compartments(objects: Sequence[CellSpec], tables: Sequence[Sequence[s
     dictionary = pd.concat(dictionaries, ignore_index=True)
     repeated = dictionary["feature_id"][dictionary["feature_id"].duplicated()].tolist()
     if repeated:
-        raise InputError(f"{listed([n for names in tables for n in names])}: the masks' tables measure the same "
+        raise InputError(f"{listed([name for names in tables for name in names])}: the masks' tables measure the same "
                          f"features ({listed(repeated)}); read them one by one")
     return CellSpec(
         spec_version=SPEC_VERSION,
@@ -103,8 +103,8 @@ def joined_compartments(objects: Sequence[CellSpec], tables: Sequence[Sequence[s
 
 def _rows_in(first: CellSpec, part: CellSpec) -> np.ndarray:
     """The row of ``first`` of each cell of ``part`` (-1: none), matched by image and cell id: both ids encoded over
-    the two tables at once (Arrow), then one integer key per cell (a million cells in a fraction of a second, where
-    a pandas MultiIndex of the strings takes seconds).
+    the two tables at once (Arrow), then one integer key per cell (about half the time a pandas MultiIndex of the
+    strings takes: a million cells in about a second on two busy cores, against 2.5 s).
 
     >>> import cellspec_sc as cs
     >>> x = cs.example()
