@@ -29,12 +29,13 @@ import pyarrow.compute as pc
 from cellspec_sc.errors import InputError
 from cellspec_sc.model import CellSpec, HandedOver, new_provenance, sealed
 from cellspec_sc.readers._table import listed
-from cellspec_sc.spec import SPEC_VERSION
+from cellspec_sc.spec import SPEC_VERSION, vocabulary
 
 
 def combined(parts: Sequence[CellSpec], names: Sequence[str]) -> CellSpec:
     """One object of the objects read from the tables ``names`` of a folder (in that order); refuses what cannot be
-    one object, naming the tables (see the module docstring)."""
+    one object, naming the tables (see the module docstring). The parts are the folder read's own: one part's
+    matrix and tables are taken as they are (a mask's one table, before :func:`joined_compartments`)."""
     first = parts[0]
     for part, name in zip(parts[1:], names[1:], strict=True):
         _check_same_features(first, part, names[0], name)
@@ -43,7 +44,7 @@ def combined(parts: Sequence[CellSpec], names: Sequence[str]) -> CellSpec:
     return CellSpec(
         spec_version=SPEC_VERSION,
         cells=HandedOver(_stacked(parts, names, "cells")),
-        measurements=sealed(np.concatenate([p.measurements for p in parts])),
+        measurements=sealed(first.measurements if len(parts) == 1 else np.concatenate([p.measurements for p in parts])),
         dictionary=HandedOver(first.dictionary.copy()),
         images=HandedOver(_stacked(parts, names, "images")),
         channels=HandedOver(_stacked(parts, names, "channels")),
@@ -55,7 +56,8 @@ def combined(parts: Sequence[CellSpec], names: Sequence[str]) -> CellSpec:
 def joined_compartments(objects: Sequence[CellSpec], tables: Sequence[Sequence[str]]) -> CellSpec:
     """One object of objects that measure the same cells in different compartments, read from the tables
     ``tables`` (a list per object; MCMICRO's mcquant writes a table per mask): the first object's cells, in its
-    order, with every object's features side by side, matched by image and cell id.
+    order, with every object's features side by side, matched by image and cell id. The objects are the folder
+    read's own: their tables are taken, not copied, and the matrix is written once.
 
     A cell that another object lacks (a cell without a nucleus) has NA for that object's features, counted in
     ``parameters["cells_without"]``; an object's cell that the first lacks is refused, naming its table. The later
@@ -66,8 +68,8 @@ def joined_compartments(objects: Sequence[CellSpec], tables: Sequence[Sequence[s
     """
     first = objects[0]
     n = first.n_cells
-    cells, blocks, dictionaries = first.cells.copy(), [first.measurements], [first.dictionary]
-    compartments, without = [_compartment_of(first, tables[0])], {}
+    cells, dictionaries = first.cells.copy(deep=False), [first.dictionary]  # new columns, no copy of the old
+    compartments, without, placed = [_compartment_of(first, tables[0])], {}, []
     for part, names in zip(objects[1:], tables[1:], strict=True):
         compartment = _compartment_of(part, names)
         _check_same_images(first, part, tables[0], names)
@@ -78,12 +80,12 @@ def joined_compartments(objects: Sequence[CellSpec], tables: Sequence[Sequence[s
             raise InputError(f"{listed(names)}: cell {cell!r} of image {image!r} is in no table of "
                              f"{listed(tables[0])}; the tables of the masks of one segmentation are joined by cell id "
                              "and the first mask's tables hold every cell: read the tables one by one")
-        blocks.append(_rows_at(part.measurements, at, n))
         dictionaries.append(_others_named(part.dictionary, compartment))
         for axis in ("x", "y"):
             cells[f"{compartment}_{axis}"] = _rows_at(part.cells[axis].to_numpy(np.float64), at, n)
         compartments.append(compartment)
         without[compartment] = n - len(at)
+        placed.append((part.measurements, at))
     dictionary = pd.concat(dictionaries, ignore_index=True)
     repeated = dictionary["feature_id"][dictionary["feature_id"].duplicated()].tolist()
     if repeated:
@@ -92,13 +94,31 @@ def joined_compartments(objects: Sequence[CellSpec], tables: Sequence[Sequence[s
     return CellSpec(
         spec_version=SPEC_VERSION,
         cells=HandedOver(cells),
-        measurements=sealed(np.ascontiguousarray(np.hstack(blocks))),
+        measurements=sealed(_side_by_side(first.measurements, placed, len(dictionary))),
         dictionary=HandedOver(dictionary),
-        images=HandedOver(first.images.copy()),
-        channels=HandedOver(first.channels.copy()),
+        images=HandedOver(first.images),
+        channels=HandedOver(first.channels),
         provenance=_joined_provenance([o.provenance for o in objects], compartments, tables, n, without),
-        adjacency=None if first.adjacency is None else HandedOver(first.adjacency.copy()),
+        adjacency=None if first.adjacency is None else HandedOver(first.adjacency),
     )
+
+
+def _side_by_side(matrix: np.ndarray, placed: Sequence[tuple[np.ndarray, np.ndarray]], width: int) -> np.ndarray:
+    """``matrix`` and, beside it, each of ``placed``'s matrices at its rows (NA elsewhere), written into one new
+    matrix of ``width`` columns.
+
+    >>> _side_by_side(np.ones((3, 1)), [(np.full((1, 2), 2.0), np.array([1]))], 3).tolist()
+    [[1.0, nan, nan], [1.0, 2.0, 2.0], [1.0, nan, nan]]
+    """
+    out = np.empty((len(matrix), width))
+    out[:, :matrix.shape[1]] = matrix
+    column = matrix.shape[1]
+    for values, at in placed:
+        block = out[:, column:column + values.shape[1]]
+        block.fill(np.nan)
+        block[at] = values
+        column += values.shape[1]
+    return out
 
 
 def _rows_in(first: CellSpec, part: CellSpec) -> np.ndarray:
@@ -155,8 +175,9 @@ def _others_named(dictionary: pd.DataFrame, compartment: str) -> pd.DataFrame:
         return dictionary
     out = dictionary.copy()
     statistic = compartment + "_" + out.loc[other, "statistic"]
+    rule = vocabulary().feature_id_rule("other")  # the spec's naming rule, as every reader's ids
     out.loc[other, "statistic"] = statistic
-    out.loc[other, "feature_id"] = "other:" + statistic
+    out.loc[other, "feature_id"] = [rule.format(compartment=None, marker=None, statistic=s) for s in statistic]
     return out
 
 
@@ -193,6 +214,8 @@ def _stacked(parts: Sequence[CellSpec], names: Sequence[str], table: str) -> pd.
     """The ``table`` of every part, one after another; refused, naming the first table that differs, when their
     columns or column types differ (pandas would add columns of NA, or make a column of mixed types)."""
     frames = [getattr(p, table) for p in parts]
+    if len(frames) == 1:
+        return frames[0]
     out = pd.concat(frames, ignore_index=True)
     if list(out.columns) != list(frames[0].columns) or not out.dtypes.equals(frames[0].dtypes):
         for frame, name in zip(frames[1:], names[1:], strict=True):
